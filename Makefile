@@ -1,0 +1,58 @@
+# Trivium: `make demo` and `make test` set everything up first (Debian packages,
+# .venv, torch from constraints.txt, the four packages editable). Steps already
+# done are skipped: stamps in .venv/.stamps record them.
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+STAMPS := $(VENV)/.stamps
+PACKAGES := core vision audio data
+DEBIAN_PACKAGES := g++ pkg-config libjpeg62-turbo-dev libspng-dev libturbojpeg0
+NATIVE_SOURCES := $(wildcard packages/vision/csrc/*) packages/vision/CMakeLists.txt
+PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
+
+.PHONY: setup system demo test lint format bench clean
+
+setup: system $(STAMPS)/packages
+
+# Debian packages for the native codecs; checked every run (a fraction of a second).
+system:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "Missing Debian packages:" $$missing "(install them as root)"; exit 1; fi; \
+	  echo "Installing Debian packages:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(PY):
+	python3 -m venv $(VENV)
+
+# torch is pinned by constraints.txt: an unpinned torch would pull a CUDA build.
+$(STAMPS)/deps: constraints.txt requirements-dev.txt | $(PY)
+	$(PIP) install -c constraints.txt torch==2.13.0 -r requirements-dev.txt
+	@mkdir -p $(STAMPS) && touch $@
+
+$(STAMPS)/packages: $(STAMPS)/deps $(PYPROJECTS) $(NATIVE_SOURCES)
+	$(PIP) install --no-build-isolation -c constraints.txt $(foreach p,$(PACKAGES),-e packages/$(p))
+	@touch $@
+
+demo: setup
+	$(PY) examples/image_io_tour/tour.py tests/assets/images
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: setup lint
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) benchmarks/image_io.py
+
+clean:
+	rm -rf $(VENV) packages/*/build .pytest_cache .ruff_cache

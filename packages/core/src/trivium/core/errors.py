@@ -1,0 +1,102 @@
+"""Error classes shared by every Trivium package.
+
+Each error is a :class:`TriviumError` and also the builtin exception a caller
+would naturally catch (``ValueError`` for bad data, ``OSError`` for I/O).
+
+Example:
+    >>> from trivium.core.errors import DecodeError
+    >>> try:
+    ...     raise DecodeError("truncated JPEG", path="cat.jpg")
+    ... except ValueError as e:
+    ...     print(e)
+    cat.jpg: truncated JPEG
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class TriviumError(Exception):
+    """Base class of every error raised by Trivium.
+
+    ``path`` (optional) names the file the error is about; it is prefixed to the
+    message so that a failing sample in a large dataset can be found.
+
+    Example:
+        >>> str(TriviumError("bad header", path="a.png"))
+        'a.png: bad header'
+    """
+
+    def __init__(self, reason: str, *, path: str | os.PathLike[str] | None = None) -> None:
+        self.reason = reason
+        self.path = None if path is None else os.fspath(path)
+        super().__init__(reason if self.path is None else f"{self.path}: {reason}")
+
+    def __reduce__(self):  # keep `path` across pickling (DataLoader workers)
+        return (_rebuild, (type(self), self.reason, self.path))
+
+
+def _rebuild(cls: type[TriviumError], reason: str, path: str | None) -> TriviumError:
+    return cls(reason, path=path)
+
+
+class DecodeError(TriviumError, ValueError):
+    """Encoded data (an image, audio file, ...) is corrupt, truncated or not what it claims.
+
+    Example:
+        >>> isinstance(DecodeError("empty input"), ValueError)
+        True
+    """
+
+
+class EncodeError(TriviumError, ValueError):
+    """Data cannot be encoded (wrong shape, dtype or an encoder failure).
+
+    Example:
+        >>> raise EncodeError("expected 1 or 3 channels, got 5")
+        Traceback (most recent call last):
+        ...
+        trivium.core.errors.EncodeError: expected 1 or 3 channels, got 5
+    """
+
+
+class UnsupportedFormatError(DecodeError):
+    """The data is valid but uses a format or feature Trivium does not decode.
+
+    Example:
+        >>> isinstance(UnsupportedFormatError("GIF"), DecodeError)
+        True
+    """
+
+
+class DatasetError(TriviumError, OSError):
+    """A dataset root is missing, incomplete or laid out differently than expected.
+
+    Example:
+        >>> isinstance(DatasetError("no such split"), OSError)
+        True
+    """
+
+
+class DecodeWarning(UserWarning):
+    """Data was damaged but partly decodable, and the caller asked for what could be read.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warnings.warn("premature end of JPEG file", DecodeWarning)
+        >>> caught[0].category.__name__
+        'DecodeWarning'
+    """
+
+
+__all__ = [
+    "DatasetError",
+    "DecodeError",
+    "DecodeWarning",
+    "EncodeError",
+    "TriviumError",
+    "UnsupportedFormatError",
+]

@@ -1,0 +1,61 @@
+// Types shared by the JPEG and PNG codecs. Nothing here depends on Python or torch:
+// the codecs read a byte buffer and write into a caller-provided pixel buffer, so
+// the binding layer can release the GIL around all of their work.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trivium {
+
+// Same values as trivium.vision.io.ImageReadMode.
+enum class ReadMode : int { Unchanged = 0, Gray = 1, GrayAlpha = 2, RGB = 3, RGBA = 4 };
+
+enum class ErrorKind : int { None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 3 };
+
+// What a header says, before any pixel is decoded.
+struct ImageHeader {
+    std::string format;       // "jpeg" or "png"
+    std::string color_space;  // e.g. "YCbCr", "CMYK", "gray", "RGBA", "palette"
+    int height = 0;
+    int width = 0;
+    int channels = 0;  // channels of an ImageReadMode.UNCHANGED decode
+    int bit_depth = 0;
+    int orientation = 0;  // EXIF orientation 1..8, 0 when absent
+    bool progressive = false;  // JPEG progressive / PNG interlaced
+};
+
+// The geometry and sample size a decode will produce.
+struct OutputShape {
+    int height = 0;
+    int width = 0;
+    int channels = 0;
+    int bytes_per_sample = 1;  // 1 (uint8) or 2 (uint16, host-endian)
+};
+
+// Collects what went wrong while decoding. `corrupt` is set for damage that loses
+// pixels but still lets the decoder finish (premature end, bad Huffman codes).
+struct Diagnostics {
+    ErrorKind error = ErrorKind::None;
+    std::string message;
+    std::vector<std::string> warnings;
+    bool corrupt = false;
+
+    bool fail(ErrorKind kind, std::string msg) {
+        error = kind;
+        message = std::move(msg);
+        return false;
+    }
+    void warn(std::string msg, bool loses_data) {
+        corrupt = corrupt || loses_data;
+        if (warnings.size() < 8) warnings.push_back(std::move(msg));
+    }
+};
+
+// Luma as Pillow's RGB -> L conversion computes it (ITU-R 601-2, 16-bit fixed point).
+inline uint32_t luma(uint32_t r, uint32_t g, uint32_t b) {
+    return uint32_t((uint64_t(r) * 19595 + uint64_t(g) * 38470 + uint64_t(b) * 7471 + 0x8000) >> 16);
+}
+
+}  // namespace trivium

@@ -1,0 +1,381 @@
+#include "jpeg_codec.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <jerror.h>
+
+#include "exif.h"
+
+namespace trivium {
+namespace {
+
+constexpr int kMaxScans = 1000;  // hostile progressive files can hold thousands of tiny scans
+constexpr int kExifMarker = JPEG_APP0 + 1;
+
+void on_error_exit(j_common_ptr cinfo) {
+    auto* err = reinterpret_cast<JpegDecoder::ErrorManager*>(cinfo->err);
+    char buffer[JMSG_LENGTH_MAX];
+    (*cinfo->err->format_message)(cinfo, buffer);
+    const int code = cinfo->err->msg_code;
+    const bool unsupported = code == JERR_SOF_UNSUPPORTED || code == JERR_ARITH_NOTIMPL ||
+                             code == JERR_NOT_COMPILED || code == JERR_CONVERSION_NOTIMPL;
+    err->diag->fail(unsupported ? ErrorKind::Unsupported : ErrorKind::Corrupt, buffer);
+    std::longjmp(err->jump, 1);
+}
+
+// Warnings that mean pixels were lost or invented (as opposed to harmless oddities
+// such as an unknown JFIF revision or junk bytes between markers).
+bool warning_loses_data(int code) {
+    switch (code) {
+        case JWRN_JPEG_EOF:
+        case JWRN_HIT_MARKER:
+        case JWRN_HUFF_BAD_CODE:
+        case JWRN_MUST_RESYNC:
+        case JWRN_NOT_SEQUENTIAL:
+        case JWRN_BOGUS_PROGRESSION:
+#ifdef JWRN_ARITH_BAD_CODE
+        case JWRN_ARITH_BAD_CODE:
+#endif
+            return true;
+        default:
+            return false;
+    }
+}
+
+void on_message(j_common_ptr cinfo, int level) {
+    if (level >= 0) return;  // trace messages
+    auto* err = reinterpret_cast<JpegDecoder::ErrorManager*>(cinfo->err);
+    char buffer[JMSG_LENGTH_MAX];
+    (*cinfo->err->format_message)(cinfo, buffer);
+    err->diag->warn(buffer, warning_loses_data(cinfo->err->msg_code));
+    cinfo->err->num_warnings++;
+}
+
+void on_progress(j_common_ptr cinfo) {
+    auto* dinfo = reinterpret_cast<j_decompress_ptr>(cinfo);
+    if (dinfo->input_scan_number > kMaxScans) {
+        auto* err = reinterpret_cast<JpegDecoder::ErrorManager*>(cinfo->err);
+        err->diag->fail(ErrorKind::Corrupt,
+                        "more than " + std::to_string(kMaxScans) + " progressive scans");
+        std::longjmp(err->jump, 1);
+    }
+}
+
+const char* color_space_name(J_COLOR_SPACE cs) {
+    switch (cs) {
+        case JCS_GRAYSCALE: return "gray";
+        case JCS_YCbCr: return "YCbCr";
+        case JCS_RGB: return "RGB";
+        case JCS_CMYK: return "CMYK";
+        case JCS_YCCK: return "YCCK";
+        default: return "unknown";
+    }
+}
+
+bool is_cmyk(J_COLOR_SPACE cs) { return cs == JCS_CMYK || cs == JCS_YCCK; }
+
+int unchanged_channels(J_COLOR_SPACE cs) { return cs == JCS_GRAYSCALE ? 1 : 3; }
+
+int mode_channels(ReadMode mode, J_COLOR_SPACE cs) {
+    switch (mode) {
+        case ReadMode::Gray: return 1;
+        case ReadMode::GrayAlpha: return 2;
+        case ReadMode::RGB: return 3;
+        case ReadMode::RGBA: return 4;
+        default: return unchanged_channels(cs);
+    }
+}
+
+int find_orientation(j_decompress_ptr cinfo) {
+    for (jpeg_saved_marker_ptr m = cinfo->marker_list; m != nullptr; m = m->next) {
+        if (m->marker == kExifMarker && m->data_length >= 6 &&
+            std::memcmp(m->data, "Exif\0\0", 6) == 0) {
+            return exif_orientation(m->data + 6, m->data_length - 6);
+        }
+    }
+    return 0;
+}
+
+// Pillow's CMYK -> RGB, on the inverted samples Adobe writes (as libjpeg returns them).
+inline uint8_t cmyk_channel(uint8_t inverted_c, uint8_t inverted_k) {
+    uint32_t c = 255u - inverted_c, nk = inverted_k;
+    uint32_t t = c * nk + 128;
+    int v = int(nk) - int(((t >> 8) + t) >> 8);
+    return uint8_t(v < 0 ? 0 : v);
+}
+
+}  // namespace
+
+JpegDecoder::JpegDecoder(const uint8_t* data, size_t size, Diagnostics* diag)
+    : data_(data), size_(size), diag_(diag) {
+    std::memset(&cinfo_, 0, sizeof(cinfo_));
+    cinfo_.err = jpeg_std_error(&err_.pub);
+    err_.pub.error_exit = on_error_exit;
+    err_.pub.emit_message = on_message;
+    err_.diag = diag;
+    jpeg_create_decompress(&cinfo_);
+    progress_.progress_monitor = on_progress;
+    cinfo_.progress = &progress_;
+}
+
+JpegDecoder::~JpegDecoder() { jpeg_destroy_decompress(&cinfo_); }
+
+bool JpegDecoder::read_header(ImageHeader* header) {
+    if (size_ == 0) return diag_->fail(ErrorKind::Corrupt, "empty input");
+    if (size_ < 3 || data_[0] != 0xFF || data_[1] != 0xD8 || data_[2] != 0xFF) {
+        return diag_->fail(ErrorKind::Corrupt, "not a JPEG (no SOI marker)");
+    }
+    if (setjmp(err_.jump)) return false;
+    if (!header_read_) {
+        jpeg_mem_src(&cinfo_, data_, static_cast<unsigned long>(size_));
+        jpeg_save_markers(&cinfo_, kExifMarker, 0xFFFF);
+        jpeg_read_header(&cinfo_, TRUE);
+        header_read_ = true;
+    }
+    J_COLOR_SPACE cs = cinfo_.jpeg_color_space;
+    if (cs == JCS_UNKNOWN || cinfo_.num_components == 2 || cinfo_.num_components > 4) {
+        return diag_->fail(ErrorKind::Unsupported,
+                           "JPEG with " + std::to_string(cinfo_.num_components) +
+                               " components of an unknown color space");
+    }
+    header->format = "jpeg";
+    header->color_space = color_space_name(cs);
+    header->height = static_cast<int>(cinfo_.image_height);
+    header->width = static_cast<int>(cinfo_.image_width);
+    header->channels = unchanged_channels(cs);
+    header->bit_depth = cinfo_.data_precision;
+    header->orientation = find_orientation(&cinfo_);
+    header->progressive = jpeg_has_multiple_scans(&cinfo_);
+    return true;
+}
+
+bool JpegDecoder::prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t max_pixels,
+                          OutputShape* shape) {
+    ImageHeader header;
+    if (!read_header(&header)) return false;
+    if (cinfo_.data_precision != 8) {
+        return diag_->fail(ErrorKind::Unsupported,
+                           std::to_string(cinfo_.data_precision) + "-bit JPEG");
+    }
+    const int64_t pixels = int64_t(cinfo_.image_width) * int64_t(cinfo_.image_height);
+    if (max_pixels > 0 && pixels > max_pixels) {
+        return diag_->fail(ErrorKind::TooLarge,
+                           std::to_string(cinfo_.image_width) + "x" +
+                               std::to_string(cinfo_.image_height) + " image exceeds the limit of " +
+                               std::to_string(max_pixels) + " pixels");
+    }
+    if (setjmp(err_.jump)) return false;
+
+    const J_COLOR_SPACE cs = cinfo_.jpeg_color_space;
+    const int channels = mode_channels(mode, cs);
+    if (is_cmyk(cs)) {
+        cinfo_.out_color_space = JCS_CMYK;
+        decoded_channels_ = 4;
+        conversion_ = channels == 1   ? RowConversion::CmykToGray
+                      : channels == 2 ? RowConversion::CmykToGrayAlpha
+                      : channels == 3 ? RowConversion::CmykToRgb
+                                      : RowConversion::CmykToRgba;
+    } else if (channels <= 2) {
+        cinfo_.out_color_space = JCS_GRAYSCALE;
+        decoded_channels_ = 1;
+        conversion_ = channels == 2 ? RowConversion::GrayToGrayAlpha : RowConversion::None;
+    } else {
+        cinfo_.out_color_space = channels == 3 ? JCS_EXT_RGB : JCS_EXT_RGBA;
+        decoded_channels_ = channels;
+        conversion_ = RowConversion::None;
+    }
+    cinfo_.dct_method = JDCT_ISLOW;  // what Pillow and torchvision use
+    cinfo_.scale_num = static_cast<unsigned int>(scale_num);
+    cinfo_.scale_denom = 8;
+    jpeg_calc_output_dimensions(&cinfo_);
+
+    const int64_t out_w = cinfo_.output_width, out_h = cinfo_.output_height;
+    if (roi == nullptr) {
+        region_top_ = region_left_ = 0;
+        region_width_ = static_cast<JDIMENSION>(out_w);
+        region_height_ = static_cast<JDIMENSION>(out_h);
+    } else {
+        const int64_t W = cinfo_.image_width, H = cinfo_.image_height;
+        if (roi->top < 0 || roi->left < 0 || roi->height <= 0 || roi->width <= 0 ||
+            roi->top + roi->height > H || roi->left + roi->width > W) {
+            return diag_->fail(ErrorKind::Corrupt, "roi (top=" + std::to_string(roi->top) +
+                                                       ", left=" + std::to_string(roi->left) +
+                                                       ", height=" + std::to_string(roi->height) +
+                                                       ", width=" + std::to_string(roi->width) +
+                                                       ") is outside the " + std::to_string(W) +
+                                                       "x" + std::to_string(H) + " image");
+        }
+        // Map the source box to the scaled image: floor the start, ceil the end.
+        const int64_t top = roi->top * scale_num / 8, left = roi->left * scale_num / 8;
+        const int64_t bottom = std::min(out_h, ((roi->top + roi->height) * scale_num + 7) / 8);
+        const int64_t right = std::min(out_w, ((roi->left + roi->width) * scale_num + 7) / 8);
+        region_top_ = static_cast<JDIMENSION>(top);
+        region_left_ = static_cast<JDIMENSION>(left);
+        region_height_ = static_cast<JDIMENSION>(std::max<int64_t>(1, bottom - top));
+        region_width_ = static_cast<JDIMENSION>(std::max<int64_t>(1, right - left));
+    }
+    shape_.height = static_cast<int>(region_height_);
+    shape_.width = static_cast<int>(region_width_);
+    shape_.channels = channels;
+    shape_.bytes_per_sample = 1;
+    *shape = shape_;
+    return true;
+}
+
+void JpegDecoder::convert_row(const uint8_t* src, uint8_t* dst, int width) const {
+    switch (conversion_) {
+        case RowConversion::None:
+            std::memcpy(dst, src, size_t(width) * decoded_channels_);
+            break;
+        case RowConversion::GrayToGrayAlpha:
+            for (int x = 0; x < width; ++x) {
+                dst[2 * x] = src[x];
+                dst[2 * x + 1] = 255;
+            }
+            break;
+        default: {
+            const int out_c = shape_.channels;
+            for (int x = 0; x < width; ++x, src += 4, dst += out_c) {
+                const uint8_t r = cmyk_channel(src[0], src[3]);
+                const uint8_t g = cmyk_channel(src[1], src[3]);
+                const uint8_t b = cmyk_channel(src[2], src[3]);
+                if (out_c >= 3) {
+                    dst[0] = r, dst[1] = g, dst[2] = b;
+                    if (out_c == 4) dst[3] = 255;
+                } else {
+                    dst[0] = static_cast<uint8_t>(luma(r, g, b));
+                    if (out_c == 2) dst[1] = 255;
+                }
+            }
+        }
+    }
+}
+
+bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride) {
+    if (setjmp(err_.jump)) return false;
+    jpeg_start_decompress(&cinfo_);
+    started_ = true;
+
+    JDIMENSION crop_left = region_left_, crop_width = region_width_;
+    if (region_left_ != 0 || region_width_ != cinfo_.output_width) {
+        jpeg_crop_scanline(&cinfo_, &crop_left, &crop_width);  // widens to iMCU boundaries
+    }
+    const JDIMENSION skip_cols = region_left_ - crop_left;
+    const bool direct = skip_cols == 0 && conversion_ == RowConversion::None;
+    // A scratch row from libjpeg's pool: freed by jpeg_destroy even after a longjmp.
+    JSAMPARRAY scratch = nullptr;
+    if (!direct) {
+        scratch = (*cinfo_.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo_), JPOOL_IMAGE,
+                                              crop_width * decoded_channels_, 1);
+    }
+    if (region_top_ > 0) jpeg_skip_scanlines(&cinfo_, region_top_);
+
+    for (JDIMENSION y = 0; y < region_height_; ++y) {
+        uint8_t* out_row = dst + ptrdiff_t(y) * row_stride;
+        JSAMPROW row = direct ? out_row : scratch[0];
+        if (jpeg_read_scanlines(&cinfo_, &row, 1) != 1) {
+            return diag_->fail(ErrorKind::Corrupt, "decoder returned no scanline");
+        }
+        if (!direct) {
+            convert_row(scratch[0] + size_t(skip_cols) * decoded_channels_, out_row,
+                        static_cast<int>(region_width_));
+        }
+    }
+    if (cinfo_.output_scanline == cinfo_.output_height) {
+        jpeg_finish_decompress(&cinfo_);
+    } else {
+        jpeg_abort_decompress(&cinfo_);
+    }
+    return true;
+}
+
+namespace {
+
+struct EncoderState {
+    jpeg_compress_struct cinfo;
+    JpegDecoder::ErrorManager err;
+    unsigned char* buffer = nullptr;
+    unsigned long size = 0;
+};
+
+bool set_subsampling(jpeg_compress_struct* cinfo, int subsampling, Diagnostics* diag) {
+    int h = 2, v = 2;
+    switch (subsampling) {
+        case 444: h = 1, v = 1; break;
+        case 422: h = 2, v = 1; break;
+        case 420: h = 2, v = 2; break;
+        case 440: h = 1, v = 2; break;
+        default:
+            return diag->fail(ErrorKind::Corrupt,
+                              "subsampling must be 444, 422, 420 or 440, got " +
+                                  std::to_string(subsampling));
+    }
+    cinfo->comp_info[0].h_samp_factor = h;
+    cinfo->comp_info[0].v_samp_factor = v;
+    for (int c = 1; c < cinfo->num_components; ++c) {
+        cinfo->comp_info[c].h_samp_factor = 1;
+        cinfo->comp_info[c].v_samp_factor = 1;
+    }
+    return true;
+}
+
+// The libjpeg calls of an encode, isolated so that a longjmp skips no destructor.
+bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, int channels,
+                 ptrdiff_t row_stride, const JpegEncodeOptions& options, Diagnostics* diag) {
+    if (setjmp(s->err.jump)) return false;
+    jpeg_create_compress(&s->cinfo);
+    jpeg_mem_dest(&s->cinfo, &s->buffer, &s->size);
+    s->cinfo.image_width = static_cast<JDIMENSION>(width);
+    s->cinfo.image_height = static_cast<JDIMENSION>(height);
+    s->cinfo.input_components = channels;
+    s->cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
+    jpeg_set_defaults(&s->cinfo);
+    jpeg_set_quality(&s->cinfo, options.quality, TRUE);
+    s->cinfo.dct_method = JDCT_ISLOW;
+    s->cinfo.optimize_coding = options.optimize ? TRUE : FALSE;
+    if (channels == 3 && !set_subsampling(&s->cinfo, options.subsampling, diag)) return false;
+    if (options.progressive) jpeg_simple_progression(&s->cinfo);
+    jpeg_start_compress(&s->cinfo, TRUE);
+    while (s->cinfo.next_scanline < s->cinfo.image_height) {
+        JSAMPROW row = const_cast<JSAMPROW>(pixels + ptrdiff_t(s->cinfo.next_scanline) * row_stride);
+        jpeg_write_scanlines(&s->cinfo, &row, 1);
+    }
+    jpeg_finish_compress(&s->cinfo);
+    return true;
+}
+
+}  // namespace
+
+bool encode_jpeg(const uint8_t* pixels, int height, int width, int channels,
+                 ptrdiff_t row_stride, const JpegEncodeOptions& options,
+                 std::vector<uint8_t>* out, Diagnostics* diag) {
+    if (channels != 1 && channels != 3) {
+        return diag->fail(ErrorKind::Corrupt,
+                          "JPEG needs 1 or 3 channels, got " + std::to_string(channels));
+    }
+    if (height <= 0 || width <= 0 || height > JPEG_MAX_DIMENSION || width > JPEG_MAX_DIMENSION) {
+        return diag->fail(ErrorKind::Corrupt, "JPEG dimensions must be in 1.." +
+                                                  std::to_string(JPEG_MAX_DIMENSION) + ", got " +
+                                                  std::to_string(width) + "x" +
+                                                  std::to_string(height));
+    }
+    if (options.quality < 1 || options.quality > 100) {
+        return diag->fail(ErrorKind::Corrupt,
+                          "quality must be in 1..100, got " + std::to_string(options.quality));
+    }
+    EncoderState state;
+    std::memset(&state.cinfo, 0, sizeof(state.cinfo));
+    state.cinfo.err = jpeg_std_error(&state.err.pub);
+    state.err.pub.error_exit = on_error_exit;
+    state.err.pub.emit_message = on_message;
+    state.err.diag = diag;
+    const bool ok = run_encoder(&state, pixels, height, width, channels, row_stride, options, diag);
+    if (ok) out->assign(state.buffer, state.buffer + state.size);
+    jpeg_destroy_compress(&state.cinfo);
+    std::free(state.buffer);  // allocated by jpeg_mem_dest, also after an error
+    return ok;
+}
+
+}  // namespace trivium

@@ -1,0 +1,76 @@
+// JPEG decode and encode on libjpeg-turbo's libjpeg API (for scaled and cropped decode).
+#pragma once
+#include <csetjmp>
+#include <cstdio>
+
+#include <jpeglib.h>
+
+#include "codec.h"
+
+namespace trivium {
+
+// A region of interest in source-image pixels: rows [top, top+height), columns
+// [left, left+width).
+struct Roi {
+    int64_t top = 0, left = 0, height = 0, width = 0;
+};
+
+// Decodes one JPEG in two steps so that the caller can allocate the output
+// between them: prepare() reads the header and fixes the output shape, decode()
+// writes pixels. libjpeg reports errors by longjmp, so these methods hold no
+// objects with destructors across libjpeg calls.
+class JpegDecoder {
+public:
+    JpegDecoder(const uint8_t* data, size_t size, Diagnostics* diag);
+    ~JpegDecoder();
+    JpegDecoder(const JpegDecoder&) = delete;
+    JpegDecoder& operator=(const JpegDecoder&) = delete;
+
+    bool read_header(ImageHeader* header);
+    // scale_num in 1..8 selects a scale of scale_num/8; roi may be null.
+    bool prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t max_pixels,
+                 OutputShape* shape);
+    // Writes shape.height rows of shape.width * shape.channels bytes, `row_stride` apart.
+    bool decode(uint8_t* dst, ptrdiff_t row_stride);
+
+    struct ErrorManager {
+        jpeg_error_mgr pub;
+        std::jmp_buf jump;
+        Diagnostics* diag;
+    };
+
+private:
+    enum class RowConversion { None, GrayToGrayAlpha, CmykToRgb, CmykToRgba, CmykToGray, CmykToGrayAlpha };
+
+    bool start();
+    void convert_row(const uint8_t* src, uint8_t* dst, int width) const;
+
+    const uint8_t* data_;
+    size_t size_;
+    Diagnostics* diag_;
+    jpeg_decompress_struct cinfo_;
+    ErrorManager err_;
+    jpeg_progress_mgr progress_;
+    bool header_read_ = false;
+    bool started_ = false;
+    RowConversion conversion_ = RowConversion::None;
+    int decoded_channels_ = 0;  // channels libjpeg writes per pixel
+    OutputShape shape_;
+    // Output region in scaled-image coordinates.
+    JDIMENSION region_top_ = 0, region_left_ = 0, region_width_ = 0, region_height_ = 0;
+};
+
+struct JpegEncodeOptions {
+    int quality = 75;
+    int subsampling = 420;  // 444, 422, 420 or 440 (ignored for gray)
+    bool progressive = false;
+    bool optimize = false;
+};
+
+// Encodes height x width x channels (1 = gray, 3 = RGB) uint8 pixels with rows
+// `row_stride` bytes apart. On success *out holds the JPEG bytes.
+bool encode_jpeg(const uint8_t* pixels, int height, int width, int channels,
+                 ptrdiff_t row_stride, const JpegEncodeOptions& options,
+                 std::vector<uint8_t>* out, Diagnostics* diag);
+
+}  // namespace trivium

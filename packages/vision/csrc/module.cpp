@@ -1,0 +1,248 @@
+// pybind11 bindings of the codecs: trivium.vision._C.
+//
+// Every function takes any contiguous byte buffer (bytes, bytearray, memoryview,
+// a NumPy array) and returns NumPy arrays; the Python layer wraps them with
+// torch.from_numpy. The GIL is released around all codec work and only taken
+// back to allocate the output array.
+#include <optional>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "jpeg_codec.h"
+#include "png_codec.h"
+
+namespace py = pybind11;
+using namespace trivium;
+
+namespace {
+
+struct DecodeFailure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+struct UnsupportedFailure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+struct TooLargeFailure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void raise(const Diagnostics& diag) {
+    switch (diag.error) {
+        case ErrorKind::Unsupported: throw UnsupportedFailure(diag.message);
+        case ErrorKind::TooLarge: throw TooLargeFailure(diag.message);
+        default: throw DecodeFailure(diag.message);
+    }
+}
+
+struct ByteView {
+    py::buffer_info info;
+    const uint8_t* data() const { return static_cast<const uint8_t*>(info.ptr); }
+    size_t size() const { return size_t(info.size) * size_t(info.itemsize); }
+};
+
+ByteView view_bytes(const py::buffer& buffer) {
+    ByteView view{buffer.request()};
+    bool contiguous = view.info.ndim <= 1 &&
+                      (view.info.ndim == 0 || view.info.strides[0] == view.info.itemsize);
+    if (!contiguous) throw py::value_error("encoded data must be a contiguous 1-D buffer");
+    return view;
+}
+
+py::dict header_dict(const ImageHeader& h) {
+    py::dict d;
+    d["format"] = h.format;
+    d["color_space"] = h.color_space;
+    d["height"] = h.height;
+    d["width"] = h.width;
+    d["channels"] = h.channels;
+    d["bit_depth"] = h.bit_depth;
+    d["orientation"] = h.orientation;
+    d["progressive"] = h.progressive;
+    return d;
+}
+
+// The output array: a new one, the caller's `out` array, or the array returned by
+// calling `out(height, width, channels, bits_per_sample)` (an allocator, e.g. of
+// pinned memory). A caller's array must match the shape exactly.
+py::array output_array(const OutputShape& shape, const std::optional<py::object>& out) {
+    const std::vector<py::ssize_t> dims{shape.height, shape.width, shape.channels};
+    const py::dtype dtype = shape.bytes_per_sample == 2 ? py::dtype::of<uint16_t>()
+                                                        : py::dtype::of<uint8_t>();
+    if (!out || out->is_none()) return py::array(dtype, dims);
+    py::object given = *out;
+    if (!py::isinstance<py::array>(given) && PyCallable_Check(given.ptr())) {
+        given = given(dims[0], dims[1], dims[2], 8 * shape.bytes_per_sample);
+    }
+    if (!py::isinstance<py::array>(given)) throw py::type_error("out must be a NumPy array");
+    py::array a = py::reinterpret_borrow<py::array>(given);
+    const bool ok = a.ndim() == 3 && a.shape(0) == dims[0] && a.shape(1) == dims[1] &&
+                    a.shape(2) == dims[2] && a.dtype().is(dtype) && a.writeable() &&
+                    (a.flags() & py::array::c_style);
+    if (!ok) {
+        throw py::value_error("out must be a writable C-contiguous " +
+                              std::string(py::str(dtype)) + " array of shape (" +
+                              std::to_string(dims[0]) + ", " + std::to_string(dims[1]) + ", " +
+                              std::to_string(dims[2]) + ")");
+    }
+    return a;
+}
+
+py::tuple result(py::array image, const Diagnostics& diag) {
+    return py::make_tuple(image, diag.warnings, diag.corrupt);
+}
+
+ReadMode read_mode(int mode) {
+    if (mode < 0 || mode > 4) throw py::value_error("mode must be an ImageReadMode value");
+    return static_cast<ReadMode>(mode);
+}
+
+py::dict py_jpeg_info(const py::buffer& data) {
+    ByteView view = view_bytes(data);
+    Diagnostics diag;
+    ImageHeader header;
+    bool ok;
+    {
+        py::gil_scoped_release release;
+        JpegDecoder decoder(view.data(), view.size(), &diag);
+        ok = decoder.read_header(&header);
+    }
+    if (!ok) raise(diag);
+    return header_dict(header);
+}
+
+py::tuple py_decode_jpeg(const py::buffer& data, int mode, int scale_num,
+                      std::optional<std::tuple<int64_t, int64_t, int64_t, int64_t>> roi,
+                      int64_t max_pixels, std::optional<py::object> out) {
+    if (scale_num < 1 || scale_num > 8) throw py::value_error("scale_num must be in 1..8");
+    ByteView view = view_bytes(data);
+    const ReadMode read = read_mode(mode);
+    Roi box;
+    if (roi) box = Roi{std::get<0>(*roi), std::get<1>(*roi), std::get<2>(*roi), std::get<3>(*roi)};
+    Diagnostics diag;
+    JpegDecoder decoder(view.data(), view.size(), &diag);
+    OutputShape shape;
+    bool ok;
+    {
+        py::gil_scoped_release release;
+        ok = decoder.prepare(read, scale_num, roi ? &box : nullptr, max_pixels, &shape);
+    }
+    if (!ok) raise(diag);
+    py::array image = output_array(shape, out);
+    uint8_t* dst = static_cast<uint8_t*>(image.mutable_data());
+    const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels;
+    {
+        py::gil_scoped_release release;
+        ok = decoder.decode(dst, stride);
+    }
+    if (!ok) raise(diag);
+    return result(image, diag);
+}
+
+py::array_t<uint8_t> to_numpy(const std::vector<uint8_t>& bytes) {
+    py::array_t<uint8_t> arr(static_cast<py::ssize_t>(bytes.size()));
+    std::memcpy(arr.mutable_data(), bytes.data(), bytes.size());
+    return arr;
+}
+
+void check_hwc(const py::array& image, const char* what) {
+    if (image.ndim() != 3) throw py::value_error(std::string(what) + " expects an (H, W, C) array");
+    if (!(image.flags() & py::array::c_style)) {
+        throw py::value_error(std::string(what) + " expects a C-contiguous array");
+    }
+}
+
+py::array_t<uint8_t> py_encode_jpeg(const py::array_t<uint8_t, 0>& image, int quality,
+                                 int subsampling, bool progressive, bool optimize) {
+    check_hwc(image, "encode_jpeg");
+    JpegEncodeOptions options{quality, subsampling, progressive, optimize};
+    const int h = int(image.shape(0)), w = int(image.shape(1)), c = int(image.shape(2));
+    const uint8_t* pixels = image.data();
+    std::vector<uint8_t> bytes;
+    Diagnostics diag;
+    bool ok;
+    {
+        py::gil_scoped_release release;
+        ok = encode_jpeg(pixels, h, w, c, ptrdiff_t(w) * c, options, &bytes, &diag);
+    }
+    if (!ok) throw py::value_error(diag.message);
+    return to_numpy(bytes);
+}
+
+py::dict py_png_info(const py::buffer& data) {
+    ByteView view = view_bytes(data);
+    Diagnostics diag;
+    ImageHeader header;
+    bool ok;
+    {
+        py::gil_scoped_release release;
+        PngDecoder decoder(view.data(), view.size(), &diag);
+        ok = decoder.read_header(&header);
+    }
+    if (!ok) raise(diag);
+    return header_dict(header);
+}
+
+py::tuple py_decode_png(const py::buffer& data, int mode, bool stop_at_damage, int64_t max_pixels,
+                     std::optional<py::object> out) {
+    ByteView view = view_bytes(data);
+    const ReadMode read = read_mode(mode);
+    Diagnostics diag;
+    PngDecoder decoder(view.data(), view.size(), &diag);
+    OutputShape shape;
+    bool ok;
+    {
+        py::gil_scoped_release release;
+        ok = decoder.prepare(read, max_pixels, &shape);
+    }
+    if (!ok) raise(diag);
+    py::array image = output_array(shape, out);
+    uint8_t* dst = static_cast<uint8_t*>(image.mutable_data());
+    {
+        py::gil_scoped_release release;
+        ok = decoder.decode(dst, stop_at_damage);
+    }
+    if (!ok) raise(diag);
+    return result(image, diag);
+}
+
+py::array_t<uint8_t> py_encode_png(const py::array& image, int compression_level) {
+    check_hwc(image, "encode_png");
+    int bit_depth = 0;
+    if (image.dtype().is(py::dtype::of<uint8_t>())) bit_depth = 8;
+    if (image.dtype().is(py::dtype::of<uint16_t>())) bit_depth = 16;
+    if (bit_depth == 0) throw py::value_error("encode_png expects uint8 or uint16 samples");
+    const int h = int(image.shape(0)), w = int(image.shape(1)), c = int(image.shape(2));
+    const void* pixels = image.data();
+    std::vector<uint8_t> bytes;
+    Diagnostics diag;
+    bool ok;
+    {
+        py::gil_scoped_release release;
+        ok = encode_png(pixels, h, w, c, bit_depth, compression_level, &bytes, &diag);
+    }
+    if (!ok) throw py::value_error(diag.message);
+    return to_numpy(bytes);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+    m.doc() = "Native JPEG (libjpeg-turbo) and PNG (libspng) codecs of trivium.vision";
+    auto base = py::register_exception<DecodeFailure>(m, "DecodeFailure", PyExc_ValueError);
+    py::register_exception<UnsupportedFailure>(m, "UnsupportedFailure", base.ptr());
+    py::register_exception<TooLargeFailure>(m, "TooLargeFailure", base.ptr());
+
+    m.def("jpeg_info", &py_jpeg_info, py::arg("data"));
+    m.def("decode_jpeg", &py_decode_jpeg, py::arg("data"), py::arg("mode"), py::arg("scale_num"),
+          py::arg("roi"), py::arg("max_pixels"), py::arg("out") = py::none());
+    m.def("encode_jpeg", &py_encode_jpeg, py::arg("image"), py::arg("quality"), py::arg("subsampling"),
+          py::arg("progressive"), py::arg("optimize"));
+    m.def("png_info", &py_png_info, py::arg("data"));
+    m.def("decode_png", &py_decode_png, py::arg("data"), py::arg("mode"), py::arg("stop_at_damage"),
+          py::arg("max_pixels"), py::arg("out") = py::none());
+    m.def("encode_png", &py_encode_png, py::arg("image"), py::arg("compression_level"));
+    m.attr("jpeg_version") = JPEG_LIB_VERSION;
+    m.attr("spng_version") = spng_version_string();
+}

@@ -1,0 +1,48 @@
+"""Image I/O on native codecs: JPEG through libjpeg-turbo, PNG through libspng.
+
+The API follows ``torchvision.io`` (names and argument order), and adds scaled and
+region JPEG decode, header-only ``image_info``, batch decode on a thread pool,
+decode into caller buffers, and clear errors for bad input.
+
+Example:
+    >>> import torch
+    >>> from trivium.vision.io import decode_image, encode_jpeg, ImageReadMode
+    >>> data = encode_jpeg(torch.zeros(3, 16, 16, dtype=torch.uint8))
+    >>> decode_image(data, ImageReadMode.RGB).shape
+    torch.Size([3, 16, 16])
+"""
+
+from trivium.vision.io import ops
+from trivium.vision.io.codec import (
+    ImageInfo,
+    ImageReadMode,
+    get_max_image_pixels,
+    set_max_image_pixels,
+)
+from trivium.vision.io.file import read_file, write_file
+from trivium.vision.io.image import decode_image, image_info, read_image, sniff_format
+from trivium.vision.io.jpeg import SUPPORTED_SCALES, decode_jpeg, encode_jpeg, write_jpeg
+from trivium.vision.io.orientation import apply_exif_orientation
+from trivium.vision.io.png import decode_png, encode_png, write_png
+
+__all__ = [
+    "SUPPORTED_SCALES",
+    "ImageInfo",
+    "ImageReadMode",
+    "apply_exif_orientation",
+    "decode_image",
+    "decode_jpeg",
+    "decode_png",
+    "encode_jpeg",
+    "encode_png",
+    "get_max_image_pixels",
+    "image_info",
+    "ops",
+    "read_file",
+    "read_image",
+    "set_max_image_pixels",
+    "sniff_format",
+    "write_file",
+    "write_jpeg",
+    "write_png",
+]

@@ -1,0 +1,190 @@
+"""What the JPEG and PNG codecs share: read modes, header info, the pixel limit,
+input coercion and the translation of native failures into Trivium errors.
+
+Example:
+    >>> from trivium.vision.io import ImageReadMode, get_max_image_pixels
+    >>> int(ImageReadMode.RGB), get_max_image_pixels() > 0
+    (3, True)
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import numpy as np
+import torch
+
+from trivium.core.errors import DecodeError, DecodeWarning, UnsupportedFormatError
+from trivium.vision import _C
+
+#: Encoded image data: a 1-D uint8 CPU tensor, bytes-like object or NumPy array.
+EncodedData: TypeAlias = torch.Tensor | bytes | bytearray | memoryview | np.ndarray
+PathLike: TypeAlias = str | os.PathLike[str]
+
+# Pillow's decompression-bomb limit: images larger than this are refused before
+# any pixel memory is allocated.
+_DEFAULT_MAX_PIXELS = 178_956_970
+_max_pixels: int | None = _DEFAULT_MAX_PIXELS
+
+
+class ImageReadMode(enum.IntEnum):
+    """Channels to decode to, as torchvision.io.ImageReadMode.
+
+    ``UNCHANGED`` keeps the image's own channels (plus alpha when a PNG has a
+    tRNS chunk; CMYK JPEGs become RGB).
+
+    Example:
+        >>> ImageReadMode.GRAY_ALPHA.channels
+        2
+    """
+
+    UNCHANGED = 0
+    GRAY = 1
+    GRAY_ALPHA = 2
+    RGB = 3
+    RGB_ALPHA = 4
+    RGBA = 4  # alias used by recent torchvision
+
+    @property
+    def channels(self) -> int | None:
+        """Channels this mode produces, or None for UNCHANGED (depends on the image)."""
+        return None if self is ImageReadMode.UNCHANGED else int(self)
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """What an image header says, read without decoding pixels.
+
+    Example:
+        >>> ImageInfo("png", 2, 3, 4, 8, 0, "RGBA", False).width
+        3
+    """
+
+    format: str
+    height: int
+    width: int
+    channels: int
+    bit_depth: int
+    orientation: int  # EXIF orientation 1..8, 0 when absent
+    color_space: str
+    progressive: bool
+
+
+def get_max_image_pixels() -> int | None:
+    """The pixel count above which decoding refuses an image (None: no limit).
+
+    Example:
+        >>> get_max_image_pixels()
+        178956970
+    """
+    return _max_pixels
+
+
+def set_max_image_pixels(limit: int | None) -> None:
+    """Set the decompression-bomb limit checked from the header before allocating.
+
+    Example:
+        >>> set_max_image_pixels(10_000_000)
+        >>> get_max_image_pixels()
+        10000000
+        >>> set_max_image_pixels(178_956_970)
+    """
+    global _max_pixels
+    if limit is not None and limit <= 0:
+        raise ValueError(f"the pixel limit must be positive or None, got {limit}")
+    _max_pixels = limit
+
+
+def resolve_max_pixels(max_pixels: int | None | type[...]) -> int:
+    """The limit to pass to the native codecs (0 means no limit)."""
+    limit = _max_pixels if max_pixels is ... else max_pixels
+    return 0 if limit is None else int(limit)
+
+
+def as_buffer(data: EncodedData, func: str) -> np.ndarray | bytes | bytearray | memoryview:
+    """A contiguous byte buffer over `data` without copying where possible."""
+    if isinstance(data, torch.Tensor):
+        if data.dtype != torch.uint8 or data.dim() != 1:
+            raise TypeError(
+                f"{func}: expected a 1-D uint8 tensor of encoded bytes, "
+                f"got {data.dtype} of shape {tuple(data.shape)}"
+            )
+        return data.detach().cpu().contiguous().numpy()
+    if isinstance(data, bytes | bytearray | memoryview):
+        return data
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    raise TypeError(f"{func}: expected encoded bytes (tensor, bytes or array), got {type(data)!r}")
+
+
+@contextmanager
+def native_errors(path: PathLike | None) -> Iterator[None]:
+    """Re-raise the native codec failures as Trivium errors naming `path`."""
+    try:
+        yield
+    except _C.UnsupportedFailure as e:
+        raise UnsupportedFormatError(str(e), path=path) from None
+    except _C.DecodeFailure as e:
+        raise DecodeError(str(e), path=path) from None
+
+
+def check_damage(warnings_: list[str], corrupt: bool, strict: bool, path: PathLike | None) -> None:
+    """Raise (strict) or warn about pixel-losing damage the decoder reported."""
+    if not corrupt:
+        return
+    reason = "; ".join(warnings_) or "corrupt data"
+    if strict:
+        raise DecodeError(f"corrupt image data ({reason})", path=path)
+    where = f"{os.fspath(path)}: " if path is not None else ""
+    warnings.warn(f"{where}returned a partial image: {reason}", DecodeWarning, stacklevel=4)
+
+
+def info_from_header(header: dict[str, Any]) -> ImageInfo:
+    """An ImageInfo from the dict the native header readers return."""
+    return ImageInfo(**header)
+
+
+def to_chw(hwc: np.ndarray) -> torch.Tensor:
+    """A [C, H, W] tensor viewing an (H, W, C) array: zero copy, channels-last strides."""
+    return torch.from_numpy(hwc).permute(2, 0, 1)
+
+
+def make_output(
+    out: torch.Tensor | None, device: torch.device
+) -> tuple[Callable[..., np.ndarray] | np.ndarray | None, Callable[[np.ndarray], torch.Tensor]]:
+    """How to hand the decoder its output buffer, and how to turn it into the result.
+
+    - ``out`` given: decode straight into it when its [H, W, C] view is contiguous.
+    - a CUDA ``device``: decode into pinned host memory, then copy asynchronously.
+    - otherwise: a fresh array wrapped zero-copy.
+    """
+    if out is not None:
+        hwc = out.permute(1, 2, 0)
+        if out.device.type == "cpu" and hwc.is_contiguous():
+            return hwc.numpy(), lambda _: out
+
+        def copy_into(result: np.ndarray) -> torch.Tensor:
+            return out.copy_(to_chw(result), non_blocking=True)
+
+        return None, copy_into
+    if device.type == "cuda":
+        pinned: list[torch.Tensor] = []
+
+        def allocate_pinned(h: int, w: int, c: int, bits: int) -> np.ndarray:
+            dtype = torch.uint16 if bits == 16 else torch.uint8
+            pinned.append(torch.empty((h, w, c), dtype=dtype, pin_memory=True))
+            return pinned[0].numpy()
+
+        def transfer(_: np.ndarray) -> torch.Tensor:
+            return pinned[0].permute(2, 0, 1).to(device, non_blocking=True)
+
+        return allocate_pinned, transfer
+    if device.type != "cpu":
+        return None, lambda result: to_chw(result).to(device)
+    return None, to_chw
