@@ -14,7 +14,7 @@ from image_assets import PNG_DIR, PNGSUITE_REFERENCE, pillow_array, valid_pngs
 from PIL import Image
 
 from trivium.core.errors import DecodeError, DecodeWarning
-from trivium.vision.io import ImageReadMode, decode_png, encode_png, image_info, read_file
+from trivium.vision.io import ImageReadMode, decode_png, image_info, read_file
 
 PNGS = valid_pngs()
 EIGHT_BIT = [p for p in PNGS if Image.open(p).mode not in ("I;16", "I")]
@@ -26,7 +26,9 @@ def test_rgba_matches_pngsuite_reference(path: Path) -> None:
     image = decode_png(read_file(path), ImageReadMode.RGB_ALPHA)
     expected = np.array(json.loads((PNGSUITE_REFERENCE / f"{path.stem}.json").read_text()))
     expected = expected.reshape(image.shape[1], image.shape[2], 4).transpose(2, 0, 1)
-    assert image.dtype == (torch.uint16 if image_info(read_file(path)).bit_depth == 16 else torch.uint8)
+    assert image.dtype == (
+        torch.uint16 if image_info(read_file(path)).bit_depth == 16 else torch.uint8
+    )
     np.testing.assert_array_equal(image.numpy().astype(np.int64), expected)
 
 
@@ -41,7 +43,9 @@ def test_modes_match_pillow(path: Path, mode: ImageReadMode, pil_mode: str) -> N
 
 
 @pytest.mark.parametrize("path", EIGHT_BIT, ids=lambda p: p.name)
-@pytest.mark.parametrize(("mode", "pil_mode"), [(ImageReadMode.GRAY, "L"), (ImageReadMode.GRAY_ALPHA, "LA")])
+@pytest.mark.parametrize(
+    ("mode", "pil_mode"), [(ImageReadMode.GRAY, "L"), (ImageReadMode.GRAY_ALPHA, "LA")]
+)
 def test_gray_modes_match_pillow(path: Path, mode: ImageReadMode, pil_mode: str) -> None:
     image = decode_png(read_file(path), mode, dtype=torch.uint8).numpy().astype(int)
     expected = pillow_array(path, pil_mode).astype(int)
@@ -79,11 +83,17 @@ def test_sixteen_bit_to_float_and_uint8() -> None:
     wide = decode_png(data).numpy().astype(np.float64)
     as_float = decode_png(data, dtype=torch.float32)
     np.testing.assert_allclose(as_float.numpy(), wide / 65535, rtol=0, atol=1e-6)
-    np.testing.assert_array_equal(decode_png(data, dtype=torch.uint8).numpy(), pillow_array(PNG_DIR / "basn2c16.png", "RGB"))
+    np.testing.assert_array_equal(
+        decode_png(data, dtype=torch.uint8).numpy(), pillow_array(PNG_DIR / "basn2c16.png", "RGB")
+    )
 
 
 def test_interlaced_equals_non_interlaced() -> None:
-    for interlaced, plain in [("basi2c08", "basn2c08"), ("basi6a16", "basn6a16"), ("basi0g02", "basn0g02")]:
+    for interlaced, plain in [
+        ("basi2c08", "basn2c08"),
+        ("basi6a16", "basn6a16"),
+        ("basi0g02", "basn0g02"),
+    ]:
         a = decode_png(read_file(PNG_DIR / f"{interlaced}.png"))
         b = decode_png(read_file(PNG_DIR / f"{plain}.png"))
         assert torch.equal(a, b), interlaced
@@ -101,7 +111,7 @@ def _truncated_png(rows: int = 256) -> tuple[bytes, torch.Tensor]:
 
 def test_truncated_png_raises_in_strict_mode() -> None:
     data, _ = _truncated_png()
-    with pytest.raises(DecodeError, match="x.png"):
+    with pytest.raises(DecodeError, match=r"x\.png"):
         decode_png(data, path="x.png")
 
 

@@ -258,9 +258,14 @@ bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride) {
     jpeg_start_decompress(&cinfo_);
     started_ = true;
 
-    JDIMENSION crop_left = region_left_, crop_width = region_width_;
-    if (region_left_ != 0 || region_width_ != cinfo_.output_width) {
-        jpeg_crop_scanline(&cinfo_, &crop_left, &crop_width);  // widens to iMCU boundaries
+    // Crop one column wider on each side than asked: libjpeg upsamples the chroma of
+    // a crop's edge columns as if they were the image's edge, so they may differ
+    // from a full decode. jpeg_crop_scanline then widens the crop to iMCU boundaries.
+    JDIMENSION crop_left = region_left_ > 0 ? region_left_ - 1 : 0;
+    JDIMENSION crop_width =
+        std::min(cinfo_.output_width, region_left_ + region_width_ + 1) - crop_left;
+    if (crop_left != 0 || crop_width != cinfo_.output_width) {
+        jpeg_crop_scanline(&cinfo_, &crop_left, &crop_width);
     }
     const JDIMENSION skip_cols = region_left_ - crop_left;
     const bool direct = skip_cols == 0 && conversion_ == RowConversion::None;

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from trivium.core.errors import DecodeError, DecodeWarning, UnsupportedFormatError
+from trivium.core.threads import parallel_map
 from trivium.vision import _C
 
 #: Encoded image data: a 1-D uint8 CPU tensor, bytes-like object or NumPy array.
@@ -101,7 +102,7 @@ def set_max_image_pixels(limit: int | None) -> None:
     _max_pixels = limit
 
 
-def resolve_max_pixels(max_pixels: int | None | type[...]) -> int:
+def resolve_max_pixels(max_pixels: int | type[...] | None) -> int:
     """The limit to pass to the native codecs (0 means no limit)."""
     limit = _max_pixels if max_pixels is ... else max_pixels
     return 0 if limit is None else int(limit)
@@ -143,6 +144,22 @@ def check_damage(warnings_: list[str], corrupt: bool, strict: bool, path: PathLi
         raise DecodeError(f"corrupt image data ({reason})", path=path)
     where = f"{os.fspath(path)}: " if path is not None else ""
     warnings.warn(f"{where}returned a partial image: {reason}", DecodeWarning, stacklevel=4)
+
+
+def decode_batch(
+    decode_one: Callable[[EncodedData, PathLike | None], torch.Tensor],
+    inputs: list[EncodedData] | tuple[EncodedData, ...],
+    path: PathLike | None,
+    out: torch.Tensor | None,
+) -> list[torch.Tensor]:
+    """Decode a list in parallel on the core thread pool; errors name the item."""
+    if out is not None:
+        raise ValueError("out= takes a single input, not a list")
+    items = list(inputs)
+    return parallel_map(
+        lambda i: decode_one(items[i], path if path is not None else f"<batch item {i}>"),
+        range(len(items)),
+    )
 
 
 def info_from_header(header: dict[str, Any]) -> ImageInfo:

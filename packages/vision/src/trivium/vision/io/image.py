@@ -15,7 +15,6 @@ import os
 import torch
 
 from trivium.core.errors import DecodeError, UnsupportedFormatError
-from trivium.core.threads import parallel_map
 from trivium.vision import _C
 from trivium.vision.io.codec import (
     EncodedData,
@@ -23,6 +22,7 @@ from trivium.vision.io.codec import (
     ImageReadMode,
     PathLike,
     as_buffer,
+    decode_batch,
     info_from_header,
     native_errors,
 )
@@ -120,12 +120,14 @@ def decode_image(
     if isinstance(input, str | os.PathLike):
         path, input = input, read_file(input)
     if isinstance(input, list | tuple):
-        return parallel_map(
-            lambda item: decode_image(
-                item[1], mode, apply_exif_orientation, dtype=dtype, device=device, strict=strict,
-                max_pixels=max_pixels, path=path if path is not None else f"<batch item {item[0]}>",
-            ),  # fmt: skip
-            list(enumerate(input)),
+        options = dict(dtype=dtype, device=device, strict=strict, max_pixels=max_pixels)
+        return decode_batch(
+            lambda data, where: decode_image(
+                data, mode, apply_exif_orientation, path=where, **options
+            ),
+            input,
+            path,
+            None,
         )
     try:
         fmt = sniff_format(input)
@@ -157,7 +159,5 @@ def read_image(
         >>> read_image(file, ImageReadMode.GRAY).shape
         torch.Size([1, 2, 2])
     """
-    return decode_image(
-        read_file(path), mode, apply_exif_orientation, dtype=dtype, device=device, strict=strict,
-        path=path,
-    )  # fmt: skip
+    options = dict(dtype=dtype, device=device, strict=strict, path=path)
+    return decode_image(read_file(path), mode, apply_exif_orientation, **options)

@@ -27,6 +27,7 @@ from trivium.vision.io.codec import (
     PathLike,
     as_buffer,
     check_damage,
+    decode_batch,
     make_output,
     native_errors,
     resolve_max_pixels,
@@ -97,7 +98,9 @@ def _decode_one(
         else:
             eighths = 8 if scale is None else scale_to_eighths(scale)
         target, finish = make_output(out, device)
-        array, messages, corrupt = _C.decode_jpeg(buffer, int(mode), eighths, roi, max_pixels, target)
+        array, messages, corrupt = _C.decode_jpeg(
+            buffer, int(mode), eighths, roi, max_pixels, target
+        )
     check_damage(messages, corrupt, strict, path)
     image = finish(array)
     if apply_exif_orientation:
@@ -164,22 +167,12 @@ def decode_jpeg(
         image = ops.decode_jpeg_op(input, int(mode), eighths, box, apply_exif_orientation)
         return image.to(device)
     device = torch.device(device)
+    args = (mode, device, apply_exif_orientation, scale, min_size, box, strict, limit)
     if isinstance(input, list | tuple):
-        if out is not None:
-            raise ValueError("decode_jpeg: out= takes a single input, not a list")
-
-        def one(item: tuple[int, EncodedData]) -> torch.Tensor:
-            i, data = item
-            where = path if path is not None else f"<batch item {i}>"
-            return _decode_one(
-                data, mode, device, apply_exif_orientation, scale, min_size, box, strict, limit,
-                None, where,
-            )  # fmt: skip
-
-        return parallel_map(one, list(enumerate(input)))
-    return _decode_one(
-        input, mode, device, apply_exif_orientation, scale, min_size, box, strict, limit, out, path
-    )
+        return decode_batch(
+            lambda data, where: _decode_one(data, *args, None, where), input, path, out
+        )
+    return _decode_one(input, *args, out, path)
 
 
 def _as_hwc(image: torch.Tensor, func: str, channels: tuple[int, ...]) -> np.ndarray:

@@ -42,8 +42,10 @@ def decode_jpeg_op(
     """Decode a JPEG (see :func:`trivium.vision.io.decode_jpeg`) as a custom op."""
     from trivium.vision.io.jpeg import decode_jpeg
 
-    image = decode_jpeg(data, ImageReadMode(mode), "cpu", apply_exif_orientation,
-                        scale=scale_eighths / 8, roi=roi)  # fmt: skip
+    mode_ = ImageReadMode(mode)
+    image = decode_jpeg(
+        data, mode_, "cpu", apply_exif_orientation, scale=scale_eighths / 8, roi=roi
+    )
     return image.contiguous()
 
 

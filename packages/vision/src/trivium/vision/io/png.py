@@ -13,7 +13,6 @@ from __future__ import annotations
 import torch
 
 from trivium.core.errors import EncodeError
-from trivium.core.threads import parallel_map
 from trivium.vision import _C
 from trivium.vision.io.codec import (
     EncodedData,
@@ -21,6 +20,7 @@ from trivium.vision.io.codec import (
     PathLike,
     as_buffer,
     check_damage,
+    decode_batch,
     make_output,
     native_errors,
     resolve_max_pixels,
@@ -112,17 +112,12 @@ def decode_png(
         image = ops.decode_png_op(input, int(mode), apply_exif_orientation)
         return convert_dtype(image, dtype).to(device)
     device = torch.device(device)
+    args = (mode, device, apply_exif_orientation, dtype, strict, limit)
     if isinstance(input, list | tuple):
-        if out is not None:
-            raise ValueError("decode_png: out= takes a single input, not a list")
-        return parallel_map(
-            lambda item: _decode_one(
-                item[1], mode, device, apply_exif_orientation, dtype, strict, limit, None,
-                path if path is not None else f"<batch item {item[0]}>",
-            ),  # fmt: skip
-            list(enumerate(input)),
+        return decode_batch(
+            lambda data, where: _decode_one(data, *args, None, where), input, path, out
         )
-    return _decode_one(input, mode, device, apply_exif_orientation, dtype, strict, limit, out, path)
+    return _decode_one(input, *args, out, path)
 
 
 def encode_png(input: torch.Tensor, compression_level: int = 6) -> torch.Tensor:

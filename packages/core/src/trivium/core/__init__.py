@@ -1,0 +1,55 @@
+"""Trivium core: what the vision, audio and data packages share.
+
+Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``), the
+``Transform`` base and its containers, errors, a thread pool for GIL-free native
+work, progress bars and seeding.
+
+Example:
+    >>> import torch
+    >>> import trivium.core as tc
+    >>> t = tc.Compose([lambda x: x + 1])
+    >>> tc.move_to(t(torch.zeros(2)), "cpu")
+    tensor([1., 1.])
+"""
+
+from trivium.core.devices import CUDAPrefetcher, move_to, pin_memory, resolve_device
+from trivium.core.errors import (
+    DatasetError,
+    DecodeError,
+    EncodeError,
+    TriviumError,
+    UnsupportedFormatError,
+)
+from trivium.core.progress import progress, progress_enabled
+from trivium.core.seeding import make_generator, seed_everything, worker_init_fn
+from trivium.core.threads import get_num_threads, get_thread_pool, parallel_map, set_num_threads
+from trivium.core.transform import Compose, RandomApply, RandomChoice, RandomOrder, Transform
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CUDAPrefetcher",
+    "Compose",
+    "DatasetError",
+    "DecodeError",
+    "EncodeError",
+    "RandomApply",
+    "RandomChoice",
+    "RandomOrder",
+    "Transform",
+    "TriviumError",
+    "UnsupportedFormatError",
+    "__version__",
+    "get_num_threads",
+    "get_thread_pool",
+    "make_generator",
+    "move_to",
+    "parallel_map",
+    "pin_memory",
+    "progress",
+    "progress_enabled",
+    "resolve_device",
+    "seed_everything",
+    "set_num_threads",
+    "worker_init_fn",
+]

@@ -1,0 +1,316 @@
+"""The ``Transform`` base class and the containers that combine transforms.
+
+A :class:`Transform` separates *what is random* from *what is computed*:
+``make_params`` samples the parameters once per call (with the transform's own
+``torch.Generator`` when one is given), and ``transform`` applies them to each
+input, so an image and its mask get the same crop. ``Compose``, ``RandomApply``,
+``RandomChoice`` and ``RandomOrder`` follow ``torchvision.transforms.v2``.
+
+Example:
+    >>> import torch
+    >>> class AddNoise(Transform):
+    ...     def make_params(self, inputs):
+    ...         return {"shift": self._uniform(-1.0, 1.0)}
+    ...     def transform(self, inpt, params):
+    ...         return inpt + params["shift"]
+    >>> t = AddNoise(generator=torch.Generator().manual_seed(0))
+    >>> a, b = t(torch.zeros(2), torch.ones(2))  # both shifted by the same amount
+    >>> bool(torch.equal(b - a, torch.ones(2)))
+    True
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["Compose", "RandomApply", "RandomChoice", "RandomOrder", "Transform"]
+
+# Attributes that Transform.extra_repr never lists.
+_REPR_SKIP = frozenset({"training", "generator", "transforms"})
+
+
+def _flatten(owner: nn.Module, inputs: tuple[Any, ...]) -> tuple[list[Any], Callable]:
+    """Split ``forward``'s arguments into a flat list and a function that rebuilds the output."""
+    if not inputs:
+        raise TypeError(f"{type(owner).__name__} expects at least one input")
+    if len(inputs) > 1:
+        return list(inputs), tuple
+    (single,) = inputs
+    if isinstance(single, tuple) and hasattr(single, "_fields"):  # namedtuple
+        return list(single), lambda outs: type(single)(*outs)
+    if isinstance(single, (tuple, list)):
+        return list(single), type(single)
+    return [single], lambda outs: outs[0]
+
+
+def _chain(transforms: Sequence[Callable], inputs: tuple[Any, ...]) -> Any:
+    """Apply ``transforms`` one after the other to the ``forward`` arguments ``inputs``."""
+    unpack = len(inputs) > 1
+    for t in transforms:
+        outputs = t(*inputs) if unpack else t(inputs[0])
+        inputs = outputs if unpack else (outputs,)
+    return inputs if unpack else inputs[0]
+
+
+class Transform(nn.Module):
+    """Base class of every Trivium transform (an ``nn.Module``).
+
+    Subclasses implement ``make_params(inputs) -> dict`` (random parameters,
+    sampled once per call; the default samples nothing) and
+    ``transform(inpt, params)`` (the deterministic kernel). ``forward`` accepts one
+    input, several inputs, or one tuple/list of inputs; all get the same params.
+    Draw randoms with ``self._rand``, ``self._randint``, ``self._uniform`` and
+    ``self._randperm`` so that a seeded ``generator`` makes results reproducible.
+
+    Example:
+        >>> import torch
+        >>> class Flip(Transform):
+        ...     def make_params(self, inputs):
+        ...         return {"flip": self._uniform(0.0, 1.0) < 0.5}
+        ...     def transform(self, inpt, params):
+        ...         return inpt.flip(-1) if params["flip"] else inpt
+        >>> t = Flip(generator=torch.Generator().manual_seed(1))
+        >>> t(torch.arange(3)).shape
+        torch.Size([3])
+    """
+
+    def __init__(self, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"{type(self).__name__}: generator must be a torch.Generator or None, "
+                f"got {type(generator).__name__}"
+            )
+        self.generator = generator
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        """Sample the parameters shared by all ``inputs`` of one call (none by default).
+
+        Example:
+            >>> Transform().make_params([1, 2])
+            {}
+        """
+        return {}
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Apply the transform to one input with the given params (subclasses implement it).
+
+        Example:
+            >>> class Double(Transform):
+            ...     def transform(self, inpt, params):
+            ...         return 2 * inpt
+            >>> Double().transform(3, {})
+            6
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement transform()")
+
+    def forward(self, *inputs: Any) -> Any:
+        """Sample params once and apply ``transform`` to every input.
+
+        Example:
+            >>> class Double(Transform):
+            ...     def transform(self, inpt, params):
+            ...         return 2 * inpt
+            >>> Double()(1), Double()(1, 2), Double()([1, 2])
+            (2, (2, 4), [2, 4])
+        """
+        flat, rebuild = _flatten(self, inputs)
+        params = self.make_params(flat)
+        return rebuild([self.transform(inpt, params) for inpt in flat])
+
+    # Randomness helpers: always go through self.generator.
+
+    def _device(self) -> torch.device:
+        return torch.device("cpu") if self.generator is None else self.generator.device
+
+    def _rand(self, shape: Sequence[int] = ()) -> torch.Tensor:
+        """Uniform samples in [0, 1) of the given shape, drawn from ``self.generator``."""
+        return torch.rand(tuple(shape), generator=self.generator, device=self._device())
+
+    def _randint(self, low: int, high: int, shape: Sequence[int] = ()) -> torch.Tensor:
+        """Integers in [low, high) of the given shape, drawn from ``self.generator``."""
+        return torch.randint(
+            low, high, tuple(shape), generator=self.generator, device=self._device()
+        )
+
+    def _uniform(self, low: float, high: float) -> float:
+        """One float in [low, high), drawn from ``self.generator``."""
+        return low + (high - low) * float(self._rand())
+
+    def _randperm(self, n: int) -> list[int]:
+        """A random permutation of ``range(n)``, drawn from ``self.generator``."""
+        perm = torch.randperm(n, generator=self.generator, device=self._device())
+        return perm.tolist()
+
+    def extra_repr(self) -> str:
+        """List the public settings of the transform (used by ``repr``).
+
+        Example:
+            >>> class Scale(Transform):
+            ...     def __init__(self, factor):
+            ...         super().__init__()
+            ...         self.factor = factor
+            >>> Scale(2.0)
+            Scale(factor=2.0)
+        """
+        parts = [
+            f"{name}={value!r}"
+            for name, value in vars(self).items()
+            if not name.startswith("_") and name not in _REPR_SKIP and not callable(value)
+        ]
+        if self.generator is not None:
+            parts.append(f"generator=torch.Generator(device={str(self.generator.device)!r})")
+        return ", ".join(parts)
+
+
+class _Fn(nn.Module):
+    """Wraps a plain callable so it can sit in an ``nn.ModuleList``."""
+
+    def __init__(self, fn: Callable) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *inputs: Any) -> Any:
+        return self.fn(*inputs)
+
+    def extra_repr(self) -> str:
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+
+def _module_list(owner: str, transforms: Any) -> nn.ModuleList:
+    """Validate a non-empty sequence of callables and hold it in an ``nn.ModuleList``."""
+    if not isinstance(transforms, (Sequence, nn.ModuleList)) or isinstance(transforms, str):
+        raise TypeError(
+            f"{owner}: transforms must be a sequence of callables, got {type(transforms).__name__}"
+        )
+    if len(transforms) == 0:
+        raise ValueError(f"{owner}: transforms must not be empty")
+    for i, t in enumerate(transforms):
+        if not callable(t):
+            raise TypeError(f"{owner}: transforms[{i}] is not callable: {t!r}")
+    return nn.ModuleList(t if isinstance(t, nn.Module) else _Fn(t) for t in transforms)
+
+
+def _check_probability(owner: str, p: Any) -> float:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"{owner}: p must be a number in [0, 1], got {type(p).__name__}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{owner}: p must be in [0, 1], got {p}")
+    return float(p)
+
+
+class Compose(Transform):
+    """Apply ``transforms`` one after the other.
+
+    Example:
+        >>> t = Compose([lambda x: x + 1, lambda x: x * 10])
+        >>> t(1)
+        20
+    """
+
+    def __init__(self, transforms: Sequence[Callable]) -> None:
+        super().__init__()
+        self.transforms = _module_list(type(self).__name__, transforms)
+
+    def forward(self, *inputs: Any) -> Any:
+        """Run the chain (see the class docstring)."""
+        _flatten(self, inputs)  # argument check only
+        return _chain(self.transforms, inputs)
+
+
+class RandomApply(Transform):
+    """Apply all of ``transforms`` (in order) with probability ``p``, else nothing.
+
+    Example:
+        >>> import torch
+        >>> t = RandomApply([lambda x: -x], p=1.0)
+        >>> t(3)
+        -3
+    """
+
+    def __init__(
+        self,
+        transforms: Sequence[Callable],
+        p: float = 0.5,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(generator)
+        self.transforms = _module_list(type(self).__name__, transforms)
+        self.p = _check_probability(type(self).__name__, p)
+
+    def forward(self, *inputs: Any) -> Any:
+        """Run the chain or return the inputs unchanged (see the class docstring)."""
+        _flatten(self, inputs)
+        if self._uniform(0.0, 1.0) >= self.p:
+            return inputs if len(inputs) > 1 else inputs[0]
+        return _chain(self.transforms, inputs)
+
+
+class RandomChoice(Transform):
+    """Apply one transform picked at random; ``p`` gives (unnormalised) weights.
+
+    Example:
+        >>> import torch
+        >>> t = RandomChoice([lambda x: x + 1, lambda x: x - 1], p=[0.0, 1.0])
+        >>> t(5)
+        4
+    """
+
+    def __init__(
+        self,
+        transforms: Sequence[Callable],
+        p: Sequence[float] | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(generator)
+        self.transforms = _module_list(type(self).__name__, transforms)
+        self.p = self._normalise(p, len(self.transforms))
+
+    def _normalise(self, p: Sequence[float] | None, n: int) -> list[float]:
+        name = type(self).__name__
+        if p is None:
+            return [1.0 / n] * n
+        if not isinstance(p, Sequence) or len(p) != n:
+            raise ValueError(f"{name}: p must be a sequence of {n} weights, got {p!r}")
+        weights = torch.tensor([float(w) for w in p], dtype=torch.float64)
+        if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()):
+            raise ValueError(f"{name}: weights in p must be finite and >= 0, got {list(p)}")
+        total = float(weights.sum())
+        if total <= 0:
+            raise ValueError(f"{name}: weights in p must not all be zero")
+        return [float(w) / total for w in weights]
+
+    def forward(self, *inputs: Any) -> Any:
+        """Pick one transform and apply it (see the class docstring)."""
+        _flatten(self, inputs)
+        probs = torch.tensor(self.p, device=self._device())
+        index = int(torch.multinomial(probs, 1, generator=self.generator))
+        return _chain([self.transforms[index]], inputs)
+
+
+class RandomOrder(Transform):
+    """Apply all of ``transforms`` in a random order.
+
+    Example:
+        >>> import torch
+        >>> t = RandomOrder([lambda x: x + [1], lambda x: x + [2]])
+        >>> sorted(t([]))
+        [1, 2]
+    """
+
+    def __init__(
+        self, transforms: Sequence[Callable], generator: torch.Generator | None = None
+    ) -> None:
+        super().__init__(generator)
+        self.transforms = _module_list(type(self).__name__, transforms)
+
+    def forward(self, *inputs: Any) -> Any:
+        """Apply every transform, in a freshly drawn order (see the class docstring)."""
+        _flatten(self, inputs)
+        order = self._randperm(len(self.transforms))
+        return _chain([self.transforms[i] for i in order], inputs)

@@ -1,0 +1,116 @@
+"""Tests for trivium.core.seeding."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+
+from trivium.core import make_generator, seed_everything, worker_init_fn
+
+
+def _draw() -> tuple[float, float, list[float]]:
+    return random.random(), float(np.random.rand()), torch.rand(3).tolist()
+
+
+@pytest.fixture
+def restore_determinism(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    flags = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.backends.cudnn.deterministic,
+        torch.backends.cudnn.benchmark,
+    )
+    yield
+    torch.use_deterministic_algorithms(flags[0], warn_only=flags[1])
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = flags[2:]
+
+
+def test_seed_everything_is_reproducible(restore_determinism: None) -> None:
+    assert seed_everything(123) == 123
+    first = _draw()
+    seed_everything(123)
+    assert _draw() == first
+    seed_everything(124)
+    other = _draw()
+    assert all(a != b for a, b in zip(first, other, strict=True))
+    assert os.environ["PYTHONHASHSEED"] == "124"
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_seed_everything_deterministic(restore_determinism: None) -> None:
+    seed_everything(0, deterministic=True)
+    assert torch.are_deterministic_algorithms_enabled()
+    assert torch.is_deterministic_algorithms_warn_only_enabled()
+    assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+
+
+@pytest.mark.parametrize(
+    ("seed", "error"), [(-1, ValueError), (2**32, ValueError), (1.5, TypeError), (True, TypeError)]
+)
+def test_seed_everything_rejects_bad_seeds(seed: object, error: type) -> None:
+    with pytest.raises(error, match="seed"):
+        seed_everything(seed)  # type: ignore[arg-type]
+
+
+class FirstDraws(torch.utils.data.Dataset):
+    """Each item reports its worker's torch seed and the first draws after worker start."""
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index: int) -> tuple[int, int, float, float]:
+        info = torch.utils.data.get_worker_info()
+        return info.id, torch.initial_seed(), random.random(), float(np.random.rand())
+
+
+def _run_workers(seed: int) -> list[tuple[int, int, float, float]]:
+    loader = torch.utils.data.DataLoader(
+        FirstDraws(),
+        batch_size=None,
+        num_workers=2,
+        worker_init_fn=worker_init_fn,
+        generator=torch.Generator().manual_seed(seed),
+        multiprocessing_context="fork",
+    )
+    return sorted((int(w), int(s), float(r), float(n)) for w, s, r, n in loader)
+
+
+def test_worker_init_fn_gives_distinct_reproducible_worker_seeds() -> None:
+    rows = _run_workers(0)
+    assert [row[0] for row in rows] == [0, 1]
+    (_, s0, r0, n0), (_, s1, r1, n1) = rows
+    assert s0 != s1 and r0 != r1 and n0 != n1
+    for _, seed, r, n in rows:  # derived from torch.initial_seed() as the torch docs say
+        assert r == random.Random(seed).random()
+        assert n == np.random.RandomState(seed % 2**32).rand()
+    assert _run_workers(0) == rows
+    assert _run_workers(1) != rows
+
+
+def test_worker_init_fn_outside_a_worker_depends_on_worker_id() -> None:
+    worker_init_fn(0)
+    a = (random.random(), np.random.rand())
+    worker_init_fn(1)
+    b = (random.random(), np.random.rand())
+    worker_init_fn(0)
+    assert (random.random(), np.random.rand()) == a != b
+
+
+def test_make_generator() -> None:
+    a = torch.rand(5, generator=make_generator(42))
+    assert torch.equal(a, torch.rand(5, generator=make_generator(42)))
+    assert not torch.equal(a, torch.rand(5, generator=make_generator(43)))
+    g1, g2 = make_generator(None), make_generator(None)
+    assert g1.initial_seed() != g2.initial_seed()
+    assert make_generator(2**63).initial_seed() == 2**63
+    assert make_generator(0, device="cpu").device == torch.device("cpu")
+    with pytest.raises(TypeError):
+        make_generator("1")  # type: ignore[arg-type]
