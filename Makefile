@@ -12,7 +12,7 @@ DEBIAN_PACKAGES := g++ pkg-config libjpeg62-turbo-dev libspng-dev libturbojpeg0
 NATIVE_SOURCES := $(wildcard packages/vision/csrc/*) packages/vision/CMakeLists.txt
 PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 
-.PHONY: setup system demo test lint format bench clean
+.PHONY: setup system demo test lint format bench clean fuzz-asan
 
 setup: system $(STAMPS)/packages
 
@@ -56,3 +56,12 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) packages/*/build .pytest_cache .ruff_cache
+
+# The native codecs under AddressSanitizer on many mutated files; restores the normal build.
+ASAN_LIBS = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libstdc++.so)
+fuzz-asan: setup
+	$(PIP) install --no-build-isolation -c constraints.txt -e packages/vision -C build-dir=build/asan \
+	  -C cmake.define.CMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer -g" \
+	  -C cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address
+	LD_PRELOAD="$(ASAN_LIBS)" ASAN_OPTIONS=detect_leaks=0 $(PY) tests/vision/native_fuzz.py; \
+	  status=$$?; $(PIP) install --no-build-isolation -c constraints.txt -e packages/vision; exit $$status

@@ -268,7 +268,10 @@ bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride) {
         jpeg_crop_scanline(&cinfo_, &crop_left, &crop_width);
     }
     const JDIMENSION skip_cols = region_left_ - crop_left;
-    const bool direct = skip_cols == 0 && conversion_ == RowConversion::None;
+    // libjpeg writes whole (possibly widened) crop rows: straight into the output
+    // only when a crop row is exactly an output row.
+    const bool direct =
+        skip_cols == 0 && crop_width == region_width_ && conversion_ == RowConversion::None;
     // A scratch row from libjpeg's pool: freed by jpeg_destroy even after a longjmp.
     JSAMPARRAY scratch = nullptr;
     if (!direct) {

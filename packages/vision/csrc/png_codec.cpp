@@ -153,7 +153,7 @@ bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool stop_at_damage
     for (;;) {
         ret = spng_get_row_info(ctx_, &info);
         if (ret == 0) ret = spng_decode_row(ctx_, dst + size_t(info.row_num) * row_bytes, row_bytes);
-        if (ret == SPNG_EOI) return true;
+        if (ret == SPNG_EOI) break;
         if (ret == 0) continue;
         if (stop_at_damage && is_data_damage(ret)) {
             diag_->warn(std::string("image data damaged at row ") + std::to_string(info.row_num) +
@@ -163,6 +163,15 @@ bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool stop_at_damage
         }
         return check(ret, "cannot decode");
     }
+    // The last IDAT chunk's checksum is only verified when the chunks after the
+    // image data are read. A file cut short after its pixels is complete enough.
+    ret = spng_decode_chunks(ctx_);
+    if (ret == 0 || ret == SPNG_IO_EOF || ret == SPNG_EOF) return true;
+    if (stop_at_damage) {
+        diag_->warn(std::string("damaged after the image data: ") + spng_strerror(ret), false);
+        return true;
+    }
+    return check(ret, "damaged after the image data");
 }
 
 void PngDecoder::convert(const uint8_t* src, uint8_t* dst) const {
