@@ -112,7 +112,7 @@ def test_read_and_write_file(tmp_path: Path) -> None:
     assert (tmp_path / "copy.jpg").read_bytes() == PHOTO.read_bytes()
     with pytest.raises(FileNotFoundError):
         read_file(tmp_path / "missing.jpg")
-    with pytest.raises(FileNotFoundError, match="missing.png"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.png"):
         read_image(tmp_path / "missing.png")
 
 

@@ -72,8 +72,11 @@ bool PngDecoder::read_header(ImageHeader* header) {
             !check(spng_get_ihdr(ctx_, &ihdr_), "bad header")) {
             return false;
         }
+        // Reading tRNS reads (and checks) every chunk before the image data.
         spng_trns trns;
-        has_trns_ = spng_get_trns(ctx_, &trns) == 0;
+        const int ret = spng_get_trns(ctx_, &trns);
+        has_trns_ = ret == 0;
+        if (ret != 0 && ret != SPNG_ECHUNKAVAIL) return check(ret, "damaged before the image data");
     }
     spng_exif exif{};
     int orientation = 0;
@@ -168,10 +171,10 @@ bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool stop_at_damage
     ret = spng_decode_chunks(ctx_);
     if (ret == 0 || ret == SPNG_IO_EOF || ret == SPNG_EOF) return true;
     if (stop_at_damage) {
-        diag_->warn(std::string("damaged after the image data: ") + spng_strerror(ret), false);
+        diag_->warn(std::string("damaged at or after the end of the image data: ") + spng_strerror(ret), false);
         return true;
     }
-    return check(ret, "damaged after the image data");
+    return check(ret, "damaged at or after the end of the image data");
 }
 
 void PngDecoder::convert(const uint8_t* src, uint8_t* dst) const {

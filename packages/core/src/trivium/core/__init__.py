@@ -16,6 +16,7 @@ from trivium.core.devices import CUDAPrefetcher, move_to, pin_memory, resolve_de
 from trivium.core.errors import (
     DatasetError,
     DecodeError,
+    DecodeWarning,
     EncodeError,
     TriviumError,
     UnsupportedFormatError,
@@ -32,6 +33,7 @@ __all__ = [
     "Compose",
     "DatasetError",
     "DecodeError",
+    "DecodeWarning",
     "EncodeError",
     "RandomApply",
     "RandomChoice",

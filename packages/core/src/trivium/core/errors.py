@@ -54,10 +54,11 @@ class EncodeError(TriviumError, ValueError):
     """Data cannot be encoded (wrong shape, dtype or an encoder failure).
 
     Example:
-        >>> raise EncodeError("expected 1 or 3 channels, got 5")
-        Traceback (most recent call last):
-        ...
-        trivium.core.errors.EncodeError: expected 1 or 3 channels, got 5
+        >>> try:
+        ...     raise EncodeError("expected 1 or 3 channels, got 5")
+        ... except ValueError as e:
+        ...     print(e)
+        expected 1 or 3 channels, got 5
     """
 
 

@@ -19,6 +19,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 from trivium.core.errors import DecodeError, DecodeWarning, UnsupportedFormatError
 from trivium.core.threads import parallel_map
@@ -116,6 +117,10 @@ def as_buffer(data: EncodedData, func: str) -> np.ndarray | bytes | bytearray | 
                 f"{func}: expected a 1-D uint8 tensor of encoded bytes, "
                 f"got {data.dtype} of shape {tuple(data.shape)}"
             )
+        if type(data) is not torch.Tensor and is_fake(data):
+            # Reaching here with a fake tensor means the custom op's fake kernel was
+            # bypassed; reading its storage would crash.
+            raise TypeError(f"{func}: cannot decode a fake tensor; call it inside torch.compile")
         return data.detach().cpu().contiguous().numpy()
     if isinstance(data, bytes | bytearray | memoryview):
         return data
@@ -139,7 +144,9 @@ def check_damage(warnings_: list[str], corrupt: bool, strict: bool, path: PathLi
     """Raise (strict) or warn about pixel-losing damage the decoder reported."""
     if not corrupt:
         return
-    reason = "; ".join(warnings_) or "corrupt data"
+    distinct = list(dict.fromkeys(warnings_))
+    more = f" and {len(distinct) - 2} more" if len(distinct) > 2 else ""
+    reason = ("; ".join(distinct[:2]) or "corrupt data") + more
     if strict:
         raise DecodeError(f"corrupt image data ({reason})", path=path)
     where = f"{os.fspath(path)}: " if path is not None else ""
