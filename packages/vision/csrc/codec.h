@@ -37,6 +37,7 @@ struct OutputShape {
 // Collects what went wrong while decoding. `corrupt` is set for damage that loses
 // pixels but still lets the decoder finish (premature end, bad Huffman codes).
 struct Diagnostics {
+    static constexpr size_t kMaxWarnings = 8;
     ErrorKind error = ErrorKind::None;
     std::string message;
     std::vector<std::string> warnings;
@@ -49,7 +50,7 @@ struct Diagnostics {
     }
     void warn(std::string msg, bool loses_data) {
         corrupt = corrupt || loses_data;
-        if (warnings.size() < 8) warnings.push_back(std::move(msg));
+        if (warnings.size() < kMaxWarnings) warnings.push_back(std::move(msg));
     }
 };
 

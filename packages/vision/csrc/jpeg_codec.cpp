@@ -47,10 +47,21 @@ bool warning_loses_data(int code) {
 void on_message(j_common_ptr cinfo, int level) {
     if (level >= 0) return;  // trace messages
     auto* err = reinterpret_cast<JpegDecoder::ErrorManager*>(cinfo->err);
+    cinfo->err->num_warnings++;
+    const bool loses_data = warning_loses_data(cinfo->err->msg_code);
+    // Damaged data can raise a warning every few bytes: format only the ones kept.
+    if (err->diag->warnings.size() >= Diagnostics::kMaxWarnings && !err->stop_on_damage) {
+        err->diag->corrupt = err->diag->corrupt || loses_data;
+        return;
+    }
     char buffer[JMSG_LENGTH_MAX];
     (*cinfo->err->format_message)(cinfo, buffer);
-    err->diag->warn(buffer, warning_loses_data(cinfo->err->msg_code));
-    cinfo->err->num_warnings++;
+    if (loses_data && err->stop_on_damage) {
+        // Strict decoding: fail at the first damage instead of decoding the rest.
+        err->diag->fail(ErrorKind::Corrupt, std::string("corrupt image data (") + buffer + ")");
+        std::longjmp(err->jump, 1);
+    }
+    err->diag->warn(buffer, loses_data);
 }
 
 void on_progress(j_common_ptr cinfo) {
@@ -253,7 +264,8 @@ void JpegDecoder::convert_row(const uint8_t* src, uint8_t* dst, int width) const
     }
 }
 
-bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride) {
+bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage) {
+    err_.stop_on_damage = stop_on_damage;
     if (setjmp(err_.jump)) return false;
     jpeg_start_decompress(&cinfo_);
     started_ = true;

@@ -31,12 +31,15 @@ public:
     bool prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t max_pixels,
                  OutputShape* shape);
     // Writes shape.height rows of shape.width * shape.channels bytes, `row_stride` apart.
-    bool decode(uint8_t* dst, ptrdiff_t row_stride);
+    // With `stop_on_damage`, the first damage that loses pixels fails the decode;
+    // otherwise it is recorded in the diagnostics and decoding goes on.
+    bool decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage);
 
     struct ErrorManager {
         jpeg_error_mgr pub;
         std::jmp_buf jump;
         Diagnostics* diag;
+        bool stop_on_damage = false;
     };
 
 private:

@@ -98,14 +98,16 @@ ReadMode read_mode(int mode) {
     return static_cast<ReadMode>(mode);
 }
 
-py::dict py_jpeg_info(const py::buffer& data) {
+// The header of a JPEG or PNG, read without decoding pixels.
+template <typename Decoder>
+py::dict header_info(const py::buffer& data) {
     ByteView view = view_bytes(data);
     Diagnostics diag;
     ImageHeader header;
     bool ok;
     {
         py::gil_scoped_release release;
-        JpegDecoder decoder(view.data(), view.size(), &diag);
+        Decoder decoder(view.data(), view.size(), &diag);
         ok = decoder.read_header(&header);
     }
     if (!ok) raise(diag);
@@ -113,8 +115,8 @@ py::dict py_jpeg_info(const py::buffer& data) {
 }
 
 py::tuple py_decode_jpeg(const py::buffer& data, int mode, int scale_num,
-                      std::optional<std::tuple<int64_t, int64_t, int64_t, int64_t>> roi,
-                      int64_t max_pixels, std::optional<py::object> out) {
+                         std::optional<std::tuple<int64_t, int64_t, int64_t, int64_t>> roi,
+                         bool strict, int64_t max_pixels, std::optional<py::object> out) {
     if (scale_num < 1 || scale_num > 8) throw py::value_error("scale_num must be in 1..8");
     ByteView view = view_bytes(data);
     const ReadMode read = read_mode(mode);
@@ -134,7 +136,7 @@ py::tuple py_decode_jpeg(const py::buffer& data, int mode, int scale_num,
     const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels;
     {
         py::gil_scoped_release release;
-        ok = decoder.decode(dst, stride);
+        ok = decoder.decode(dst, stride, strict);
     }
     if (!ok) raise(diag);
     return result(image, diag);
@@ -168,20 +170,6 @@ py::array_t<uint8_t> py_encode_jpeg(const py::array_t<uint8_t, 0>& image, int qu
     }
     if (!ok) throw py::value_error(diag.message);
     return to_numpy(bytes);
-}
-
-py::dict py_png_info(const py::buffer& data) {
-    ByteView view = view_bytes(data);
-    Diagnostics diag;
-    ImageHeader header;
-    bool ok;
-    {
-        py::gil_scoped_release release;
-        PngDecoder decoder(view.data(), view.size(), &diag);
-        ok = decoder.read_header(&header);
-    }
-    if (!ok) raise(diag);
-    return header_dict(header);
 }
 
 py::tuple py_decode_png(const py::buffer& data, int mode, bool stop_at_damage, int64_t max_pixels,
@@ -234,12 +222,12 @@ PYBIND11_MODULE(_C, m) {
     py::register_exception<UnsupportedFailure>(m, "UnsupportedFailure", base.ptr());
     py::register_exception<TooLargeFailure>(m, "TooLargeFailure", base.ptr());
 
-    m.def("jpeg_info", &py_jpeg_info, py::arg("data"));
+    m.def("jpeg_info", &header_info<JpegDecoder>, py::arg("data"));
     m.def("decode_jpeg", &py_decode_jpeg, py::arg("data"), py::arg("mode"), py::arg("scale_num"),
-          py::arg("roi"), py::arg("max_pixels"), py::arg("out") = py::none());
+          py::arg("roi"), py::arg("strict"), py::arg("max_pixels"), py::arg("out") = py::none());
     m.def("encode_jpeg", &py_encode_jpeg, py::arg("image"), py::arg("quality"), py::arg("subsampling"),
           py::arg("progressive"), py::arg("optimize"));
-    m.def("png_info", &py_png_info, py::arg("data"));
+    m.def("png_info", &header_info<PngDecoder>, py::arg("data"));
     m.def("decode_png", &py_decode_png, py::arg("data"), py::arg("mode"), py::arg("stop_at_damage"),
           py::arg("max_pixels"), py::arg("out") = py::none());
     m.def("encode_png", &py_encode_png, py::arg("image"), py::arg("compression_level"));

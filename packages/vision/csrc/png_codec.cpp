@@ -132,6 +132,12 @@ bool PngDecoder::prepare(ReadMode mode, int64_t max_pixels, OutputShape* shape) 
                       : channels == 2 ? Conversion::ToLumaAlpha
                                       : Conversion::ToLuma;
     }
+    // 8-bit samples already laid out as asked: take libspng's native path, which
+    // skips its per-pixel format conversion.
+    const bool native = ihdr_.bit_depth == 8 && conversion_ == Conversion::None &&
+                        ((ct == kGray && channels == 1) || (ct == kRGB && channels == 3) ||
+                         (ct == kRGBA && channels == 4));
+    if (native) spng_format_ = SPNG_FMT_PNG;
     shape_.height = static_cast<int>(ihdr_.height);
     shape_.width = static_cast<int>(ihdr_.width);
     shape_.channels = channels;

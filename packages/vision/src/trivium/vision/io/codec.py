@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-from trivium.core.errors import DecodeError, DecodeWarning, UnsupportedFormatError
+from trivium.core.errors import DecodeError, DecodeWarning, EncodeError, UnsupportedFormatError
 from trivium.core.threads import parallel_map
 from trivium.vision import _C
 
@@ -167,6 +167,34 @@ def decode_batch(
         lambda i: decode_one(items[i], path if path is not None else f"<batch item {i}>"),
         range(len(items)),
     )
+
+
+def encode_with(
+    native: Callable[..., np.ndarray],
+    image: torch.Tensor,
+    func: str,
+    channels: tuple[int, ...],
+    dtypes: tuple[torch.dtype, ...],
+    *options: Any,
+) -> torch.Tensor:
+    """Check a [C, H, W] tensor and run a native encoder on it as an (H, W, C) array."""
+    if not isinstance(image, torch.Tensor):
+        raise TypeError(f"{func}: expected a [C, H, W] tensor, got {type(image)!r}")
+    if image.dtype not in dtypes:
+        raise TypeError(
+            f"{func}: expected a {' or '.join(map(str, dtypes))} tensor, got {image.dtype}"
+        )
+    if image.dim() != 3 or image.shape[0] not in channels:
+        raise EncodeError(
+            f"{func}: expected a [C, H, W] tensor with C in {channels}, got {tuple(image.shape)}"
+        )
+    if image.shape[1] == 0 or image.shape[2] == 0:
+        raise EncodeError(f"{func}: cannot encode an empty image of shape {tuple(image.shape)}")
+    hwc = image.detach().cpu().permute(1, 2, 0).contiguous().numpy()
+    try:
+        return torch.from_numpy(native(hwc, *options))
+    except ValueError as e:
+        raise EncodeError(f"{func}: {e}") from None
 
 
 def info_from_header(header: dict[str, Any]) -> ImageInfo:

@@ -15,10 +15,8 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-import numpy as np
 import torch
 
-from trivium.core.errors import EncodeError
 from trivium.core.threads import parallel_map
 from trivium.vision import _C
 from trivium.vision.io.codec import (
@@ -28,6 +26,7 @@ from trivium.vision.io.codec import (
     as_buffer,
     check_damage,
     decode_batch,
+    encode_with,
     make_output,
     native_errors,
     resolve_max_pixels,
@@ -99,7 +98,7 @@ def _decode_one(
             eighths = 8 if scale is None else scale_to_eighths(scale)
         target, finish = make_output(out, device)
         array, messages, corrupt = _C.decode_jpeg(
-            buffer, int(mode), eighths, roi, max_pixels, target
+            buffer, int(mode), eighths, roi, strict, max_pixels, target
         )
     check_damage(messages, corrupt, strict, path)
     image = finish(array)
@@ -175,19 +174,6 @@ def decode_jpeg(
     return _decode_one(input, *args, out, path)
 
 
-def _as_hwc(image: torch.Tensor, func: str, channels: tuple[int, ...]) -> np.ndarray:
-    if not isinstance(image, torch.Tensor):
-        raise TypeError(f"{func}: expected a [C, H, W] tensor, got {type(image)!r}")
-    if image.dim() != 3 or image.shape[0] not in channels:
-        raise EncodeError(
-            f"{func}: expected a [C, H, W] tensor with C in {channels}, got shape "
-            f"{tuple(image.shape)}"
-        )
-    if image.shape[1] == 0 or image.shape[2] == 0:
-        raise EncodeError(f"{func}: cannot encode an empty image of shape {tuple(image.shape)}")
-    return image.detach().cpu().permute(1, 2, 0).contiguous().numpy()
-
-
 def _subsampling_code(subsampling: int | str) -> int:
     if isinstance(subsampling, str):
         if subsampling in _SUBSAMPLINGS:
@@ -225,15 +211,9 @@ def encode_jpeg(
             ),
             list(input),
         )
-    if input.dtype != torch.uint8:
-        raise TypeError(f"encode_jpeg: expected a uint8 tensor, got {input.dtype}")
-    hwc = _as_hwc(input, "encode_jpeg", (1, 3))
     code = _subsampling_code(subsampling)
-    try:
-        encoded = _C.encode_jpeg(hwc, int(quality), code, bool(progressive), bool(optimize))
-    except ValueError as e:
-        raise EncodeError(f"encode_jpeg: {e}") from None
-    return torch.from_numpy(encoded)
+    options = (int(quality), code, bool(progressive), bool(optimize))
+    return encode_with(_C.encode_jpeg, input, "encode_jpeg", (1, 3), (torch.uint8,), *options)
 
 
 def write_jpeg(input: torch.Tensor, filename: PathLike, quality: int = 75) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from trivium.core.errors import EncodeError
 from trivium.vision import _C
 from trivium.vision.io.codec import (
     EncodedData,
@@ -21,6 +20,7 @@ from trivium.vision.io.codec import (
     as_buffer,
     check_damage,
     decode_batch,
+    encode_with,
     make_output,
     native_errors,
     resolve_max_pixels,
@@ -131,21 +131,10 @@ def encode_png(input: torch.Tensor, compression_level: int = 6) -> torch.Tensor:
         >>> bytes(encode_png(torch.zeros(3, 4, 4, dtype=torch.uint8))[1:4].tolist())
         b'PNG'
     """
-    if not isinstance(input, torch.Tensor):
-        raise TypeError(f"encode_png: expected a [C, H, W] tensor, got {type(input)!r}")
-    if input.dtype not in (torch.uint8, torch.uint16):
-        raise TypeError(f"encode_png: expected a uint8 or uint16 tensor, got {input.dtype}")
-    if input.dim() != 3 or not 1 <= input.shape[0] <= 4 or 0 in input.shape:
-        raise EncodeError(
-            f"encode_png: expected a non-empty [C, H, W] tensor with C in 1..4, "
-            f"got shape {tuple(input.shape)}"
-        )
-    hwc = input.detach().cpu().permute(1, 2, 0).contiguous().numpy()
-    try:
-        encoded = _C.encode_png(hwc, int(compression_level))
-    except ValueError as e:
-        raise EncodeError(f"encode_png: {e}") from None
-    return torch.from_numpy(encoded)
+    dtypes = (torch.uint8, torch.uint16)
+    return encode_with(
+        _C.encode_png, input, "encode_png", (1, 2, 3, 4), dtypes, int(compression_level)
+    )
 
 
 def write_png(input: torch.Tensor, filename: PathLike, compression_level: int = 6) -> None:
