@@ -125,3 +125,48 @@ def test_truncated_png_non_strict_returns_decoded_rows() -> None:
     # The rows before the cut came through intact; the rows after it are zero.
     assert torch.equal(image[:, :64], pixels[:, :64])
     assert int(image[:, -1].sum()) == 0
+
+
+def _pillow_png(pixels: np.ndarray, **options) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "PNG", **options)
+    return buffer.getvalue()
+
+
+def _smooth_image(height: int, width: int, channels: int) -> np.ndarray:
+    """Gradients plus noise: Pillow's adaptive filtering then picks every filter type."""
+    rng = np.random.default_rng(channels)
+    y, x = np.mgrid[0:height, 0:width]
+    base = (x * 3 + y * 2)[..., None] + rng.integers(0, 24, (height, width, channels))
+    return (base % 256).astype(np.uint8).squeeze()
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_eight_bit_fast_path_matches_pillow_and_libspng(channels: int) -> None:
+    pixels = _smooth_image(480, 641, channels)  # > 64 KiB of data: several IDAT chunks
+    data = _pillow_png(pixels)
+    assert data.count(b"IDAT") > 1
+    image = decode_png(data)  # 8-bit, stored as asked: the zlib + own unfilter path
+    expected = pixels[None] if channels == 1 else pixels.transpose(2, 0, 1)
+    np.testing.assert_array_equal(image.numpy(), expected)
+    # The same file through libspng (RGBA output converts, so it cannot take the fast path).
+    through_libspng = decode_png(data, ImageReadMode.RGB_ALPHA)
+    if channels != 1:
+        np.testing.assert_array_equal(through_libspng[:channels].numpy(), expected)
+
+
+def _with_damaged_idat(data: bytes) -> bytes:
+    raw = bytearray(data)
+    raw[raw.index(b"IDAT") + 40] ^= 0xFF  # a byte of compressed data; the CRC now fails
+    return bytes(raw)
+
+
+def test_bad_image_data_checksum_raises_or_warns() -> None:
+    data = _with_damaged_idat(_pillow_png(_smooth_image(64, 64, 3)))
+    with pytest.raises(DecodeError, match="checksum"):
+        decode_png(data)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        image = decode_png(data, strict=False)
+    assert [w.category for w in caught] == [DecodeWarning]
+    assert image.shape == (3, 64, 64) and int(image.sum()) == 0  # the one chunk was refused

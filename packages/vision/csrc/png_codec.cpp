@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "exif.h"
+#include "png_rows.h"
 
 namespace trivium {
 namespace {
@@ -48,7 +49,9 @@ bool is_data_damage(int ret) {
 }  // namespace
 
 PngDecoder::PngDecoder(const uint8_t* data, size_t size, Diagnostics* diag)
-    : data_(data), size_(size), diag_(diag), ctx_(spng_ctx_new(0)) {}
+    // The zlib Adler-32 is skipped: every IDAT chunk's CRC-32 (always checked) already
+    // covers the same bytes, and more strongly.
+    : data_(data), size_(size), diag_(diag), ctx_(spng_ctx_new(SPNG_CTX_IGNORE_ADLER32)) {}
 
 PngDecoder::~PngDecoder() {
     if (ctx_ != nullptr) spng_ctx_free(ctx_);
@@ -138,6 +141,7 @@ bool PngDecoder::prepare(ReadMode mode, int64_t max_pixels, OutputShape* shape) 
                         ((ct == kGray && channels == 1) || (ct == kRGB && channels == 3) ||
                          (ct == kRGBA && channels == 4));
     if (native) spng_format_ = SPNG_FMT_PNG;
+    fast_path_ = native && ihdr_.interlace_method == 0;
     shape_.height = static_cast<int>(ihdr_.height);
     shape_.width = static_cast<int>(ihdr_.width);
     shape_.channels = channels;
@@ -215,6 +219,10 @@ bool PngDecoder::decode(uint8_t* dst, bool stop_at_damage) {
     const size_t bps = size_t(shape_.bytes_per_sample);
     const size_t out_bytes = size_t(shape_.height) * shape_.width * shape_.channels * bps;
     if (stop_at_damage) std::memset(dst, 0, out_bytes);  // rows never reached read as zero
+    if (fast_path_) {
+        return decode_png_rows_8bit(data_, size_, shape_.height, shape_.width, shape_.channels,
+                                    dst, stop_at_damage, diag_);
+    }
     if (conversion_ == Conversion::None) {
         return decode_rows(dst, size_t(shape_.width) * decoded_channels_ * bps, stop_at_damage);
     }

@@ -39,6 +39,7 @@ private:
     int spng_format_ = 0;
     int decoded_channels_ = 0;  // channels of spng_format_
     Conversion conversion_ = Conversion::None;
+    bool fast_path_ = false;  // decode with png_rows.h instead of libspng
     OutputShape shape_;
 };
 
