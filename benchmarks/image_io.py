@@ -747,6 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rows": [row.to_json() for row in rows],
             "checks": checks,
         }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         print(f"wrote {args.json}")
     return 0
