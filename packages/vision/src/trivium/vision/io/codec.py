@@ -197,11 +197,6 @@ def encode_with(
         raise EncodeError(f"{func}: {e}") from None
 
 
-def info_from_header(header: dict[str, Any]) -> ImageInfo:
-    """An ImageInfo from the dict the native header readers return."""
-    return ImageInfo(**header)
-
-
 def to_chw(hwc: np.ndarray) -> torch.Tensor:
     """A [C, H, W] tensor viewing an (H, W, C) array: zero copy, channels-last strides."""
     return torch.from_numpy(hwc).permute(2, 0, 1)
@@ -222,7 +217,13 @@ def make_output(
             return hwc.numpy(), lambda _: out
 
         def copy_into(result: np.ndarray) -> torch.Tensor:
-            return out.copy_(to_chw(result), non_blocking=True)
+            image = to_chw(result)
+            if out.shape != image.shape or out.dtype != image.dtype:
+                raise ValueError(
+                    f"out must be a {image.dtype} tensor of shape {tuple(image.shape)}, "
+                    f"got {out.dtype} of shape {tuple(out.shape)}"
+                )
+            return out.copy_(image, non_blocking=True)
 
         return None, copy_into
     if device.type == "cuda":

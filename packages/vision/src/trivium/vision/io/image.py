@@ -23,7 +23,6 @@ from trivium.vision.io.codec import (
     PathLike,
     as_buffer,
     decode_batch,
-    info_from_header,
     native_errors,
 )
 from trivium.vision.io.file import read_file
@@ -85,7 +84,7 @@ def image_info(data: EncodedData | PathLike, *, path: PathLike | None = None) ->
     buffer = as_buffer(data, "image_info")
     with native_errors(path):
         header = _C.jpeg_info(buffer) if fmt == "jpeg" else _C.png_info(buffer)
-    return info_from_header(header)
+    return ImageInfo(**header)
 
 
 def decode_image(
