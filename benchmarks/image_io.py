@@ -366,6 +366,13 @@ def row_from(
     )
 
 
+def torchvision_row(workload: str, timings: dict, peers: Peers, target: float) -> Row:
+    """The torchvision comparison row, or a row saying why torchvision is absent."""
+    if peers.tvio is not None:
+        return row_from(workload, timings, "ours", "torchvision", target=target)
+    return Row(workload, timings["ours"].median, f"torchvision {peers.tvio_status}", None, target)
+
+
 # -------------------------------------------------------------------------- inputs
 
 
@@ -506,12 +513,7 @@ def bench_full_decode(
         timings = measure(sides, repeats, min_time)
         workload = f"JPEG decode {label}"
         rows.append(row_from(workload, timings, "ours", "Pillow", target=1.0))
-        if peers.tvio is not None:
-            rows.append(row_from(workload, timings, "ours", "torchvision", target=1.0))
-        else:
-            rows.append(
-                Row(workload, timings["ours"].median, f"torchvision {peers.tvio_status}", None, 1.0)
-            )
+        rows.append(torchvision_row(workload, timings, peers, target=1.0))
         if peers.turbo is not None:
             rows.append(row_from(workload, timings, "ours", "PyTurboJPEG"))
     return rows
@@ -635,12 +637,7 @@ def bench_png(
         timings = measure(sides, repeats, min_time)
         workload = f"PNG decode {label}"
         rows.append(row_from(workload, timings, "ours", "Pillow", target=1.0))
-        if peers.tvio is not None:
-            rows.append(row_from(workload, timings, "ours", "torchvision", target=1.2))
-        else:
-            rows.append(
-                Row(workload, timings["ours"].median, f"torchvision {peers.tvio_status}", None, 1.2)
-            )
+        rows.append(torchvision_row(workload, timings, peers, target=1.2))
     return rows
 
 
