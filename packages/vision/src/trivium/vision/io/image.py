@@ -40,14 +40,20 @@ _OTHER_FORMATS = {
 }
 
 
-def sniff_format(data: EncodedData) -> str:
+def sniff_format(data: EncodedData, *, path: PathLike | None = None) -> str:
     """``"jpeg"`` or ``"png"`` from the first bytes; raises for anything else.
 
     Example:
         >>> sniff_format(b"\\x89PNG\\r\\n\\x1a\\n....")
         'png'
     """
-    head = bytes(memoryview(as_buffer(data, "decode_image"))[:12])
+    try:
+        return _sniff(bytes(memoryview(as_buffer(data, "decode_image"))[:12]))
+    except DecodeError as e:
+        raise type(e)(e.reason, path=path) from None
+
+
+def _sniff(head: bytes) -> str:
     if head.startswith(b"\xff\xd8\xff"):
         return "jpeg"
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -77,10 +83,7 @@ def image_info(data: EncodedData | PathLike, *, path: PathLike | None = None) ->
     """
     if isinstance(data, str | os.PathLike):
         path, data = data, read_file(data)
-    try:
-        fmt = sniff_format(data)
-    except DecodeError as e:
-        raise type(e)(e.reason, path=path) from None
+    fmt = sniff_format(data, path=path)
     buffer = as_buffer(data, "image_info")
     with native_errors(path):
         header = _C.jpeg_info(buffer) if fmt == "jpeg" else _C.png_info(buffer)
@@ -128,10 +131,7 @@ def decode_image(
             path,
             None,
         )
-    try:
-        fmt = sniff_format(input)
-    except DecodeError as e:
-        raise type(e)(e.reason, path=path) from None
+    fmt = sniff_format(input, path=path)
     options = dict(device=device, strict=strict, max_pixels=max_pixels, path=path)
     if fmt == "png":
         return decode_png(input, mode, apply_exif_orientation, dtype=dtype, **options)
