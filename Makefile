@@ -8,7 +8,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMPS := $(VENV)/.stamps
 PACKAGES := core vision audio data
-DEBIAN_PACKAGES := g++ pkg-config libjpeg62-turbo-dev libspng-dev zlib1g-dev libturbojpeg0
+DEBIAN_PACKAGES := g++ pkg-config libjpeg62-turbo-dev libspng-dev zlib1g-dev libturbojpeg0 \
+                   ffmpeg espeak-ng
 NATIVE_SOURCES := $(wildcard packages/vision/csrc/*) packages/vision/CMakeLists.txt
 PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 
