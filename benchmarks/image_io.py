@@ -32,20 +32,17 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import gc
 import io
 import json
-import math
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -53,6 +50,17 @@ from typing import Any
 import numpy as np
 import PIL
 import torch
+from harness import (
+    Row,
+    Side,
+    cpu_busy_seconds,
+    cpu_model,
+    fmt_time,
+    markdown_table,
+    measure,
+    other_load,
+    row_from,
+)
 from PIL import Image, features
 
 from trivium.core import get_num_threads, set_num_threads
@@ -146,18 +154,6 @@ def _dpkg_version(package: str) -> str | None:
     return done.stdout.strip() or None
 
 
-def _cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo (or platform.processor())."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def machine_info(peers: Peers) -> dict[str, str]:
     """Versions and CPU facts that the numbers depend on."""
     try:
@@ -170,7 +166,7 @@ def machine_info(peers: Peers) -> dict[str, str]:
         ours_jpeg += f" (system libjpeg-turbo {debian})"
     libs = _mapped_libraries("libjpeg", "libspng", "libturbojpeg", "libz.so")
     return {
-        "cpu": f"{_cpu_model()}; os.cpu_count()={os.cpu_count()}, usable={affinity}",
+        "cpu": f"{cpu_model()}; os.cpu_count()={os.cpu_count()}, usable={affinity}",
         "python": f"{platform.python_version()} ({platform.platform()})",
         "torch": torch.__version__,
         "numpy": np.__version__,
@@ -185,185 +181,6 @@ def machine_info(peers: Peers) -> dict[str, str]:
         "PyTurboJPEG": peers.turbo_status,
         "mapped libraries": ", ".join(libs) or "unknown",
     }
-
-
-def cpu_busy_seconds() -> tuple[float, float]:
-    """(CPU seconds all processes have been busy since boot, CPU seconds of this process)."""
-    own = os.times()
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except OSError:
-        return math.nan, own.user + own.system
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    busy = sum(fields[:8]) - idle  # up to steal; guest time is already in user
-    return busy / os.sysconf("SC_CLK_TCK"), own.user + own.system
-
-
-def other_load(start: tuple[float, float], wall_s: float) -> str:
-    """How many CPUs other processes kept busy on average since `start`."""
-    busy, own = cpu_busy_seconds()
-    others = (busy - start[0]) - (own - start[1])
-    if math.isnan(others):
-        return "unknown (no /proc/stat)"
-    return f"{max(others, 0.0) / wall_s:.2f} CPUs busy outside this process on average"
-
-
-# ------------------------------------------------------------------------- timing
-
-
-@dataclass
-class Side:
-    """One thing to time: a call, and what to run before each repeat of it.
-
-    ``setup`` must leave the side warm (e.g. resize the thread pool, then decode
-    a little so its threads exist): it runs outside the timed loop.
-    """
-
-    name: str
-    fn: Callable[[], object]
-    setup: Callable[[], None] | None = None
-
-
-@dataclass
-class Timing:
-    """Per-call seconds of every repeat of one side, and the calls per repeat."""
-
-    samples: list[float]
-    number: int
-
-    @property
-    def median(self) -> float:
-        """The median per-call time in seconds."""
-        return statistics.median(self.samples)
-
-
-def loop_time(fn: Callable[[], object], number: int) -> float:
-    """Seconds per call over `number` back-to-back calls of `fn` (GC paused).
-
-    Each result is kept until the next call returns, the same for every side.
-    """
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        result = None
-        start = time.perf_counter()
-        for _ in range(number):
-            result = fn()
-        elapsed = time.perf_counter() - start
-        del result
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return elapsed / number
-
-
-def calls_for(fn: Callable[[], object], min_time: float) -> int:
-    """How many calls of an already warm `fn` make a loop of at least `min_time` seconds."""
-    per_call = loop_time(fn, 1)
-    if per_call < min_time / 20:  # one call is too short to estimate from: time a few
-        per_call = loop_time(fn, max(2, int(min_time / 20 / max(per_call, 1e-7))))
-    return max(1, math.ceil(min_time / max(per_call, 1e-9)))
-
-
-def measure(sides: Sequence[Side], repeats: int, min_time: float) -> dict[str, Timing]:
-    """Time every side `repeats` times, interleaving the sides within each repeat."""
-    numbers: dict[str, int] = {}
-    for side in sides:
-        if side.setup is not None:
-            side.setup()
-        side.fn()  # warm-up
-        numbers[side.name] = calls_for(side.fn, min_time)
-    samples: dict[str, list[float]] = {side.name: [] for side in sides}
-    for _ in range(repeats):
-        for side in sides:
-            if side.setup is not None:
-                side.setup()
-            samples[side.name].append(loop_time(side.fn, numbers[side.name]))
-    return {name: Timing(samples[name], numbers[name]) for name in samples}
-
-
-# ---------------------------------------------------------------------------- rows
-
-
-@dataclass
-class Row:
-    """One line of the results table: our time against one peer's on one workload."""
-
-    workload: str
-    ours_s: float | None
-    peer: str
-    peer_s: float | None
-    target: float | None = None  # the least acceptable ratio; None: reported only
-    note: str = ""
-    samples: dict[str, list[float]] = field(default_factory=dict)
-
-    @property
-    def ratio(self) -> float | None:
-        """Peer time / our time (above 1: we are faster), or None if either is missing."""
-        if self.ours_s is None or self.peer_s is None or self.ours_s <= 0:
-            return None
-        return self.peer_s / self.ours_s
-
-    @property
-    def status(self) -> str:
-        """PASS or FAIL against the target, or why there is no verdict."""
-        if self.target is None:
-            return "reported"
-        if self.ratio is None:
-            return "n/a"
-        return "PASS" if self.ratio >= self.target else "FAIL"
-
-    def to_json(self) -> dict[str, Any]:
-        """The row as plain JSON data (times in seconds)."""
-        data = asdict(self)
-        data["ratio"] = self.ratio
-        data["status"] = self.status
-        return data
-
-
-def fmt_time(seconds: float | None) -> str:
-    """A per-call time in milliseconds with about four significant digits."""
-    if seconds is None:
-        return "—"
-    ms = seconds * 1e3
-    if ms >= 100:
-        return f"{ms:.1f} ms"
-    if ms >= 10:
-        return f"{ms:.2f} ms"
-    return f"{ms:.3f} ms"
-
-
-def markdown_table(rows: Sequence[Row]) -> str:
-    """The rows as a Markdown table: workload | ours | peer | ratio | target."""
-    lines = ["| workload | ours | peer | ratio | target |", "|---|---:|---|---:|---|"]
-    for row in rows:
-        peer = f"{row.peer}: {fmt_time(row.peer_s)}" if row.peer_s is not None else row.peer
-        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "—"
-        target = "—" if row.target is None else f"≥{row.target:.1f}x {row.status}"
-        lines.append(f"| {row.workload} | {fmt_time(row.ours_s)} | {peer} | {ratio} | {target} |")
-    return "\n".join(lines)
-
-
-def row_from(
-    workload: str,
-    timings: dict[str, Timing],
-    ours: str,
-    peer: str,
-    peer_label: str | None = None,
-    target: float | None = None,
-    note: str = "",
-) -> Row:
-    """A row comparing two timed sides of one measurement."""
-    return Row(
-        workload=workload,
-        ours_s=timings[ours].median,
-        peer=peer_label or peer,
-        peer_s=timings[peer].median,
-        target=target,
-        note=note,
-        samples={"ours": timings[ours].samples, "peer": timings[peer].samples},
-    )
 
 
 def torchvision_row(workload: str, timings: dict, peers: Peers, target: float) -> Row:
