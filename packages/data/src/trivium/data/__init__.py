@@ -1,4 +1,13 @@
-"""Trivium data: iterable datasets and loaders over files and Arrow tables.
+"""Trivium data: Arrow-backed pipes, map-style Arrow datasets and a stateful sharded loader.
+
+- pipes: :class:`IterPipe` / :class:`MapPipe` composed by chaining (``map``, ``filter``,
+  ``batch``, ``shuffle``, ``parallel_map``, columnar ``select`` / ``to_tensors``, ...);
+- Arrow sources yielding ``pyarrow.RecordBatch``: :class:`ParquetSource`,
+  :class:`ArrowIPCSource`, :class:`CSVSource` (local paths and ``s3://`` URIs);
+- :class:`ArrowDataset`: random access over memory-mapped Arrow IPC files;
+- :class:`DataLoader`: exact sharding over workers and ranks, deterministic epochs,
+  mid-epoch ``state_dict`` / ``load_state_dict``;
+- :func:`write_parquet` and the ``trivium-data convert`` command line.
 
 Example:
     >>> import trivium.data as td
@@ -6,8 +15,28 @@ Example:
     True
 """
 
+from trivium.data.arrow_dataset import ArrowDataset
+from trivium.data.arrow_sources import ArrowIPCSource, ArrowSource, CSVSource, ParquetSource
+from trivium.data.columnar import to_tensors
 from trivium.data.file_lister import FileLister
+from trivium.data.loader import DataLoader
+from trivium.data.pipes import IterPipe, MapPipe, SkippedSamplesWarning
+from trivium.data.writers import write_parquet
 
 __version__ = "0.1.0"
 
-__all__ = ["FileLister", "__version__"]
+__all__ = [
+    "ArrowDataset",
+    "ArrowIPCSource",
+    "ArrowSource",
+    "CSVSource",
+    "DataLoader",
+    "FileLister",
+    "IterPipe",
+    "MapPipe",
+    "ParquetSource",
+    "SkippedSamplesWarning",
+    "__version__",
+    "to_tensors",
+    "write_parquet",
+]

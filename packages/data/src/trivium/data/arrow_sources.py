@@ -1,0 +1,574 @@
+"""Arrow sources: Parquet, Arrow IPC and CSV files as pipes of ``pyarrow.RecordBatch``.
+
+A source lists its files (local paths, directories, URIs such as ``s3://bucket/dir``
+or a ``pyarrow.dataset.FileSystemDataset``) and cuts them into *fragments*: a
+Parquet row group, a record batch of an Arrow IPC file, a whole IPC stream or CSV
+file. Fragments are the unit of sharding and shuffling: ``shard()`` (and plain
+iteration inside a torch DataLoader worker) hands whole fragments to each shard, so a
+shard reads only its own row groups. :class:`trivium.data.DataLoader` reads rows
+of the fragments by global row id (see :mod:`trivium.data.sharding`).
+
+Every file is checked when the fragments are listed: a file pyarrow cannot read,
+a missing column or a schema that disagrees with the first file raises
+:class:`trivium.core.DatasetError` / :class:`trivium.core.DecodeError` naming it.
+
+Example:
+    >>> import os, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pq.write_table(pa.table({"x": list(range(5))}), path, row_group_size=2)
+    >>> src = ParquetSource(path, batch_size=4)
+    >>> [b.num_rows for b in src], len(src.fragments)
+    ([4, 1], 3)
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import os
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as pds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from torch.utils.data import get_worker_info
+
+from trivium.core.errors import DatasetError, DecodeError, TriviumError
+from trivium.data.pipes import IterPipe
+
+__all__ = ["ArrowIPCSource", "ArrowSource", "CSVSource", "Fragment", "ParquetSource"]
+
+PathInput = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | pds.FileSystemDataset
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A piece of a file read as a whole: ``index`` is the row group / record batch.
+
+    Example:
+        >>> Fragment("a.parquet", 0, 10).num_rows
+        10
+    """
+
+    path: str
+    index: int
+    num_rows: int
+
+
+def _split_uri(path: str, filesystem: pafs.FileSystem | None) -> tuple[pafs.FileSystem, str]:
+    if filesystem is not None:
+        if "://" in path:  # the caller's filesystem takes "bucket/key"
+            path = path.split("://", 1)[1]
+        return filesystem, path
+    if "://" in path:
+        try:
+            return pafs.FileSystem.from_uri(path)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise DatasetError(f"cannot open filesystem: {e}", path=path) from e
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def _list_files(
+    paths: PathInput, filesystem: pafs.FileSystem | None, suffixes: tuple[str, ...]
+) -> tuple[pafs.FileSystem, list[str]]:
+    if isinstance(paths, pds.FileSystemDataset):
+        return paths.filesystem, list(paths.files)
+    items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    if not items:
+        raise DatasetError("no paths given")
+    fs_out: pafs.FileSystem | None = None
+    files: list[str] = []
+    for item in items:
+        fs, path = _split_uri(os.fspath(item), filesystem)
+        fs_out = fs_out or fs
+        try:
+            info = fs.get_file_info(path)
+        except (pa.ArrowException, OSError) as e:
+            raise DatasetError(f"cannot stat: {e}", path=os.fspath(item)) from e
+        if info.type == pafs.FileType.File:
+            files.append(path)
+        elif info.type == pafs.FileType.Directory:
+            found = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+            names = sorted(
+                f.path
+                for f in found
+                if f.type == pafs.FileType.File
+                and f.path.endswith(suffixes)
+                and not os.path.basename(f.path).startswith((".", "_"))
+            )
+            if not names:
+                raise DatasetError(f"no {'/'.join(suffixes)} files in directory", path=path)
+            files += names
+        else:
+            raise DatasetError("no such file or directory", path=os.fspath(item))
+    assert fs_out is not None
+    return fs_out, files
+
+
+class ArrowSource(IterPipe):
+    """Base of the Arrow sources: files → fragments → ``pyarrow.RecordBatch``es.
+
+    Args:
+        paths: a file, directory or URI, a list of them, or a
+            ``pyarrow.dataset.FileSystemDataset``.
+        columns: the columns to read (all by default), in this order.
+        filter: a ``pyarrow.compute`` expression; only matching rows are read.
+        batch_size: the most rows per yielded RecordBatch (default: one batch per
+            fragment; a Parquet batch may span row groups of one file).
+        filesystem: a ``pyarrow.fs.FileSystem`` to read ``paths`` with (for example an
+            ``S3FileSystem`` with your endpoint and credentials).
+
+    Example:
+        >>> issubclass(ParquetSource, ArrowSource)
+        True
+    """
+
+    suffixes: tuple[str, ...] = ()
+    format_name = "Arrow"
+
+    def __init__(
+        self,
+        paths: PathInput,
+        columns: Sequence[str] | None = None,
+        filter: pds.Expression | None = None,
+        batch_size: int | None = None,
+        *,
+        filesystem: pafs.FileSystem | None = None,
+    ) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if filter is not None and not isinstance(filter, pds.Expression):
+            raise TypeError(f"filter must be a pyarrow.compute.Expression, got {type(filter)}")
+        self.paths = paths
+        self.columns = None if columns is None else list(columns)
+        self.filter = filter
+        self.batch_size = batch_size
+        self.filesystem = filesystem
+        self._shard: tuple[int, int] | None = None
+        self._fragments: list[Fragment] | None = None
+        self._schema: pa.Schema | None = None
+        self._fs: pafs.FileSystem | None = None
+        self._filtered_rows: list[int] | None = None
+        self._cache: OrderedDict[int, pa.Table] = OrderedDict()
+        self.cache_fragments = 2
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.paths!r}, columns={self.columns})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_cache"] = OrderedDict()  # workers read their own fragments
+        state.pop("_open_file", None)
+        return state
+
+    # ---- listing
+    @property
+    def fragments(self) -> list[Fragment]:
+        """All fragments, in file order (files sorted within a directory)."""
+        if self._fragments is None:
+            self._list()
+        assert self._fragments is not None
+        return self._fragments
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The schema of the rows read (after ``columns``)."""
+        if self._schema is None:
+            self._list()
+        assert self._schema is not None
+        return self._schema
+
+    def _list(self) -> None:
+        fs, files = _list_files(self.paths, self.filesystem, self.suffixes)
+        self._fs = fs
+        fragments: list[Fragment] = []
+        schema = None
+        for path in files:
+            file_schema, rows = self._inspect(fs, path)
+            file_schema = self._project(file_schema, path)
+            if schema is None:
+                schema, first = file_schema, path
+            elif not file_schema.equals(schema):
+                raise DatasetError(
+                    f"schema differs from the first file {first}: "
+                    + _schema_diff(schema, file_schema),
+                    path=path,
+                )
+            fragments += [Fragment(path, i, n) for i, n in enumerate(rows)]
+        self._fragments, self._schema = fragments, schema
+
+    def _project(self, schema: pa.Schema, path: str) -> pa.Schema:
+        if self.columns is None:
+            return schema
+        missing = [c for c in self.columns if c not in schema.names]
+        if missing:
+            raise DatasetError(f"no column {missing} (columns are {schema.names})", path=path)
+        return pa.schema([schema.field(c) for c in self.columns])
+
+    def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
+        """The file's schema and the row count of each of its fragments."""
+        raise NotImplementedError
+
+    def _read(self, fragment: Fragment) -> pa.Table:
+        """The fragment's rows (``columns`` and ``filter`` applied)."""
+        raise NotImplementedError
+
+    def read_fragment(self, fragment: Fragment) -> pa.Table:
+        """Read one fragment; errors name the file.
+
+        Example:
+            >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+            >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+            >>> pq.write_table(pa.table({"x": [1, 2]}), path)
+            >>> src = ParquetSource(path)
+            >>> src.read_fragment(src.fragments[0]).num_rows
+            2
+        """
+        if self._fs is None:
+            self._list()
+        try:
+            return self._read(fragment)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            if isinstance(e, TriviumError):
+                raise
+            where = f"{self.format_name} {_fragment_name(self)} {fragment.index}"
+            raise DecodeError(f"cannot read {where}: {e}", path=fragment.path) from e
+
+    # ---- iteration
+    def shard(self, num_shards: int, shard_index: int) -> ArrowSource:
+        """A copy reading only fragments ``shard_index, shard_index + num_shards, ...``.
+
+        Example:
+            >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+            >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+            >>> pq.write_table(pa.table({"x": list(range(6))}), path, row_group_size=2)
+            >>> [b["x"].to_pylist() for b in ParquetSource(path).shard(2, 1)]
+            [[2, 3]]
+        """
+        if not 0 <= shard_index < num_shards:
+            raise ValueError(f"shard_index must be in [0, {num_shards}), got {shard_index}")
+        out = copy.copy(self)
+        out._cache = OrderedDict()
+        out.__dict__.pop("_open_file", None)
+        out._shard = (num_shards, shard_index)
+        return out
+
+    def _my_fragments(self) -> list[Fragment]:
+        shard = self._shard
+        info = get_worker_info()
+        if shard is None and info is not None:  # plain torch DataLoader: split by worker
+            shard = (info.num_workers, info.id)
+        return self.fragments if shard is None else self.fragments[shard[1] :: shard[0]]
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        for fragment in self._my_fragments():
+            table = self.read_fragment(fragment)
+            yield from table.to_batches(max_chunksize=self.batch_size)
+
+    # ---- random access by global row id (for the DataLoader)
+    def fragment_rows(self) -> list[int]:
+        """Rows of each fragment after ``filter`` (the filter is evaluated once, cached).
+
+        Example:
+            >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+            >>> import pyarrow.compute as pc
+            >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+            >>> pq.write_table(pa.table({"x": list(range(6))}), path, row_group_size=4)
+            >>> ParquetSource(path, filter=pc.field("x") > 2).fragment_rows()
+            [1, 2]
+        """
+        if self.filter is None:
+            return [f.num_rows for f in self.fragments]
+        if self._filtered_rows is None:
+            self._filtered_rows = [self._count(f) for f in self.fragments]
+        return self._filtered_rows
+
+    def _count(self, fragment: Fragment) -> int:
+        return self.read_fragment(fragment).num_rows
+
+    def _cached(self, index: int) -> pa.Table:
+        table = self._cache.get(index)
+        if table is None:
+            table = self.read_fragment(self.fragments[index]).combine_chunks()
+            self._cache[index] = table
+            while len(self._cache) > self.cache_fragments:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(index)
+        return table
+
+    def take(self, ids: np.ndarray) -> pa.RecordBatch:
+        """The rows with global ids ``ids`` (in that order), as one RecordBatch.
+
+        Example:
+            >>> import os, tempfile, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+            >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+            >>> pq.write_table(pa.table({"x": list(range(6))}), path, row_group_size=2)
+            >>> ParquetSource(path).take(np.array([5, 0, 3]))["x"].to_pylist()
+            [5, 0, 3]
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(self.fragment_rows())])
+        which = np.searchsorted(starts, ids, side="right") - 1
+        if len(ids) and (ids.min() < 0 or ids.max() >= starts[-1]):
+            raise IndexError(f"row ids out of range [0, {starts[-1]})")
+        if len(ids) and which[0] == which[-1] and np.all(np.diff(ids) == 1):
+            # a contiguous run inside one fragment: a zero-copy slice
+            table = self._cached(int(which[0]))
+            return _to_batch(table.slice(int(ids[0] - starts[which[0]]), len(ids)), self)
+        parts, order = [], []
+        for frag in dict.fromkeys(which.tolist()):
+            mask = which == frag
+            local = ids[mask] - starts[frag]
+            parts.append(self._cached(frag).take(pa.array(local)))
+            order.append(np.flatnonzero(mask))
+        if not parts:
+            return pa.RecordBatch.from_pylist([], schema=self.schema)
+        table = pa.concat_tables(parts)
+        positions = np.concatenate(order)
+        if len(parts) > 1:
+            table = table.take(pa.array(np.argsort(positions, kind="stable")))
+        return _to_batch(table, self)
+
+
+def _to_batch(table: pa.Table, source: ArrowSource) -> pa.RecordBatch:
+    batches = table.to_batches()
+    if len(batches) == 1:
+        return batches[0]
+    if not batches:
+        return pa.RecordBatch.from_pylist([], schema=source.schema)
+    return table.combine_chunks().to_batches()[0]
+
+
+def _fragment_name(source: ArrowSource) -> str:
+    return "row group" if isinstance(source, ParquetSource) else "record batch"
+
+
+def _schema_diff(a: pa.Schema, b: pa.Schema) -> str:
+    diffs = []
+    for field in a:
+        if field.name not in b.names:
+            diffs.append(f"column {field.name!r} missing")
+        elif not b.field(field.name).type.equals(field.type):
+            diffs.append(f"column {field.name!r} is {b.field(field.name).type}, not {field.type}")
+    diffs += [f"extra column {n!r}" for n in b.names if n not in a.names]
+    return "; ".join(diffs) or f"{b} != {a}"
+
+
+class ParquetSource(ArrowSource):
+    """Parquet files as RecordBatches; a fragment is one row group.
+
+    ``filter`` is pushed down to the scan (row-group statistics skip what cannot
+    match). Page checksums, where the writer stored them, are verified unless
+    ``verify_checksums=False``. See :class:`ArrowSource` for the other arguments.
+
+    Example:
+        >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+        >>> root = tempfile.mkdtemp()
+        >>> pq.write_table(pa.table({"x": [1, 2], "y": [3, 4]}), os.path.join(root, "a.parquet"))
+        >>> [b.to_pydict() for b in ParquetSource(root, columns=["y"])]
+        [{'y': [3, 4]}]
+    """
+
+    suffixes = (".parquet", ".parq", ".pq")
+    format_name = "Parquet"
+
+    def __init__(
+        self,
+        paths: PathInput,
+        columns: Sequence[str] | None = None,
+        filter: pds.Expression | None = None,
+        batch_size: int | None = None,
+        *,
+        filesystem: pafs.FileSystem | None = None,
+        verify_checksums: bool = True,
+    ) -> None:
+        super().__init__(paths, columns, filter, batch_size, filesystem=filesystem)
+        self.verify_checksums = verify_checksums
+        self._open_file: tuple[str, pq.ParquetFile] | None = None
+
+    def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
+        try:
+            with fs.open_input_file(path) as handle:
+                meta = pq.ParquetFile(handle).metadata
+                schema = meta.schema.to_arrow_schema()
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise DecodeError(f"not a readable Parquet file: {e}", path=path) from e
+        return schema, [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+    def _fragment(self, fragment: Fragment) -> pds.Fragment:
+        options = pds.ParquetFragmentScanOptions(page_checksum_verification=self.verify_checksums)
+        fmt = pds.ParquetFileFormat(default_fragment_scan_options=options)
+        return fmt.make_fragment(fragment.path, self._fs, row_groups=[fragment.index])
+
+    def _read(self, fragment: Fragment) -> pa.Table:
+        if self.filter is not None:  # the dataset scanner pushes it down to row groups/pages
+            return self._fragment(fragment).to_table(columns=self.columns, filter=self.filter)
+        return self._file(fragment.path).read_row_group(fragment.index, columns=self.columns)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if self.filter is not None or self.batch_size is None:
+            yield from super().__iter__()
+            return
+        # Streaming read of each file's run of row groups: pyarrow's own batch reader.
+        mine = self._my_fragments()
+        for path, run in itertools.groupby(mine, key=lambda f: f.path):
+            groups = [f.index for f in run]
+            try:
+                yield from self._file(path).iter_batches(
+                    batch_size=self.batch_size, row_groups=groups, columns=self.columns
+                )
+            except (pa.ArrowException, OSError, ValueError) as e:
+                raise DecodeError(f"cannot read Parquet row groups {groups}: {e}", path=path) from e
+
+    def _file(self, path: str) -> pq.ParquetFile:
+        """An open reader per file (its footer parsed once), kept for the next row group."""
+        cached = getattr(self, "_open_file", None)
+        if cached is None or cached[0] != path:
+            handle = self._fs.open_input_file(path)  # type: ignore[union-attr]
+            reader = pq.ParquetFile(handle, page_checksum_verification=self.verify_checksums)
+            self._open_file = cached = (path, reader)
+        return cached[1]
+
+    def _count(self, fragment: Fragment) -> int:
+        try:
+            return self._fragment(fragment).count_rows(filter=self.filter)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise DecodeError(
+                f"cannot read Parquet row group {fragment.index}: {e}", path=fragment.path
+            ) from e
+
+
+def _open_ipc(fs: pafs.FileSystem, path: str) -> Any:
+    """An IPC file reader (random access) or, failing that, a stream reader."""
+    local = isinstance(fs, pafs.LocalFileSystem)
+    source = pa.memory_map(path) if local else fs.open_input_file(path)
+    try:
+        return pa.ipc.open_file(source)
+    except pa.ArrowInvalid:
+        source.seek(0)
+        return pa.ipc.open_stream(source)
+
+
+class ArrowIPCSource(ArrowSource):
+    """Arrow IPC files (``.arrow``, memory-mapped when local) and streams (``.arrows``).
+
+    A fragment is one record batch of an IPC file, or a whole IPC stream. See
+    :class:`ArrowSource` for the arguments.
+
+    Example:
+        >>> import os, tempfile, pyarrow as pa
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.arrow")
+        >>> with pa.ipc.new_file(path, pa.schema([("x", pa.int8())])) as w:
+        ...     w.write_table(pa.table({"x": pa.array([1, 2], pa.int8())}))
+        >>> [b.to_pydict() for b in ArrowIPCSource(path)]
+        [{'x': [1, 2]}]
+    """
+
+    suffixes = (".arrow", ".arrows", ".feather", ".ipc")
+    format_name = "Arrow IPC"
+
+    def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
+        try:
+            reader = _open_ipc(fs, path)
+            if isinstance(reader, pa.ipc.RecordBatchFileReader):
+                rows = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
+            else:
+                rows = [reader.read_all().num_rows]
+            return reader.schema, rows
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise DecodeError(f"not a readable Arrow IPC file or stream: {e}", path=path) from e
+
+    def _read(self, fragment: Fragment) -> pa.Table:
+        reader = _open_ipc(self._fs, fragment.path)  # type: ignore[arg-type]
+        if isinstance(reader, pa.ipc.RecordBatchFileReader):
+            table = pa.Table.from_batches([reader.get_batch(fragment.index)])
+        else:
+            table = reader.read_all()
+        table.validate(full=True)  # fuzzed files may decode into inconsistent buffers
+        return _select_filter(table, self.columns, self.filter)
+
+
+def _select_filter(
+    table: pa.Table, columns: list[str] | None, expression: pds.Expression | None
+) -> pa.Table:
+    if expression is not None:
+        table = table.filter(expression)
+    return table if columns is None else table.select(columns)
+
+
+class CSVSource(ArrowSource):
+    """CSV files as RecordBatches (types inferred by pyarrow); a fragment is one file.
+
+    See :class:`ArrowSource` for the arguments; ``read_options``, ``parse_options`` and
+    ``convert_options`` go to ``pyarrow.csv.read_csv``.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.csv")
+        >>> with open(path, "w") as f:
+        ...     _ = f.write("a,b\\n1,x\\n2,y\\n")
+        >>> [b.to_pydict() for b in CSVSource(path)]
+        [{'a': [1, 2], 'b': ['x', 'y']}]
+    """
+
+    suffixes = (".csv", ".tsv", ".csv.gz")
+    format_name = "CSV"
+
+    def __init__(
+        self,
+        paths: PathInput,
+        columns: Sequence[str] | None = None,
+        filter: pds.Expression | None = None,
+        batch_size: int | None = None,
+        *,
+        filesystem: pafs.FileSystem | None = None,
+        read_options: pacsv.ReadOptions | None = None,
+        parse_options: pacsv.ParseOptions | None = None,
+        convert_options: pacsv.ConvertOptions | None = None,
+    ) -> None:
+        super().__init__(paths, columns, filter, batch_size, filesystem=filesystem)
+        self.options = {
+            "read_options": read_options,
+            "parse_options": parse_options,
+            "convert_options": convert_options,
+        }
+
+    def _read_file(self, fs: pafs.FileSystem, path: str) -> pa.Table:
+        compression = "gzip" if path.endswith(".gz") else None
+        try:
+            with fs.open_input_stream(path, compression=compression) as stream:
+                return pacsv.read_csv(stream, **self.options)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise DecodeError(f"not a readable CSV file: {e}", path=path) from e
+
+    def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
+        table = self._read_file(fs, path)
+        return table.schema, [table.num_rows]
+
+    def _read(self, fragment: Fragment) -> pa.Table:
+        table = self._read_file(self._fs, fragment.path)  # type: ignore[arg-type]
+        return _select_filter(table, self.columns, self.filter)
+
+
+def fragments_for_window(rows: Sequence[int], window: int | None) -> int:
+    """How many fragments a window of ``window`` rows may touch (for the read cache).
+
+    Example:
+        >>> fragments_for_window([10, 10, 10], 15)
+        3
+    """
+    if not rows:
+        return 1
+    smallest = max(1, min(r for r in rows if r) if any(rows) else 1)
+    total = sum(rows)
+    span = total if window is None else min(window, total)
+    return min(len(rows), math.ceil(span / smallest) + 1)

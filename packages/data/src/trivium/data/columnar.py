@@ -1,0 +1,352 @@
+"""Columnar batch ops (TorchArrow-style) and Arrow → tensor conversion without copies.
+
+:func:`to_tensors` turns a ``pyarrow.RecordBatch`` (or ``Table``) into a dict of tensors:
+
+- fixed-width numeric columns (and fixed-size lists of them, nested to any depth):
+  a tensor that *shares* the Arrow buffer (no copy; shape ``[rows, *list_sizes]``).
+  Treat it as read-only: the Arrow data is immutable and may be memory-mapped.
+- variable-length lists of numbers: a zero-padded ``[rows, max_len]`` tensor plus
+  ``NAME_lengths`` (int64).
+- binary columns: a list of ``uint8`` tensors, views of the Arrow data buffer, ready
+  for ``trivium.vision.io.decode_jpeg`` or an audio decoder.
+- string columns: a list of ``str``; boolean columns: a ``bool`` tensor (a copy: Arrow
+  packs booleans into bits).
+
+Example:
+    >>> import pyarrow as pa
+    >>> rb = pa.record_batch({"label": [1, 2], "vec": [[1.0, 2.0], [3.0]]})
+    >>> out = to_tensors(rb)
+    >>> out["label"], out["vec"], out["vec_lengths"]
+    (tensor([1, 2]), tensor([[1., 2.],
+            [3., 0.]], dtype=torch.float64), tensor([2, 1]))
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
+import torch
+
+from trivium.data.pipes import IterPipe
+
+__all__ = ["to_tensors"]
+
+_TORCH_DTYPES = {
+    pa.int8(): torch.int8,
+    pa.int16(): torch.int16,
+    pa.int32(): torch.int32,
+    pa.int64(): torch.int64,
+    pa.uint8(): torch.uint8,
+    pa.uint16(): torch.uint16,
+    pa.uint32(): torch.uint32,
+    pa.uint64(): torch.uint64,
+    pa.float16(): torch.float16,
+    pa.float32(): torch.float32,
+    pa.float64(): torch.float64,
+}
+
+_NUMPY_DTYPES = {t: np.dtype(str(t).removeprefix("torch.")) for t in _TORCH_DTYPES.values()}
+
+Columnar = pa.RecordBatch | pa.Table
+
+
+def _single_chunk(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(column, pa.ChunkedArray):
+        # One chunk stays zero copy; several must be joined (a copy).
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
+
+
+def _primitive(arr: pa.Array, name: str) -> torch.Tensor:
+    dtype = _TORCH_DTYPES[arr.type]
+    if len(arr) == 0:
+        return torch.empty(0, dtype=dtype)
+    return _view(arr.buffers()[1], dtype, len(arr), arr.offset * dtype.itemsize)
+
+
+def _view(data: pa.Buffer, dtype: torch.dtype, count: int = -1, offset: int = 0) -> torch.Tensor:
+    """A tensor sharing ``data``'s memory (also for read-only memory-mapped buffers)."""
+    if data.is_mutable:
+        return torch.frombuffer(data, dtype=dtype, count=count, offset=offset)
+    array = np.frombuffer(data, dtype=_NUMPY_DTYPES[dtype], count=count, offset=offset)
+    with warnings.catch_warnings():  # torch warns that the memory is not writable
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(array)
+
+
+def _check_no_nulls(arr: pa.Array, name: str) -> None:
+    if arr.null_count:
+        raise ValueError(
+            f"to_tensors: column {name!r} has {arr.null_count} nulls; "
+            "fill them first (pyarrow.compute.fill_null) or drop those rows"
+        )
+
+
+def _fixed_size_list(arr: pa.Array, name: str) -> torch.Tensor:
+    shape = [len(arr)]
+    while pa.types.is_fixed_size_list(arr.type):
+        _check_no_nulls(arr, name)
+        shape.append(arr.type.list_size)
+        arr = arr.flatten()  # respects the slice offset; no copy
+    _check_no_nulls(arr, name)
+    if arr.type not in _TORCH_DTYPES:
+        raise TypeError(f"to_tensors: column {name!r}: fixed-size list of {arr.type} unsupported")
+    return _primitive(arr, name).reshape(shape)
+
+
+def _padded_list(arr: pa.Array, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_no_nulls(arr, name)
+    values = arr.flatten()  # only the values of this slice
+    _check_no_nulls(values, name)
+    if values.type not in _TORCH_DTYPES:
+        raise TypeError(f"to_tensors: column {name!r}: list of {values.type} unsupported")
+    offsets = arr.offsets.to_numpy()
+    lengths = np.diff(offsets).astype(np.int64)
+    width = int(lengths.max()) if len(lengths) else 0
+    dtype = _TORCH_DTYPES[values.type]
+    padded = torch.zeros((len(arr), width), dtype=dtype)
+    mask = torch.arange(width) < torch.from_numpy(lengths)[:, None]
+    padded[mask] = _primitive(values, name)
+    return padded, torch.from_numpy(lengths)
+
+
+def _binary(arr: pa.Array, name: str) -> list[torch.Tensor]:
+    _check_no_nulls(arr, name)
+    if pa.types.is_fixed_size_binary(arr.type):
+        width = arr.type.byte_width
+        offsets = np.arange(len(arr) + 1, dtype=np.int64) * width + arr.offset * width
+    else:
+        offset_type = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+        offsets = np.frombuffer(arr.buffers()[1], dtype=offset_type)
+        offsets = offsets[arr.offset : arr.offset + len(arr) + 1]
+    data = arr.buffers()[2 if not pa.types.is_fixed_size_binary(arr.type) else 1]
+    if data is None or data.size == 0:
+        return [torch.empty(0, dtype=torch.uint8) for _ in range(len(arr))]
+    whole = _view(data, torch.uint8)
+    bounds = offsets.tolist()
+    return [whole[bounds[i] : bounds[i + 1]] for i in range(len(arr))]
+
+
+def column_to_tensor(column: pa.Array | pa.ChunkedArray, name: str = "column") -> Any:
+    """One Arrow column as :func:`to_tensors` converts it (lists: ``(padded, lengths)``).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> column_to_tensor(pa.array([[1, 2], [3, 4]], pa.list_(pa.int8(), 2)))
+        tensor([[1, 2],
+                [3, 4]], dtype=torch.int8)
+    """
+    arr = _single_chunk(column)
+    kind = arr.type
+    if isinstance(kind, pa.DictionaryType):
+        arr, kind = arr.dictionary_decode(), kind.value_type
+    if kind in _TORCH_DTYPES:
+        _check_no_nulls(arr, name)
+        return _primitive(arr, name)
+    if pa.types.is_boolean(kind):
+        _check_no_nulls(arr, name)
+        return torch.from_numpy(arr.to_numpy(zero_copy_only=False).copy())
+    if pa.types.is_fixed_size_list(kind):
+        return _fixed_size_list(arr, name)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _padded_list(arr, name)
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return _binary(arr, name)
+    if pa.types.is_fixed_size_binary(kind):
+        return _binary(arr, name)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return arr.to_pylist()
+    raise TypeError(f"to_tensors: column {name!r} of type {kind} has no tensor form")
+
+
+def to_tensors(batch: Columnar, columns: Sequence[str] | None = None) -> dict[str, Any]:
+    """A dict of tensors from the ``columns`` (default: all) of a RecordBatch or Table.
+
+    See the module docstring for what each column type becomes. Missing columns
+    raise ``KeyError`` naming them; nulls raise ``ValueError``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> rb = pa.record_batch({"x": [1.5, 2.5], "s": ["a", "b"]})
+        >>> to_tensors(rb, ["x"])
+        {'x': tensor([1.5000, 2.5000], dtype=torch.float64)}
+    """
+    names = batch.schema.names if columns is None else list(columns)
+    missing = [c for c in names if c not in batch.schema.names]
+    if missing:
+        raise KeyError(f"to_tensors: no column {missing} (columns are {batch.schema.names})")
+    out: dict[str, Any] = {}
+    for name in names:
+        value = column_to_tensor(batch.column(name), name)
+        if isinstance(value, tuple):
+            out[name], out[f"{name}_lengths"] = value
+        else:
+            out[name] = value
+    return out
+
+
+def _check_columnar(item: Any, op: str) -> None:
+    if not isinstance(item, pa.RecordBatch | pa.Table):
+        raise TypeError(f"{op} needs pyarrow RecordBatches, got {type(item).__name__}")
+
+
+def evaluate(batch: Columnar, expression: Any) -> pa.Array | pa.ChunkedArray:
+    """Evaluate a ``pyarrow.compute.Expression`` (or a function of the batch) on ``batch``.
+
+    Example:
+        >>> import pyarrow as pa, pyarrow.compute as pc
+        >>> evaluate(pa.record_batch({"x": [1, 2]}), pc.field("x") + 1).to_pylist()
+        [2, 3]
+    """
+    if isinstance(expression, pc.Expression):
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        return pds.dataset(table).to_table(columns={"_": expression}).column("_")
+    if callable(expression):
+        return expression(batch)
+    raise TypeError(
+        f"with_column: expression must be a pyarrow.compute.Expression or a function of "
+        f"the batch, got {type(expression).__name__}"
+    )
+
+
+class _ColumnarOp(IterPipe):
+    _per_batch = True
+    op_name = "columnar op"
+
+    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+        for item in items:
+            _check_columnar(item, self.op_name)
+            yield self._transform(item)
+
+    def _transform(self, batch: Columnar) -> Any:
+        raise NotImplementedError
+
+
+class MapBatches(_ColumnarOp):
+    """``pipe.map_batches(fn)``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> pipe = MapBatches(IterPipe.from_iterable([pa.record_batch({"x": [1]})]), len)
+        >>> list(pipe)
+        [1]
+    """
+
+    op_name = "map_batches"
+
+    def __init__(self, source: IterPipe, fn: Callable[[Columnar], Any]) -> None:
+        self.source, self.fn = source, fn
+
+    def _transform(self, batch: Columnar) -> Any:
+        return self.fn(batch)
+
+
+class Select(_ColumnarOp):
+    """``pipe.select(columns)``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> pipe = Select(IterPipe.from_iterable([pa.record_batch({"x": [1]})]), ["x"])
+        >>> next(iter(pipe)).num_columns
+        1
+    """
+
+    op_name = "select"
+
+    def __init__(self, source: IterPipe, columns: Sequence[str]) -> None:
+        self.source, self.columns = source, list(columns)
+
+    def _transform(self, batch: Columnar) -> Columnar:
+        missing = [c for c in self.columns if c not in batch.schema.names]
+        if missing:
+            raise KeyError(f"select: no column {missing} (columns are {batch.schema.names})")
+        return batch.select(self.columns)
+
+
+class Rename(_ColumnarOp):
+    """``pipe.rename(mapping)``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> pipe = Rename(IterPipe.from_iterable([pa.record_batch({"x": [1]})]), {"x": "y"})
+        >>> next(iter(pipe)).schema.names
+        ['y']
+    """
+
+    op_name = "rename"
+
+    def __init__(self, source: IterPipe, mapping: dict[str, str]) -> None:
+        self.source, self.mapping = source, dict(mapping)
+
+    def _transform(self, batch: Columnar) -> Columnar:
+        missing = [c for c in self.mapping if c not in batch.schema.names]
+        if missing:
+            raise KeyError(f"rename: no column {missing} (columns are {batch.schema.names})")
+        return batch.rename_columns([self.mapping.get(n, n) for n in batch.schema.names])
+
+
+class WithColumn(_ColumnarOp):
+    """``pipe.with_column(name, expression)``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> rb = pa.record_batch({"x": [1]})
+        >>> pipe = WithColumn(IterPipe.from_iterable([rb]), "n", lambda b: pa.array([7]))
+        >>> next(iter(pipe)).to_pydict()
+        {'x': [1], 'n': [7]}
+    """
+
+    op_name = "with_column"
+
+    def __init__(self, source: IterPipe, name: str, expression: Any) -> None:
+        self.source, self.name, self.expression = source, name, expression
+
+    def _transform(self, batch: Columnar) -> Columnar:
+        value = _single_chunk(evaluate(batch, self.expression))
+        if self.name in batch.schema.names:
+            return batch.set_column(batch.schema.get_field_index(self.name), self.name, value)
+        return batch.append_column(self.name, value)
+
+
+class ToRows(_ColumnarOp):
+    """``pipe.to_rows()``: each RecordBatch becomes its rows (dicts).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> list(ToRows(IterPipe.from_iterable([pa.record_batch({"x": [1]})])))
+        [{'x': 1}]
+    """
+
+    op_name = "to_rows"
+
+    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+        for item in items:
+            _check_columnar(item, self.op_name)
+            yield from item.to_pylist()
+
+    def __init__(self, source: IterPipe) -> None:
+        self.source = source
+
+
+class ToTensors(_ColumnarOp):
+    """``pipe.to_tensors(columns)``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> next(iter(ToTensors(IterPipe.from_iterable([pa.record_batch({"x": [1]})]), None)))
+        {'x': tensor([1])}
+    """
+
+    op_name = "to_tensors"
+
+    def __init__(self, source: IterPipe, columns: Sequence[str] | None) -> None:
+        self.source, self.columns = source, None if columns is None else list(columns)
+
+    def _transform(self, batch: Columnar) -> dict[str, Any]:
+        return to_tensors(batch, self.columns)

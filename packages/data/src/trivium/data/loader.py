@@ -1,0 +1,404 @@
+"""``DataLoader``: exact sharding over workers and ranks, deterministic epochs, mid-epoch resume.
+
+Built on torch's ``DataLoader`` (torchdata's ``StatefulDataLoader`` installs beside
+torch 2.13, but its state is per worker and cannot be resumed on another number of
+workers; the state here is one number). How the epoch is planned is described in
+:mod:`trivium.data.sharding`; in short:
+
+- the epoch's order of samples is fixed by ``(seed, epoch)`` alone;
+- rank ``r`` of ``R`` reads positions ``r, r + R, ...``; every rank yields the same
+  number of batches (``drop_last`` drops the uneven tail, otherwise ranks are padded
+  by wrapping around);
+- batch ``k`` of a rank is built by worker ``k % num_workers`` and the batches are
+  yielded in order ``k = 0, 1, ...``;
+- ``state_dict()`` records how many positions of the order all ranks together have
+  consumed; ``load_state_dict()`` continues with exactly the rest, on any number of
+  workers or ranks.
+
+What the loader reads: a map-style dataset (``ArrowDataset``, ``MapPipe``, a list,
+any ``Dataset`` with ``__len__``), or an ``IterPipe`` whose root is an Arrow source
+(``ParquetSource`` ...) or ``MapPipe.to_iter_pipe()``, followed by per-item ops
+(``map``, ``filter``, ``flatmap``, ``parallel_map``, ``select``, ``to_tensors``, ...).
+Those ops run in the workers on each batch; a ``shuffle(buffer_size)`` in the
+chain sets the shuffle window of the global order. An Arrow source gives each
+batch as one ``RecordBatch`` (turn it into tensors with ``to_tensors``), or rows
+after ``to_rows()`` (collated with ``collate_fn``). A ``filter`` (or
+``on_error="skip"``) makes a batch smaller, never changes the number of batches;
+a batch left empty is not yielded.
+
+Example:
+    >>> from trivium.data import DataLoader
+    >>> loader = DataLoader(list(range(10)), batch_size=4, shuffle=True, seed=0)
+    >>> loader.set_epoch(1)
+    >>> batches = [b.tolist() for b in loader]
+    >>> sorted(sum(batches, [])) == list(range(10)), len(batches)
+    (True, 3)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import IterableDataset, default_collate, get_worker_info
+
+from trivium.core.devices import CUDAPrefetcher
+from trivium.data.arrow_sources import ArrowSource, fragments_for_window
+from trivium.data.pipes import IterPipe, Map, Shuffle, SkippedSamplesWarning, _MapToIter
+from trivium.data.sharding import EpochPlan, epoch_order
+
+__all__ = ["DataLoader"]
+
+_STATE_VERSION = 1
+DEFAULT_ARROW_WINDOW = 16_384
+_MAX_CACHED_FRAGMENTS = 256
+
+
+class _Chain:
+    """A dataset split into its root and the per-item ops the workers apply."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.ops: list[IterPipe] = []
+        self.window: int | None = None
+        self.pipe_shuffle = False
+        node = dataset
+        while isinstance(node, IterPipe) and node.source is not None:
+            if isinstance(node, Shuffle):
+                self.pipe_shuffle, self.window = True, node.buffer_size
+            elif node._per_batch:
+                self.ops.append(node)
+            else:
+                raise TypeError(
+                    f"DataLoader: {type(node).__name__} cannot run inside the sharded global "
+                    "order; only per-item ops (map, filter, flatmap, parallel_map, columnar ops) "
+                    "and shuffle may sit between the source and the loader"
+                )
+            node = node.source
+        self.ops.reverse()
+        if isinstance(node, _MapToIter):
+            node = node.dataset
+        self.root = node
+        self.columnar = isinstance(node, ArrowSource)
+        if self.columnar:
+            if node._shard is not None:
+                raise ValueError("DataLoader shards by itself: pass the source unsharded")
+        elif isinstance(node, IterableDataset) or not (
+            hasattr(node, "__getitem__") and hasattr(node, "__len__")
+        ):
+            raise TypeError(
+                "DataLoader needs a map-style dataset (with __getitem__ and __len__) or an "
+                f"IterPipe over an Arrow source, got {type(node).__name__}"
+            )
+        self.rows_out = not self.columnar or any(_makes_rows(op) for op in self.ops)
+
+    def num_samples(self) -> int:
+        if self.columnar:
+            return int(sum(self.root.fragment_rows()))
+        return len(self.root)
+
+    def fragment_rows(self) -> list[int]:
+        return list(self.root.fragment_rows()) if self.columnar else [len(self.root)]
+
+    def skipped(self) -> int:
+        return sum(op.skipped for op in self.ops if isinstance(op, Map))
+
+    def read(self, ids: np.ndarray) -> list[Any]:
+        if self.columnar:
+            items: Iterator[Any] = iter([self.root.take(ids)])
+        else:
+            getitems = getattr(self.root, "__getitems__", None)
+            index = ids.tolist()
+            rows = getitems(index) if getitems else [self.root[i] for i in index]
+            items = iter(rows)
+        for op in self.ops:
+            items = op._apply(items)
+        return list(items)
+
+
+def _makes_rows(op: IterPipe) -> bool:
+    from trivium.data.columnar import ToRows
+    from trivium.data.pipes import Unbatch
+
+    return isinstance(op, ToRows | Unbatch)
+
+
+class _EpochStream(IterableDataset):
+    """What each torch worker iterates: its batches of one rank's epoch plan."""
+
+    def __init__(
+        self,
+        chain: _Chain,
+        plan: EpochPlan,
+        order_args: dict[str, Any],
+        collate_fn: Callable[[Any], Any] | None,
+    ) -> None:
+        self.chain, self.plan = chain, plan
+        self.order_args, self.collate_fn = order_args, collate_fn
+
+    def __iter__(self) -> Iterator[tuple[int, int, Any]]:
+        info = get_worker_info()
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        order = epoch_order(self.chain.fragment_rows(), **self.order_args)
+        n = len(order)
+        before = self.chain.skipped()
+        for k in range(worker, self.plan.num_batches, workers):
+            ids = order[self.plan.batch_positions(k) % n]
+            out = self.chain.read(ids)
+            now = self.chain.skipped()
+            yield k, now - before, self._finish(out)
+            before = now
+
+    def _finish(self, out: list[Any]) -> Any:
+        if not out:
+            return None
+        if not self.chain.rows_out:
+            batch = out[0] if len(out) == 1 else out
+            return self.collate_fn(batch) if self.collate_fn else batch
+        return (self.collate_fn or default_collate)(out)
+
+
+def _distributed() -> tuple[int, int]:
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+class DataLoader:
+    """Batches of a dataset, sharded exactly over workers and ranks, resumable mid-epoch.
+
+    Arguments follow ``torch.utils.data.DataLoader``; beyond it:
+
+    Args:
+        seed: fixes the order of every epoch together with :meth:`set_epoch`.
+        shuffle_window: for an Arrow source, rows are shuffled within windows of this
+            many rows after the fragments are permuted (default: the pipe's
+            ``shuffle(buffer_size)``, else 16384). Map-style data is fully permuted.
+        rank, world_size: this process's place among the ranks (default: from
+            ``torch.distributed`` when initialised, else 0 and 1).
+        device: move each batch there, overlapping the copy with compute on CUDA
+            (``trivium.core.CUDAPrefetcher``).
+
+    ``skipped`` counts the samples dropped by ``on_error="skip"`` maps; a
+    :class:`~trivium.data.pipes.SkippedSamplesWarning` reports them at the end of
+    each epoch.
+
+    Example:
+        >>> loader = DataLoader(list(range(6)), batch_size=2, seed=0)
+        >>> it = iter(loader)
+        >>> next(it).tolist()
+        [0, 1]
+        >>> state = loader.state_dict()
+        >>> resumed = DataLoader(list(range(6)), batch_size=2, seed=0)
+        >>> resumed.load_state_dict(state)
+        >>> [b.tolist() for b in resumed]
+        [[2, 3], [4, 5]]
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        num_workers: int = 0,
+        collate_fn: Callable[[Any], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        *,
+        prefetch_factor: int | None = None,
+        seed: int = 0,
+        shuffle_window: int | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+        device: str | torch.device | None = None,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if num_workers < 0:
+            raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+        self.dataset = dataset
+        self._chain = _Chain(dataset)
+        self.batch_size = batch_size
+        self.shuffle = shuffle or self._chain.pipe_shuffle
+        self.num_workers = num_workers
+        self.collate_fn = collate_fn
+        self.pin_memory = pin_memory
+        self.drop_last = drop_last
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.prefetch_factor = prefetch_factor
+        self.seed = seed
+        self.shuffle_window = shuffle_window or self._chain.window
+        self.device = device
+        dist_rank, dist_world = _distributed()
+        self.rank = dist_rank if rank is None else rank
+        self.world_size = dist_world if world_size is None else world_size
+        self.epoch = 0
+        self.skipped = 0
+        self._resume = 0  # positions already consumed when the next iteration starts
+        self._plan: EpochPlan | None = None
+        self._yielded = 0
+        self._num_samples: int | None = None
+        self._epoch_skipped = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"DataLoader(batch_size={self.batch_size}, shuffle={self.shuffle}, "
+            f"num_workers={self.num_workers}, rank={self.rank}/{self.world_size}, "
+            f"seed={self.seed}, epoch={self.epoch})"
+        )
+
+    @property
+    def num_samples(self) -> int:
+        """Samples in one epoch of the whole dataset (all ranks together)."""
+        if self._num_samples is None:
+            self._num_samples = self._chain.num_samples()
+        return self._num_samples
+
+    def _new_plan(self) -> EpochPlan:
+        return EpochPlan(
+            num_samples=self.num_samples,
+            batch_size=self.batch_size,
+            world_size=self.world_size,
+            rank=self.rank,
+            start=self._resume,
+            drop_last=self.drop_last,
+        )
+
+    def __len__(self) -> int:
+        return self._new_plan().num_batches
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use the order of epoch ``epoch``; a resume point of another epoch is dropped.
+
+        Example:
+            >>> loader = DataLoader(list(range(4)), batch_size=4, shuffle=True, seed=3)
+            >>> loader.set_epoch(0); a = next(iter(loader)).tolist()
+            >>> loader.set_epoch(0); a == next(iter(loader)).tolist()
+            True
+        """
+        if epoch != self.epoch:
+            self._resume = 0
+        self.epoch = epoch
+
+    def _window(self) -> int | None:
+        if not self._chain.columnar:
+            return None
+        return self.shuffle_window or DEFAULT_ARROW_WINDOW
+
+    def _stream(self, plan: EpochPlan) -> _EpochStream:
+        window = self._window()
+        if self._chain.columnar:
+            rows = self._chain.fragment_rows()
+            cached = fragments_for_window(rows, window if self.shuffle else self.batch_size)
+            self._chain.root.cache_fragments = min(cached + 1, _MAX_CACHED_FRAGMENTS)
+        order_args = {"seed": self.seed, "epoch": self.epoch, "shuffle": self.shuffle}
+        order_args["window"] = window
+        return _EpochStream(self._chain, plan, order_args, self.collate_fn)
+
+    def _torch_loader(self, stream: _EpochStream) -> torch.utils.data.DataLoader:
+        extra: dict[str, Any] = {}
+        if self.num_workers > 0:
+            extra = {
+                "prefetch_factor": self.prefetch_factor,
+                "multiprocessing_context": self.multiprocessing_context,
+                "worker_init_fn": self.worker_init_fn,
+                "timeout": self.timeout,
+            }
+        return torch.utils.data.DataLoader(
+            stream,
+            batch_size=None,
+            num_workers=self.num_workers,
+            pin_memory=self.pin_memory and torch.cuda.is_available(),
+            **extra,
+        )
+
+    def _batches(self, plan: EpochPlan) -> Iterator[Any]:
+        pending: dict[int, tuple[int, Any]] = {}
+        next_k = 0
+        for k, skipped, batch in self._torch_loader(self._stream(plan)):
+            pending[k] = (skipped, batch)
+            while next_k in pending:  # yield in plan order whatever the workers do
+                skipped, batch = pending.pop(next_k)
+                next_k += 1
+                self.skipped += skipped
+                self._epoch_skipped += skipped
+                yield next_k, batch
+
+    def __iter__(self) -> Iterator[Any]:
+        plan = self._new_plan()
+        self._plan, self._yielded, self._resume = plan, 0, 0
+        self._epoch_skipped = 0
+        batches: Iterator[tuple[int, Any]] = self._batches(plan)
+        if self.device is not None:
+            batches = iter(CUDAPrefetcher(batches, self.device))
+        for done, batch in batches:
+            self._yielded = done  # counted before the caller sees it: it is consumed
+            if batch is not None:
+                yield batch
+        self._end_epoch()
+
+    def _end_epoch(self) -> None:
+        if self._epoch_skipped:
+            warnings.warn(
+                f"epoch {self.epoch}: {self._epoch_skipped} samples skipped "
+                "(a map with on_error='skip' raised on them)",
+                SkippedSamplesWarning,
+                stacklevel=3,
+            )
+        self._yielded = self._plan.num_batches if self._plan else 0
+
+    def _consumed(self) -> int:
+        plan = self._plan
+        if plan is None:
+            return self._resume
+        if self._yielded >= plan.num_batches:
+            return self.num_samples
+        return plan.consumed_after(self._yielded)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the epoch stands: seed, epoch and positions consumed by all ranks together.
+
+        Example:
+            >>> DataLoader([1, 2, 3], batch_size=2).state_dict()["samples_consumed"]
+            0
+        """
+        return {
+            "version": _STATE_VERSION,
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "shuffle": self.shuffle,
+            "num_samples": self.num_samples,
+            "samples_consumed": self._consumed(),
+            "skipped": self.skipped,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state``: the next iteration reads exactly the unseen samples.
+
+        Example:
+            >>> loader = DataLoader([1, 2, 3], batch_size=1)
+            >>> loader.load_state_dict({**loader.state_dict(), "samples_consumed": 2})
+            >>> [b.tolist() for b in loader]
+            [[3]]
+        """
+        if state.get("version") != _STATE_VERSION:
+            raise ValueError(f"unknown DataLoader state version {state.get('version')!r}")
+        if state["num_samples"] != self.num_samples:
+            raise ValueError(
+                f"the state is of a dataset of {state['num_samples']} samples, "
+                f"this one has {self.num_samples}"
+            )
+        consumed = int(state["samples_consumed"])
+        if not 0 <= consumed <= self.num_samples:
+            raise ValueError(f"samples_consumed out of range: {consumed}")
+        self.seed, self.epoch, self.shuffle = state["seed"], state["epoch"], state["shuffle"]
+        self.skipped = state.get("skipped", 0)
+        self._plan, self._yielded, self._resume = None, 0, consumed

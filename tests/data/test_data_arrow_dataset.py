@@ -1,0 +1,156 @@
+"""ArrowDataset against pyarrow tables: random access, views, conversion cache, workers."""
+
+from __future__ import annotations
+
+import pathlib
+import pickle
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from trivium.core import DatasetError, DecodeError
+from trivium.data import ArrowDataset
+
+ASSETS = pathlib.Path(__file__).resolve().parents[1] / "assets" / "parquet"
+ROWS = 300
+
+
+def make_table(lo: int = 0, n: int = ROWS) -> pa.Table:
+    ids = np.arange(lo, lo + n)
+    return pa.table(
+        {
+            "id": ids,
+            "x": ids.astype(np.float32) / 2,
+            "vec": pa.FixedSizeListArray.from_arrays(
+                pa.array(np.repeat(ids, 3).astype(np.int16)), 3
+            ),
+            "blob": [bytes([i % 256]) * (i % 7) for i in ids],
+            "name": [f"n{i}" for i in ids],
+            "tags": [[int(i)] * (i % 3) for i in ids],
+        }
+    )
+
+
+def write_ipc(path: pathlib.Path, table: pa.Table, chunk: int = 64) -> pathlib.Path:
+    with pa.ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table, max_chunksize=chunk)
+    return path
+
+
+def expected_row(table: pa.Table, i: int) -> dict:
+    return table.slice(i, 1).to_pylist()[0]
+
+
+def as_plain(row: dict) -> dict:
+    return {
+        k: v.tolist() if isinstance(v, torch.Tensor | np.ndarray) else v for k, v in row.items()
+    }
+
+
+def test_random_access_matches_pyarrow(tmp_path: pathlib.Path) -> None:
+    table = make_table()
+    ds = ArrowDataset(write_ipc(tmp_path / "t.arrow", table))
+    assert len(ds) == ROWS and ds.column_names == table.schema.names
+    for i in [*np.random.default_rng(0).integers(0, ROWS, 50).tolist(), 0, 63, 64, ROWS - 1]:
+        assert as_plain(ds[i]) == expected_row(table, i)
+    assert as_plain(ds[-1]) == expected_row(table, ROWS - 1)
+    assert isinstance(ds[5]["vec"], np.ndarray) and ds[5]["vec"].dtype == np.int16
+    as_torch = ArrowDataset(ds.paths, format="torch")
+    assert isinstance(as_torch[5]["vec"], torch.Tensor) and as_torch[5]["vec"].dtype == torch.int16
+    assert as_plain(as_torch[77]) == expected_row(table, 77)
+    with pytest.raises(ValueError, match="format"):
+        ArrowDataset(ds.paths, format="pandas")
+    assert ds[10:20].equals(table.slice(10, 10))
+    assert ds[5:50:7].to_pylist() == table.to_pylist()[5:50:7]
+    with pytest.raises(IndexError):
+        ds[ROWS]
+    with pytest.raises(TypeError, match="int or slice"):
+        ds["x"]  # type: ignore[index]
+
+
+def test_memory_mapped_rows_are_views_of_the_file(tmp_path: pathlib.Path) -> None:
+    path = write_ipc(tmp_path / "t.arrow", make_table())
+    for ds in (ArrowDataset(path, format="torch"), ArrowDataset(path)):
+        vec = ds[7]["vec"]
+        start = vec.data_ptr() if isinstance(vec, torch.Tensor) else vec.ctypes.data
+        values = [chunk.buffers()[-1] for chunk in ds.data["vec"].chunks]
+        assert any(v.address <= start < v.address + v.size for v in values)  # no copy
+
+
+def test_parquet_is_converted_once_to_a_cached_ipc(tmp_path: pathlib.Path) -> None:
+    table = make_table()
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=50)
+    cache = tmp_path / "cache"
+    ds = ArrowDataset(path, columns=["name", "id"], cache_dir=cache)
+    [cached] = list(cache.iterdir())
+    assert cached.suffix == ".arrow"
+    mtime = cached.stat().st_mtime_ns
+    again = ArrowDataset(path, columns=["name", "id"], cache_dir=cache)
+    assert list(cache.iterdir()) == [cached] and cached.stat().st_mtime_ns == mtime
+    assert again[123] == {"name": "n123", "id": 123} == ds[123]
+    ArrowDataset(path, cache_dir=cache)  # other columns: another cache entry
+    assert len(list(cache.iterdir())) == 2
+
+
+def test_several_files_and_schema_mismatch(tmp_path: pathlib.Path) -> None:
+    a = write_ipc(tmp_path / "a.arrow", make_table(0, 100))
+    b = write_ipc(tmp_path / "b.arrow", make_table(100, 50))
+    ds = ArrowDataset([a, b])
+    assert len(ds) == 150 and ds[120]["id"] == 120
+    c = write_ipc(tmp_path / "c.arrow", pa.table({"id": ["s"]}))
+    with pytest.raises(DatasetError, match="schema differs") as info:
+        ArrowDataset([a, c])
+    assert info.value.path == str(c)
+    with pytest.raises(DatasetError, match="no column"):
+        ArrowDataset(a, columns=["nope"])
+
+
+def test_bad_inputs_name_the_file(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(DatasetError, match="no such file"):
+        ArrowDataset(tmp_path / "missing.arrow")
+    for bad in sorted((ASSETS / "bad").glob("*")):
+        with pytest.raises((DecodeError, DatasetError)) as info:
+            ArrowDataset(bad, cache_dir=tmp_path)
+        assert str(bad) in str(info.value)
+
+
+def test_select_shuffle_split(tmp_path: pathlib.Path) -> None:
+    ds = ArrowDataset(write_ipc(tmp_path / "t.arrow", make_table()))
+    sub = ds.select([5, 1, 299])
+    assert [r["id"] for r in sub] == [5, 1, 299] and len(sub) == 3
+    assert sub.select([2, 0])[0]["id"] == 299  # views of views
+    assert sub[0:2].to_pylist() == [expected_row(ds.data, 5), expected_row(ds.data, 1)]
+    a = [r["id"] for r in ds.shuffle(seed=7)]
+    assert sorted(a) == list(range(ROWS)) and a != list(range(ROWS))
+    assert a == [r["id"] for r in ds.shuffle(seed=7)]
+    split = ds.train_test_split(test_size=0.1, seed=3)
+    train, test = ({r["id"] for r in split[k]} for k in ("train", "test"))
+    assert len(test) == 30 and not train & test and len(train | test) == ROWS
+    assert len(ds.train_test_split(test_size=10, shuffle=False)["test"]) == 10
+    with pytest.raises(ValueError, match="empty split"):
+        ds.train_test_split(test_size=0)
+    with pytest.raises(IndexError):
+        ds.select([ROWS])
+
+
+def test_pickles_by_path_and_works_with_samplers(tmp_path: pathlib.Path) -> None:
+    ds = ArrowDataset(write_ipc(tmp_path / "t.arrow", make_table())).select(range(0, ROWS, 2))
+    blob = pickle.dumps(ds)
+    assert len(blob) < 10_000  # the path and indices, not the data
+    assert pickle.loads(blob)[3]["id"] == 6
+    sampler = torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0))
+    loader = torch.utils.data.DataLoader(
+        ds.select(range(len(ds))),
+        batch_size=16,
+        sampler=sampler,
+        num_workers=2,
+        collate_fn=lambda rows: [r["id"] for r in rows],
+    )
+    ids = [i for batch in loader for i in batch]
+    assert sorted(ids) == list(range(0, ROWS, 2))
+    mem = ArrowDataset.from_table(make_table(0, 10))
+    assert pickle.loads(pickle.dumps(mem))[4]["name"] == "n4"

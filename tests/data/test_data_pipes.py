@@ -1,0 +1,164 @@
+"""IterPipe / MapPipe ops against plain-Python references."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import warnings
+
+import pytest
+import torch
+
+from trivium.data import IterPipe, MapPipe, SkippedSamplesWarning
+
+DATA = list(range(23))
+
+
+def pipe(data=DATA) -> IterPipe:
+    return IterPipe.from_iterable(data)
+
+
+def test_map_filter_flatmap_enumerate() -> None:
+    assert list(pipe().map(lambda x: x * 3)) == [x * 3 for x in DATA]
+    assert list(pipe().filter(lambda x: x % 3 == 1)) == [x for x in DATA if x % 3 == 1]
+    assert list(pipe([1, 2, 3]).flatmap(lambda x: range(x))) == [0, 0, 1, 0, 1, 2]
+    assert list(pipe("abc").enumerate(5)) == [(5, "a"), (6, "b"), (7, "c")]
+
+
+def test_map_on_columns() -> None:
+    rows = [{"a": i, "b": -i} for i in range(4)]
+    got = list(pipe(rows).map(lambda v: v * 10, input_col="a"))
+    assert got == [{"a": i * 10, "b": -i} for i in range(4)]
+    assert rows[1] == {"a": 1, "b": -1}  # the input rows are left alone
+    got = list(pipe(rows).map(lambda ab: ab[0] + ab[1], input_col=["a", "b"], output_col="s"))
+    assert [r["s"] for r in got] == [0, 0, 0, 0]
+    tuples = list(pipe([(1, "x"), (2, "y")]).map(str.upper, input_col=1))
+    assert tuples == [(1, "X"), (2, "Y")]
+    assert list(pipe(rows).filter(lambda a: a > 1, input_col="a")) == rows[2:]
+    with pytest.raises(ValueError, match="output_col needs input_col"):
+        pipe().map(str, output_col="x")
+
+
+def test_on_error_skip_counts_and_warns() -> None:
+    def fragile(x: int) -> int:
+        if x % 5 == 0:
+            raise ValueError(f"bad sample {x}")
+        return x
+
+    mapped = pipe().map(fragile, on_error="skip")
+    with pytest.warns(SkippedSamplesWarning, match="5 samples skipped"):
+        got = list(mapped)
+    assert got == [x for x in DATA if x % 5] and mapped.skipped == 5
+    with pytest.raises(ValueError, match="bad sample 0"):
+        list(pipe().map(fragile))
+    with pytest.raises(ValueError, match="on_error"):
+        pipe().map(fragile, on_error="ignore")
+    par = pipe().parallel_map(fragile, 3, on_error="skip")
+    with pytest.warns(SkippedSamplesWarning):
+        assert list(par) == [x for x in DATA if x % 5]
+    with pytest.raises(ValueError, match="bad sample 0"):
+        list(pipe().parallel_map(fragile, 2))
+
+
+def test_parallel_map_keeps_order_and_uses_threads() -> None:
+    seen: set[int] = set()
+    barrier = threading.Barrier(2, timeout=10)
+
+    def work(x: int) -> int:
+        seen.add(threading.get_ident())
+        if x < 2:
+            barrier.wait()  # both first items must run at the same time
+        return x * x
+
+    assert list(pipe().parallel_map(work, num_threads=2)) == [x * x for x in DATA]
+    assert len(seen) >= 2
+
+
+def test_batch_unbatch_collate() -> None:
+    assert list(pipe().batch(5)) == [DATA[i : i + 5] for i in range(0, 23, 5)]
+    assert list(pipe().batch(5, drop_last=True))[-1] == DATA[15:20]
+    assert list(pipe().batch(4).unbatch()) == DATA
+    out = list(pipe([{"x": 1, "y": 2.0}, {"x": 3, "y": 4.0}]).batch(2).collate())
+    assert torch.equal(out[0]["x"], torch.tensor([1, 3]))
+    with pytest.raises(ValueError, match="batch_size"):
+        pipe().batch(0)
+
+
+def test_shuffle_is_a_permutation_reproducible_with_seed() -> None:
+    a = list(pipe().shuffle(buffer_size=8, seed=3))
+    assert sorted(a) == DATA and a != DATA
+    assert a == list(pipe().shuffle(buffer_size=8, seed=3))
+    shuffled = pipe().shuffle(buffer_size=8, seed=3)
+    shuffled.set_epoch(1)
+    assert list(shuffled) != a
+    # a buffer of 1 cannot reorder anything
+    assert list(pipe().shuffle(buffer_size=1, seed=0)) == DATA
+
+
+def test_shard_header_cycle_cache() -> None:
+    parts = [list(pipe().shard(4, i)) for i in range(4)]
+    assert sorted(itertools.chain.from_iterable(parts)) == DATA and parts[1] == DATA[1::4]
+    assert list(pipe().header(3)) == [0, 1, 2]
+    assert list(pipe([1, 2]).cycle(3)) == [1, 2] * 3
+    assert list(itertools.islice(pipe([7]).cycle(), 4)) == [7] * 4
+    calls = []
+    cached = pipe([1, 2, 3]).map(lambda x: calls.append(x) or x).cache()
+    assert list(cached) == list(cached) == [1, 2, 3]
+    assert calls == [1, 2, 3]
+
+
+def test_zip_concat_mux() -> None:
+    assert list(pipe([1, 2, 3]).zip(pipe("ab"))) == [(1, "a"), (2, "b")]
+    assert list(pipe([1]).concat(pipe([2]), [3])) == [1, 2, 3]
+    assert list(pipe([1, 2, 3]).mux(pipe([10, 20]), [100, 200, 300])) == [1, 10, 100, 2, 20, 200, 3]
+
+
+def test_prefetch_keeps_order_and_raises_errors() -> None:
+    assert list(pipe().prefetch(3)) == DATA
+
+    def boom(x: int) -> int:
+        if x == 7:
+            raise KeyError("seven")
+        return x
+
+    with pytest.raises(KeyError, match="seven"):
+        list(pipe().map(boom).prefetch(2))
+    it = iter(pipe(range(10**6)).prefetch(2))  # an abandoned iterator stops its thread
+    assert next(it) == 0
+    it.close()
+
+
+def test_bucket_by_length() -> None:
+    rng = random.Random(0)
+    words = ["x" * rng.randint(1, 40) for _ in range(100)]
+    batches = list(pipe(words).bucket_by_length(8, bucket_size=40, seed=1))
+    assert sorted(itertools.chain.from_iterable(batches)) == sorted(words)
+    for batch in batches:
+        assert len(batch) <= 8
+        assert [len(w) for w in batch] == sorted(len(w) for w in batch)
+    # sorted within each bucket of 40: a batch never spans two buckets
+    spans = [max(map(len, b)) - min(map(len, b)) for b in batches]
+    assert sum(spans) / len(spans) < 10
+    assert batches == list(pipe(words).bucket_by_length(8, bucket_size=40, seed=1))
+    dropped = list(pipe(words).bucket_by_length(8, bucket_size=40, drop_last=True, seed=1))
+    assert all(len(b) == 8 for b in dropped)
+
+
+def test_map_pipe() -> None:
+    ds = MapPipe(list("abcd")).map(str.upper)
+    assert len(ds) == 4 and ds[2] == "C"
+    assert ds.__getitems__([3, 0]) == ["D", "A"]
+    assert list(ds.to_iter_pipe().enumerate()) == list(enumerate("ABCD"))
+    with pytest.raises(TypeError, match="MapPipe needs"):
+        MapPipe(iter([1]))  # type: ignore[arg-type]
+    loader = torch.utils.data.DataLoader(MapPipe(list(range(6))), batch_size=4, shuffle=True)
+    assert sorted(torch.cat(list(loader)).tolist()) == list(range(6))
+
+
+def test_from_iterable_refuses_one_shot_iterators() -> None:
+    with pytest.raises(TypeError, match="re-iterable"):
+        IterPipe.from_iterable(iter([1, 2]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(pipe([1]).map(str)) == ["1"]
