@@ -192,7 +192,7 @@ def markdown_table(rows: Sequence[Row]) -> str:
     for row in rows:
         peer = f"{row.peer}: {fmt_time(row.peer_s)}" if row.peer_s is not None else row.peer
         ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "—"
-        target = "—" if row.target is None else f"≥{row.target:.1f}x {row.status}"
+        target = "—" if row.target is None else f"≥{row.target:g}x {row.status}"
         lines.append(f"| {row.workload} | {fmt_time(row.ours_s)} | {peer} | {ratio} | {target} |")
     return "\n".join(lines)
 

@@ -24,11 +24,19 @@ from trivium.vision.io.image import decode_image, image_info, read_image, sniff_
 from trivium.vision.io.jpeg import SUPPORTED_SCALES, decode_jpeg, encode_jpeg, write_jpeg
 from trivium.vision.io.orientation import apply_exif_orientation
 from trivium.vision.io.png import decode_png, encode_png, write_png
+from trivium.vision.io.video_clips import RandomClipSampler, UniformClipSampler, VideoClips
+from trivium.vision.io.video_io import read_video, write_video
+from trivium.vision.io.video_reader import VideoFrames, VideoReader
 
 __all__ = [
     "SUPPORTED_SCALES",
     "ImageInfo",
     "ImageReadMode",
+    "RandomClipSampler",
+    "UniformClipSampler",
+    "VideoClips",
+    "VideoFrames",
+    "VideoReader",
     "apply_exif_orientation",
     "decode_image",
     "decode_jpeg",
@@ -40,9 +48,11 @@ __all__ = [
     "ops",
     "read_file",
     "read_image",
+    "read_video",
     "set_max_image_pixels",
     "sniff_format",
     "write_file",
     "write_jpeg",
     "write_png",
+    "write_video",
 ]

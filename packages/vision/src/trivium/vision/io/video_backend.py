@@ -1,0 +1,277 @@
+"""What the video backends share: stream descriptions, the frame-pts index, the backend
+interface, stream selection and the lazy import of the optional video dependencies.
+
+A backend opens one source and knows its streams; it builds a :class:`FrameIndex`
+(every frame's pts, sorted, and the keyframe positions) once per stream, and decodes
+frames from a timestamp on. Everything else (seeking rules, random access, batching)
+lives in :class:`~trivium.vision.io.VideoReader` and is the same for every backend.
+
+Example:
+    >>> import numpy as np
+    >>> from fractions import Fraction
+    >>> index = FrameIndex(np.array([0, 512, 1024]), np.array([0]), Fraction(1, 12800))
+    >>> index.seconds(2), index.position_at(0.03)
+    (0.08, 1)
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from types import ModuleType
+from typing import IO, Any, TypeAlias
+
+import numpy as np
+import torch
+
+#: A decoded frame not yet converted (call it for the tensor) and its pts in ticks.
+Frame: TypeAlias = tuple[Callable[[], torch.Tensor], int]
+
+#: Where a video comes from: a path, or (PyAV backend only) encoded bytes or a binary file object.
+VideoSource: TypeAlias = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
+
+_INSTALL_HINT = "video support needs the 'video' extra: pip install 'trivium-vision[video]'"
+
+# Seek targets are converted to ticks with this slack (a thousandth of a tick), so that
+# t = k / fps as a float still lands on frame k and not on k + 1.
+_TICK_SLACK = 1e-3
+
+
+def import_optional(name: str) -> ModuleType:
+    """Import an optional video dependency (``av``, ``ffmpeg``, ``imageio_ffmpeg``).
+
+    Example:
+        >>> import_optional("av").__name__
+        'av'
+    """
+    try:
+        return __import__(name)
+    except ImportError as e:
+        raise ImportError(f"{name} is not installed; {_INSTALL_HINT}") from e
+
+
+def source_name(src: VideoSource) -> str | None:
+    """The path to name in errors about ``src`` (None for bytes without a name).
+
+    Example:
+        >>> source_name("a.mp4"), source_name(b"...")
+        ('a.mp4', None)
+    """
+    if isinstance(src, str | os.PathLike):
+        return os.fspath(src)
+    name = getattr(src, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def check_source(src: VideoSource) -> VideoSource:
+    """Validate ``src``: an existing file path, non-empty bytes or a readable file object.
+
+    Example:
+        >>> check_source(b"x")
+        b'x'
+    """
+    if isinstance(src, str | os.PathLike):
+        path = os.fspath(src)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such video file")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"{path}: is a directory, not a video file")
+        return src
+    if isinstance(src, bytes | bytearray | memoryview):
+        if len(src) == 0:
+            from trivium.core.errors import DecodeError
+
+            raise DecodeError("empty input: no video data")
+        return src
+    if isinstance(src, io.IOBase) or hasattr(src, "read"):
+        return src
+    raise TypeError(
+        f"expected a path, bytes or a binary file object for the video source, "
+        f"got {type(src).__name__}"
+    )
+
+
+class StreamNotFoundError(ValueError):
+    """The container has no stream of the kind and index asked for.
+
+    Example:
+        >>> isinstance(StreamNotFoundError("no audio:0 stream"), ValueError)
+        True
+    """
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """One stream of a container, as a backend sees it.
+
+    ``index`` counts streams of the same ``kind`` (``"video:1"`` is the second video
+    stream). ``duration`` is in seconds, None where the container does not say.
+
+    Example:
+        >>> s = StreamInfo("video", 0, "h264", Fraction(1, 25), 2.0, fps=25.0, width=8, height=6)
+        >>> s.name
+        'video:0'
+    """
+
+    kind: str
+    index: int
+    codec: str
+    time_base: Fraction
+    duration: float | None
+    fps: float | None = None
+    num_frames: int | None = None
+    width: int | None = None
+    height: int | None = None
+    sample_rate: int | None = None
+    channels: int | None = None
+
+    @property
+    def name(self) -> str:
+        """``"kind:index"``, the form :meth:`VideoReader.set_current_stream` takes."""
+        return f"{self.kind}:{self.index}"
+
+    def ticks(self, seconds: float) -> int:
+        """The smallest pts (in ``time_base`` ticks) at or after ``seconds``."""
+        return math.ceil(seconds / self.time_base - _TICK_SLACK)
+
+    def seconds(self, ticks: int) -> float:
+        """``ticks`` of ``time_base`` in seconds."""
+        return ticks * self.time_base.numerator / self.time_base.denominator
+
+
+@dataclass
+class FrameIndex:
+    """Every frame's pts (int64 ticks, sorted) and the positions of the keyframes.
+
+    Built once per stream by demuxing only (no decoding). ``timed`` is False for
+    streams without timestamps (e.g. some MPEG program streams); their pts are then
+    synthesised as ``position / fps``, and seeking decodes from the start.
+
+    Example:
+        >>> index = FrameIndex(np.array([0, 40, 80]), np.array([0, 2]), Fraction(1, 1000))
+        >>> len(index), index.position_at(0.041), index.keyframe_between(0, 2)
+        (3, 2, True)
+    """
+
+    pts: np.ndarray
+    keyframes: np.ndarray
+    time_base: Fraction
+    timed: bool = True
+
+    def __len__(self) -> int:
+        return len(self.pts)
+
+    def seconds(self, position: int | np.ndarray) -> Any:
+        """The pts of the frame(s) at ``position`` in seconds."""
+        tb = self.time_base
+        values = self.pts[position] * tb.numerator / tb.denominator
+        return float(values) if np.ndim(values) == 0 else values
+
+    def position_at(self, seconds: float) -> int:
+        """Position of the first frame whose pts is at or after ``seconds`` (len if none)."""
+        ticks = math.ceil(seconds / self.time_base - _TICK_SLACK)
+        return int(np.searchsorted(self.pts, ticks, side="left"))
+
+    def position_of(self, ticks: int) -> int:
+        """Position of the frame with pts ``ticks`` (or of the next one)."""
+        return int(np.searchsorted(self.pts, ticks, side="left"))
+
+    def keyframe_between(self, after: int, upto: int) -> bool:
+        """Whether a keyframe lies at a position in ``(after, upto]``."""
+        k = self.keyframes
+        return bool(np.searchsorted(k, upto, "right") > np.searchsorted(k, after, "right"))
+
+    def keyframe_before(self, position: int) -> int:
+        """The position of the last keyframe at or before ``position`` (0 if none)."""
+        i = int(np.searchsorted(self.keyframes, position, side="right")) - 1
+        return int(self.keyframes[i]) if i >= 0 else 0
+
+
+def build_index(
+    pts: list[int | None], keys: list[bool], time_base: Fraction, fps: float | None
+) -> FrameIndex:
+    """A :class:`FrameIndex` from demuxed packets' pts and keyframe flags (in file order).
+
+    Example:
+        >>> build_index([0, 80, 40], [True, False, False], Fraction(1, 1000), 25.0).pts
+        array([ 0, 40, 80])
+    """
+    n = len(pts)
+    if n and all(p is not None for p in pts):
+        values = np.asarray(pts, dtype=np.int64)
+        order = np.argsort(values, kind="stable")
+        keyframes = np.flatnonzero(np.asarray(keys, dtype=bool)[order]).astype(np.int32)
+        return FrameIndex(values[order], keyframes, time_base)
+    step = max(1, round(1 / ((fps or 1.0) * time_base)))
+    return FrameIndex(np.arange(n, dtype=np.int64) * step, np.zeros(1, np.int32), time_base, False)
+
+
+def frame_step(stream: StreamInfo) -> int:
+    """Ticks between frames of a stream without timestamps (from its frame rate)."""
+    return max(1, round(1 / ((stream.fps or 1.0) * stream.time_base)))
+
+
+def parse_stream(spec: str) -> tuple[str, int]:
+    """``"video"`` / ``"audio:1"`` as ``(kind, index)``; ValueError for anything else.
+
+    Example:
+        >>> parse_stream("audio:1"), parse_stream("video")
+        (('audio', 1), ('video', 0))
+    """
+    kind, _, number = str(spec).partition(":")
+    if kind not in ("video", "audio") or (number and not number.isdigit()):
+        raise ValueError(f"stream must be 'video', 'audio', 'video:N' or 'audio:N', got {spec!r}")
+    return kind, int(number or 0)
+
+
+def find_stream(streams: list[StreamInfo], spec: str, path: str | None) -> StreamInfo:
+    """The stream ``spec`` names, or a ValueError naming the file and the streams it has.
+
+    Example:
+        >>> s = StreamInfo("video", 0, "vp9", Fraction(1, 1000), None)
+        >>> find_stream([s], "video:0", "a.webm").codec
+        'vp9'
+    """
+    kind, index = parse_stream(spec)
+    for stream in streams:
+        if stream.kind == kind and stream.index == index:
+            return stream
+    have = ", ".join(s.name for s in streams) or "none"
+    where = f"{path}: " if path else ""
+    raise StreamNotFoundError(f"{where}no {kind}:{index} stream (streams: {have})")
+
+
+class VideoBackend(ABC):
+    """The small interface :class:`~trivium.vision.io.VideoReader` drives.
+
+    ``frames`` yields ``(convert, pts_ticks)`` where ``convert()`` gives the frame
+    (video: uint8 ``[C, H, W]`` RGB, audio: float32 ``[channels, samples]``); frames
+    a caller skips are never converted. With ``exact=True`` it starts at the first frame
+    whose pts is at or after ``start`` (audio: the frame holding ``start``); with
+    ``exact=False`` at the keyframe before it. At most a few decoded frames are held.
+
+    Example:
+        >>> sorted(VideoBackend.__abstractmethods__)
+        ['close', 'frame_index', 'frames']
+    """
+
+    name: str
+    path: str | None
+    streams: list[StreamInfo]
+
+    @abstractmethod
+    def frame_index(self, stream: StreamInfo) -> FrameIndex:
+        """The stream's frame index, built on first use and kept."""
+
+    @abstractmethod
+    def frames(self, stream: StreamInfo, start: int | None, exact: bool) -> Iterator[Frame]:
+        """Decoded frames of ``stream`` from pts ``start`` (ticks; None: the beginning)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the container / kill any decoder process. Safe to call twice."""

@@ -1,0 +1,273 @@
+"""The in-process video backend, on PyAV (the FFmpeg libraries).
+
+Example:
+    >>> import tempfile, torch
+    >>> from trivium.vision.io import write_video
+    >>> path = tempfile.mkdtemp() + "/grey.mp4"
+    >>> write_video(path, torch.full((4, 3, 16, 16), 128, dtype=torch.uint8), fps=8)
+    >>> backend = PyAVBackend(path)
+    >>> [s.name for s in backend.streams], len(backend.frame_index(backend.streams[0]))
+    (['video:0'], 4)
+    >>> backend.close()
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from fractions import Fraction
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+
+from trivium.core.errors import DecodeError
+from trivium.vision.io.video_backend import (
+    Frame,
+    FrameIndex,
+    StreamInfo,
+    VideoBackend,
+    VideoSource,
+    build_index,
+    check_source,
+    frame_step,
+    import_optional,
+    source_name,
+)
+
+# Integer sample formats and the divisor that maps them to [-1, 1].
+_INT_SCALE = {"u8": 128.0, "s16": 32768.0, "s32": 2147483648.0, "s64": 9.223372036854776e18}
+
+
+@contextmanager
+def av_errors(path: str | None) -> Iterator[None]:
+    """Turn PyAV/FFmpeg failures into :class:`DecodeError` naming the file."""
+    av = import_optional("av")
+    try:
+        yield
+    except av.error.FileNotFoundError as e:
+        raise FileNotFoundError(f"{path}: no such video file") from e
+    except av.error.FFmpegError as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        raise DecodeError(f"cannot decode video: {reason}", path=path) from e
+
+
+def audio_to_tensor(frame: Any) -> torch.Tensor:
+    """An audio frame as float32 ``[channels, samples]`` in [-1, 1].
+
+    Example:
+        >>> import av, numpy as np
+        >>> f = av.AudioFrame.from_ndarray(np.array([[0, 16384, -32768]], np.int16), "s16", "mono")
+        >>> audio_to_tensor(f)
+        tensor([[ 0.0000,  0.5000, -1.0000]])
+    """
+    array = frame.to_ndarray()
+    fmt = frame.format
+    channels = len(frame.layout.channels)
+    if not fmt.is_planar:  # interleaved: (1, samples * channels)
+        array = array.reshape(-1, channels).T
+    base = fmt.name.rstrip("p")
+    if base in _INT_SCALE:
+        offset = 128.0 if base == "u8" else 0.0
+        array = (array.astype(np.float32) - offset) / np.float32(_INT_SCALE[base])
+    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+
+
+def video_to_tensor(frame: Any) -> torch.Tensor:
+    """A video frame as uint8 ``[C, H, W]`` RGB (a view of the swscale output)."""
+    return torch.from_numpy(frame.to_ndarray(format="rgb24")).permute(2, 0, 1)
+
+
+def _stream_info(stream: Any, container: Any, index: int) -> StreamInfo:
+    time_base = stream.time_base or Fraction(1, 1_000_000)
+    duration = None
+    if stream.duration:
+        duration = float(stream.duration * time_base)
+    elif container.duration:
+        duration = container.duration / 1_000_000
+    codec = stream.codec_context.codec.canonical_name
+    if stream.type == "video":
+        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+        return StreamInfo(
+            "video",
+            index,
+            codec,
+            time_base,
+            duration,
+            fps=float(rate) if rate else None,
+            num_frames=stream.frames or None,
+            width=stream.codec_context.width,
+            height=stream.codec_context.height,
+        )
+    ctx = stream.codec_context
+    return StreamInfo(
+        "audio",
+        index,
+        codec,
+        time_base,
+        duration,
+        sample_rate=ctx.sample_rate,
+        channels=len(ctx.layout.channels) if ctx.layout else ctx.channels,
+    )
+
+
+class PyAVBackend(VideoBackend):
+    """Decode in this process through PyAV; ``src`` is a path, bytes or a file object.
+
+    ``num_threads`` is the decoder's thread count (0: FFmpeg picks).
+
+    Example:
+        >>> import tempfile, torch
+        >>> from trivium.vision.io import write_video
+        >>> path = tempfile.mkdtemp() + "/grey.mp4"
+        >>> write_video(path, torch.zeros(2, 3, 8, 8, dtype=torch.uint8), fps=2)
+        >>> backend = PyAVBackend(open(path, "rb").read())
+        >>> backend.streams[0].codec, backend.frame_index(backend.streams[0]).timed
+        ('h264', True)
+        >>> backend.close()
+    """
+
+    name = "pyav"
+
+    def __init__(self, src: VideoSource, num_threads: int = 0) -> None:
+        self._src = check_source(src)
+        self.path = source_name(src)
+        self._num_threads = num_threads
+        self._indexes: dict[str, FrameIndex] = {}
+        self._container = self._open()
+        self._fresh = True  # nothing demuxed yet
+        counts = {"video": 0, "audio": 0}
+        self.streams = []
+        self._av_streams: dict[str, Any] = {}
+        for stream in self._container.streams:
+            if stream.type in counts:
+                info = _stream_info(stream, self._container, counts[stream.type])
+                counts[stream.type] += 1
+                self.streams.append(info)
+                self._av_streams[info.name] = stream
+
+    def _open(self) -> Any:
+        av = import_optional("av")
+        src = self._src
+        if isinstance(src, bytes | bytearray | memoryview):
+            src = io.BytesIO(src)
+        elif not isinstance(src, str | os.PathLike) and hasattr(src, "seek"):
+            src.seek(0)
+        elif isinstance(src, os.PathLike):
+            src = os.fspath(src)
+        with av_errors(self.path):
+            container = av.open(src, metadata_errors="ignore")
+        for stream in container.streams.video:
+            stream.thread_type = "AUTO"
+            stream.codec_context.thread_count = self._num_threads
+        return container
+
+    def _reopen(self) -> None:
+        """A fresh container (for streams that cannot seek back)."""
+        self._container.close()
+        self._container = self._open()
+        self._av_streams = {
+            info.name: self._av_stream_in(self._container, info) for info in self.streams
+        }
+
+    @staticmethod
+    def _av_stream_in(container: Any, info: StreamInfo) -> Any:
+        group = container.streams.video if info.kind == "video" else container.streams.audio
+        return group[info.index]
+
+    def frame_index(self, stream: StreamInfo) -> FrameIndex:
+        """Demux (no decode) a separate container once and keep the sorted pts."""
+        if stream.name not in self._indexes:
+            pts: list[int | None] = []
+            keys: list[bool] = []
+            container = self._open()
+            try:
+                with av_errors(self.path):
+                    for packet in container.demux(self._av_stream_in(container, stream)):
+                        if packet.size and not packet.is_discard:
+                            pts.append(packet.pts)
+                            keys.append(packet.is_keyframe)
+            finally:
+                container.close()
+            self._indexes[stream.name] = build_index(pts, keys, stream.time_base, stream.fps)
+        return self._indexes[stream.name]
+
+    def frames(self, stream: StreamInfo, start: int | None, exact: bool) -> Iterator[Frame]:
+        """Seek to the keyframe at or before ``start`` and decode, dropping early frames.
+
+        From the beginning no index is needed: frames without a pts (streams that
+        have none) are numbered ``previous + 1 / fps``, as the index numbers them.
+        """
+        if start is not None and stream.kind == "video" and not self.frame_index(stream).timed:
+            return self._untimed_frames(stream, start)
+        return self._timed_frames(stream, start, exact)
+
+    def _decoded(self, stream: StreamInfo) -> Iterator[Any]:
+        av_stream = self._av_streams[stream.name]
+        with av_errors(self.path):
+            yield from self._container.decode(av_stream)
+
+    def _seek(self, stream: StreamInfo, ticks: int) -> None:
+        """Position the demuxer at the keyframe at or before ``ticks``.
+
+        Going back to the start re-opens instead (cheap): a seek there would replay
+        encoder priming packets (AAC) that a fresh demuxer skips.
+        """
+        av = import_optional("av")
+        if ticks <= 0:
+            if not self._fresh:
+                self._reopen()
+            self._fresh = False
+            return
+        self._fresh = False
+        try:
+            self._container.seek(ticks, stream=self._av_streams[stream.name], backward=True)
+        except av.error.FFmpegError:  # not seekable: decode again from the start
+            self._reopen()
+
+    def _timed_frames(
+        self, stream: StreamInfo, start: int | None, exact: bool, seek_to: int | None = None
+    ) -> Iterator[Frame]:
+        convert = video_to_tensor if stream.kind == "video" else audio_to_tensor
+        seek_to = (start or 0) if seek_to is None else seek_to
+        self._seek(stream, seek_to)
+        first, step, previous = True, frame_step(stream), None
+        for frame in self._decoded(stream):
+            pts = frame.pts
+            if pts is None:
+                if start is not None:  # cannot place it relative to the target
+                    continue
+                pts = 0 if previous is None else previous + step
+            previous = pts
+            if first and exact and seek_to > 0 and pts > start:
+                # The demuxer landed after the target: decode from the start instead.
+                yield from self._timed_frames(stream, start, exact, seek_to=0)
+                return
+            first = False
+            if exact and start is not None:
+                end = pts + (_duration_ticks(frame, stream) if stream.kind == "audio" else 1)
+                if end <= start:
+                    continue
+            yield partial(convert, frame), pts
+
+    def _untimed_frames(self, stream: StreamInfo, start: int | None) -> Iterator[Frame]:
+        self._reopen()
+        step = frame_step(stream)
+        for position, frame in enumerate(self._decoded(stream)):
+            pts = position * step
+            if start is None or pts >= start:
+                yield partial(video_to_tensor, frame), pts
+
+    def close(self) -> None:
+        """Close the container."""
+        container, self._container = getattr(self, "_container", None), None
+        if container is not None:
+            container.close()
+
+
+def _duration_ticks(frame: Any, stream: StreamInfo) -> int:
+    """An audio frame's length in its stream's ticks."""
+    return round(frame.samples / frame.sample_rate / stream.time_base)

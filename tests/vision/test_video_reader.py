@@ -1,0 +1,380 @@
+"""VideoReader on both backends: real files, seeking, random access, metadata, pickling."""
+
+from __future__ import annotations
+
+import gc
+import io
+import pickle
+import random
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from vision.video_testclips import (
+    ASSETS_VIDEO,
+    ffprobe_frame_count,
+    frame_number,
+    pyav_frames,
+    pyav_keyframes,
+    write_numbered,
+)
+
+from trivium.core.errors import DecodeError
+from trivium.vision.io import VideoReader
+
+BACKENDS = ["pyav", "ffmpeg"]
+ASSET_FILES = sorted(ASSETS_VIDEO.iterdir())
+N, FPS = 60, 25
+
+
+@pytest.fixture(scope="module")
+def numbered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 60-frame H.264 MP4 at 25 fps with a keyframe every 10 frames."""
+    return write_numbered(tmp_path_factory.mktemp("video") / "numbered.mp4", N, FPS)
+
+
+# ------------------------------------------------------------------ real files
+
+
+@pytest.mark.parametrize("path", ASSET_FILES, ids=lambda p: p.name)
+def test_assets_decode_like_pyav_and_ffprobe(path: Path) -> None:
+    """Frame count, pts and pixels of every asset, on both backends, against the references."""
+    reference = pyav_frames(path)
+    assert len(reference) == ffprobe_frame_count(path)
+    decoded = {}
+    for backend in BACKENDS:
+        with VideoReader(path, backend=backend) as reader:
+            frames = list(reader)
+            assert reader.get_metadata()["video"]["num_frames"] == [len(reference)]
+        assert len(frames) == len(reference), backend
+        decoded[backend] = frames
+    ours = decoded["pyav"]
+    for frame, (array, pts) in zip(ours, reference, strict=True):
+        assert frame["data"].dtype == torch.uint8 and frame["data"].shape[0] == 3
+        np.testing.assert_array_equal(frame["data"].permute(1, 2, 0).numpy(), array)
+        if pts is not None:  # pg-blue.mpg has no timestamps: ours are position / fps
+            assert frame["pts"] == pytest.approx(pts, abs=1e-6)
+    fps = VideoReader(path).get_metadata()["video"]["fps"][0]
+    for a, b in zip(ours, decoded["ffmpeg"], strict=True):
+        # Same pts within one frame (here: identical), pixels within codec tolerance
+        # (both use swscale rgb24; here: identical).
+        assert abs(a["pts"] - b["pts"]) < 1 / fps
+        diff = (a["data"].int() - b["data"].int()).abs().float().mean()
+        assert diff <= 1.0
+
+
+@pytest.mark.parametrize("path", ASSET_FILES, ids=lambda p: p.name)
+def test_metadata_matches_ffprobe(path: Path) -> None:
+    import json
+
+    probe = json.loads(
+        subprocess.run(
+            ["ffprobe", "-v", "error", "-show_streams", "-of", "json", str(path)],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    )
+    video = next(s for s in probe["streams"] if s["codec_type"] == "video")
+    audio = [s for s in probe["streams"] if s["codec_type"] == "audio"]
+    for backend in BACKENDS:
+        meta = VideoReader(path, backend=backend).get_metadata()
+        assert meta["video"]["width"] == [video["width"]]
+        assert meta["video"]["height"] == [video["height"]]
+        assert meta["video"]["codec"] == [video["codec_name"]]
+        assert meta["video"]["fps"][0] == pytest.approx(eval(video["avg_frame_rate"]))
+        assert meta["video"]["duration"][0] == pytest.approx(meta["video"]["duration"][0])
+        if audio:
+            assert meta["audio"]["sample_rate"] == [int(audio[0]["sample_rate"])]
+            assert meta["audio"]["channels"] == [audio[0]["channels"]]
+            assert meta["audio"]["framerate"] == [float(audio[0]["sample_rate"])]
+        else:
+            assert "audio" not in meta
+
+
+def test_written_avi_mpeg4_and_webm_vp9(tmp_path: Path) -> None:
+    """Containers/codecs written here: AVI/MPEG-4 part 2 and WebM/VP9."""
+    for name, codec in [("clip.avi", "mpeg4"), ("clip.webm", "libvpx-vp9")]:
+        path = write_numbered(tmp_path / name, 12, 12, video_codec=codec)
+        for backend in BACKENDS:
+            numbers = [frame_number(f["data"]) for f in VideoReader(path, backend=backend)]
+            assert numbers == list(range(12)), (name, backend)
+
+
+# --------------------------------------------------------------------- seeking
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sequential_frames_and_pts(numbered: Path, backend: str) -> None:
+    frames = list(VideoReader(numbered, backend=backend))
+    assert [frame_number(f["data"]) for f in frames] == list(range(N))
+    assert [f["pts"] for f in frames] == pytest.approx([i / FPS for i in range(N)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_seek_is_frame_accurate_at_random_times(numbered: Path, backend: str) -> None:
+    rng = random.Random(4)
+    keyframes = [round(t * FPS) for t in pyav_keyframes(numbered)]
+    with VideoReader(numbered, backend=backend) as reader:
+        for _ in range(12):
+            k = rng.randrange(N - 1)
+            between = (k + rng.uniform(0.05, 0.95)) / FPS
+            frame = next(reader.seek(between))  # first frame with pts >= t: k + 1
+            assert frame_number(frame["data"]) == k + 1
+            assert frame["pts"] == pytest.approx((k + 1) / FPS)
+            on = next(reader.seek(k / FPS))  # exactly on a frame's pts: that frame
+            assert frame_number(on["data"]) == k
+            approx = frame_number(next(reader.seek(between, keyframes_only=True))["data"])
+            assert approx == max(kf for kf in keyframes if kf <= k)
+        # Iteration carries on after a seek, and seek() chains.
+        rest = [frame_number(f["data"]) for f in reader.seek(50 / FPS)]
+        assert rest == list(range(50, N))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_seek_past_end_is_empty(numbered: Path, backend: str) -> None:
+    reader = VideoReader(numbered, backend=backend)
+    assert list(reader.seek(N / FPS + 1)) == []
+    assert list(reader.seek(1e9, keyframes_only=True)) == []
+    assert frame_number(next(reader.seek(-5))["data"]) == 0
+    with pytest.raises(ValueError, match="NaN"):
+        reader.seek(float("nan"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_get_frames_at(numbered: Path, backend: str) -> None:
+    rng = random.Random(7)
+    indices = [rng.randrange(N) for _ in range(15)] + [3, 3, -1]
+    reader = VideoReader(numbered, backend=backend)
+    first = next(reader)
+    frames, pts = reader.get_frames_at(indices)
+    expected = [i % N for i in indices]
+    assert frames.shape == (len(indices), 3, 16, 64)
+    assert [frame_number(f) for f in frames] == expected
+    assert pts.dtype == torch.float64
+    assert pts.tolist() == pytest.approx([i / FPS for i in expected])
+    # The sequential position is kept across random access.
+    assert frame_number(first["data"]) == 0
+    assert frame_number(next(reader)["data"]) == 1
+    with pytest.raises(IndexError, match="out of range"):
+        reader.get_frames_at([N])
+    assert reader.get_frames_at([]).data.shape == (0, 3, 16, 64)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_get_frames_in_range(numbered: Path, backend: str) -> None:
+    reader = VideoReader(numbered, backend=backend)
+    frames, pts = reader.get_frames_in_range(0.5, 1.0)  # [0.5, 1.0): frames 13 .. 24
+    assert [frame_number(f) for f in frames] == list(range(13, 25))
+    assert pts.tolist() == pytest.approx([i / FPS for i in range(13, 25)])
+    assert reader.get_frames_in_range(10, 11).data.shape[0] == 0
+    with pytest.raises(ValueError, match="end_s"):
+        reader.get_frames_in_range(1.0, 0.5)
+
+
+def test_get_frames_at_on_an_asset_matches_sequential_decode() -> None:
+    path = ASSETS_VIDEO / "tc-h265_video.mp4"  # B-frames: decode order != display order
+    reference = pyav_frames(path)
+    for backend in BACKENDS:
+        frames, _ = VideoReader(path, backend=backend).get_frames_at([9, 2, 5, 0])
+        for frame, i in zip(frames, [9, 2, 5, 0], strict=True):
+            np.testing.assert_array_equal(frame.permute(1, 2, 0).numpy(), reference[i][0])
+
+
+def test_untimed_stream_seeks_by_position() -> None:
+    """pg-blue.mpg has no pts at all: frames are numbered by position / fps."""
+    path = ASSETS_VIDEO / "pg-blue.mpg"
+    reference = pyav_frames(path)
+    for backend in BACKENDS:
+        reader = VideoReader(path, backend=backend)
+        frame = next(reader.seek(10 / 30))
+        assert frame["pts"] == pytest.approx(10 / 30)
+        np.testing.assert_array_equal(frame["data"].permute(1, 2, 0).numpy(), reference[10][0])
+        assert len(reader.get_frames_at([3, 20]).data) == 2
+
+
+# ----------------------------------------------------------------------- audio
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_audio_stream_samples_exact_with_pcm(tmp_path: Path, backend: str) -> None:
+    rate, seconds = 8000, 2
+    t = torch.arange(rate * seconds) / rate
+    tone = torch.stack([0.5 * torch.sin(2 * torch.pi * 440 * t), 0.25 * torch.cos(t * 50)])
+    path = write_numbered(
+        tmp_path / "pcm.mkv", 50, 25, audio=tone, audio_fps=rate, audio_codec="pcm_s16le"
+    )
+    reader = VideoReader(path, "audio", backend=backend)
+    chunks = list(reader)
+    assert all(c["data"].dtype == torch.float32 and c["data"].shape[0] == 2 for c in chunks)
+    audio = torch.cat([c["data"] for c in chunks], dim=1)
+    assert audio.shape == tone.shape
+    assert (audio - tone).abs().max() <= 1 / 32768 + 1e-6  # s16 quantisation
+    assert chunks[0]["pts"] == 0.0
+    meta = reader.get_metadata()["audio"]
+    assert (meta["sample_rate"], meta["channels"]) == ([rate], [2])
+    # Switching streams works both ways.
+    reader.set_current_stream("video:0")
+    assert frame_number(next(reader)["data"]) == 0
+
+
+def test_aac_sample_count_matches_ffmpeg_wav(tmp_path: Path) -> None:
+    """AAC adds encoder padding: compare with what the ffmpeg CLI decodes to WAV."""
+    import soundfile
+
+    rate = 16000
+    tone = 0.3 * torch.sin(torch.arange(rate) / rate * 2 * torch.pi * 300).unsqueeze(0)
+    path = write_numbered(tmp_path / "aac.mp4", 25, 25, audio=tone, audio_fps=rate)
+    wav = tmp_path / "ref.wav"
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), str(wav)], check=True, timeout=60)
+    reference, ref_rate = soundfile.read(wav, dtype="float32", always_2d=True)
+    assert ref_rate == rate
+    ours = torch.cat([c["data"] for c in VideoReader(path, "audio")], dim=1)
+    assert ours.shape == (1, reference.shape[0])
+    assert abs(ours.shape[1] - tone.shape[1]) <= 1024
+    np.testing.assert_allclose(ours[0].numpy(), reference[:, 0], atol=1e-4)
+
+
+# ------------------------------------------------------------ sources, pickling
+
+
+def test_bytes_and_file_object_sources(numbered: Path) -> None:
+    data = numbered.read_bytes()
+    for src in (data, io.BytesIO(data), open(numbered, "rb")):  # noqa: SIM115
+        reader = VideoReader(src)
+        assert [frame_number(f["data"]) for f in reader.seek(2.0)] == list(range(50, N))
+        assert len(reader.get_frames_at([1, 2])[0]) == 2
+        reader.close()
+    with pytest.raises(TypeError, match="files only"):
+        VideoReader(data, backend="ffmpeg")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pickle_resumes_after_last_frame(numbered: Path, backend: str) -> None:
+    reader = VideoReader(numbered, backend=backend).seek(1.0)
+    next(reader)  # frame 25
+    clone = pickle.loads(pickle.dumps(reader))
+    assert frame_number(next(clone)["data"]) == 26
+    assert frame_number(next(reader)["data"]) == 26
+    from_bytes = pickle.loads(pickle.dumps(VideoReader(io.BytesIO(numbered.read_bytes()))))
+    assert frame_number(next(from_bytes)["data"]) == 0
+
+
+class _FramesDataset(torch.utils.data.Dataset):
+    def __init__(self, reader: VideoReader) -> None:
+        self.reader = reader
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return self.reader.get_frames_at([i * 7]).data[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reader_in_dataloader_workers(numbered: Path, backend: str) -> None:
+    dataset = _FramesDataset(VideoReader(numbered, backend=backend))
+    loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2)
+    numbers = [frame_number(f) for batch in loader for f in batch]
+    assert numbers == [i * 7 for i in range(8)]
+
+
+# ------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bad_input(tmp_path: Path, numbered: Path, backend: str) -> None:
+    with pytest.raises(FileNotFoundError, match=r"missing\.mp4"):
+        VideoReader(tmp_path / "missing.mp4", backend=backend)
+    with pytest.raises(ValueError, match=r"numbered\.mp4: no audio:0 stream \(streams: video:0\)"):
+        VideoReader(numbered, "audio", backend=backend)
+    with pytest.raises(ValueError, match="stream must be"):
+        VideoReader(numbered, "subtitle", backend=backend)
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(bytes(random.Random(0).randrange(256) for _ in range(4096)))
+    with pytest.raises(DecodeError, match=r"junk\.mp4"):
+        VideoReader(junk, backend=backend)
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    with pytest.raises(DecodeError, match=r"empty\.mp4"):
+        VideoReader(empty, backend=backend)
+    with pytest.raises(ValueError, match="backend must be"):
+        VideoReader(numbered, backend="nope")
+    reader = VideoReader(numbered, backend=backend)
+    reader.close()
+    with pytest.raises(ValueError, match="closed"):
+        next(reader)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_truncated_files_end_cleanly_or_raise(tmp_path: Path, numbered: Path, backend: str) -> None:
+    webm = (ASSETS_VIDEO / "mp-big_buck_bunny_432_433.webm").read_bytes()
+    cut_webm = tmp_path / "cut.webm"
+    cut_webm.write_bytes(webm[: len(webm) * 2 // 3])
+    frames = list(VideoReader(cut_webm, backend=backend))
+    assert 0 < len(frames) < 24
+    assert all(f["data"].shape == (3, 720, 1280) for f in frames)
+    cut_mp4 = tmp_path / "cut.mp4"  # the index (moov) is at the end: nothing is readable
+    cut_mp4.write_bytes(numbered.read_bytes()[:2000])
+    with pytest.raises(DecodeError, match=r"cut\.mp4"):
+        list(VideoReader(cut_mp4, backend=backend))
+
+
+# --------------------------------------------------------- resources and memory
+
+
+def test_ffmpeg_processes_are_reaped(numbered: Path) -> None:
+    from vision.video_testclips import child_pids, open_fds
+
+    gc.collect()
+    before_children, before_fds = child_pids(), open_fds()
+    reader = VideoReader(numbered, backend="ffmpeg")
+    next(reader)
+    assert len(child_pids()) == len(before_children) + 1  # one ffmpeg streaming frames
+    reader.close()  # 1. close
+    reader = VideoReader(numbered, backend="ffmpeg")
+    next(reader)
+    del reader  # 2. garbage collection
+    gc.collect()
+    reader = VideoReader(numbered, backend="ffmpeg")
+    with pytest.raises(RuntimeError, match="boom"), reader:  # 3. an exception mid-iteration
+        for _ in reader:
+            raise RuntimeError("boom")
+    reader = VideoReader(numbered, backend="ffmpeg")
+    list(reader)  # 4. iteration to the end, and random access
+    reader.get_frames_at([1, 40, 5])
+    assert child_pids() == before_children
+    assert open_fds() == before_fds
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_iteration_holds_a_bounded_number_of_frames(tmp_path: Path, backend: str) -> None:
+    import tracemalloc
+
+    frames = torch.randint(0, 256, (90, 3, 96, 128), dtype=torch.uint8)
+    path = tmp_path / "noise.mp4"
+    from trivium.vision.io import write_video
+
+    write_video(path, frames, 30)
+    frame_bytes = 3 * 96 * 128
+    reader = VideoReader(path, backend=backend, num_threads=1)
+    next(reader)
+    tracemalloc.start()
+    try:
+        count = 1 + sum(1 for _ in reader)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 90
+    assert peak < 8 * frame_bytes  # 90 frames decoded, only a few ever alive
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_relative_path_starting_with_a_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    (tmp_path / "-clip.mp4").write_bytes((ASSETS_VIDEO / "mp--video-with-dash-.mp4").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert len(list(VideoReader("-clip.mp4", backend=backend))) == 5
