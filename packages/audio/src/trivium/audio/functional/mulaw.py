@@ -1,4 +1,4 @@
-"""Stateless audio functions, named and behaving like ``torchaudio.functional``.
+"""Mu-law companding, as ``torchaudio.functional.mu_law_encoding`` / ``mu_law_decoding``.
 
 Example:
     >>> import torch

@@ -1,0 +1,309 @@
+"""Audio speed of ``trivium.audio`` against its peers, in one process.
+
+Workloads (inputs built at start-up from the real speech in ``tests/assets/audio``):
+
+1. ``MelSpectrogram`` of a batch of 16 x 10 s at 16 kHz (n_fft 400, hop 160, 80 mels,
+   power 2) against ``torchaudio.transforms.MelSpectrogram`` (when it imports) and
+   ``librosa.feature.melspectrogram`` on the same batch.
+2. ``Resample`` 48 kHz -> 16 kHz of a batch of 16 x 3 s (torchaudio's default
+   windowed-sinc settings) against ``torchaudio.transforms.Resample``, ``soxr.resample``
+   (its default "HQ" quality, all 16 signals as channels of one call) and
+   ``scipy.signal.resample_poly`` (its default Kaiser filter).
+3. ``trivium.audio.load`` of a file against a bare ``soundfile.read(path,
+   dtype="float32")`` of the same file (no tensor, no transpose): a 16-bit WAV, a FLAC,
+   and a 4-channel FLAC; and ``torchaudio.load`` when it imports.
+
+The batches are real speech (tests/assets/audio, tiled to length). torchaudio comes
+from ``tests/peers.py``; where it does not import the script says so and the
+librosa / soxr / scipy rows are the comparison. Every side is warmed up, then timed
+in ``--repeats`` interleaved repeats of loops of at least ``--min-time`` seconds; the
+median per-call time is reported. Ratio = peer time / our time (above 1: we are
+faster). torch uses its default intra-op threads unless ``--threads`` says otherwise;
+librosa, soxr, scipy and soundfile run on one thread. On a machine shared with other
+busy processes, torch's multi-threaded kernels lose much more than single-threaded
+code (threads wait for each other at every barrier): compare ``--threads 1`` there.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/audio.py [--repeats N] [--min-time S] [--json PATH]
+        [--threads N] [--only mel,resample,load]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+
+import librosa
+import numpy as np
+import scipy
+import scipy.signal
+import soundfile as sf
+import soxr
+import torch
+from harness import (
+    Row,
+    Side,
+    cpu_busy_seconds,
+    cpu_model,
+    markdown_table,
+    measure,
+    other_load,
+    row_from,
+)
+
+import trivium.audio as ta
+import trivium.audio.transforms as T
+
+ROOT = Path(__file__).resolve().parents[1]
+AUDIO = ROOT / "tests" / "assets" / "audio"
+sys.path.insert(0, str(ROOT / "tests"))
+from peers import import_torchaudio  # noqa: E402
+
+BATCH = 16
+LOAD_FILES = ("ds-LDC93S1.wav", "sb-example2.flac", "sb-multi-mic-speech.flac")
+Peer = tuple[ModuleType | None, str]
+
+
+def load_torchaudio() -> Peer:
+    """torchaudio (pure-Python parts, see tests/peers.py) and a line saying what happened."""
+    try:
+        module = import_torchaudio()
+    except Exception as e:  # a broken install fails in many ways
+        return None, f"does not import ({type(e).__name__}: {e})"
+    if module is None:
+        return None, "not installed (does not import here)"
+    return module, f"torchaudio {module.__version__}"
+
+
+def speech_batch(sample_rate: int, seconds: float) -> torch.Tensor:
+    """``[BATCH, time]`` float32 of real speech, resampled to ``sample_rate`` and tiled."""
+    clips = []
+    for path in [*sorted(AUDIO.glob("sb-spk*.wav")), AUDIO / "ds-LDC93S1.wav"]:
+        waveform, rate = ta.load(path)
+        clips.append(ta.functional.resample(waveform[0], rate, sample_rate))
+    speech = torch.cat(clips)
+    length, shift = int(sample_rate * seconds), 7919  # each row starts elsewhere
+    tiled = speech.repeat(-(-(length + BATCH * shift) // len(speech)))
+    return torch.stack([tiled[i * shift : i * shift + length] for i in range(BATCH)])
+
+
+def compare(label: str, ours: np.ndarray, theirs: np.ndarray) -> str:
+    """How close two outputs are (relative max difference)."""
+    scale = float(np.abs(theirs).max()) or 1.0
+    diff = float(np.abs(ours - theirs).max()) / scale
+    return f"{label}: shapes {ours.shape} vs {theirs.shape}, max |diff| / max = {diff:.2e}"
+
+
+def bench_mel(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
+    """Workload 1: MelSpectrogram against torchaudio and librosa."""
+    batch = speech_batch(16000, 10.0)
+    ours = T.MelSpectrogram(16000, n_fft=400, hop_length=160, n_mels=80)
+    numpy_batch = batch.numpy()
+
+    def librosa_mel() -> np.ndarray:
+        return librosa.feature.melspectrogram(
+            y=numpy_batch,
+            sr=16000,
+            n_fft=400,
+            hop_length=160,
+            n_mels=80,
+            pad_mode="reflect",
+            htk=True,
+            norm=None,
+        )
+
+    with torch.inference_mode():
+        sides = [Side("ours", lambda: ours(batch)), Side("librosa", librosa_mel)]
+        module, status = torchaudio
+        if module is not None:
+            theirs = module.transforms.MelSpectrogram(16000, n_fft=400, hop_length=160, n_mels=80)
+            sides.append(Side("torchaudio", lambda: theirs(batch)))
+            checks.append(compare("mel vs torchaudio", ours(batch).numpy(), theirs(batch).numpy()))
+        checks.append(compare("mel vs librosa", ours(batch).numpy(), librosa_mel()))
+        timings = measure(sides, repeats, min_time)
+    workload = "MelSpectrogram 16 x 10 s, 16 kHz, 80 mels"
+    rows = []
+    if module is not None:
+        rows.append(row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
+    else:
+        rows.append(Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0))
+    rows.append(
+        row_from(workload, timings, "ours", "librosa", f"librosa {librosa.__version__}", target=1.0)
+    )
+    return rows
+
+
+def bench_resample(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
+    """Workload 2: Resample 48 kHz -> 16 kHz against torchaudio, soxr and scipy."""
+    batch = speech_batch(48000, 3.0)
+    ours = T.Resample(48000, 16000)
+    numpy_batch = batch.numpy()
+    interleaved = np.ascontiguousarray(numpy_batch.T)  # soxr wants [time, channels]
+    with torch.inference_mode():
+        sides = [
+            Side("ours", lambda: ours(batch)),
+            Side("soxr", lambda: soxr.resample(interleaved, 48000, 16000)),
+            Side("scipy", lambda: scipy.signal.resample_poly(numpy_batch, 1, 3, axis=-1)),
+        ]
+        module, status = torchaudio
+        if module is not None:
+            theirs = module.transforms.Resample(48000, 16000)
+            sides.append(Side("torchaudio", lambda: theirs(batch)))
+            checks.append(
+                compare("resample vs torchaudio", ours(batch).numpy(), theirs(batch).numpy())
+            )
+        ref = scipy.signal.resample_poly(numpy_batch, 1, 3, axis=-1)
+        checks.append(compare("resample vs scipy (edges included)", ours(batch).numpy(), ref))
+        timings = measure(sides, repeats, min_time)
+    workload = "Resample 48 -> 16 kHz, 16 x 3 s"
+    rows = []
+    if module is not None:
+        rows.append(row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
+    else:
+        rows.append(Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0))
+    rows.append(
+        row_from(workload, timings, "ours", "soxr", f"soxr {soxr.__version__} (HQ)", target=1.0)
+    )
+    rows.append(
+        row_from(
+            workload,
+            timings,
+            "ours",
+            "scipy",
+            f"scipy {scipy.__version__} resample_poly",
+            target=1.0,
+        )
+    )
+    return rows
+
+
+def bench_load(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
+    """Workload 3: load against a bare soundfile.read of the same file (and torchaudio.load)."""
+    rows = []
+    module, status = torchaudio
+    for name in LOAD_FILES:
+        path = AUDIO / name
+        meta = sf.info(path)
+        sides = [
+            Side("ours", lambda p=path: ta.load(p)),
+            Side("soundfile", lambda p=path: sf.read(p, dtype="float32")),
+        ]
+        ta_load: Callable | None = getattr(module, "load", None) if module is not None else None
+        if ta_load is not None:
+            try:
+                ta_load(path)
+                sides.append(Side("torchaudio", lambda p=path, f=ta_load: f(p)))
+            except Exception as e:  # its I/O needs the C++ extension / torchcodec
+                checks.append(f"torchaudio.load unusable here: {type(e).__name__}: {e}")
+                ta_load = None
+        timings = measure(sides, repeats, min_time)
+        workload = f"load {name} ({meta.subtype}, {meta.channels} ch, {meta.duration:.1f} s)"
+        rows.append(
+            row_from(workload, timings, "ours", "soundfile", "bare soundfile.read", target=0.95)
+        )
+        if ta_load is not None:
+            rows.append(row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
+    return rows
+
+
+WORKLOADS = {"mel": bench_mel, "resample": bench_resample, "load": bench_load}
+
+
+def machine_info(torchaudio: Peer) -> dict[str, str]:
+    """Versions and CPU facts that the numbers depend on."""
+    return {
+        "cpu": cpu_model(),
+        "python": f"{platform.python_version()} ({platform.platform()})",
+        "torch": f"{torch.__version__}, {torch.get_num_threads()} intra-op threads",
+        "numpy": np.__version__,
+        "soundfile": f"{sf.__version__} (libsndfile {sf.__libsndfile_version__})",
+        "librosa": librosa.__version__,
+        "soxr": soxr.__version__,
+        "scipy": scipy.__version__,
+        "torchaudio": torchaudio[1],
+    }
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per side (median)")
+    parser.add_argument(
+        "--min-time", type=float, default=0.2, help="seconds each timed loop lasts at least"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads (default: torch's); 1 matches the single-threaded peers",
+    )
+    parser.add_argument(
+        "--only",
+        type=lambda s: s.split(","),
+        default=list(WORKLOADS),
+        help=f"comma-separated subset of {','.join(WORKLOADS)}",
+    )
+    args = parser.parse_args(argv)
+    unknown = set(args.only) - set(WORKLOADS)
+    if unknown:
+        parser.error(f"unknown workloads: {sorted(unknown)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run every workload, print machine info and the table, optionally write JSON."""
+    args = parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore", category=UserWarning, module="torchaudio")
+    started = time.perf_counter()
+    cpu_start = cpu_busy_seconds()
+    torchaudio = load_torchaudio()
+    info = machine_info(torchaudio)
+    print("# trivium.audio benchmark\n")
+    for key, value in info.items():
+        print(f"- {key}: {value}")
+    if torchaudio[0] is None:
+        print(
+            "- torchaudio does not import here: the librosa / soxr / scipy rows are the comparison"
+        )
+    print(f"- repeats: {args.repeats} (median), each ≥ {args.min_time} s\n", flush=True)
+    checks: list[str] = []
+    rows: list[Row] = []
+    for name, bench in WORKLOADS.items():
+        if name in args.only:
+            rows += bench(torchaudio, args.repeats, args.min_time, checks)
+    elapsed = time.perf_counter() - started
+    print(markdown_table(rows))
+    print("\nRatio = peer time / our time (>1: we are faster). Checks:")
+    for line in checks:
+        print(f"- {line}")
+    failed = [row for row in rows if row.status == "FAIL"]
+    contention = other_load(cpu_start, elapsed)
+    print(f"\n{len(failed)} target(s) missed; total run {elapsed:.1f} s; {contention}")
+    if args.json is not None:
+        payload = {
+            "machine": info,
+            "other_load": contention,
+            "repeats": args.repeats,
+            "min_time_s": args.min_time,
+            "rows": [row.to_json() for row in rows],
+            "checks": checks,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

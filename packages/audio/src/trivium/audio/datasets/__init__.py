@@ -1,0 +1,16 @@
+"""Speech datasets returning torchaudio's tuples, a class-per-folder dataset, and collation.
+
+Example:
+    >>> import torch
+    >>> from trivium.audio.datasets import pad_collate
+    >>> pad_collate([torch.zeros(3), torch.zeros(5)])[1].tolist()
+    [3, 5]
+"""
+
+from trivium.audio.datasets.audio_folder import AudioFolder
+from trivium.audio.datasets.collate import pad_collate
+from trivium.audio.datasets.librimix import LibriMix, WSJ0Mix
+from trivium.audio.datasets.librispeech import LIBRISPEECH
+from trivium.audio.datasets.libritts import LIBRITTS
+
+__all__ = ["LIBRISPEECH", "LIBRITTS", "AudioFolder", "LibriMix", "WSJ0Mix", "pad_collate"]

@@ -1,0 +1,144 @@
+"""LibriSpeech (Panayotov et al., 2015), read from its standard layout like torchaudio's.
+
+``root/LibriSpeech/<split>/<speaker>/<chapter>/<speaker>-<chapter>-<utt>.flac`` with
+one ``<speaker>-<chapter>.trans.txt`` per chapter holding ``<id> <TRANSCRIPT>`` lines.
+
+Example:
+    >>> import tempfile
+    >>> try:
+    ...     LIBRISPEECH(tempfile.mkdtemp(), url="dev-clean")
+    ... except OSError as e:
+    ...     print(type(e).__name__)
+    DatasetError
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from torch import Tensor
+from torch.utils.data import Dataset
+
+from trivium.audio.datasets.openslr import ensure_split, resolve_split
+from trivium.audio.io import load
+from trivium.core.errors import DatasetError
+
+__all__ = ["LIBRISPEECH"]
+
+URL = "train-clean-100"
+FOLDER_IN_ARCHIVE = "LibriSpeech"
+SAMPLE_RATE = 16000
+BASE_URL = "http://www.openslr.org/resources/12/"
+SUBSETS = (
+    "dev-clean",
+    "dev-other",
+    "test-clean",
+    "test-other",
+    "train-clean-100",
+    "train-clean-360",
+    "train-other-500",
+)
+# SHA-256 of the OpenSLR archives (the digests torchaudio checks).
+CHECKSUMS = {
+    "dev-clean.tar.gz": "76f87d090650617fca0cac8f88b9416e0ebf80350acb97b343a85fa903728ab3",
+    "dev-other.tar.gz": "12661c48e8c3fe1de2c1caa4c3e135193bfb1811584f11f569dd12645aa84365",
+    "test-clean.tar.gz": "39fde525e59672dc6d1551919b1478f724438a95aa55f874b576be21967e6c23",
+    "test-other.tar.gz": "d09c181bba5cf717b3dee7d4d592af11a3ee3a09e08ae025c5506f6ebe961c29",
+    "train-clean-100.tar.gz": "d4ddd1d5a6ab303066f14971d768ee43278a5f2a0aa43dc716b0e64ecbbbf6e2",
+    "train-clean-360.tar.gz": "146a56496217e96c14334a160df97fffedd6e0a04e66b9c5af0d40be3c792ecf",
+    "train-other-500.tar.gz": "ddb22f27f96ec163645d53215559df6aa36515f26e01dd70798188350adcb6d2",
+}
+
+Item = tuple[Tensor, int, str, int, int, int]
+
+
+def _read_transcripts(split_path: Path) -> dict[str, str]:
+    transcripts: dict[str, str] = {}
+    for trans in sorted(split_path.glob("*/*/*.trans.txt")):
+        with open(trans, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                utt_id, sep, text = line.partition(" ")
+                if not sep:
+                    raise DatasetError(f"line {lineno} has no transcript: {line!r}", path=trans)
+                transcripts[utt_id] = text
+    return transcripts
+
+
+class LIBRISPEECH(Dataset):
+    """LibriSpeech: ``(waveform, sample_rate, transcript, speaker_id, chapter_id, utterance_id)``.
+
+    ``url`` is a split (``"dev-clean"``, ``"train-clean-100"``, ...) or a full archive
+    URL (a mirror; ``#sha256=HEX`` may be appended), as torchaudio's. With
+    ``download=True`` a missing split is downloaded into ``root``, its SHA-256 checked
+    and extracted; without it a missing split raises :class:`DatasetError` saying
+    what to put where. ``waveform`` is ``[1, time]`` float32.
+
+    Example:
+        >>> import pathlib, tempfile, torch
+        >>> from trivium.audio.io import save
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> chapter = root / "LibriSpeech" / "dev-clean" / "84" / "121123"
+        >>> chapter.mkdir(parents=True)
+        >>> save(chapter / "84-121123-0000.flac", torch.zeros(1, 1600), 16000)
+        >>> _ = (chapter / "84-121123.trans.txt").write_text("84-121123-0000 GO DO YOU HEAR\\n")
+        >>> ds = LIBRISPEECH(root, url="dev-clean")
+        >>> waveform, sr, text, speaker, chapter_id, utt = ds[0]
+        >>> waveform.shape, sr, text, speaker, chapter_id, utt
+        (torch.Size([1, 1600]), 16000, 'GO DO YOU HEAR', 84, 121123, 0)
+    """
+
+    _ext_txt = ".trans.txt"
+    _ext_audio = ".flac"
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        url: str = URL,
+        folder_in_archive: str = FOLDER_IN_ARCHIVE,
+        download: bool = False,
+    ) -> None:
+        split = resolve_split(url, BASE_URL, SUBSETS)
+        self._url = split.name
+        self._archive = Path(root) / folder_in_archive
+        self._path = self._archive / split.name
+        ensure_split(split, root, self._path, download, CHECKSUMS, "LIBRISPEECH")
+        self._walker = sorted(p.stem for p in self._path.glob("*/*/*" + self._ext_audio))
+        self._transcripts = _read_transcripts(self._path)
+
+    def get_metadata(self, n: int) -> tuple[str, int, str, int, int, int]:
+        """Item ``n`` with the audio path (relative to ``root/folder_in_archive``) for the waveform.
+
+        Example:
+            >>> import pathlib, tempfile, torch
+            >>> from trivium.audio.io import save
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> chapter = root / "LibriSpeech" / "test-clean" / "1" / "2"
+            >>> chapter.mkdir(parents=True)
+            >>> save(chapter / "1-2-0003.flac", torch.zeros(1, 16), 16000)
+            >>> _ = (chapter / "1-2.trans.txt").write_text("1-2-0003 HI\\n")
+            >>> LIBRISPEECH(root, "test-clean").get_metadata(0)
+            ('test-clean/1/2/1-2-0003.flac', 16000, 'HI', 1, 2, 3)
+        """
+        fileid = self._walker[n]
+        speaker_id, chapter_id, utterance_id = fileid.split("-")
+        relpath = os.path.join(self._url, speaker_id, chapter_id, fileid + self._ext_audio)
+        transcript = self._transcripts.get(fileid)
+        if transcript is None:
+            raise DatasetError(
+                f"no transcript for {fileid} in {speaker_id}-{chapter_id}{self._ext_txt}",
+                path=self._archive / relpath,
+            )
+        return relpath, SAMPLE_RATE, transcript, int(speaker_id), int(chapter_id), int(utterance_id)
+
+    def __getitem__(self, n: int) -> Item:
+        """Load item ``n``: ``(waveform, sample_rate, transcript, speaker, chapter, utterance)``."""
+        relpath, _, transcript, speaker_id, chapter_id, utterance_id = self.get_metadata(n)
+        waveform, sample_rate = load(self._archive / relpath)
+        return waveform, sample_rate, transcript, speaker_id, chapter_id, utterance_id
+
+    def __len__(self) -> int:
+        return len(self._walker)

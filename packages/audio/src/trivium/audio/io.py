@@ -1,0 +1,521 @@
+"""Audio file I/O on soundfile (libsndfile): ``load``, ``save``, ``info`` and ``stream``.
+
+Waveforms are ``[channels, time]`` tensors (``channels_first=True``, the default) and
+the sample rate travels beside them. Sources can be a path, a binary file-like
+object, or the encoded bytes themselves (``bytes``, ``bytearray``, ``memoryview`` or
+a 1-D ``uint8`` tensor), so a column of FLAC bytes decodes without a temp file.
+
+Bad input raises a :class:`trivium.core.DecodeError` naming the file: an unknown
+format (:class:`~trivium.core.UnsupportedFormatError`, a ``DecodeError``), a corrupt
+header or stream, or a file shorter than its header says.
+
+Example:
+    >>> import io, torch
+    >>> buf = io.BytesIO()
+    >>> save(buf, torch.zeros(2, 800), 8000, format="WAV", subtype="PCM_16")
+    >>> waveform, sample_rate = load(buf.getvalue())
+    >>> waveform.shape, sample_rate
+    (torch.Size([2, 800]), 8000)
+    >>> info(buf.getvalue()).encoding
+    'PCM_S'
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import numpy as np
+import soundfile as sf
+import torch
+from torch import Tensor
+
+from trivium.core.errors import DecodeError, EncodeError, UnsupportedFormatError
+
+__all__ = ["AudioMetaData", "AudioStream", "info", "load", "save", "stream"]
+
+AudioSource = str | os.PathLike | IO[bytes] | bytes | bytearray | memoryview | Tensor
+
+# subtype -> (encoding as torchaudio names it, bits per sample)
+_ENCODINGS: dict[str, tuple[str, int]] = {
+    "PCM_S8": ("PCM_S", 8),
+    "PCM_16": ("PCM_S", 16),
+    "PCM_24": ("PCM_S", 24),
+    "PCM_32": ("PCM_S", 32),
+    "PCM_U8": ("PCM_U", 8),
+    "FLOAT": ("PCM_F", 32),
+    "DOUBLE": ("PCM_F", 64),
+    "ULAW": ("ULAW", 8),
+    "ALAW": ("ALAW", 8),
+    "VORBIS": ("VORBIS", 0),
+    "OPUS": ("OPUS", 0),
+    "MPEG_LAYER_I": ("MP1", 0),
+    "MPEG_LAYER_II": ("MP2", 0),
+    "MPEG_LAYER_III": ("MP3", 0),
+}
+# Integer subtypes returned as stored with normalize=False: (dtype soundfile reads, shift, out).
+_RAW_INT: dict[str, tuple[str, int, torch.dtype]] = {
+    "PCM_S8": ("int16", 8, torch.int8),
+    "PCM_U8": ("int16", 8, torch.uint8),
+    "PCM_16": ("int16", 0, torch.int16),
+    "PCM_24": ("int32", 0, torch.int32),
+    "PCM_32": ("int32", 0, torch.int32),
+}
+_RAW_FLOAT = {"FLOAT": "float32", "DOUBLE": "float64"}
+# torchaudio-style (encoding, bits_per_sample) -> libsndfile subtype for save().
+_SUBTYPES: dict[tuple[str, int | None], str] = {
+    ("PCM_S", 8): "PCM_S8",
+    ("PCM_S", 16): "PCM_16",
+    ("PCM_S", 24): "PCM_24",
+    ("PCM_S", 32): "PCM_32",
+    ("PCM_S", None): "PCM_16",
+    ("PCM_U", 8): "PCM_U8",
+    ("PCM_U", None): "PCM_U8",
+    ("PCM_F", 32): "FLOAT",
+    ("PCM_F", 64): "DOUBLE",
+    ("PCM_F", None): "FLOAT",
+    ("ULAW", 8): "ULAW",
+    ("ULAW", None): "ULAW",
+    ("ALAW", 8): "ALAW",
+    ("ALAW", None): "ALAW",
+    ("VORBIS", None): "VORBIS",
+    ("OPUS", None): "OPUS",
+}
+_DTYPE_SUBTYPES = {
+    torch.int16: "PCM_16",
+    torch.int32: "PCM_32",
+    torch.uint8: "PCM_U8",
+    torch.float32: "FLOAT",
+    torch.float64: "DOUBLE",
+}
+_BLOCK_FRAMES = 1 << 20  # long reads go in blocks of this many frames
+# libsndfile's log line for a WAV/RF64 data chunk longer than the file.
+_SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class AudioMetaData:
+    """What :func:`info` reports about an audio file (the fields of torchaudio's).
+
+    ``encoding`` is ``"PCM_S"``, ``"PCM_U"``, ``"PCM_F"``, ``"ULAW"``, ``"ALAW"``,
+    ``"FLAC"``, ``"VORBIS"``, ``"OPUS"``, ``"MP3"`` or libsndfile's subtype name for
+    anything else; ``bits_per_sample`` is 0 for lossy codecs.
+
+    Example:
+        >>> AudioMetaData(16000, 32000, 1, 16, "PCM_S").num_frames
+        32000
+    """
+
+    sample_rate: int
+    num_frames: int
+    num_channels: int
+    bits_per_sample: int
+    encoding: str
+
+
+def _describe(src: Any) -> str:
+    if isinstance(src, (str, os.PathLike)):
+        return os.fspath(src)
+    name = getattr(src, "name", None)
+    if isinstance(name, str):
+        return name
+    return f"<{type(src).__name__}>"
+
+
+def _as_readable(src: AudioSource) -> tuple[Any, str]:
+    """What soundfile can open for ``src``, and the name errors should carry."""
+    if isinstance(src, (str, os.PathLike)):
+        path = os.fspath(src)
+        return path, path
+    if isinstance(src, Tensor):
+        if src.dtype != torch.uint8 or src.dim() != 1:
+            raise TypeError(
+                "expected encoded audio as a 1-D uint8 tensor, got "
+                f"{src.dtype} of shape {tuple(src.shape)}"
+            )
+        return io.BytesIO(src.detach().cpu().contiguous().numpy().tobytes()), "<uint8 tensor>"
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        data = bytes(src)
+        if not data:
+            raise DecodeError("empty input (0 bytes)", path=f"<{type(src).__name__}>")
+        return io.BytesIO(data), f"<{type(src).__name__}>"
+    if hasattr(src, "read") and hasattr(src, "seek"):
+        return src, _describe(src)
+    raise TypeError(
+        "expected a path, a binary file-like object, or encoded bytes "
+        f"(bytes, bytearray, memoryview, uint8 tensor), got {type(src).__name__}"
+    )
+
+
+def _open(src: AudioSource, format: str | None = None) -> tuple[sf.SoundFile, str]:
+    """Open ``src`` for reading, turning libsndfile's complaints into ``DecodeError``."""
+    obj, name = _as_readable(src)
+    try:
+        f = sf.SoundFile(obj, mode="r", format=format)
+    except sf.LibsndfileError as e:
+        if isinstance(obj, str):  # checked only on failure: no stat calls on the fast path
+            if not os.path.exists(obj):
+                raise FileNotFoundError(f"{obj}: no such file") from None
+            if os.path.isdir(obj):
+                raise IsADirectoryError(f"{obj}: is a directory, not an audio file") from None
+        reason = e.error_string or str(e)
+        if "not recognised" in reason or "unimplemented format" in reason:
+            raise UnsupportedFormatError(f"cannot decode: {reason}", path=name) from None
+        raise DecodeError(f"cannot decode: {reason}", path=name) from None
+    except (sf.SoundFileError, RuntimeError, TypeError) as e:
+        raise DecodeError(f"cannot decode: {e}", path=name) from None
+    _check_complete(f, name)
+    return f, name
+
+
+def _check_complete(f: sf.SoundFile, name: str) -> None:
+    """Refuse a WAV-like file whose data chunk is cut short (libsndfile only logs it)."""
+    if f.format not in ("WAV", "WAVEX", "RF64", "W64"):
+        return
+    log = f.extra_info
+    if "should be" not in log:
+        return
+    match = _SHORT_DATA.search(log)
+    if match is not None and int(match.group(1)) > int(match.group(2)):
+        f.close()
+        raise DecodeError(
+            f"truncated: the header declares {match.group(1)} bytes of audio data, "
+            f"the file holds {match.group(2)}",
+            path=name,
+        )
+
+
+def _check_range(frame_offset: int, num_frames: int) -> None:
+    for arg, value in (("frame_offset", frame_offset), ("num_frames", num_frames)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{arg} must be an int, got {type(value).__name__}")
+    if frame_offset < 0:
+        raise ValueError(f"frame_offset must be >= 0, got {frame_offset}")
+    if num_frames < -1:
+        raise ValueError(f"num_frames must be -1 (all) or >= 0, got {num_frames}")
+
+
+def _read_block(f: sf.SoundFile, name: str, frames: int, dtype: str) -> np.ndarray:
+    try:
+        return f.read(frames, dtype=dtype, always_2d=True)
+    except (sf.SoundFileError, RuntimeError) as e:
+        raise DecodeError(f"corrupt audio data: {e}", path=name) from None
+
+
+def _read(f: sf.SoundFile, name: str, frames: int, normalize: bool) -> np.ndarray:
+    """Read ``frames`` frames as a ``[time, channels]`` array in the dtype ``load`` promises."""
+    raw = None if normalize else _RAW_INT.get(f.subtype)
+    if raw is not None:
+        dtype, shift = raw[0], raw[1]
+    elif not normalize and f.subtype in _RAW_FLOAT:
+        dtype, shift = _RAW_FLOAT[f.subtype], 0
+    else:
+        dtype, shift = "float32", 0
+    if frames <= _BLOCK_FRAMES:
+        data = _read_block(f, name, frames, dtype)
+    else:
+        # A compressed file's frame count comes from its header, not its size: read in
+        # blocks so that a lying header cannot make us allocate what it claims.
+        blocks: list[np.ndarray] = []
+        left = frames
+        while left > 0:
+            want = min(left, _BLOCK_FRAMES)
+            blocks.append(_read_block(f, name, want, dtype))
+            left -= len(blocks[-1])
+            if len(blocks[-1]) < want:
+                break
+        data = np.concatenate(blocks)
+    if len(data) < frames:
+        raise DecodeError(f"truncated: expected {frames} frames, decoded {len(data)}", path=name)
+    if raw is not None and shift:
+        data = data >> shift
+        data = (data + 128).astype(np.uint8) if raw[2] == torch.uint8 else data.astype(np.int8)
+    return data
+
+
+def _to_tensor(data: np.ndarray, channels_first: bool) -> Tensor:
+    if channels_first:
+        data = data.T if data.shape[1] == 1 else np.ascontiguousarray(data.T)
+    return torch.from_numpy(data)
+
+
+def load(
+    uri: AudioSource,
+    frame_offset: int = 0,
+    num_frames: int = -1,
+    normalize: bool = True,
+    channels_first: bool = True,
+    format: str | None = None,
+) -> tuple[Tensor, int]:
+    """Decode audio into ``(waveform, sample_rate)``, as ``torchaudio.load``.
+
+    ``uri`` is a path, a binary file-like object, or encoded bytes (``bytes``,
+    ``bytearray``, ``memoryview`` or a 1-D ``uint8`` tensor). ``frame_offset`` and
+    ``num_frames`` (``-1``: to the end) select a range without decoding the rest.
+    The waveform is ``[channels, time]`` (``[time, channels]`` with
+    ``channels_first=False``).
+
+    With ``normalize=True`` (default) samples are ``float32`` in [-1, 1]. With
+    ``normalize=False`` integer PCM comes back as stored: 8-bit signed as ``int8``,
+    8-bit unsigned as ``uint8`` (silence is 128), 16-bit as ``int16``, 24-bit as
+    ``int32`` holding ``sample << 8`` (left-justified, as libsndfile and torchaudio
+    give it), 32-bit as ``int32``; ``FLOAT``/``DOUBLE`` files as ``float32``/``float64``.
+    This applies to every container holding integer PCM (WAV, FLAC, AIFF, ...);
+    companded and lossy encodings (mu-law, A-law, ADPCM, Vorbis, Opus, MP3) have no
+    stored integers and always decode to normalised ``float32``. ``format`` forces a
+    container (libsndfile's name, e.g. ``"WAV"``), needed only for headerless data.
+
+    Raises ``FileNotFoundError`` for a missing path and :class:`DecodeError` naming the
+    file for unknown formats, corrupt or truncated data.
+
+    Example:
+        >>> import io, torch
+        >>> buf = io.BytesIO()
+        >>> save(buf, torch.tensor([[0.0, 0.5, -0.5]]), 16000, format="WAV", subtype="PCM_16")
+        >>> load(buf.getvalue(), normalize=False)[0]
+        tensor([[     0,  16384, -16384]], dtype=torch.int16)
+    """
+    _check_range(frame_offset, num_frames)
+    f, name = _open(uri, format)
+    with f:
+        available = max(f.frames - frame_offset, 0)
+        frames = available if num_frames == -1 else min(num_frames, available)
+        if frames and frame_offset:
+            f.seek(frame_offset)
+        data = _read(f, name, frames, normalize)
+        sample_rate = f.samplerate
+    return _to_tensor(data, channels_first), sample_rate
+
+
+def info(uri: AudioSource, format: str | None = None) -> AudioMetaData:
+    """Read the header of an audio file into an :class:`AudioMetaData`, decoding nothing.
+
+    Example:
+        >>> import io, torch
+        >>> buf = io.BytesIO()
+        >>> save(buf, torch.zeros(1, 160), 16000, format="FLAC")
+        >>> info(buf.getvalue())
+        AudioMetaData(sample_rate=16000, num_frames=160, num_channels=1, bits_per_sample=16, encoding='FLAC')
+    """  # noqa: E501
+    f, _ = _open(uri, format)
+    with f:
+        encoding, bits = _ENCODINGS.get(f.subtype, (f.subtype, 0))
+        if f.format == "FLAC":
+            encoding = "FLAC"
+        return AudioMetaData(f.samplerate, f.frames, f.channels, bits, encoding)
+
+
+def _pick_subtype(
+    format: str, dtype: torch.dtype, subtype: str | None, encoding: str | None, bits: int | None
+) -> str:
+    if subtype is not None:
+        if encoding is not None or bits is not None:
+            raise ValueError("give either subtype or encoding/bits_per_sample, not both")
+        return subtype.upper()
+    if encoding is not None:
+        key = (encoding.upper(), bits)
+        if key not in _SUBTYPES:
+            raise ValueError(f"unsupported encoding/bits_per_sample: {encoding}/{bits}")
+        return _SUBTYPES[key]
+    if bits is not None:
+        raise ValueError("bits_per_sample needs an encoding (e.g. encoding='PCM_S')")
+    preferred = _DTYPE_SUBTYPES.get(dtype)
+    if preferred is not None and sf.check_format(format, preferred):
+        return preferred
+    return sf.default_subtype(format)
+
+
+def _format_for(uri: Any, format: str | None) -> str:
+    if format is not None:
+        return format.upper()
+    if isinstance(uri, (str, os.PathLike)):
+        ext = os.path.splitext(os.fspath(uri))[1].lstrip(".").upper()
+        ext = {"OGA": "OGG", "OPUS": "OGG", "AIF": "AIFF"}.get(ext, ext)
+        if ext in sf.available_formats():
+            return ext
+        raise ValueError(f"{os.fspath(uri)}: unknown audio file extension; pass format=")
+    raise ValueError("format= is required when saving to a file-like object")
+
+
+def _writable_array(src: Tensor, channels_first: bool, subtype: str) -> np.ndarray:
+    """``[time, channels]`` NumPy data soundfile writes without surprises."""
+    if src.dim() == 1:
+        src = src.unsqueeze(0 if channels_first else 1)
+    if src.dim() != 2:
+        raise EncodeError(f"expected a 1-D or 2-D waveform, got shape {tuple(src.shape)}")
+    data = src.detach().cpu()
+    if channels_first:
+        data = data.t()
+    if data.dtype == torch.uint8:  # soundfile has no uint8 input: widen to left-justified int16
+        data = (data.to(torch.int16) - 128) << 8
+    elif data.is_floating_point():
+        if data.dtype not in (torch.float32, torch.float64):
+            data = data.float()
+        if subtype not in ("FLOAT", "DOUBLE"):  # integer files wrap around on overflow
+            data = data.clamp(-1.0, 1.0)
+    elif data.dtype not in (torch.int16, torch.int32):
+        raise EncodeError(f"unsupported waveform dtype {data.dtype}")
+    return np.ascontiguousarray(data.numpy())
+
+
+def save(
+    uri: str | os.PathLike | IO[bytes],
+    src: Tensor,
+    sample_rate: int,
+    channels_first: bool = True,
+    format: str | None = None,
+    subtype: str | None = None,
+    encoding: str | None = None,
+    bits_per_sample: int | None = None,
+) -> None:
+    """Encode ``src`` (``[channels, time]``, or ``[time]``) to a file or file-like object.
+
+    ``format`` is libsndfile's container name (``"WAV"``, ``"FLAC"``, ``"OGG"``, ...),
+    taken from the file extension when omitted. The sample encoding is either
+    ``subtype`` (libsndfile's name: ``"PCM_16"``, ``"PCM_24"``, ``"PCM_32"``,
+    ``"FLOAT"``, ``"VORBIS"``, ``"ULAW"``, ...) or torchaudio's ``encoding`` /
+    ``bits_per_sample`` pair (``"PCM_S"``/16, ``"PCM_F"``/32, ...). By default it
+    follows the tensor's dtype where the container allows it (float32 to ``FLOAT``,
+    int16 to ``PCM_16``, uint8 to ``PCM_U8``), else the container's default
+    (``PCM_16`` for FLAC, Vorbis for OGG). Floating input is clipped to [-1, 1]
+    before integer encoding; integer input is written as is.
+
+    Example:
+        >>> import io, torch
+        >>> buf = io.BytesIO()
+        >>> x = torch.zeros(2, 100)
+        >>> save(buf, x, 44100, format="WAV", encoding="PCM_S", bits_per_sample=24)
+        >>> info(buf.getvalue()).bits_per_sample
+        24
+    """
+    if not isinstance(src, Tensor):
+        raise TypeError(f"src must be a tensor, got {type(src).__name__}")
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
+        raise ValueError(f"sample_rate must be a positive int, got {sample_rate!r}")
+    fmt = _format_for(uri, format)
+    chosen = _pick_subtype(fmt, src.dtype, subtype, encoding, bits_per_sample)
+    if not sf.check_format(fmt, chosen):
+        raise ValueError(
+            f"{fmt} cannot hold subtype {chosen}; "
+            f"choose one of {sorted(sf.available_subtypes(fmt))}"
+        )
+    data = _writable_array(src, channels_first, chosen)
+    name = _describe(uri)
+    try:
+        sf.write(uri, data, sample_rate, subtype=chosen, format=fmt)
+    except (sf.SoundFileError, RuntimeError, ValueError) as e:
+        raise EncodeError(f"cannot encode {fmt}/{chosen}: {e}", path=name) from None
+
+
+class AudioStream:
+    """Chunks of an audio file read one at a time; made by :func:`stream`.
+
+    Iterating yields waveforms of ``frames_per_chunk`` frames (the last may be
+    shorter). ``sample_rate``, ``num_channels`` and ``num_frames`` are known up front.
+    The file is closed when iteration ends, on :meth:`close`, or when leaving a
+    ``with`` block. It can be iterated once.
+
+    Example:
+        >>> import io, torch
+        >>> buf = io.BytesIO()
+        >>> save(buf, torch.zeros(1, 250), 8000, format="WAV")
+        >>> with stream(buf.getvalue(), 100) as chunks:
+        ...     [c.shape[-1] for c in chunks], chunks.sample_rate
+        ([100, 100, 50], 8000)
+    """
+
+    def __init__(
+        self,
+        f: sf.SoundFile,
+        name: str,
+        frames_per_chunk: int,
+        frames: int,
+        normalize: bool,
+        channels_first: bool,
+    ) -> None:
+        self._file = f
+        self._name = name
+        self._chunk = frames_per_chunk
+        self._left = frames
+        self._normalize = normalize
+        self._channels_first = channels_first
+        self.sample_rate: int = f.samplerate
+        self.num_channels: int = f.channels
+        self.num_frames: int = frames
+
+    def __iter__(self) -> Iterator[Tensor]:
+        try:
+            while self._left > 0 and not self._file.closed:
+                n = min(self._chunk, self._left)
+                data = _read(self._file, self._name, n, self._normalize)
+                self._left -= n
+                yield _to_tensor(data, self._channels_first)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the underlying file (iteration stops).
+
+        Example:
+            >>> import io, torch
+            >>> buf = io.BytesIO()
+            >>> save(buf, torch.zeros(1, 10), 8000, format="WAV")
+            >>> s = stream(buf.getvalue(), 4)
+            >>> s.close()
+            >>> list(s)
+            []
+        """
+        self._left = 0
+        self._file.close()
+
+    def __enter__(self) -> AudioStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        file = getattr(self, "_file", None)
+        if file is not None and not file.closed:
+            file.close()
+
+
+def stream(
+    uri: AudioSource,
+    frames_per_chunk: int,
+    frame_offset: int = 0,
+    num_frames: int = -1,
+    normalize: bool = True,
+    channels_first: bool = True,
+    format: str | None = None,
+) -> AudioStream:
+    """Read a long file chunk by chunk without loading it whole (see :class:`AudioStream`).
+
+    Chunks concatenated along time equal ``load(uri, frame_offset, num_frames, ...)``;
+    ``normalize`` and ``channels_first`` mean what they mean for :func:`load`. Errors in
+    the header raise here; damage further in raises ``DecodeError`` from the chunk
+    that meets it.
+
+    Example:
+        >>> import io, torch
+        >>> buf = io.BytesIO()
+        >>> save(buf, torch.rand(1, 1000) - 0.5, 8000, format="FLAC")
+        >>> chunks = list(stream(buf.getvalue(), 300))
+        >>> bool(torch.equal(torch.cat(chunks, -1), load(buf.getvalue())[0]))
+        True
+    """
+    if isinstance(frames_per_chunk, bool) or not isinstance(frames_per_chunk, int):
+        raise TypeError(f"frames_per_chunk must be an int, got {type(frames_per_chunk).__name__}")
+    if frames_per_chunk <= 0:
+        raise ValueError(f"frames_per_chunk must be > 0, got {frames_per_chunk}")
+    _check_range(frame_offset, num_frames)
+    f, name = _open(uri, format)
+    available = max(f.frames - frame_offset, 0)
+    frames = available if num_frames == -1 else min(num_frames, available)
+    if frames and frame_offset:
+        f.seek(frame_offset)
+    return AudioStream(f, name, frames_per_chunk, frames, normalize, channels_first)

@@ -1,0 +1,50 @@
+"""Audio transforms as ``nn.Module``s on :class:`trivium.core.Transform` (torchaudio's names).
+
+They take any leading batch shape, compute on the input's device (buffers follow
+``.to()``), are differentiable where the math allows and run under ``torch.compile``.
+Random ones take a ``generator``.
+
+Example:
+    >>> import torch
+    >>> import trivium.audio.transforms as T
+    >>> pipeline = torch.nn.Sequential(T.Resample(48000, 16000), T.MelSpectrogram(n_mels=64))
+    >>> pipeline(torch.zeros(2, 48000)).shape
+    torch.Size([2, 64, 81])
+"""
+
+from trivium.audio.transforms.effects import AddNoise, Fade, Vol
+from trivium.audio.transforms.masking import FrequencyMasking, TimeMasking
+from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
+from trivium.audio.transforms.resample import Resample, SpeedPerturbation
+from trivium.audio.transforms.spectral import (
+    MFCC,
+    AmplitudeToDB,
+    GriffinLim,
+    InverseMelScale,
+    InverseSpectrogram,
+    MelScale,
+    MelSpectrogram,
+    Spectrogram,
+    TimeStretch,
+)
+
+__all__ = [
+    "MFCC",
+    "AddNoise",
+    "AmplitudeToDB",
+    "Fade",
+    "FrequencyMasking",
+    "GriffinLim",
+    "InverseMelScale",
+    "InverseSpectrogram",
+    "MelScale",
+    "MelSpectrogram",
+    "MuLawDecoding",
+    "MuLawEncoding",
+    "Resample",
+    "Spectrogram",
+    "SpeedPerturbation",
+    "TimeMasking",
+    "TimeStretch",
+    "Vol",
+]

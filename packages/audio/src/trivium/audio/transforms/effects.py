@@ -1,0 +1,96 @@
+"""Waveform effects: ``Fade``, ``Vol`` and ``AddNoise`` (torchaudio's).
+
+Example:
+    >>> import torch
+    >>> Vol(0.5)(torch.ones(2, 3))
+    tensor([[0.5000, 0.5000, 0.5000],
+            [0.5000, 0.5000, 0.5000]])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torch import Tensor
+
+from trivium.audio.functional.effects import FADE_SHAPES, add_noise, fade, gain
+from trivium.core.transform import Transform
+
+__all__ = ["AddNoise", "Fade", "Vol"]
+
+
+class Fade(Transform):
+    """Fade a ``[..., time]`` waveform in over ``fade_in_len`` and out over ``fade_out_len``.
+
+    Example:
+        >>> import torch
+        >>> Fade(fade_in_len=2, fade_out_len=2, fade_shape="linear")(torch.ones(5))
+        tensor([0., 1., 1., 1., 0.])
+    """
+
+    def __init__(
+        self, fade_in_len: int = 0, fade_out_len: int = 0, fade_shape: str = "linear"
+    ) -> None:
+        super().__init__()
+        if fade_shape not in FADE_SHAPES:
+            raise ValueError(f"fade_shape must be one of {FADE_SHAPES}, got {fade_shape!r}")
+        self.fade_in_len = fade_in_len
+        self.fade_out_len = fade_out_len
+        self.fade_shape = fade_shape
+
+    def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
+        """Fade one waveform tensor."""
+        return fade(inpt, self.fade_in_len, self.fade_out_len, self.fade_shape)
+
+
+class Vol(Transform):
+    """Scale the volume and clip to [-1, 1].
+
+    ``gain_type`` ``"amplitude"`` multiplies by ``gain``, ``"db"`` by
+    ``10 ** (gain / 20)`` and ``"power"`` by ``sqrt(gain)``.
+
+    Example:
+        >>> import torch
+        >>> Vol(20.0, "db")(torch.tensor([0.05, 0.5]))
+        tensor([0.5000, 1.0000])
+    """
+
+    def __init__(self, gain: float, gain_type: str = "amplitude") -> None:
+        super().__init__()
+        if gain_type not in ("amplitude", "db", "power"):
+            raise ValueError(f"gain_type must be 'amplitude', 'db' or 'power', got {gain_type!r}")
+        if gain_type in ("amplitude", "power") and gain < 0:
+            raise ValueError(f"gain must be >= 0 for gain_type={gain_type!r}, got {gain}")
+        self.gain = gain
+        self.gain_type = gain_type
+
+    def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
+        """Scale one waveform tensor."""
+        if self.gain_type == "amplitude":
+            out = inpt * self.gain
+        elif self.gain_type == "db":
+            out = gain(inpt, self.gain)
+        else:
+            out = gain(inpt, 10 * math.log10(self.gain))
+        return out.clamp(-1, 1)
+
+
+class AddNoise(Transform):
+    """Add ``noise`` scaled to a signal-to-noise ratio of ``snr`` dB.
+
+    Call it as ``add(waveform, noise, snr, lengths=None)`` with ``waveform`` and
+    ``noise`` ``[..., time]`` and ``snr`` ``[...]``; deterministic given its inputs.
+
+    Example:
+        >>> import torch
+        >>> x, n = torch.ones(2, 50), torch.randn(2, 50)
+        >>> AddNoise()(x, n, torch.tensor([10.0, 20.0])).shape
+        torch.Size([2, 50])
+    """
+
+    def forward(  # type: ignore[override]
+        self, waveform: Tensor, noise: Tensor, snr: Tensor, lengths: Tensor | None = None
+    ) -> Tensor:
+        """Mix ``noise`` into ``waveform`` at ``snr`` dB."""
+        return add_noise(waveform, noise, snr, lengths)

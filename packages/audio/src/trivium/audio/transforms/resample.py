@@ -1,0 +1,130 @@
+"""Resampling transforms: ``Resample`` and ``SpeedPerturbation`` (torchaudio's).
+
+Example:
+    >>> import torch
+    >>> Resample(48000, 16000)(torch.zeros(2, 4800)).shape
+    torch.Size([2, 1600])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from trivium.audio.functional.resampling import (
+    apply_weight,
+    polyphase_weight,
+    sinc_resample_kernel,
+    speed,
+)
+from trivium.core.transform import Transform
+
+__all__ = ["Resample", "SpeedPerturbation"]
+
+
+class Resample(Transform):
+    """Resample ``[..., time]`` waveforms from ``orig_freq`` to ``new_freq`` (windowed sinc).
+
+    The kernel is computed once, at construction, and kept in the ``kernel`` buffer
+    (torchaudio's layout) and, rearranged for fast application, in ``weight``; both
+    follow ``.to(device)``. ``dtype`` picks their precision (float32 by default).
+    See :func:`trivium.audio.functional.resample` for the settings.
+
+    Example:
+        >>> import torch
+        >>> r = Resample(16000, 8000, resampling_method="sinc_interp_kaiser")
+        >>> r(torch.zeros(3, 1, 1000)).shape
+        torch.Size([3, 1, 500])
+    """
+
+    def __init__(
+        self,
+        orig_freq: int = 16000,
+        new_freq: int = 16000,
+        resampling_method: str = "sinc_interp_hann",
+        lowpass_filter_width: int = 6,
+        rolloff: float = 0.99,
+        beta: float | None = None,
+        *,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.orig_freq = int(orig_freq)
+        self.new_freq = int(new_freq)
+        self.gcd = math.gcd(self.orig_freq, self.new_freq)
+        self.resampling_method = resampling_method
+        self.lowpass_filter_width = lowpass_filter_width
+        self.rolloff = rolloff
+        self.beta = beta
+        kernel, self.width = sinc_resample_kernel(
+            self.orig_freq,
+            self.new_freq,
+            self.gcd,
+            lowpass_filter_width,
+            rolloff,
+            resampling_method,
+            beta,
+            dtype=dtype,
+        )
+        self.register_buffer("kernel", kernel.clone(), persistent=False)
+        orig = self.orig_freq // self.gcd
+        self.register_buffer("weight", polyphase_weight(kernel, orig), persistent=False)
+
+    def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
+        """Resample one waveform tensor."""
+        if self.orig_freq == self.new_freq:
+            return inpt
+        if not inpt.is_floating_point():
+            raise TypeError(f"Resample: expected a floating point waveform, got {inpt.dtype}")
+        return apply_weight(
+            inpt,
+            self.orig_freq // self.gcd,
+            self.new_freq // self.gcd,
+            self.weight.to(inpt.dtype),
+            self.width,
+        )
+
+
+class SpeedPerturbation(Transform):
+    """Change speed by a factor drawn uniformly from ``factors`` (Ko et al., 2015).
+
+    Call it as ``perturb(waveform, lengths=None)``; it returns ``(waveform, lengths)``
+    like torchaudio's. The factor comes from ``generator``.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> sp = SpeedPerturbation(16000, [0.9, 1.0, 1.1], generator=g)
+        >>> y, n = sp(torch.zeros(2, 16000), torch.tensor([16000, 12000]))
+        >>> y.shape[-1] in (17778, 16000, 14546)
+        True
+    """
+
+    def __init__(
+        self,
+        orig_freq: int,
+        factors: Sequence[float],
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(generator)
+        if len(factors) == 0 or any(f <= 0 for f in factors):
+            raise ValueError(f"factors must be a non-empty sequence of positive numbers: {factors}")
+        self.orig_freq = orig_freq
+        self.factors = list(factors)
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        """Pick the speed factor."""
+        return {"factor": self.factors[int(self._randint(0, len(self.factors)))]}
+
+    def forward(  # type: ignore[override]
+        self, waveform: Tensor, lengths: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """Perturb ``waveform`` ``[..., time]``; ``lengths`` ``[...]`` are scaled alike."""
+        factor = self.make_params([waveform])["factor"]
+        if factor == 1.0:
+            return waveform, lengths
+        return speed(waveform, self.orig_freq, factor, lengths)
