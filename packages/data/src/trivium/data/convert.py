@@ -4,7 +4,7 @@ The layout is torchvision's ``ImageFolder``: ``ROOT/<class>/<file>``; the label 
 index of the class folder in sorted order. The encoded bytes are stored as they are
 (no re-encoding), with what the header says: width and height for images (from
 ``trivium.vision.io.image_info``), sample rate, frames and channels for audio (from
-``trivium.audio.io.info``, or ``soundfile.info``). Read the shards back with
+``trivium.audio.io.info``). Read the shards back with
 :class:`trivium.data.ParquetSource` and decode in ``parallel_map``.
 
 Example:
@@ -110,19 +110,10 @@ def _image_header() -> Callable[[bytes, str], dict[str, Any]]:
 def _audio_header() -> Callable[[bytes, str], dict[str, Any]]:
     try:
         from trivium.audio.io import info as audio_info
-    except ImportError:
-        try:
-            import soundfile
-        except ImportError as e:
-            raise ImportError(
-                "convert audio-folder needs trivium-audio: pip install 'trivium-data[audio]'"
-            ) from e
-
-        def audio_info(data: bytes) -> Any:
-            import io
-
-            sf_info = soundfile.info(io.BytesIO(data))
-            return _SoundfileInfo(sf_info.samplerate, sf_info.frames, sf_info.channels)
+    except ImportError as e:
+        raise ImportError(
+            "convert audio-folder needs trivium-audio: pip install 'trivium-data[audio]'"
+        ) from e
 
     def header(data: bytes, path: str) -> dict[str, Any]:
         meta = audio_info(data)
@@ -133,13 +124,6 @@ def _audio_header() -> Callable[[bytes, str], dict[str, Any]]:
         }
 
     return header
-
-
-@dataclass(frozen=True)
-class _SoundfileInfo:
-    sample_rate: int
-    num_frames: int
-    num_channels: int
 
 
 def find_classes(root: str) -> list[str]:
