@@ -30,8 +30,9 @@ $(PY):
 	python3 -m venv $(VENV)
 
 # torch is pinned by constraints.txt: an unpinned torch would pull a CUDA build.
-$(STAMPS)/deps: constraints.txt requirements-dev.txt | $(PY)
+$(STAMPS)/deps: constraints.txt requirements-dev.txt requirements-peers.txt | $(PY)
 	$(PIP) install -c constraints.txt torch==2.13.0 -r requirements-dev.txt
+	$(PIP) install --no-deps -r requirements-peers.txt
 	@mkdir -p $(STAMPS) && touch $@
 
 $(STAMPS)/packages: $(STAMPS)/deps $(PYPROJECTS) $(NATIVE_SOURCES)
@@ -52,8 +53,10 @@ format: setup
 test: setup lint
 	$(PY) -m pytest -q
 
+BENCHMARKS := image_io transforms video audio audio_models data
+
 bench: setup
-	$(PY) benchmarks/image_io.py
+	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) packages/*/build .pytest_cache .ruff_cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from peers import require_torchaudio
 
 from trivium.audio.functional import mu_law_decoding, mu_law_encoding
 
@@ -101,7 +102,7 @@ def test_validation_errors() -> None:
 
 
 def test_matches_torchaudio_when_installed() -> None:
-    taf = pytest.importorskip("torchaudio.functional")
+    taf = require_torchaudio().functional
     x = _signal((2, 5000))
     assert torch.equal(mu_law_encoding(x, 256), taf.mu_law_encoding(x, 256))
     codes = torch.randint(0, 256, (2, 5000))

@@ -207,5 +207,5 @@ def test_matches_torchaudio_when_installed() -> None:
                 F.resample(x, orig, new, resampling_method=method),
                 taf.resample(x, orig, new, resampling_method=method),
                 rtol=1e-5,
-                atol=1e-5,
+                atol=5e-5,  # float32 sums in another order, on samples of magnitude up to ~4
             )
