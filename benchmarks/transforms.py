@@ -1,0 +1,313 @@
+"""Speed of ``trivium.vision.transforms`` against torchvision v2 and Pillow, in one process.
+
+Workloads (inputs are built at start-up from the photos in ``tests/assets/images``:
+64 "ImageNet-sized" JPEGs, 500x375 .. 640x480, cut and resized from them with
+Pillow and saved at quality 90, 4:2:0):
+
+1. ``pipeline``: the per-image training pipeline RandomResizedCrop(224) +
+   RandomHorizontalFlip + ToDtype(float32, scale=True) + Normalize on decoded
+   uint8 tensors, against the same pipeline of ``torchvision.transforms.v2``.
+2. ``e2e``: from JPEG bytes to a normalised 224x224 float tensor. Ours: the fused
+   ``DecodeRandomResizedCrop`` + the rest of the pipeline. Peers: a full decode +
+   the torchvision v2 pipeline (torchvision's own ``decode_jpeg`` when its C++
+   extension loads, else our full-size ``decode_jpeg`` — a stand-in at least as
+   fast) and the classic Pillow pipeline (``Image.open`` + torchvision v1
+   RandomResizedCrop / RandomHorizontalFlip / ToTensor / Normalize on PIL images,
+   or the same steps written with Pillow when torchvision is absent).
+3. ``per_sample``: ``per_sample=True`` on a [64, 3, 224, 224] uint8 batch against
+   the same transform applied image by image in a Python loop.
+
+torchvision comes from ``tests/peers.py``: where its C++ extension (a CUDA build)
+cannot load, its pure-Python transforms are imported without it. Every side is
+warmed up, then timed in ``--repeats`` interleaved repeats; the median is kept.
+Ratio = peer time / our time (above 1: we are faster).
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/transforms.py [--repeats N] [--min-time S] [--json PATH]
+        [--only pipeline,e2e,per_sample] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import PIL
+import torch
+from harness import Row, Side, cpu_busy_seconds, cpu_model, markdown_table, measure, other_load
+from PIL import Image
+
+from trivium.vision import transforms as T
+from trivium.vision.io import decode_jpeg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from peers import import_torchvision  # noqa: E402
+
+PHOTOS = [
+    ROOT / "tests/assets/images/jpeg/tv-grace_hopper_517x606.jpg",
+    ROOT / "tests/assets/images/jpeg/ljt-testorig.jpg",
+    ROOT / "tests/assets/images/jpeg/pil-hopper.jpg",
+    ROOT / "tests/assets/images/jpeg/tv-rgb_pytorch.jpg",
+]
+NUM_IMAGES = 64
+SIZES = [(500, 375), (640, 480), (500, 333), (375, 500), (640, 427), (480, 640)]
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+# -------------------------------------------------------------------------- inputs
+
+
+def make_jpegs(seed: int = 0) -> list[bytes]:
+    """NUM_IMAGES JPEGs of ImageNet-like sizes cut from the asset photos (q90, 4:2:0)."""
+    rng = np.random.default_rng(seed)
+    photos = [Image.open(p).convert("RGB") for p in PHOTOS]
+    out = []
+    for i in range(NUM_IMAGES):
+        photo = photos[i % len(photos)]
+        w, h = photo.size
+        cw, ch = int(w * rng.uniform(0.6, 1.0)), int(h * rng.uniform(0.6, 1.0))
+        x, y = int(rng.integers(0, w - cw + 1)), int(rng.integers(0, h - ch + 1))
+        size = SIZES[i % len(SIZES)]
+        image = photo.crop((x, y, x + cw, y + ch)).resize(size, Image.LANCZOS)
+        buf = io.BytesIO()
+        image.save(buf, "JPEG", quality=90, subsampling=2)
+        out.append(buf.getvalue())
+    return out
+
+
+def cycler(items: Sequence[Any]) -> Callable[[], Any]:
+    """A function returning the items one after the other, forever."""
+    state = {"i": 0}
+
+    def next_item() -> Any:
+        item = items[state["i"] % len(items)]
+        state["i"] += 1
+        return item
+
+    return next_item
+
+
+# ------------------------------------------------------------------------ pipelines
+
+
+def ours_pipeline(generator: torch.Generator) -> T.Compose:
+    """RandomResizedCrop(224) + flip + ToDtype + Normalize, ours."""
+    return T.Compose(
+        [
+            T.RandomResizedCrop(224, generator=generator),
+            T.RandomHorizontalFlip(generator=generator),
+            T.ToDtype(torch.float32, scale=True),
+            T.Normalize(MEAN, STD),
+        ]
+    )
+
+
+def ours_fused(generator: torch.Generator) -> T.Compose:
+    """The fused decode + the rest of the pipeline, ours."""
+    return T.Compose(
+        [
+            T.DecodeRandomResizedCrop(224, generator=generator),
+            T.RandomHorizontalFlip(generator=generator),
+            T.ToDtype(torch.float32, scale=True),
+            T.Normalize(MEAN, STD),
+        ]
+    )
+
+
+def tv_pipeline(tv: Any) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The same pipeline from torchvision.transforms.v2."""
+    v2 = tv.transforms.v2
+    return v2.Compose(
+        [
+            v2.RandomResizedCrop(224, antialias=True),
+            v2.RandomHorizontalFlip(),
+            v2.ToDtype(torch.float32, scale=True),
+            v2.Normalize(MEAN, STD),
+        ]
+    )
+
+
+def pil_pipeline(tv: Any | None) -> Callable[[bytes], torch.Tensor]:
+    """The classic Pillow pipeline: open, RandomResizedCrop, flip, ToTensor, Normalize."""
+    if tv is not None:
+        v1 = tv.transforms
+        steps = v1.Compose(
+            [
+                v1.RandomResizedCrop(224),
+                v1.RandomHorizontalFlip(),
+                v1.ToTensor(),
+                v1.Normalize(MEAN, STD),
+            ]
+        )
+        return lambda data: steps(Image.open(io.BytesIO(data)).convert("RGB"))
+    mean = torch.tensor(MEAN).view(3, 1, 1)
+    std = torch.tensor(STD).view(3, 1, 1)
+    rng = np.random.default_rng(0)
+
+    def run(data: bytes) -> torch.Tensor:
+        image = Image.open(io.BytesIO(data)).convert("RGB")
+        w, h = image.size
+        side = int(min(w, h) * rng.uniform(0.3, 1.0))
+        x, y = int(rng.integers(0, w - side + 1)), int(rng.integers(0, h - side + 1))
+        image = image.resize((224, 224), Image.BILINEAR, box=(x, y, x + side, y + side))
+        if rng.random() < 0.5:
+            image = image.transpose(Image.FLIP_LEFT_RIGHT)
+        array = np.asarray(image, dtype=np.float32) / 255.0
+        return (torch.from_numpy(array).permute(2, 0, 1) - mean) / std
+
+    return run
+
+
+# ------------------------------------------------------------------------ workloads
+
+
+def bench_pipeline(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
+    images = [decode_jpeg(d) for d in jpegs]
+    next_image = cycler(images)
+    ours = ours_pipeline(torch.Generator().manual_seed(0))
+    sides = [Side("ours", lambda: ours(next_image()))]
+    if tv is not None:
+        theirs = tv_pipeline(tv)
+        sides.append(Side("tv", lambda: theirs(next_image())))
+    t = measure(sides, args.repeats, args.min_time)
+    name = "RandomResizedCrop 224 + flip + ToDtype + Normalize, per uint8 image"
+    if tv is None:
+        return [Row(name, t["ours"].median, "torchvision v2: not installed", None, 1.0)]
+    return [Row(name, t["ours"].median, "torchvision v2", t["tv"].median, 1.0)]
+
+
+def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
+    next_jpeg = cycler(jpegs)
+    fused = ours_fused(torch.Generator().manual_seed(0))
+    pil = pil_pipeline(tv)
+    sides = [Side("ours", lambda: fused(next_jpeg())), Side("pil", lambda: pil(next_jpeg()))]
+    decoder = "our decode_jpeg"
+    if tv is not None:
+        theirs = tv_pipeline(tv)
+        try:
+            tv.io.decode_jpeg(torch.frombuffer(bytearray(jpegs[0]), dtype=torch.uint8))
+            decode, decoder = tv.io.decode_jpeg, "torchvision decode_jpeg"
+        except Exception:  # the C++ decoder is not available: our full decode stands in
+            decode = decode_jpeg
+        sides.append(
+            Side(
+                "tv",
+                lambda: theirs(decode(torch.frombuffer(bytearray(next_jpeg()), dtype=torch.uint8))),
+            )
+        )
+    t = measure(sides, args.repeats, args.min_time)
+    name = "JPEG bytes → normalised 224x224 (fused DecodeRandomResizedCrop)"
+    rows = []
+    if tv is not None:
+        rows.append(Row(name, t["ours"].median, f"{decoder} + tv v2", t["tv"].median, 2.0))
+    else:
+        rows.append(Row(name, t["ours"].median, "torchvision: not installed", None, 2.0))
+    label = "Pillow + tv v1 transforms" if tv is not None else "Pillow (same steps)"
+    rows.append(Row(name, t["ours"].median, label, t["pil"].median, 3.0))
+    return rows
+
+
+def per_sample_cases(g: torch.Generator) -> dict[str, tuple[Any, Any]]:
+    """(batched per-sample transform, the same transform for one image) per workload."""
+
+    def pair(make: Callable[..., Any]) -> tuple[Any, Any]:
+        return make(per_sample=True, generator=g), make(generator=g)
+
+    return {
+        "RandomResizedCrop(224)": pair(lambda **kw: T.RandomResizedCrop(224, **kw)),
+        "RandomHorizontalFlip": pair(lambda **kw: T.RandomHorizontalFlip(**kw)),
+        "RandomAffine(15, (0.1, 0.1), (0.9, 1.1))": pair(
+            lambda **kw: T.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), **kw)
+        ),
+        "ColorJitter(0.4, 0.4, 0.4, 0.1)": pair(
+            lambda **kw: T.ColorJitter(0.4, 0.4, 0.4, 0.1, **kw)
+        ),
+        "GaussianBlur(9, (0.1, 2.0))": pair(lambda **kw: T.GaussianBlur(9, (0.1, 2.0), **kw)),
+        "RandomErasing(p=1)": pair(lambda **kw: T.RandomErasing(1.0, **kw)),
+    }
+
+
+def bench_per_sample(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
+    crop = T.CenterCrop(224)
+    batch = torch.stack([crop(T.Resize(256)(decode_jpeg(d))) for d in jpegs])
+    rows = []
+    for name, (batched, single) in per_sample_cases(torch.Generator().manual_seed(0)).items():
+        x = batch if "Erasing" not in name and "Jitter" not in name else batch.float() / 255
+        sides = [
+            Side("ours", lambda b=batched, x=x: b(x)),
+            Side("loop", lambda s=single, x=x: torch.stack([s(img) for img in x])),
+        ]
+        t = measure(sides, args.repeats, args.min_time)
+        label = f"{name}, per_sample=True on [64, 3, 224, 224]"
+        rows.append(Row(label, t["ours"].median, "image by image", t["loop"].median, 3.0))
+    return rows
+
+
+WORKLOADS = {"pipeline": bench_pipeline, "e2e": bench_e2e, "per_sample": bench_per_sample}
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per side (median)")
+    parser.add_argument("--min-time", type=float, default=0.3, help="least seconds per repeat")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="workloads to run")
+    args = parser.parse_args(argv)
+    args.only = [w.strip() for w in args.only.split(",") if w.strip()]
+    unknown = sorted(set(args.only) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"unknown workload(s) {unknown}; choose from {list(WORKLOADS)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the workloads and print the table (and JSON with --json)."""
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
+    tv = import_torchvision()
+    info = {
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "torch": f"{torch.__version__} ({args.threads} thread(s))",
+        "torchvision": tv.__version__ if tv is not None else "not installed",
+        "Pillow": PIL.__version__,
+    }
+    print("# trivium.vision.transforms benchmark\n")
+    for key, value in info.items():
+        print(f"- {key}: {value}")
+    print(flush=True)
+    jpegs = make_jpegs()
+    rows: list[Row] = []
+    for name, bench in WORKLOADS.items():
+        if name in args.only:
+            rows += bench(jpegs, tv, args)
+    elapsed = time.perf_counter() - started
+    print(markdown_table(rows))
+    contention = other_load(cpu_start, elapsed)
+    failed = [r for r in rows if r.status == "FAIL"]
+    print(f"\n{len(failed)} target(s) missed; total run {elapsed:.1f} s; {contention}")
+    if args.json is not None:
+        payload = {"machine": info, "other_load": contention, "rows": [r.to_json() for r in rows]}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

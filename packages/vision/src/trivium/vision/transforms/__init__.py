@@ -1,0 +1,117 @@
+"""Image transforms as modules, with the names and arguments of ``torchvision.transforms.v2``.
+
+Transforms take tensors ``[..., C, H, W]`` (``uint8`` or floating, any batch shape,
+on any device) and PIL images; other inputs (labels, ...) pass through. Random
+transforms take ``generator=`` and, where noted, ``per_sample=True`` to draw
+independent parameters for every image of a batch. The kernels live in
+:mod:`trivium.vision.transforms.functional`.
+
+Example:
+    >>> import torch
+    >>> from trivium.vision import transforms as T
+    >>> img = torch.zeros(3, 8, 8, dtype=torch.uint8)
+    >>> T.Compose([T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True)])(img).dtype
+    torch.float32
+"""
+
+from trivium.core import Compose, RandomApply, RandomChoice, RandomOrder, Transform
+from trivium.vision.transforms import functional
+from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms.auto_augment import (
+    AugMix,
+    AutoAugment,
+    AutoAugmentPolicy,
+    RandAugment,
+    TrivialAugmentWide,
+)
+from trivium.vision.transforms.color import (
+    ColorJitter,
+    GaussianBlur,
+    Grayscale,
+    RandomAdjustSharpness,
+    RandomAutocontrast,
+    RandomEqualize,
+    RandomGrayscale,
+    RandomInvert,
+    RandomPosterize,
+    RandomSolarize,
+)
+from trivium.vision.transforms.conversion import Lambda, Normalize, PILToTensor, ToDtype, ToImage
+from trivium.vision.transforms.erasing import RandomErasing
+from trivium.vision.transforms.fused_decode import (
+    DecodeCenterCrop,
+    DecodeRandomResizedCrop,
+    DecodeResize,
+)
+from trivium.vision.transforms.geometry import (
+    CenterCrop,
+    FiveCrop,
+    Pad,
+    RandomCrop,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    RandomVerticalFlip,
+    Resize,
+    TenCrop,
+)
+from trivium.vision.transforms.interpolation import InterpolationMode
+from trivium.vision.transforms.mixing import CutMix, MixUp
+from trivium.vision.transforms.presets import ImageClassificationEval, ImageClassificationTrain
+from trivium.vision.transforms.warp import (
+    ElasticTransform,
+    RandomAffine,
+    RandomPerspective,
+    RandomRotation,
+)
+
+__all__ = [
+    "AugMix",
+    "AutoAugment",
+    "AutoAugmentPolicy",
+    "CenterCrop",
+    "ColorJitter",
+    "Compose",
+    "CutMix",
+    "DecodeCenterCrop",
+    "DecodeRandomResizedCrop",
+    "DecodeResize",
+    "ElasticTransform",
+    "FiveCrop",
+    "GaussianBlur",
+    "Grayscale",
+    "ImageClassificationEval",
+    "ImageClassificationTrain",
+    "ImageTransform",
+    "InterpolationMode",
+    "Lambda",
+    "MixUp",
+    "Normalize",
+    "PILToTensor",
+    "Pad",
+    "RandAugment",
+    "RandomAdjustSharpness",
+    "RandomAffine",
+    "RandomApply",
+    "RandomAutocontrast",
+    "RandomChoice",
+    "RandomCrop",
+    "RandomEqualize",
+    "RandomErasing",
+    "RandomGrayscale",
+    "RandomHorizontalFlip",
+    "RandomInvert",
+    "RandomOrder",
+    "RandomPerspective",
+    "RandomPosterize",
+    "RandomResizedCrop",
+    "RandomRotation",
+    "RandomSolarize",
+    "RandomVerticalFlip",
+    "Resize",
+    "TenCrop",
+    "ToDtype",
+    "ToImage",
+    "Transform",
+    "TrivialAugmentWide",
+    "functional",
+]

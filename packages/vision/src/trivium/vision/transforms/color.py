@@ -1,0 +1,444 @@
+"""Color and photometric transforms, with the names and arguments of ``torchvision.transforms.v2``.
+
+``ColorJitter``, ``GaussianBlur`` and every ``Random*`` transform here take
+``generator=`` and ``per_sample=True`` (independent parameters, or coin flips,
+for every image of a batch, applied in one batched kernel call).
+
+Example:
+    >>> import torch
+    >>> jitter = ColorJitter(brightness=0.4, hue=0.1, per_sample=True,
+    ...                      generator=torch.Generator().manual_seed(0))
+    >>> jitter(torch.randint(0, 256, (8, 3, 32, 32), dtype=torch.uint8)).shape
+    torch.Size([8, 3, 32, 32])
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from trivium.core.transform import _check_probability
+from trivium.vision.transforms import functional as F
+from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._image import check_image
+from trivium.vision.transforms._switch import switch
+
+__all__ = [
+    "ColorJitter",
+    "GaussianBlur",
+    "Grayscale",
+    "RandomAdjustSharpness",
+    "RandomAutocontrast",
+    "RandomEqualize",
+    "RandomGrayscale",
+    "RandomInvert",
+    "RandomPosterize",
+    "RandomSolarize",
+]
+
+
+def _batch_mask(mask: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
+    """A ``[n]`` (n = images or 1) boolean tensor shaped to broadcast over ``img``."""
+    shape = (*img.shape[:-3], 1, 1, 1) if mask.numel() > 1 else (1, 1, 1)
+    return mask.to(img.device).reshape(shape)
+
+
+class Grayscale(ImageTransform):
+    """Convert RGB images to grayscale (ITU-R 601-2 luma), as torchvision's ``Grayscale``.
+
+    Works under ``torch.jit.script`` (through ``__prepare_scriptable__``) and
+    ``torch.export``.
+
+    Example:
+        >>> import torch
+        >>> Grayscale(num_output_channels=3)(torch.rand(2, 3, 8, 8)).shape
+        torch.Size([2, 3, 8, 8])
+    """
+
+    def __init__(self, num_output_channels: int = 1) -> None:
+        super().__init__()
+        if num_output_channels not in (1, 3):
+            raise ValueError(
+                f"Grayscale: num_output_channels must be 1 or 3, got {num_output_channels!r}"
+            )
+        self.num_output_channels = num_output_channels
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        check_image(type(self).__name__, inpt, channels=(1, 3))
+        return F.rgb_to_grayscale(inpt, num_output_channels=self.num_output_channels)
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        return _ScriptableGrayscale(self.num_output_channels)
+
+
+class _ScriptableGrayscale(nn.Module):
+    """What ``torch.jit.script(Grayscale(...))`` compiles: one tensor in, one out."""
+
+    def __init__(self, num_output_channels: int) -> None:
+        super().__init__()
+        self.num_output_channels = num_output_channels
+
+    def forward(self, img: torch.Tensor) -> torch.Tensor:
+        return F.rgb_to_grayscale(img, self.num_output_channels)
+
+
+class _RandomOp(ImageTransform):
+    """Apply ``_op`` with probability ``p`` (per image when ``per_sample=True``)."""
+
+    _channels: tuple[int, ...] | None = None
+
+    def __init__(
+        self, p: float = 0.5, *, per_sample: bool = False, generator: torch.Generator | None = None
+    ) -> None:
+        super().__init__(per_sample=per_sample, generator=generator)
+        self.p = _check_probability(type(self).__name__, p)
+
+    def _op(self, img: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        check_image(type(self).__name__, img, channels=self._channels)
+        branch_free = self.per_sample or torch.compiler.is_compiling()
+        coin = self._draw((self._num_draws(img),), img.device if branch_free else None)
+        return {"apply": coin < self.p}
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        apply = params["apply"]
+        if torch.compiler.is_compiling():
+            return torch.where(_batch_mask(apply, inpt), self._op(inpt), inpt)
+        if self.per_sample:
+            return self._apply_to_chosen(inpt, apply)
+        return self._op(inpt) if bool(apply) else inpt
+
+    def _apply_to_chosen(self, img: torch.Tensor, apply: torch.Tensor) -> torch.Tensor:
+        """Run ``_op`` on the chosen images only (one batched call on the gathered subset)."""
+        flat = img.reshape(-1, *img.shape[-3:])
+        chosen = apply.nonzero().flatten()
+        if chosen.numel() == 0:
+            return img
+        if chosen.numel() == flat.shape[0]:
+            return self._op(img)
+        done = self._op(flat.index_select(0, chosen))
+        # Every op here keeps the image's shape and dtype.
+        return flat.clone().index_copy_(0, chosen, done).reshape(img.shape)
+
+
+class RandomGrayscale(_RandomOp):
+    """Convert to grayscale with probability ``p``, keeping the number of channels.
+
+    Example:
+        >>> import torch
+        >>> out = RandomGrayscale(p=1.0)(torch.rand(3, 4, 4))
+        >>> bool((out[0] == out[1]).all())
+        True
+    """
+
+    _channels = (1, 3)
+
+    def __init__(
+        self, p: float = 0.1, *, per_sample: bool = False, generator: torch.Generator | None = None
+    ) -> None:
+        super().__init__(p, per_sample=per_sample, generator=generator)
+
+    def _op(self, img: torch.Tensor) -> torch.Tensor:
+        return F.rgb_to_grayscale(img, num_output_channels=img.shape[-3])
+
+
+class RandomInvert(_RandomOp):
+    """Invert the colors with probability ``p``.
+
+    Example:
+        >>> import torch
+        >>> RandomInvert(p=1.0)(torch.zeros(1, 1, 1, dtype=torch.uint8)).item()
+        255
+    """
+
+    def _op(self, img: torch.Tensor) -> torch.Tensor:
+        return F.invert(img)
+
+
+class RandomPosterize(_RandomOp):
+    """Keep ``bits`` bits per channel with probability ``p``.
+
+    Example:
+        >>> import torch
+        >>> RandomPosterize(bits=1, p=1.0)(torch.full((1, 1, 1), 200, dtype=torch.uint8)).item()
+        128
+    """
+
+    def __init__(
+        self,
+        bits: int,
+        p: float = 0.5,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(p, per_sample=per_sample, generator=generator)
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= 8:
+            raise ValueError(f"RandomPosterize: bits must be an integer in [0, 8], got {bits!r}")
+        self.bits = bits
+
+    def _op(self, img: torch.Tensor) -> torch.Tensor:
+        return F.posterize(img, self.bits)
+
+
+class RandomSolarize(_RandomOp):
+    """Invert values at or above ``threshold`` with probability ``p``.
+
+    ``threshold`` is on the image's scale (e.g. 128 for uint8, 0.5 for floats).
+
+    Example:
+        >>> import torch
+        >>> RandomSolarize(threshold=0.5, p=1.0)(torch.full((1, 1, 1), 0.75)).item()
+        0.25
+    """
+
+    def __init__(
+        self,
+        threshold: float,
+        p: float = 0.5,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(p, per_sample=per_sample, generator=generator)
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+            raise TypeError(f"RandomSolarize: threshold must be a number, got {threshold!r}")
+        if threshold < 0:
+            raise ValueError(f"RandomSolarize: threshold must be >= 0, got {threshold}")
+        self.threshold = float(threshold)
+
+    def _op(self, img: torch.Tensor) -> torch.Tensor:
+        return F.solarize(img, self.threshold)
+
+
+class RandomAdjustSharpness(_RandomOp):
+    """Adjust the sharpness by ``sharpness_factor`` with probability ``p``.
+
+    Example:
+        >>> import torch
+        >>> RandomAdjustSharpness(2.0, p=1.0)(torch.rand(3, 8, 8)).shape
+        torch.Size([3, 8, 8])
+    """
+
+    _channels = (1, 3)
+
+    def __init__(
+        self,
+        sharpness_factor: float,
+        p: float = 0.5,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(p, per_sample=per_sample, generator=generator)
+        if (
+            isinstance(sharpness_factor, bool)
+            or not isinstance(sharpness_factor, numbers.Real)
+            or sharpness_factor < 0
+        ):
+            raise ValueError(
+                f"RandomAdjustSharpness: sharpness_factor must be a number >= 0, "
+                f"got {sharpness_factor!r}"
+            )
+        self.sharpness_factor = float(sharpness_factor)
+
+    def _op(self, img: torch.Tensor) -> torch.Tensor:
+        return F.adjust_sharpness(img, self.sharpness_factor)
+
+
+class RandomAutocontrast(_RandomOp):
+    """Stretch each channel to the full range with probability ``p``.
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([0.25, 0.5]).view(1, 1, 2)
+        >>> RandomAutocontrast(p=1.0)(img).flatten().tolist()
+        [0.0, 1.0]
+    """
+
+    _channels = (1, 3)
+
+    def _op(self, img: torch.Tensor) -> torch.Tensor:
+        return F.autocontrast(img)
+
+
+class RandomEqualize(_RandomOp):
+    """Equalize the histogram with probability ``p`` (batched, Pillow's table).
+
+    Example:
+        >>> import torch
+        >>> RandomEqualize(p=1.0)(torch.randint(0, 256, (4, 3, 8, 8), dtype=torch.uint8)).shape
+        torch.Size([4, 3, 8, 8])
+    """
+
+    def _op(self, img: torch.Tensor) -> torch.Tensor:
+        return F.equalize(img)
+
+
+def _jitter_range(
+    value: float | Sequence[float] | None,
+    name: str,
+    center: float = 1.0,
+    bound: tuple[float, float] = (0.0, math.inf),
+    clip_first_on_zero: bool = True,
+) -> tuple[float, float] | None:
+    """torchvision's ``ColorJitter`` argument rule: ``v`` -> ``[center - v, center + v]``."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"ColorJitter: {name} must be >= 0 when a number, got {value}")
+        low, high = center - float(value), center + float(value)
+        if clip_first_on_zero:
+            low = max(low, 0.0)
+    elif isinstance(value, Sequence) and len(value) == 2:
+        low, high = (float(v) for v in value)
+    else:
+        raise TypeError(f"ColorJitter: {name} must be a number or a (min, max) pair, got {value!r}")
+    if not bound[0] <= low <= high <= bound[1]:
+        raise ValueError(
+            f"ColorJitter: {name} values must be within {list(bound)}, got {[low, high]}"
+        )
+    return None if low == high == center else (low, high)
+
+
+class ColorJitter(ImageTransform):
+    """Randomly change brightness, contrast, saturation and hue, in a random order.
+
+    Arguments as torchvision's: a number ``v`` means a factor drawn uniformly from
+    ``[max(0, 1 - v), 1 + v]`` (hue: ``[-v, v]``, ``v <= 0.5``); a pair gives the
+    range. With ``per_sample=True`` every image gets its own four factors; the
+    order of the four operations is drawn once per call and shared by the batch.
+
+    Example:
+        >>> import torch
+        >>> t = ColorJitter(0.4, 0.4, 0.4, 0.1, generator=torch.Generator().manual_seed(0))
+        >>> t(torch.rand(3, 8, 8)).shape
+        torch.Size([3, 8, 8])
+    """
+
+    _OPS = ("brightness", "contrast", "saturation", "hue")
+
+    def __init__(
+        self,
+        brightness: float | Sequence[float] | None = None,
+        contrast: float | Sequence[float] | None = None,
+        saturation: float | Sequence[float] | None = None,
+        hue: float | Sequence[float] | None = None,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(per_sample=per_sample, generator=generator)
+        self.brightness = _jitter_range(brightness, "brightness")
+        self.contrast = _jitter_range(contrast, "contrast")
+        self.saturation = _jitter_range(saturation, "saturation")
+        self.hue = _jitter_range(hue, "hue", 0.0, (-0.5, 0.5), clip_first_on_zero=False)
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        check_image(type(self).__name__, img, channels=(1, 3))
+        compiling = torch.compiler.is_compiling()
+        tensors = self.per_sample or compiling
+        params: dict[str, Any] = {}
+        for name in self._OPS:
+            bounds = getattr(self, name)
+            if bounds is None:
+                continue
+            u = self._draw((self._num_draws(img),), img.device if tensors else None)
+            factor = bounds[0] + (bounds[1] - bounds[0]) * u
+            params[name] = factor if tensors else float(factor)
+        if compiling:
+            params["order"] = torch.randperm(4, device=img.device)
+        else:
+            params["order"] = self._randperm(4)
+        return params
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        ops = [_jitter_op(kernel, params.get(name)) for name, kernel in _JITTER_KERNELS.items()]
+        out = inpt
+        for index in params["order"]:
+            if isinstance(index, int) and params.get(self._OPS[index]) is None:
+                continue  # eager: skip the ops that were not asked for
+            out = switch(index, ops, out)
+        return out
+
+
+_JITTER_KERNELS = {
+    "brightness": F.adjust_brightness,
+    "contrast": F.adjust_contrast,
+    "saturation": F.adjust_saturation,
+    "hue": F.adjust_hue,
+}
+
+
+def _jitter_op(
+    kernel: Callable[[torch.Tensor, Any], torch.Tensor], factor: Any
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``kernel`` at ``factor`` as a one-argument function (a copy when there is no factor)."""
+    if factor is None:
+        return lambda x: x.clone()
+    return lambda x: kernel(x, factor)
+
+
+class GaussianBlur(ImageTransform):
+    """Gaussian blur with ``sigma`` drawn uniformly from ``sigma = (min, max)`` (or fixed).
+
+    ``kernel_size`` is one odd int or ``(kx, ky)``. With ``per_sample=True`` every
+    image gets its own sigma and the batch is blurred in one grouped convolution.
+
+    Example:
+        >>> import torch
+        >>> GaussianBlur(5, per_sample=True)(torch.rand(4, 3, 16, 16)).shape
+        torch.Size([4, 3, 16, 16])
+    """
+
+    def __init__(
+        self,
+        kernel_size: int | Sequence[int],
+        sigma: float | Sequence[float] = (0.1, 2.0),
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(per_sample=per_sample, generator=generator)
+        sizes = [kernel_size] * 2 if isinstance(kernel_size, int) else list(kernel_size)
+        if len(sizes) != 2 or any(
+            isinstance(k, bool) or not isinstance(k, int) or k <= 0 or k % 2 == 0 for k in sizes
+        ):
+            raise ValueError(
+                "GaussianBlur: kernel_size must be one or two positive odd ints, "
+                f"got {kernel_size!r}"
+            )
+        if isinstance(sigma, numbers.Real) and not isinstance(sigma, bool):
+            if sigma <= 0:
+                raise ValueError(f"GaussianBlur: sigma must be > 0, got {sigma}")
+            sigma = (float(sigma), float(sigma))
+        elif isinstance(sigma, Sequence) and len(sigma) == 2:
+            if not 0 < sigma[0] <= sigma[1]:
+                raise ValueError(f"GaussianBlur: sigma must satisfy 0 < min <= max, got {sigma}")
+        else:
+            raise ValueError(
+                f"GaussianBlur: sigma must be a number or a (min, max) pair, got {sigma!r}"
+            )
+        self.kernel_size = (sizes[0], sizes[1])
+        self.sigma = (float(sigma[0]), float(sigma[1]))
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        check_image(type(self).__name__, img)
+        tensors = self.per_sample or torch.compiler.is_compiling()
+        u = self._draw((self._num_draws(img),), img.device if tensors else None)
+        sigma = self.sigma[0] + (self.sigma[1] - self.sigma[0]) * u
+        return {"sigma": sigma if tensors else [float(sigma)] * 2}
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        return F.gaussian_blur(inpt, list(self.kernel_size), params["sigma"])

@@ -1,0 +1,218 @@
+"""Conversion transforms: ``ToImage``, ``PILToTensor``, ``ToDtype``, ``Normalize``, ``Lambda``.
+
+Example:
+    >>> import torch
+    >>> from PIL import Image
+    >>> from trivium.core import Compose
+    >>> steps = [ToImage(), ToDtype(torch.float32, scale=True), Normalize([0.5] * 3, [0.5] * 3)]
+    >>> Compose(steps)(Image.new("RGB", (4, 2), (255, 0, 0)))[:, 0, 0].tolist()
+    [1.0, -1.0, -1.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from trivium.core import Transform
+from trivium.core.transform import _flatten
+from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._image import check_image, is_pil
+from trivium.vision.transforms._scriptable import NormalizeModule, ToDtypeModule
+from trivium.vision.transforms.functional.conversion import (
+    _normalize_image,
+    _to_dtype_image,
+    check_normalize_args,
+    to_image,
+)
+
+__all__ = ["Lambda", "Normalize", "PILToTensor", "ToDtype", "ToImage"]
+
+
+class ToImage(Transform):
+    """Turn PIL images and NumPy arrays ``[H, W(, C)]`` into ``[C, H, W]`` tensors.
+
+    Tensors pass through (a 2-D tensor gains a channel dimension only when it is the
+    sole input); anything else (labels, ...) is returned unchanged.
+
+    Example:
+        >>> import numpy as np
+        >>> img, label = ToImage()(np.zeros((4, 5, 3), dtype=np.uint8), 3)
+        >>> tuple(img.shape), label
+        ((3, 4, 5), 3)
+    """
+
+    def forward(self, *inputs: Any) -> Any:
+        """Convert every PIL image / array among ``inputs`` (see the class docstring)."""
+        flat, rebuild = _flatten(self, inputs)
+        return rebuild([self.transform(x, {}) for x in flat])
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Convert one input (PIL image or array), or return it unchanged.
+
+        Example:
+            >>> ToImage().transform("label", {})
+            'label'
+        """
+        if is_pil(inpt) or isinstance(inpt, np.ndarray):
+            return to_image(inpt)
+        return inpt
+
+
+class PILToTensor(ToImage):
+    """Turn PIL images into ``uint8`` ``[C, H, W]`` tensors; other inputs pass through.
+
+    Example:
+        >>> from PIL import Image
+        >>> PILToTensor()(Image.new("L", (3, 2))).shape
+        torch.Size([1, 2, 3])
+    """
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Convert one PIL image, or return the input unchanged.
+
+        Example:
+            >>> import numpy as np
+            >>> type(PILToTensor().transform(np.zeros(2), {})).__name__
+            'ndarray'
+        """
+        return to_image(inpt) if is_pil(inpt) else inpt
+
+
+class _TensorOut(ImageTransform):
+    """Base of transforms whose output cannot be a PIL image (a PIL input gives a tensor)."""
+
+    def _transform_one(self, original: Any, tensor: torch.Tensor, params: dict[str, Any]) -> Any:
+        return self.transform(tensor, params)
+
+
+class ToDtype(_TensorOut):
+    """Convert images to ``dtype``; ``scale=True`` maps the range (uint8 [0, 255] <-> float [0, 1]).
+
+    A PIL image comes out as a tensor. Works under ``torch.jit.script`` and ``torch.export``.
+
+    Example:
+        >>> import torch
+        >>> ToDtype(torch.float32, scale=True)(torch.full((1, 1, 2), 255, dtype=torch.uint8))
+        tensor([[[1., 1.]]])
+    """
+
+    def __init__(self, dtype: torch.dtype, scale: bool = False) -> None:
+        super().__init__()
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"ToDtype: dtype must be a torch.dtype, got {dtype!r}")
+        if dtype.is_complex or dtype == torch.bool:
+            raise ValueError(f"ToDtype: cannot convert images to {dtype}")
+        self.dtype = dtype
+        self.scale = bool(scale)
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Convert one image tensor.
+
+        Example:
+            >>> import torch
+            >>> ToDtype(torch.uint8, scale=True).transform(torch.ones(1, 1, 1), {}).item()
+            255
+        """
+        if not isinstance(inpt, torch.Tensor) or inpt.ndim < 3:
+            check_image("ToDtype", inpt)
+        if inpt.dtype.is_complex or inpt.dtype == torch.bool:
+            raise TypeError(f"ToDtype: expected an image of numbers, got dtype {inpt.dtype}")
+        return _to_dtype_image(inpt, self.dtype, self.scale)
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        return ToDtypeModule(self.dtype, self.scale)
+
+
+class Normalize(_TensorOut):
+    """``(img - mean) / std`` per channel on floating images (torchvision's ``Normalize``).
+
+    Works under ``torch.jit.script`` and ``torch.export``.
+
+    Example:
+        >>> import torch
+        >>> Normalize(mean=[0.5], std=[0.25])(torch.ones(1, 1, 1)).item()
+        2.0
+    """
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> None:
+        super().__init__()
+        self.mean, self.std = check_normalize_args("Normalize", mean, std)
+        self.inplace = bool(inplace)
+        self._stats_cache: dict[tuple[torch.dtype, torch.device], tuple[torch.Tensor, ...]] = {}
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Normalize one image tensor.
+
+        Example:
+            >>> import torch
+            >>> Normalize([0.0], [2.0]).transform(torch.ones(1, 1, 1), {}).item()
+            0.5
+        """
+        check_image("Normalize", inpt, allow_uint8=False)
+        channels = inpt.shape[-3]
+        for name, values in (("mean", self.mean), ("std", self.std)):
+            if len(values) != 1 and len(values) != channels:
+                raise ValueError(
+                    f"Normalize: {name} has {len(values)} values but the image has "
+                    f"{channels} channels (shape {tuple(inpt.shape)})"
+                )
+        if torch.compiler.is_compiling():
+            return _normalize_image(inpt, self.mean, self.std, self.inplace)
+        mean, std = self._stats(inpt.dtype, inpt.device)
+        out = inpt.sub_(mean) if self.inplace else inpt.sub(mean)
+        return out.div_(std)
+
+    def _stats(self, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and std as [C, 1, 1] tensors, cached per dtype and device (saves two per call)."""
+        key = (dtype, device)
+        stats = self._stats_cache.get(key)
+        if stats is None:
+            stats = tuple(
+                torch.tensor(v, dtype=dtype, device=device).view(-1, 1, 1)
+                for v in (self.mean, self.std)
+            )
+            self._stats_cache[key] = stats
+        return stats
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        return NormalizeModule(self.mean, self.std, self.inplace)
+
+
+class Lambda(Transform):
+    """Apply ``lambd`` to every input whose type is one of ``types`` (all inputs by default).
+
+    Example:
+        >>> Lambda(lambda x: x * 2, int)(3, "label")
+        (6, 'label')
+    """
+
+    def __init__(self, lambd: Callable[[Any], Any], *types: type) -> None:
+        super().__init__()
+        if not callable(lambd):
+            raise TypeError(f"Lambda: lambd must be callable, got {type(lambd).__name__}")
+        self.lambd = lambd
+        self.types = types or (object,)
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Apply the function when ``inpt`` has one of the types.
+
+        Example:
+            >>> Lambda(str.upper, str).transform("a", {})
+            'A'
+        """
+        return self.lambd(inpt) if isinstance(inpt, self.types) else inpt
+
+    def extra_repr(self) -> str:
+        """Show the function and the types.
+
+        Example:
+            >>> Lambda(abs)
+            Lambda(abs, types=['object'])
+        """
+        name = getattr(self.lambd, "__name__", type(self.lambd).__name__)
+        return f"{name}, types={[t.__name__ for t in self.types]}"

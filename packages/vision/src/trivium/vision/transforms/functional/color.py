@@ -1,0 +1,395 @@
+"""Color and photometric kernels, with the names and formulas of torchvision v2 functional.
+
+Every kernel takes a tensor ``[..., C, H, W]`` (``uint8`` in [0, 255] or floating
+in [0, 1]) and returns one of the same dtype on the same device. Blend factors
+(``brightness_factor``, ...) are a number or a tensor with one entry per image
+of the flattened batch, so a batch can get a different factor per image in one
+call. ``uint8`` results are truncated to integers exactly as torchvision does.
+
+Example:
+    >>> import torch
+    >>> img = torch.full((2, 3, 4, 4), 100, dtype=torch.uint8)
+    >>> adjust_brightness(img, torch.tensor([0.5, 2.0]))[:, 0, 0, 0].tolist()
+    [50, 200]
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from trivium.vision.transforms._image import check_image
+
+__all__ = [
+    "adjust_brightness",
+    "adjust_contrast",
+    "adjust_gamma",
+    "adjust_hue",
+    "adjust_saturation",
+    "autocontrast",
+    "equalize",
+    "invert",
+    "posterize",
+    "rgb_to_grayscale",
+    "solarize",
+    "to_grayscale",
+]
+
+Factor = float | torch.Tensor
+
+# torchvision's float -> uint8 conversion: scale by 256 - eps, then truncate.
+_TO_UINT8_SCALE = 255.999
+
+
+def _bound(img: torch.Tensor) -> float:
+    return 1.0 if img.is_floating_point() else 255.0
+
+
+def _compute_dtype(img: torch.Tensor) -> torch.dtype:
+    return img.dtype if img.is_floating_point() else torch.float32
+
+
+def _to_float(img: torch.Tensor) -> torch.Tensor:
+    """The image in [0, 1] as floats (a uint8 image is divided by 255)."""
+    return img if img.is_floating_point() else img.to(torch.float32).div_(255.0)
+
+
+def _from_float(img: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Back from [0, 1] floats to ``dtype`` (torchvision's rounding for uint8)."""
+    if dtype.is_floating_point:
+        return img.to(dtype)
+    return img.mul(_TO_UINT8_SCALE).to(dtype)
+
+
+def per_image_factor(
+    owner: str,
+    img: torch.Tensor,
+    factor: Factor,
+    name: str,
+    low: float = 0.0,
+    high: float = float("inf"),
+) -> Factor:
+    """Check a blend factor; a tensor is shaped to broadcast over ``[..., C, H, W]``.
+
+    A number must lie in ``[low, high]``. A tensor must hold one value, or one per
+    image of the flattened batch; it is returned as ``[..., 1, 1, 1]`` in the
+    compute dtype on the image's device (its values are not range-checked, to
+    avoid a device sync).
+
+    Example:
+        >>> import torch
+        >>> f = per_image_factor("demo", torch.zeros(2, 3, 4, 4), torch.ones(2), "factor")
+        >>> f.shape
+        torch.Size([2, 1, 1, 1])
+    """
+    if isinstance(factor, torch.Tensor):
+        batch_shape = img.shape[:-3]
+        n = 1
+        for d in batch_shape:
+            n *= d
+        if factor.numel() not in (1, n):
+            raise ValueError(
+                f"{owner}: {name} must be a number or a tensor with one value per image "
+                f"({n}), got shape {tuple(factor.shape)}"
+            )
+        shape = (*batch_shape, 1, 1, 1) if factor.numel() == n else ()
+        return factor.to(device=img.device, dtype=_compute_dtype(img)).reshape(shape)
+    if isinstance(factor, bool) or not isinstance(factor, numbers.Real):
+        raise TypeError(
+            f"{owner}: {name} must be a number or a tensor, got {type(factor).__name__}"
+        )
+    if not low <= float(factor) <= high:
+        raise ValueError(f"{owner}: {name} must be in [{low}, {high}], got {factor}")
+    return float(factor)
+
+
+def _blend(img1: torch.Tensor, img2: torch.Tensor, ratio: Factor) -> torch.Tensor:
+    """``img1 * ratio + img2 * (1 - ratio)``, clamped and cast back to ``img1.dtype``."""
+    out = (img1 * ratio).add_(img2 * (1.0 - ratio)).clamp_(0.0, _bound(img1))
+    return out if img1.is_floating_point() else out.to(img1.dtype)
+
+
+def _gray(img: torch.Tensor) -> torch.Tensor:
+    """ITU-R 601-2 luma ``[..., 1, H, W]`` as floats (not rounded)."""
+    r, g, b = img.unbind(-3)
+    return r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114).unsqueeze(-3)
+
+
+def rgb_to_grayscale(img: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
+    """Convert RGB to grayscale with ITU-R 601-2 weights (as torchvision and Pillow ``"L"``).
+
+    ``L = 0.2989 R + 0.587 G + 0.114 B``; uint8 results are truncated like
+    torchvision's. A 1-channel input is copied (or repeated to 3 channels).
+    TorchScript-compatible.
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([255, 0, 0], dtype=torch.uint8).view(3, 1, 1)
+        >>> rgb_to_grayscale(img).flatten().tolist()
+        [76]
+    """
+    if img.dim() < 3:
+        raise ValueError(
+            f"rgb_to_grayscale: expected an image tensor [..., C, H, W], got {img.dim()} dims"
+        )
+    if img.dtype != torch.uint8 and not img.is_floating_point():
+        raise TypeError(f"rgb_to_grayscale: expected a uint8 or floating image, got {img.dtype}")
+    if num_output_channels not in (1, 3):
+        raise ValueError(
+            f"rgb_to_grayscale: num_output_channels must be 1 or 3, got {num_output_channels}"
+        )
+    channels = img.shape[-3]
+    if channels == 1:
+        return img.clone() if num_output_channels == 1 else img.repeat_interleave(3, dim=-3)
+    if channels != 3:
+        raise ValueError(
+            f"rgb_to_grayscale: expected an image with 1 or 3 channels, got {channels}"
+        )
+    gray = _gray(img).to(img.dtype)
+    if num_output_channels == 3:
+        gray = gray.expand(img.shape).contiguous()
+    return gray
+
+
+# torchvision v1 name for the same kernel.
+to_grayscale = rgb_to_grayscale
+
+
+def adjust_brightness(img: torch.Tensor, brightness_factor: Factor) -> torch.Tensor:
+    """Multiply by ``brightness_factor`` (0 gives black, 1 the original), then clamp.
+
+    Example:
+        >>> import torch
+        >>> adjust_brightness(torch.full((3, 1, 1), 0.4), 2.0).flatten().tolist()
+        [0.800000011920929, 0.800000011920929, 0.800000011920929]
+    """
+    check_image("adjust_brightness", img, channels=(1, 3))
+    f = per_image_factor("adjust_brightness", img, brightness_factor, "brightness_factor")
+    out = (img * f).clamp_(0.0, _bound(img))
+    return out if img.is_floating_point() else out.to(img.dtype)
+
+
+def adjust_contrast(img: torch.Tensor, contrast_factor: Factor) -> torch.Tensor:
+    """Blend with the mean gray level of each image (0 gives a flat gray image).
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([0.0, 1.0]).view(1, 1, 2)
+        >>> adjust_contrast(img, 0.5).flatten().tolist()
+        [0.25, 0.75]
+    """
+    check_image("adjust_contrast", img, channels=(1, 3))
+    f = per_image_factor("adjust_contrast", img, contrast_factor, "contrast_factor")
+    if img.shape[-3] == 3:
+        gray = _gray(img)
+        if not img.is_floating_point():
+            gray = gray.floor_()
+    else:
+        gray = img.to(_compute_dtype(img))
+    mean = gray.mean(dim=(-3, -2, -1), keepdim=True)
+    return _blend(img, mean, f)
+
+
+def adjust_saturation(img: torch.Tensor, saturation_factor: Factor) -> torch.Tensor:
+    """Blend with the grayscale image (0 gives gray, 1 the original); 1 channel is unchanged.
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([200, 100, 0], dtype=torch.uint8).view(3, 1, 1)
+        >>> adjust_saturation(img, 0.0).flatten().tolist()
+        [118, 118, 118]
+    """
+    check_image("adjust_saturation", img, channels=(1, 3))
+    f = per_image_factor("adjust_saturation", img, saturation_factor, "saturation_factor")
+    if img.shape[-3] == 1:
+        return img.clone()
+    gray = _gray(img)
+    if not img.is_floating_point():
+        gray = gray.floor_()
+    return _blend(img, gray, f)
+
+
+def _rotate_hue(img: torch.Tensor, turns: Factor) -> torch.Tensor:
+    """Rotate the hue of RGB floats (any scale) by ``turns``, keeping HSV value and saturation.
+
+    With ``h6`` the hue in sixths of a turn (Pillow's/torchvision's RGB -> HSV), the
+    HSV -> RGB step has the closed form ``max - (max - min) * clamp(min(k, 4 - k), 0, 1)``
+    with ``k = (n + h6) mod 6`` and ``n = 5, 3, 1`` for R, G, B; S and V never need
+    to be formed, which saves most of the passes over the image.
+    """
+    r, g, b = img.unbind(-3)
+    maxc = torch.maximum(torch.maximum(r, g), b)
+    minc = torch.minimum(torch.minimum(r, g), b)
+    delta = maxc - minc
+    # Where max == min the hue is 0 and delta is 0: divide by 1 to keep NaNs out.
+    safe = torch.where(delta == 0, torch.ones_like(delta), delta)
+    red_max, green_max = maxc == r, maxc == g
+    num = torch.where(red_max, g - b, torch.where(green_max, b - r, r - g))
+    offset = torch.where(red_max, 0.0, torch.where(green_max, 2.0, 4.0))
+    if isinstance(turns, torch.Tensor) and turns.dim() > 0:
+        turns = turns[..., 0, :, :]
+    h6 = num.div_(safe).add_(offset).add_(turns * 6.0).unsqueeze(-3)
+    n = torch.tensor([5.0, 3.0, 1.0], dtype=img.dtype, device=img.device).view(3, 1, 1)
+    k = torch.remainder(h6 + n, 6.0)
+    ramp = torch.minimum(k, 4.0 - k).clamp_(0.0, 1.0)
+    return maxc.unsqueeze(-3) - delta.unsqueeze(-3) * ramp
+
+
+def adjust_hue(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
+    """Rotate the hue by ``hue_factor`` turns (in [-0.5, 0.5]) in HSV space.
+
+    A 1-channel image is returned unchanged (as torchvision and Pillow do).
+
+    Example:
+        >>> import torch
+        >>> red = torch.tensor([1.0, 0.0, 0.0]).view(3, 1, 1)
+        >>> adjust_hue(red, 1 / 3).flatten().round(decimals=4).tolist()  # red -> green
+        [0.0, 1.0, 0.0]
+    """
+    check_image("adjust_hue", img, channels=(1, 3))
+    f = per_image_factor("adjust_hue", img, hue_factor, "hue_factor", -0.5, 0.5)
+    if img.shape[-3] == 1 or img.numel() == 0:
+        return img.clone()
+    if img.is_floating_point():
+        return _rotate_hue(img, f)
+    # On the 0-255 scale directly; torchvision's x / 255 -> float -> * 255.999 becomes one scale.
+    rotated = _rotate_hue(img.to(torch.float32), f)
+    return rotated.mul_(_TO_UINT8_SCALE / 255.0).to(img.dtype)
+
+
+def adjust_gamma(img: torch.Tensor, gamma: float, gain: float = 1.0) -> torch.Tensor:
+    """Gamma correction ``gain * img ** gamma`` on the [0, 1] scale.
+
+    Example:
+        >>> import torch
+        >>> adjust_gamma(torch.full((1, 1, 1), 0.25), 0.5).item()
+        0.5
+    """
+    check_image("adjust_gamma", img)
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or gamma < 0:
+        raise ValueError(f"adjust_gamma: gamma must be a non-negative number, got {gamma!r}")
+    out = _to_float(img).pow(gamma)
+    if gain != 1.0:
+        out = out.mul(gain).clamp_(0.0, 1.0)
+    return _from_float(out, img.dtype)
+
+
+def invert(img: torch.Tensor) -> torch.Tensor:
+    """Invert the colors: ``255 - img`` for uint8, ``1 - img`` for floats.
+
+    Example:
+        >>> import torch
+        >>> invert(torch.tensor([0, 200], dtype=torch.uint8).view(1, 1, 2)).flatten().tolist()
+        [255, 55]
+    """
+    check_image("invert", img)
+    return 1.0 - img if img.is_floating_point() else img.bitwise_not()
+
+
+def posterize(img: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
+    """Keep the ``bits`` most significant bits of every channel (0 <= bits <= 8).
+
+    ``bits`` may be a tensor (one value, or one per image of the flattened batch).
+
+    Example:
+        >>> import torch
+        >>> posterize(torch.tensor([255, 100], dtype=torch.uint8).view(1, 1, 2), 2).flatten()
+        tensor([192,  64], dtype=torch.uint8)
+    """
+    check_image("posterize", img)
+    if isinstance(bits, torch.Tensor):
+        b = per_image_factor("posterize", img, bits, "bits")
+        # Values are kept in steps of 2 ** (8 - bits) on the uint8 scale.
+        step = torch.exp2(8.0 - b.round())
+        if img.is_floating_point():
+            levels = 256.0 / step
+            return img.mul(levels).floor_().clamp_(min=0).minimum(levels - 1).div_(levels)
+        return (img.to(torch.float32).div_(step).floor_().mul_(step)).to(img.dtype)
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= 8:
+        raise ValueError(f"posterize: bits must be an integer in [0, 8], got {bits!r}")
+    if img.is_floating_point():
+        levels = 1 << bits
+        return img.mul(levels).floor_().clamp_(0, levels - 1).mul_(1.0 / levels)
+    mask = ((1 << bits) - 1) << (8 - bits)
+    return img & mask
+
+
+def solarize(img: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor:
+    """Invert every value at or above ``threshold`` (on the image's scale: 255 or 1.0).
+
+    ``threshold`` may be a tensor (one value, or one per image of the flattened batch).
+
+    Example:
+        >>> import torch
+        >>> solarize(torch.tensor([10, 200], dtype=torch.uint8).view(1, 1, 2), 128).flatten()
+        tensor([10, 55], dtype=torch.uint8)
+    """
+    check_image("solarize", img)
+    if isinstance(threshold, torch.Tensor):
+        t = per_image_factor("solarize", img, threshold, "threshold")
+    else:
+        t = per_image_factor("solarize", img, threshold, "threshold", -float("inf"), _bound(img))
+    return torch.where(img >= t, invert(img), img)
+
+
+def autocontrast(img: torch.Tensor) -> torch.Tensor:
+    """Stretch every channel of every image to the full range [0, max].
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([50, 100, 150], dtype=torch.uint8).view(1, 1, 3)
+        >>> autocontrast(img).flatten().tolist()
+        [0, 127, 255]
+    """
+    check_image("autocontrast", img, channels=(1, 3))
+    if img.numel() == 0:
+        return img.clone()
+    bound = _bound(img)
+    x = img.to(_compute_dtype(img))
+    low = x.amin(dim=(-2, -1), keepdim=True)
+    high = x.amax(dim=(-2, -1), keepdim=True)
+    flat = high == low
+    # A flat channel keeps its values: offset 0, scale 1.
+    low = torch.where(flat, torch.zeros_like(low), low)
+    scale = torch.where(flat, torch.ones_like(high), (high - low) / bound)
+    return ((x - low) / scale).clamp_(0.0, bound).to(img.dtype)
+
+
+def equalize(img: torch.Tensor) -> torch.Tensor:
+    """Histogram equalization of every channel, with Pillow's lookup table (``ImageOps.equalize``).
+
+    Floating images are equalized on their uint8 quantization. The whole batch is
+    done at once: one histogram per channel via ``scatter_add``, no Python loop.
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([10, 20], dtype=torch.uint8).repeat_interleave(256).view(1, 16, 32)
+        >>> equalize(img).unique().tolist()
+        [0, 255]
+    """
+    check_image("equalize", img)
+    if img.numel() == 0:
+        return img.clone()
+    u8 = img if img.dtype == torch.uint8 else _from_float(img.clamp(0.0, 1.0), torch.uint8)
+    index = u8.flatten(-2).long()  # [..., C, HW]
+    hist = torch.zeros((*index.shape[:-1], 256), dtype=torch.int64, device=img.device)
+    hist.scatter_add_(-1, index, torch.ones_like(index))
+    lut = _equalize_lut(hist, index.shape[-1])
+    out = lut.gather(-1, index).view_as(u8)
+    return out if img.dtype == torch.uint8 else out.to(img.dtype).div_(255.0)
+
+
+def _equalize_lut(hist: torch.Tensor, num_pixels: int) -> torch.Tensor:
+    """Pillow's equalize table: ``lut[k] = (cum[k-1] + step // 2) // step``.
+
+    ``step`` is (pixels not of the largest value present) // 255; where it is 0,
+    the identity table is used (Pillow leaves such a channel unchanged).
+    """
+    cum = hist.cumsum(-1)
+    last = cum.argmax(-1, keepdim=True)  # first index reaching the total: the largest value
+    step = (num_pixels - hist.gather(-1, last)).div(255, rounding_mode="floor")
+    shifted = torch.nn.functional.pad(cum[..., :-1], (1, 0))
+    lut = (shifted + step // 2).div(step.clamp(min=1), rounding_mode="floor").clamp_(0, 255)
+    identity = torch.arange(256, device=hist.device).expand_as(lut)
+    return torch.where(step == 0, identity, lut).to(torch.uint8)

@@ -1,0 +1,198 @@
+"""Conversion kernels: ``to_image``, ``to_dtype``, ``normalize`` (torchvision v2 functional).
+
+Example:
+    >>> import torch
+    >>> img = torch.full((3, 2, 2), 255, dtype=torch.uint8)
+    >>> x = to_dtype(img, torch.float32, scale=True)
+    >>> normalize(x, [0.5] * 3, [0.5] * 3)[0, 0, 0].item()
+    1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from trivium.vision.transforms._image import is_pil, pil_to_tensor
+
+__all__ = ["normalize", "to_dtype", "to_image"]
+
+
+def to_image(inpt: Any) -> torch.Tensor:
+    """A PIL image, a NumPy array ``[H, W]``/``[H, W, C]`` or a tensor as a ``[C, H, W]`` tensor.
+
+    Arrays keep their dtype and share memory where possible (as torchvision's ``to_image``).
+
+    Example:
+        >>> import numpy as np
+        >>> to_image(np.zeros((4, 5, 3), dtype=np.uint8)).shape
+        torch.Size([3, 4, 5])
+    """
+    if is_pil(inpt):
+        return pil_to_tensor(inpt)
+    if isinstance(inpt, np.ndarray):
+        if inpt.ndim not in (2, 3):
+            raise ValueError(f"to_image: expected an array [H, W] or [H, W, C], got {inpt.shape}")
+        array = inpt[:, :, None] if inpt.ndim == 2 else inpt
+        if not array.flags.writeable:
+            array = array.copy()
+        return torch.from_numpy(array).permute(2, 0, 1)
+    if isinstance(inpt, torch.Tensor):
+        if inpt.ndim == 2:
+            return inpt.unsqueeze(0)
+        if inpt.ndim < 2:
+            raise ValueError(
+                f"to_image: expected an image tensor [..., C, H, W], got {tuple(inpt.shape)}"
+            )
+        return inpt
+    raise TypeError(
+        f"to_image: expected a PIL image, a NumPy array or a tensor, got {type(inpt).__name__}"
+    )
+
+
+def _max_value(dtype: torch.dtype) -> int:
+    """Largest value of an integer image dtype (uint8 -> 255); scriptable."""
+    if dtype == torch.uint8:
+        return 255
+    if dtype == torch.int8:
+        return 127
+    if dtype == torch.int16:
+        return 32767
+    if dtype == torch.uint16:
+        return 65535
+    if dtype == torch.int32:
+        return 2147483647
+    if dtype == torch.int64:
+        return 9223372036854775807
+    return 1
+
+
+def _value_bits(dtype: torch.dtype) -> int:
+    """Bits that carry the value of an integer dtype (uint8: 8, int16: 15); scriptable."""
+    if dtype == torch.uint8:
+        return 8
+    if dtype == torch.int8:
+        return 7
+    if dtype == torch.int16:
+        return 15
+    if dtype == torch.uint16:
+        return 16
+    if dtype == torch.int32:
+        return 31
+    return 63
+
+
+def _to_dtype_image(img: torch.Tensor, dtype: torch.dtype, scale: bool) -> torch.Tensor:
+    """``to_dtype`` for a tensor; scriptable."""
+    if img.dtype == dtype:
+        return img
+    if not scale:
+        return img.to(dtype)
+    float_in = img.is_floating_point()
+    float_out = torch.empty(0, dtype=dtype).is_floating_point()
+    if float_in:
+        if float_out:
+            return img.to(dtype)
+        if (img.dtype == torch.float32 and (dtype == torch.int32 or dtype == torch.int64)) or (
+            img.dtype == torch.float64 and dtype == torch.int64
+        ):
+            raise RuntimeError(f"to_dtype: converting {img.dtype} to {dtype} cannot be done safely")
+        # As torchvision: 1.0 maps to the max value, each integer level covers 1/(max+1).
+        return img.mul(float(_max_value(dtype)) + 1.0 - 1e-3).to(dtype)
+    if float_out:
+        return img.to(dtype).mul_(1.0 / _max_value(img.dtype))
+    bits_in, bits_out = _value_bits(img.dtype), _value_bits(dtype)
+    if bits_in > bits_out:
+        return img.bitwise_right_shift(bits_in - bits_out).to(dtype)
+    return img.to(dtype).bitwise_left_shift_(bits_out - bits_in)
+
+
+def to_dtype(
+    img: torch.Tensor, dtype: torch.dtype = torch.float32, scale: bool = False
+) -> torch.Tensor:
+    """Convert to ``dtype``; ``scale`` also maps the value range (uint8 [0, 255] <-> float [0, 1]).
+
+    Float to integer maps ``1.0`` to the max value and truncates (torchvision's rule).
+
+    Example:
+        >>> import torch
+        >>> to_dtype(torch.tensor([[[0, 255]]], dtype=torch.uint8), torch.float32, scale=True)
+        tensor([[[0., 1.]]])
+    """
+    if not isinstance(img, torch.Tensor):
+        raise TypeError(f"to_dtype: expected a tensor, got {type(img).__name__}")
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"to_dtype: dtype must be a torch.dtype, got {dtype!r}")
+    return _to_dtype_image(img, dtype, bool(scale))
+
+
+def _normalize_image(
+    img: torch.Tensor, mean: list[float], std: list[float], inplace: bool
+) -> torch.Tensor:
+    """``normalize`` for a float tensor with parsed mean/std; scriptable."""
+    mean_t = torch.tensor(mean, dtype=img.dtype, device=img.device).view(-1, 1, 1)
+    std_t = torch.tensor(std, dtype=img.dtype, device=img.device).view(-1, 1, 1)
+    out = img.sub_(mean_t) if inplace else img.sub(mean_t)
+    return out.div_(std_t)
+
+
+def _parse_stats(owner: str, name: str, value: Any) -> list[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)]
+    if isinstance(value, torch.Tensor):
+        value = value.reshape(-1).tolist()
+    if (
+        isinstance(value, Sequence)
+        and len(value) > 0
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
+        return [float(v) for v in value]
+    raise TypeError(f"{owner}: {name} must be a number or a sequence of numbers, got {value!r}")
+
+
+def check_normalize_args(owner: str, mean: Any, std: Any) -> tuple[list[float], list[float]]:
+    """Parse ``mean``/``std`` into float lists; a zero std is an error.
+
+    Example:
+        >>> check_normalize_args("Normalize", 0.5, (1, 2))
+        ([0.5], [1.0, 2.0])
+    """
+    mean_f = _parse_stats(owner, "mean", mean)
+    std_f = _parse_stats(owner, "std", std)
+    if any(s == 0 for s in std_f):
+        raise ValueError(f"{owner}: std must not contain zeros (division by zero), got {std_f}")
+    return mean_f, std_f
+
+
+def normalize(
+    img: torch.Tensor, mean: Sequence[float], std: Sequence[float], inplace: bool = False
+) -> torch.Tensor:
+    """``(img - mean) / std`` per channel, on a floating image ``[..., C, H, W]``.
+
+    Example:
+        >>> import torch
+        >>> normalize(torch.ones(2, 1, 1), [0.5, 0.0], [0.5, 2.0]).view(-1).tolist()
+        [1.0, 0.5]
+    """
+    mean_f, std_f = check_normalize_args("normalize", mean, std)
+    if not isinstance(img, torch.Tensor):
+        raise TypeError(f"normalize: expected an image tensor, got {type(img).__name__}")
+    if not img.is_floating_point():
+        raise TypeError(
+            f"normalize: expected a floating image, got {img.dtype} "
+            "(use to_dtype(img, scale=True) first)"
+        )
+    if img.ndim < 3:
+        raise ValueError(
+            f"normalize: expected an image tensor [..., C, H, W], got {tuple(img.shape)}"
+        )
+    channels = img.shape[-3]
+    for name, values in (("mean", mean_f), ("std", std_f)):
+        if len(values) != 1 and len(values) != channels:
+            raise ValueError(
+                f"normalize: {name} has {len(values)} values but the image has {channels} channels"
+            )
+    return _normalize_image(img, mean_f, std_f, inplace)

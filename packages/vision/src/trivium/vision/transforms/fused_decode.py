@@ -1,0 +1,351 @@
+"""Fused decode-and-crop: decode only the pixels a crop keeps, at the smallest DCT scale it needs.
+
+``DecodeRandomResizedCrop``, ``DecodeResize`` and ``DecodeCenterCrop`` take
+*encoded* images (bytes, a uint8 tensor or array of the file's bytes, or a list of
+them) and give what decoding then applying ``RandomResizedCrop``, ``Resize`` or
+``CenterCrop`` gives, much faster for JPEG:
+
+1. the crop is sampled from the header's height and width (the same box the
+   unfused transform draws from the same generator state);
+2. libjpeg-turbo decodes only that region: rows above it are skipped, rows below
+   it are never entropy-decoded (decoding stops after the crop's last row) and
+   columns outside it skip the inverse DCT;
+3. at the smallest of the fast DCT scales (1/8, 1/4, 1/2) whose output still
+   covers the requested size with a 50% margin (only when the resize is
+   antialiased: the scaled IDCT is an area filter, and the margin keeps the
+   resize's filter the dominant one);
+4. the (much smaller) region is resized to the output size.
+
+Other formats (PNG) take the unfused path: full decode, then the transform.
+A list of inputs gives a batch ``[N, C, H, W]``: boxes are drawn in order, then
+the images are decoded in parallel on the ``trivium.core`` thread pool.
+
+Example:
+    >>> import torch
+    >>> from trivium.vision.io import encode_jpeg
+    >>> data = encode_jpeg(torch.zeros(3, 480, 640, dtype=torch.uint8))
+    >>> crop = DecodeRandomResizedCrop(224, generator=torch.Generator().manual_seed(0))
+    >>> crop(data).shape, crop([data, data]).shape
+    (torch.Size([3, 224, 224]), torch.Size([2, 3, 224, 224]))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import torch
+
+from trivium.core import Transform
+from trivium.core.threads import parallel_map
+from trivium.vision.io import ImageReadMode, decode_image, decode_jpeg, image_info
+from trivium.vision.transforms import functional as F
+from trivium.vision.transforms.geometry import CenterCrop, RandomResizedCrop, Resize
+from trivium.vision.transforms.interpolation import InterpolationMode
+
+__all__ = ["DecodeCenterCrop", "DecodePlan", "DecodeRandomResizedCrop", "DecodeResize"]
+
+Encoded = bytes | bytearray | memoryview | np.ndarray | torch.Tensor
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    """What a fused transform will do with one encoded image (see ``plan``).
+
+    ``box`` is (top, left, height, width) in the full image's pixels (None: the
+    whole image); ``eighths`` is the DCT scale M/8 used; ``size`` the output
+    (height, width); ``fused`` is False where the unfused path runs (not a JPEG,
+    or a crop the region decode cannot serve).
+
+    Example:
+        >>> DecodePlan(b"", (0, 0, 8, 8), 8, (4, 4), True).eighths
+        8
+    """
+
+    data: Any
+    box: tuple[int, int, int, int] | None
+    eighths: int
+    size: tuple[int, int]
+    fused: bool
+
+
+def _is_jpeg(info: Any) -> bool:
+    return info.format == "jpeg"
+
+
+def _trim_to_box(region: torch.Tensor, box: Sequence[int], eighths: int) -> torch.Tensor:
+    """Cut a scaled region decode down to the box, its edges rounded to whole scaled pixels.
+
+    ``decode_jpeg`` widens a scaled region outwards (start floored, end rounded up);
+    rounding both edges to the nearest scaled pixel moves them by at most half a
+    scaled pixel, which ``SCALE_MARGIN`` keeps to a third of an output pixel.
+    """
+    if eighths == 8:
+        return region
+    s = eighths / 8
+    top, left, height, width = box
+    first_row, first_col = math.floor(top * s), math.floor(left * s)
+    row0, col0 = round(top * s) - first_row, round(left * s) - first_col
+    row1 = max(round((top + height) * s) - first_row, row0 + 1)
+    col1 = max(round((left + width) * s) - first_col, col0 + 1)
+    return region[..., row0:row1, col0:col1]
+
+
+class _FusedDecode(Transform):
+    """Shared plumbing: one input or a list, plan in order, decode in parallel."""
+
+    def __init__(
+        self,
+        mode: ImageReadMode,
+        apply_exif_orientation: bool,
+        generator: torch.Generator | None,
+    ) -> None:
+        super().__init__(generator)
+        self.mode = ImageReadMode(mode)
+        self.apply_exif_orientation = bool(apply_exif_orientation)
+
+    def forward(self, data: Encoded | Sequence[Encoded]) -> torch.Tensor:
+        """Decode and transform one encoded image, or a list of them into a batch.
+
+        Example:
+            >>> import torch
+            >>> from trivium.vision.io import encode_png
+            >>> DecodeCenterCrop(4)(encode_png(torch.zeros(3, 8, 8, dtype=torch.uint8))).shape
+            torch.Size([3, 4, 4])
+        """
+        if isinstance(data, list | tuple):
+            plans = [self.plan(item) for item in data]  # draws happen in input order
+            return torch.stack(parallel_map(self.execute, plans))
+        return self.execute(self.plan(data))
+
+    def plan(self, data: Encoded) -> DecodePlan:
+        """Read the header and draw the random parameters, without decoding pixels.
+
+        Example:
+            >>> import torch
+            >>> from trivium.vision.io import encode_jpeg
+            >>> data = encode_jpeg(torch.zeros(3, 64, 64, dtype=torch.uint8))
+            >>> DecodeResize(16).plan(data).eighths
+            4
+        """
+        info = image_info(data)
+        orientation_matters = self.apply_exif_orientation and info.orientation not in (0, 1)
+        if orientation_matters:  # the box is drawn in the rotated frame: decode it all
+            height, width = (
+                (info.width, info.height)
+                if info.orientation >= 5
+                else (
+                    info.height,
+                    info.width,
+                )
+            )
+        else:
+            height, width = info.height, info.width
+        return self._plan(data, height, width, _is_jpeg(info) and not orientation_matters)
+
+    def execute(self, plan: DecodePlan) -> torch.Tensor:
+        """Decode and transform following a plan from :meth:`plan`.
+
+        Example:
+            >>> import torch
+            >>> from trivium.vision.io import encode_jpeg
+            >>> t = DecodeCenterCrop(8)
+            >>> t.execute(t.plan(encode_jpeg(torch.zeros(3, 32, 32, dtype=torch.uint8)))).shape
+            torch.Size([3, 8, 8])
+        """
+        if not plan.fused:
+            image = decode_image(plan.data, self.mode, self.apply_exif_orientation)
+            return self._unfused(image, plan)
+        region = decode_jpeg(plan.data, self.mode, roi=plan.box, scale=Fraction(plan.eighths, 8))
+        return self._finish(region, plan)
+
+    # Subclasses fill these in.
+
+    def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
+        raise NotImplementedError
+
+    def _unfused(self, image: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _finish(self, region: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+        raise NotImplementedError
+
+
+# A scale whose output only just covers the requested size would leave the scaled
+# IDCT (a box filter) as the whole low-pass, visibly sharper than an antialiased
+# resize, and the box edges rounded to whole scaled pixels could move by half an
+# output pixel. Covering 1.5x the size makes both small (PSNR > 36 dB on photos).
+SCALE_MARGIN = 1.5
+
+
+# libjpeg-turbo has SIMD inverse DCTs for 1/8, 1/4, 1/2 and full size only: the
+# other scales (3/8, 5/8 ...) run plain C and decode slower than full size.
+FAST_EIGHTHS = (1, 2, 4, 8)
+
+
+def _eighths_for(height: int, width: int, size: Sequence[int]) -> int:
+    """The smallest fast scale M/8 at which (height, width) covers ``SCALE_MARGIN`` x ``size``."""
+    need_h, need_w = (math.ceil(v * SCALE_MARGIN) for v in size)
+    for m in FAST_EIGHTHS:
+        if math.ceil(height * m / 8) >= need_h and math.ceil(width * m / 8) >= need_w:
+            return m
+    return 8
+
+
+def _resize_region(
+    region: torch.Tensor, plan: DecodePlan, interpolation: InterpolationMode, antialias: bool
+) -> torch.Tensor:
+    """Resize a region decoded for ``plan`` to the plan's output size."""
+    region = _trim_to_box(region, plan.box, plan.eighths)
+    return F.resize(region, list(plan.size), interpolation, antialias=antialias)
+
+
+def _scales_with_antialias(interpolation: InterpolationMode, antialias: bool) -> bool:
+    """Whether a DCT-scaled decode stands in for part of the resize (an area pre-filter)."""
+    return antialias and interpolation in (InterpolationMode.BILINEAR, InterpolationMode.BICUBIC)
+
+
+class DecodeRandomResizedCrop(_FusedDecode):
+    """``RandomResizedCrop`` on encoded images, decoding only the crop (see the module).
+
+    Arguments are ``RandomResizedCrop``'s, plus ``mode`` (default RGB) and
+    ``apply_exif_orientation`` for the decode. With the same generator state it
+    draws the same box as ``RandomResizedCrop`` on the decoded image; the output
+    differs from that path only by the DCT scaling (PSNR well above 30 dB).
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision.io import encode_jpeg
+        >>> data = encode_jpeg(torch.full((3, 300, 400), 90, dtype=torch.uint8))
+        >>> DecodeRandomResizedCrop((64, 48))(data).shape
+        torch.Size([3, 64, 48])
+    """
+
+    def __init__(
+        self,
+        size: int | Sequence[int],
+        scale: tuple[float, float] = (0.08, 1.0),
+        ratio: tuple[float, float] = (3.0 / 4.0, 4.0 / 3.0),
+        interpolation: InterpolationMode = InterpolationMode.BILINEAR,
+        antialias: bool = True,
+        *,
+        mode: ImageReadMode = ImageReadMode.RGB,
+        apply_exif_orientation: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(mode, apply_exif_orientation, generator)
+        self.crop = RandomResizedCrop(
+            size, scale, ratio, interpolation, antialias, generator=generator
+        )
+
+    def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
+        box = self.crop.sample_box(height, width)
+        size = tuple(self.crop.size)
+        eighths = 8
+        if jpeg and _scales_with_antialias(self.crop.interpolation, self.crop.antialias):
+            eighths = _eighths_for(box[2], box[3], size)
+        return DecodePlan(data, box, eighths, size, jpeg)
+
+    def _unfused(self, image: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+        region = F.crop(image, *plan.box)
+        return F.resize(
+            region, list(plan.size), self.crop.interpolation, antialias=self.crop.antialias
+        )
+
+    def _finish(self, region: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+        return _resize_region(region, plan, self.crop.interpolation, self.crop.antialias)
+
+
+class DecodeResize(_FusedDecode):
+    """``Resize`` on encoded images, decoding JPEGs at the smallest DCT scale that serves it.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision.io import encode_jpeg
+        >>> data = encode_jpeg(torch.zeros(3, 480, 640, dtype=torch.uint8))
+        >>> DecodeResize(120)(data).shape
+        torch.Size([3, 120, 160])
+    """
+
+    def __init__(
+        self,
+        size: int | Sequence[int],
+        interpolation: InterpolationMode = InterpolationMode.BILINEAR,
+        max_size: int | None = None,
+        antialias: bool = True,
+        *,
+        mode: ImageReadMode = ImageReadMode.RGB,
+        apply_exif_orientation: bool = False,
+    ) -> None:
+        super().__init__(mode, apply_exif_orientation, None)
+        self.resize = Resize(size, interpolation, max_size, antialias)
+
+    def forward(self, data: Encoded | Sequence[Encoded]) -> torch.Tensor | list[torch.Tensor]:
+        """Decode and resize one encoded image, or a list (a list out: sizes may differ).
+
+        Example:
+            >>> import torch
+            >>> from trivium.vision.io import encode_jpeg
+            >>> data = encode_jpeg(torch.zeros(3, 40, 80, dtype=torch.uint8))
+            >>> [t.shape for t in DecodeResize(20)([data])]
+            [torch.Size([3, 20, 40])]
+        """
+        if isinstance(data, list | tuple):
+            return parallel_map(self.execute, [self.plan(item) for item in data])
+        return self.execute(self.plan(data))
+
+    def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
+        size = tuple(self.resize.output_size(height, width))
+        eighths = 8
+        if jpeg and _scales_with_antialias(self.resize.interpolation, self.resize.antialias):
+            eighths = _eighths_for(height, width, size)
+        return DecodePlan(data, (0, 0, height, width), eighths, size, jpeg)
+
+    def _unfused(self, image: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+        return F.resize(
+            image, list(plan.size), self.resize.interpolation, antialias=self.resize.antialias
+        )
+
+    def _finish(self, region: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+        return _resize_region(region, plan, self.resize.interpolation, self.resize.antialias)
+
+
+class DecodeCenterCrop(_FusedDecode):
+    """``CenterCrop`` on encoded images: a JPEG decodes only the crop, bit-exact.
+
+    A crop larger than the image takes the unfused path (which pads, as
+    ``CenterCrop`` does).
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision.io import encode_jpeg
+        >>> DecodeCenterCrop((10, 20))(encode_jpeg(torch.zeros(3, 64, 64, dtype=torch.uint8))).shape
+        torch.Size([3, 10, 20])
+    """
+
+    def __init__(
+        self,
+        size: int | Sequence[int],
+        *,
+        mode: ImageReadMode = ImageReadMode.RGB,
+        apply_exif_orientation: bool = False,
+    ) -> None:
+        super().__init__(mode, apply_exif_orientation, None)
+        self.center_crop = CenterCrop(size)
+
+    def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
+        crop_h, crop_w = self.center_crop.size
+        inside = crop_h <= height and crop_w <= width
+        top = round((height - crop_h) / 2.0)
+        left = round((width - crop_w) / 2.0)
+        return DecodePlan(data, (top, left, crop_h, crop_w), 8, (crop_h, crop_w), jpeg and inside)
+
+    def _unfused(self, image: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+        return self.center_crop(image)
+
+    def _finish(self, region: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+        return region

@@ -1,0 +1,421 @@
+"""Warps: ``RandomRotation``, ``RandomAffine``, ``RandomPerspective``, ``ElasticTransform``.
+
+With ``per_sample=True`` every image of a batch gets its own warp (one
+``grid_sample`` call for the batch).
+
+Example:
+    >>> import torch
+    >>> t = RandomAffine(degrees=15, translate=(0.1, 0.1), per_sample=True)
+    >>> t(torch.zeros(4, 3, 16, 16, dtype=torch.uint8)).shape
+    torch.Size([4, 3, 16, 16])
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch.nn.functional import conv2d
+
+from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._image import check_image
+from trivium.vision.transforms.functional.geometry import (
+    _check_fill_channels,
+    _pad_image,
+    interpolation_mode,
+    parse_fill,
+)
+from trivium.vision.transforms.functional.warp import (
+    _apply_grid,
+    _perspective_grid,
+    affine,
+    elastic,
+    perspective_coefficients,
+    rotate,
+)
+from trivium.vision.transforms.geometry import _probability, _where_per_image
+from trivium.vision.transforms.interpolation import InterpolationMode
+
+__all__ = ["ElasticTransform", "RandomAffine", "RandomPerspective", "RandomRotation"]
+
+_GRID_MODES = (InterpolationMode.NEAREST, InterpolationMode.BILINEAR, InterpolationMode.BICUBIC)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _symmetric_range(
+    owner: str, name: str, value: Any, sizes: tuple[int, ...] = (2,)
+) -> list[float]:
+    """A number ``d`` as ``[-d, d]``; a sequence (of one of ``sizes`` lengths) as floats."""
+    if _is_number(value):
+        if value < 0:
+            raise ValueError(
+                f"{owner}: {name} must be non-negative when a single number, got {value}"
+            )
+        return [-float(value), float(value)]
+    if isinstance(value, Sequence) and len(value) in sizes and all(_is_number(v) for v in value):
+        return [float(v) for v in value]
+    lengths = " or ".join(map(str, sizes))
+    raise TypeError(
+        f"{owner}: {name} must be a number or a sequence of {lengths} numbers, got {value!r}"
+    )
+
+
+def _grid_interpolation(owner: str, interpolation: Any) -> InterpolationMode:
+    mode = interpolation_mode(owner, interpolation)
+    if mode not in _GRID_MODES:
+        raise ValueError(
+            f"{owner}: interpolation must be nearest, bilinear or bicubic, got {mode.value!r}"
+        )
+    return mode
+
+
+def _center(owner: str, center: Any) -> list[float] | None:
+    if center is None:
+        return None
+    if isinstance(center, Sequence) and len(center) == 2 and all(_is_number(c) for c in center):
+        return [float(center[0]), float(center[1])]
+    raise TypeError(
+        f"{owner}: center must be None or a sequence of 2 numbers (x, y), got {center!r}"
+    )
+
+
+class _Warp(ImageTransform):
+    """Shared construction and checks of the warp transforms."""
+
+    def __init__(
+        self,
+        interpolation: Any,
+        fill: Any,
+        *,
+        per_sample: bool,
+        generator: torch.Generator | None,
+    ) -> None:
+        super().__init__(per_sample=per_sample, generator=generator)
+        name = type(self).__name__
+        self.interpolation = _grid_interpolation(name, interpolation)
+        self.fill = parse_fill(name, fill)
+
+    def _check(self, inpt: torch.Tensor) -> None:
+        check_image(type(self).__name__, inpt)
+        _check_fill_channels(type(self).__name__, self.fill, inpt.shape[-3])
+
+    def _uniform_tensor(
+        self, n: int, low: float, high: float, device: torch.device
+    ) -> torch.Tensor:
+        return low + (high - low) * self._draw((n,), device)
+
+
+class RandomRotation(_Warp):
+    """Rotate counter-clockwise by an angle drawn from ``degrees`` (``d`` means ``[-d, d]``).
+
+    ``expand=True`` enlarges the output to hold the whole image (not with
+    ``per_sample`` or under ``torch.compile``, whose output size must not depend on
+    a random angle).
+
+    Example:
+        >>> import torch
+        >>> RandomRotation(30, per_sample=True)(torch.rand(4, 3, 8, 8)).shape
+        torch.Size([4, 3, 8, 8])
+    """
+
+    def __init__(
+        self,
+        degrees: float | Sequence[float],
+        interpolation: InterpolationMode | str = InterpolationMode.NEAREST,
+        expand: bool = False,
+        center: Sequence[float] | None = None,
+        fill: float | Sequence[float] = 0,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(interpolation, fill, per_sample=per_sample, generator=generator)
+        name = type(self).__name__
+        self.degrees = _symmetric_range(name, "degrees", degrees)
+        self.expand = bool(expand)
+        self.center = _center(name, center)
+        if self.expand and per_sample:
+            raise ValueError(f"{name}: expand=True cannot be combined with per_sample=True")
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        lo, hi = self.degrees
+        if self._tensor_params():
+            if self.expand:
+                raise ValueError(
+                    f"{type(self).__name__}: expand=True does not work under torch.compile"
+                )
+            return {"angle": self._uniform_tensor(self._num_draws(img), lo, hi, img.device)}
+        return {"angle": self._uniform(lo, hi)}
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Rotate one image tensor by the drawn angle."""
+        self._check(inpt)
+        return rotate(
+            inpt, params["angle"], self.interpolation, self.expand, self.center, self.fill
+        )
+
+
+class RandomAffine(_Warp):
+    """Random rotation (``degrees``), translation, scale and shear (torchvision's ``RandomAffine``).
+
+    ``translate=(a, b)``: shifts up to ``a * width`` and ``b * height`` pixels;
+    ``scale=(lo, hi)``; ``shear``: a number ``s`` (x shear in ``[-s, s]``), 2 numbers
+    (x range) or 4 (x and y ranges).
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> t = RandomAffine(10, scale=(0.9, 1.1), shear=5, generator=g)
+        >>> t(torch.zeros(3, 8, 8, dtype=torch.uint8)).dtype
+        torch.uint8
+    """
+
+    def __init__(
+        self,
+        degrees: float | Sequence[float],
+        translate: Sequence[float] | None = None,
+        scale: Sequence[float] | None = None,
+        shear: float | Sequence[float] | None = None,
+        interpolation: InterpolationMode | str = InterpolationMode.NEAREST,
+        fill: float | Sequence[float] = 0,
+        center: Sequence[float] | None = None,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(interpolation, fill, per_sample=per_sample, generator=generator)
+        name = type(self).__name__
+        self.degrees = _symmetric_range(name, "degrees", degrees)
+        self.translate = None if translate is None else self._fractions(translate)
+        if scale is not None:
+            if not (
+                isinstance(scale, Sequence)
+                and len(scale) == 2
+                and all(_is_number(s) for s in scale)
+            ):
+                raise TypeError(f"{name}: scale must be a sequence of 2 numbers, got {scale!r}")
+            if min(scale) <= 0:
+                raise ValueError(f"{name}: scale values must be positive, got {scale!r}")
+        self.scale = None if scale is None else [float(s) for s in scale]
+        self.shear = None if shear is None else _symmetric_range(name, "shear", shear, (2, 4))
+        self.center = _center(name, center)
+
+    def _fractions(self, translate: Any) -> list[float]:
+        name = type(self).__name__
+        if not (
+            isinstance(translate, Sequence)
+            and len(translate) == 2
+            and all(_is_number(t) for t in translate)
+        ):
+            raise TypeError(f"{name}: translate must be a sequence of 2 numbers, got {translate!r}")
+        if not all(0.0 <= t <= 1.0 for t in translate):
+            raise ValueError(f"{name}: translate values must be in [0, 1], got {translate!r}")
+        return [float(t) for t in translate]
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        h, w = img.shape[-2], img.shape[-1]
+        if self._tensor_params():
+            return self._tensor_draws(self._num_draws(img), h, w, img.device)
+        angle = self._uniform(*self.degrees)
+        tx = ty = 0
+        if self.translate is not None:
+            max_dx, max_dy = self.translate[0] * w, self.translate[1] * h
+            tx = round(self._uniform(-max_dx, max_dx))
+            ty = round(self._uniform(-max_dy, max_dy))
+        scale = 1.0 if self.scale is None else self._uniform(*self.scale)
+        shear_x = shear_y = 0.0
+        if self.shear is not None:
+            shear_x = self._uniform(self.shear[0], self.shear[1])
+            if len(self.shear) == 4:
+                shear_y = self._uniform(self.shear[2], self.shear[3])
+        return {"angle": angle, "translate": [tx, ty], "scale": scale, "shear": [shear_x, shear_y]}
+
+    def _tensor_draws(self, n: int, h: int, w: int, device: torch.device) -> dict[str, Any]:
+        zeros = torch.zeros(n, device=device)
+        angle = self._uniform_tensor(n, *self.degrees, device)
+        tx = ty = zeros
+        if self.translate is not None:
+            max_dx, max_dy = self.translate[0] * w, self.translate[1] * h
+            tx = torch.round(self._uniform_tensor(n, -max_dx, max_dx, device))
+            ty = torch.round(self._uniform_tensor(n, -max_dy, max_dy, device))
+        scale = zeros + 1.0 if self.scale is None else self._uniform_tensor(n, *self.scale, device)
+        shear_x = shear_y = zeros
+        if self.shear is not None:
+            shear_x = self._uniform_tensor(n, self.shear[0], self.shear[1], device)
+            if len(self.shear) == 4:
+                shear_y = self._uniform_tensor(n, self.shear[2], self.shear[3], device)
+        return {
+            "angle": angle,
+            "translate": torch.stack((tx, ty), dim=-1),
+            "scale": scale,
+            "shear": torch.stack((shear_x, shear_y), dim=-1),
+        }
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Warp one image tensor with the drawn parameters."""
+        self._check(inpt)
+        return affine(
+            inpt,
+            params["angle"],
+            params["translate"],
+            params["scale"],
+            params["shear"],
+            self.interpolation,
+            self.fill,
+            self.center,
+        )
+
+
+class RandomPerspective(_Warp):
+    """With probability ``p``, move the corners inwards by up to ``distortion_scale`` * half size.
+
+    Example:
+        >>> import torch
+        >>> t = RandomPerspective(0.3, p=1.0, generator=torch.Generator().manual_seed(0))
+        >>> t(torch.rand(3, 16, 16)).shape
+        torch.Size([3, 16, 16])
+    """
+
+    def __init__(
+        self,
+        distortion_scale: float = 0.5,
+        p: float = 0.5,
+        interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
+        fill: float | Sequence[float] = 0,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(interpolation, fill, per_sample=per_sample, generator=generator)
+        name = type(self).__name__
+        if not _is_number(distortion_scale) or not 0.0 <= distortion_scale <= 1.0:
+            raise ValueError(
+                f"{name}: distortion_scale must be in [0, 1], got {distortion_scale!r}"
+            )
+        self.distortion_scale = float(distortion_scale)
+        self.p = _probability(name, p)
+
+    def _corners(self, u: torch.Tensor, h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Start and end corners [N, 4, 2] from uniforms ``u`` [N, 8] (torchvision's ranges)."""
+        bound_h = int(self.distortion_scale * (h // 2)) + 1
+        bound_w = int(self.distortion_scale * (w // 2)) + 1
+        off = torch.floor(u * torch.tensor([bound_w, bound_h] * 4, device=u.device, dtype=u.dtype))
+        off = off.view(-1, 4, 2)
+        # Corners in order top-left, top-right, bottom-right, bottom-left, moved inwards.
+        base = torch.tensor(
+            [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], dtype=u.dtype, device=u.device
+        )
+        sign = torch.tensor([[1, 1], [-1, 1], [-1, -1], [1, -1]], dtype=u.dtype, device=u.device)
+        end = base + sign * off
+        return base.expand_as(end), end
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        h, w = img.shape[-2], img.shape[-1]
+        n = self._num_draws(img)
+        if not self._tensor_params() and float(self._rand(())) >= self.p:
+            return {"apply": False}
+        u = self._draw((n, 9), img.device).to(torch.float64)
+        start, end = self._corners(u[:, :8], h, w)
+        params: dict[str, Any] = {"coefficients": perspective_coefficients(start, end)}
+        params["apply"] = u[:, 8] < self.p if self._tensor_params() else True
+        return params
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Warp one image tensor (or return it when not applied)."""
+        self._check(inpt)
+        apply = params["apply"]
+        if apply is False:
+            return inpt
+        dtype = inpt.dtype if inpt.is_floating_point() else torch.float32
+        grid = _perspective_grid(params["coefficients"].to(dtype), inpt.shape[-1], inpt.shape[-2])
+        out = _apply_grid(inpt, grid, self.interpolation.value, self.fill)
+        return out if apply is True else _where_per_image(apply, out, inpt)
+
+
+def _gaussian_blur_displacement(x: torch.Tensor, sigma: float) -> torch.Tensor:
+    """Separable Gaussian blur (torchvision's kernel size ``int(8 * sigma + 1)``, odd; reflect)."""
+    size = int(8 * sigma + 1)
+    size += 1 - size % 2
+    half = (size - 1) * 0.5
+    xs = torch.linspace(-half, half, size, dtype=x.dtype, device=x.device)
+    kernel = torch.exp(-0.5 * (xs / sigma) ** 2)
+    kernel = kernel / kernel.sum()
+    pad = size // 2
+    x = _pad_image(x, [pad, pad, pad, pad], None, "reflect")
+    channels = x.shape[1]
+    x = conv2d(x, kernel.view(1, 1, 1, size).expand(channels, 1, 1, size), groups=channels)
+    return conv2d(x, kernel.view(1, 1, size, 1).expand(channels, 1, size, 1), groups=channels)
+
+
+class ElasticTransform(_Warp):
+    """Move pixels by a smooth random field: noise blurred by ``sigma``, scaled by ``alpha``.
+
+    ``alpha`` and ``sigma``: a number or (x, y) pairs, as torchvision's
+    ``ElasticTransform``. With ``per_sample=True`` each image gets its own field.
+
+    Example:
+        >>> import torch
+        >>> t = ElasticTransform(alpha=20.0, sigma=3.0, generator=torch.Generator().manual_seed(0))
+        >>> t(torch.rand(2, 3, 24, 24)).shape
+        torch.Size([2, 3, 24, 24])
+    """
+
+    def __init__(
+        self,
+        alpha: float | Sequence[float] = 50.0,
+        sigma: float | Sequence[float] = 5.0,
+        interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
+        fill: float | Sequence[float] = 0,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(interpolation, fill, per_sample=per_sample, generator=generator)
+        name = type(self).__name__
+        self.alpha = self._pair(name, "alpha", alpha)
+        self.sigma = self._pair(name, "sigma", sigma)
+
+    @staticmethod
+    def _pair(owner: str, name: str, value: Any) -> list[float]:
+        if _is_number(value):
+            value = [value, value]
+        if not (
+            isinstance(value, Sequence)
+            and len(value) in (1, 2)
+            and all(_is_number(v) for v in value)
+        ):
+            raise TypeError(
+                f"{owner}: {name} must be a number or a sequence of 1 or 2 numbers, got {value!r}"
+            )
+        values = [float(v) for v in value] * (2 if len(value) == 1 else 1)
+        if min(values) < 0 or not all(math.isfinite(v) for v in values):
+            raise ValueError(f"{owner}: {name} must be finite and non-negative, got {value!r}")
+        return values
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        h, w = img.shape[-2], img.shape[-1]
+        n = self._num_draws(img)
+        noise = self._draw((n, 2, h, w), img.device) * 2 - 1
+        fields = []
+        for axis, extent in ((0, h), (1, w)):
+            field = noise[:, axis : axis + 1]
+            if self.sigma[axis] > 0.0:
+                field = _gaussian_blur_displacement(field, self.sigma[axis])
+            fields.append(field * (self.alpha[axis] / extent))
+        # torchvision scales dx by alpha/height and dy by alpha/width; kept for parity.
+        return {"displacement": torch.cat(fields, dim=1).permute(0, 2, 3, 1)}
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Warp one image tensor by the drawn displacement field."""
+        self._check(inpt)
+        return elastic(inpt, params["displacement"], self.interpolation, self.fill)

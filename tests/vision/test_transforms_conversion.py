@@ -1,0 +1,151 @@
+"""ToImage, PILToTensor, ToDtype, Normalize, Lambda: against NumPy formulas and Pillow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from peers import require_torchvision
+from PIL import Image
+
+from trivium.vision import transforms as T
+from trivium.vision.transforms import functional as F
+
+IMAGES = Path(__file__).parents[1] / "assets" / "images"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        IMAGES / "jpeg" / "tv-grace_hopper_517x606.jpg",
+        IMAGES / "png" / "basn6a08.png",
+        IMAGES / "png" / "basn0g08.png",
+    ],
+)
+def test_to_image_of_pil_matches_numpy(path: Path) -> None:
+    image = Image.open(path)
+    expected = np.asarray(image)
+    expected = expected[:, :, None] if expected.ndim == 2 else expected
+    for t in (T.ToImage(), T.PILToTensor()):
+        out = t(image)
+        assert out.dtype == torch.uint8
+        np.testing.assert_array_equal(out.permute(1, 2, 0).numpy(), expected)
+
+
+def test_to_image_of_arrays_and_tensors() -> None:
+    array = np.random.default_rng(0).integers(0, 255, (4, 5, 3), dtype=np.uint8)
+    out = F.to_image(array)
+    np.testing.assert_array_equal(out.numpy(), array.transpose(2, 0, 1))
+    assert F.to_image(array[:, :, 0]).shape == (1, 4, 5)
+    assert F.to_image(torch.zeros(4, 5)).shape == (1, 4, 5)
+    img, label = T.ToImage()(array, "cat")
+    assert img.shape == (3, 4, 5) and label == "cat"
+    assert T.PILToTensor()(array) is array  # only PIL images are converted
+    with pytest.raises(TypeError, match="to_image"):
+        F.to_image("not an image")
+    with pytest.raises(ValueError, match="to_image"):
+        F.to_image(np.zeros((2, 2, 2, 2)))
+
+
+def test_to_dtype_matches_torchvision_formulas() -> None:
+    u8 = torch.arange(256, dtype=torch.uint8).view(1, 16, 16)
+    as_float = F.to_dtype(u8, torch.float32, scale=True)
+    np.testing.assert_allclose(as_float.numpy(), u8.numpy() / 255.0, rtol=1e-6)
+    x = torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(0))
+    expected = np.floor(x.numpy().astype(np.float64) * (256 - 1e-3)).astype(np.uint8)
+    np.testing.assert_array_equal(F.to_dtype(x, torch.uint8, scale=True).numpy(), expected)
+    assert torch.equal(F.to_dtype(as_float, torch.uint8, scale=True), u8)  # exact round trip
+    # Integer to integer: bit shifts.
+    assert F.to_dtype(u8, torch.int16, scale=True).max() == 255 << 7
+    assert torch.equal(
+        F.to_dtype(F.to_dtype(u8, torch.int32, scale=True), torch.uint8, scale=True), u8
+    )
+    # Without scale: a plain cast.
+    assert F.to_dtype(u8, torch.float32).max() == 255.0
+    with pytest.raises(RuntimeError, match="safely"):
+        F.to_dtype(x, torch.int64, scale=True)
+
+
+def test_to_dtype_transform_on_pil_and_labels() -> None:
+    image = Image.new("RGB", (3, 2), (255, 128, 0))
+    out, label = T.ToDtype(torch.float32, scale=True)(image, 4)
+    assert isinstance(out, torch.Tensor) and label == 4
+    np.testing.assert_allclose(out[:, 0, 0].numpy(), [1.0, 128 / 255, 0.0], rtol=1e-6)
+    with pytest.raises(TypeError, match="ToDtype"):
+        T.ToDtype("float32")
+
+
+def test_normalize_matches_numpy_and_checks_input() -> None:
+    x = torch.rand(2, 3, 4, 5)
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    expected = (x.numpy() - np.array(mean)[:, None, None]) / np.array(std)[:, None, None]
+    np.testing.assert_allclose(F.normalize(x, mean, std).numpy(), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(T.Normalize(mean, std)(x).numpy(), expected, rtol=1e-5, atol=1e-6)
+    y = x.clone()
+    assert T.Normalize(mean, std, inplace=True)(y).data_ptr() == y.data_ptr()
+    with pytest.raises(TypeError, match="Normalize: expected a floating"):
+        T.Normalize(mean, std)(torch.zeros(3, 2, 2, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="Normalize: std"):
+        T.Normalize(mean, [1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="mean has 3 values"):
+        T.Normalize(mean, std)(torch.zeros(2, 4, 4))
+    with pytest.raises(TypeError, match="Normalize: expected an image tensor"):
+        T.Normalize(mean, std)(torch.zeros(4, 4))
+
+
+def test_lambda_applies_to_chosen_types() -> None:
+    t = T.Lambda(lambda x: x + 1, torch.Tensor)
+    out, label = t(torch.zeros(1, 2, 2), 3)
+    assert out.sum() == 4 and label == 3
+    assert T.Lambda(str)(1) == "1"
+    with pytest.raises(TypeError, match="Lambda"):
+        T.Lambda(3)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize(
+    "transform",
+    [
+        T.ToDtype(torch.float32, scale=True),
+        T.ToDtype(torch.uint8, scale=True),
+        T.ToDtype(torch.float64),
+        T.Normalize([0.5, 0.4, 0.3], [0.2, 0.3, 0.4]),
+    ],
+    ids=repr,
+)
+def test_script_export_and_compile_match_eager(transform) -> None:
+    img = torch.rand(2, 3, 5, 6)
+    if isinstance(transform, T.ToDtype) and transform.dtype == torch.float32:
+        img = (img * 255).to(torch.uint8)
+    expected = transform(img)
+    torch.testing.assert_close(torch.jit.script(transform)(img), expected, atol=0, rtol=0)
+    torch.testing.assert_close(
+        torch.export.export(transform, (img,)).module()(img), expected, atol=0, rtol=0
+    )
+    with torch._dynamo.config.patch(recompile_limit=64):
+        compiled = torch.compile(transform, fullgraph=True, backend="eager")
+        torch.testing.assert_close(compiled(img), expected, atol=0, rtol=0)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_matches_cpu() -> None:
+    img = torch.randint(0, 256, (2, 3, 8, 8), dtype=torch.uint8)
+    pipeline = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize([0.5] * 3, [0.25] * 3)])
+    out = pipeline(img.cuda())
+    assert out.device.type == "cuda"
+    torch.testing.assert_close(out.cpu(), pipeline(img))
+
+
+def test_kernels_match_torchvision() -> None:
+    tvf = require_torchvision().transforms.v2.functional
+    u8 = torch.randint(0, 256, (3, 8, 8), dtype=torch.uint8)
+    x = torch.rand(3, 8, 8)
+    assert torch.equal(F.to_dtype(u8, torch.float32, True), tvf.to_dtype(u8, torch.float32, True))
+    assert torch.equal(F.to_dtype(x, torch.uint8, True), tvf.to_dtype(x, torch.uint8, True))
+    torch.testing.assert_close(
+        F.normalize(x, [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]),
+        tvf.normalize(x, [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]),
+    )
