@@ -32,7 +32,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -51,11 +50,13 @@ import torch
 from harness import (
     Row,
     Side,
+    benchmark_parser,
     cpu_busy_seconds,
     cpu_model,
-    markdown_table,
     measure,
-    other_load,
+    parse_benchmark_args,
+    print_header,
+    report,
     row_from,
 )
 
@@ -240,29 +241,14 @@ def machine_info(torchaudio: Peer) -> dict[str, str]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per side (median)")
-    parser.add_argument(
-        "--min-time", type=float, default=0.2, help="seconds each timed loop lasts at least"
-    )
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS))
     parser.add_argument(
         "--threads",
         type=int,
         default=None,
         help="torch intra-op threads (default: torch's); 1 matches the single-threaded peers",
     )
-    parser.add_argument(
-        "--only",
-        type=lambda s: s.split(","),
-        default=list(WORKLOADS),
-        help=f"comma-separated subset of {','.join(WORKLOADS)}",
-    )
-    args = parser.parse_args(argv)
-    unknown = set(args.only) - set(WORKLOADS)
-    if unknown:
-        parser.error(f"unknown workloads: {sorted(unknown)}")
-    return args
+    return parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -271,43 +257,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=UserWarning, module="torchaudio")
-    started = time.perf_counter()
-    cpu_start = cpu_busy_seconds()
+    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
     torchaudio = load_torchaudio()
     info = machine_info(torchaudio)
-    print("# trivium.audio benchmark\n")
-    for key, value in info.items():
-        print(f"- {key}: {value}")
     if torchaudio[0] is None:
-        print(
-            "- torchaudio does not import here: the librosa / soxr / scipy rows are the comparison"
-        )
-    print(f"- repeats: {args.repeats} (median), each ≥ {args.min_time} s\n", flush=True)
+        info["note"] = "torchaudio does not import here: librosa / soxr / scipy are the comparison"
+    print_header("trivium.audio benchmark", info, args)
     checks: list[str] = []
     rows: list[Row] = []
     for name, bench in WORKLOADS.items():
         if name in args.only:
             rows += bench(torchaudio, args.repeats, args.min_time, checks)
-    elapsed = time.perf_counter() - started
-    print(markdown_table(rows))
-    print("\nRatio = peer time / our time (>1: we are faster). Checks:")
-    for line in checks:
-        print(f"- {line}")
-    failed = [row for row in rows if row.status == "FAIL"]
-    contention = other_load(cpu_start, elapsed)
-    print(f"\n{len(failed)} target(s) missed; total run {elapsed:.1f} s; {contention}")
-    if args.json is not None:
-        payload = {
-            "machine": info,
-            "other_load": contention,
-            "repeats": args.repeats,
-            "min_time_s": args.min_time,
-            "rows": [row.to_json() for row in rows],
-            "checks": checks,
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        print(f"wrote {args.json}")
+    report(rows, checks, info, args, started, cpu_start)
     return 0
 
 

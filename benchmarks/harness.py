@@ -14,7 +14,9 @@ Example (from a script in ``benchmarks/``)::
 
 from __future__ import annotations
 
+import argparse
 import gc
+import json
 import math
 import os
 import platform
@@ -22,6 +24,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 # ---------------------------------------------------------------------- machine info
@@ -216,3 +219,77 @@ def row_from(
         note=note,
         samples={"ours": timings[ours].samples, "peer": timings[peer].samples},
     )
+
+
+# ------------------------------------------------------------------- command line
+
+
+def benchmark_parser(
+    description: str, workloads: Sequence[str], repeats: int = 7, min_time: float = 0.2
+) -> argparse.ArgumentParser:
+    """The options every benchmark takes: --repeats, --min-time, --json, --only."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeats", type=int, default=repeats, help="timed repeats per side")
+    parser.add_argument(
+        "--min-time", type=float, default=min_time, help="least seconds one timed repeat runs"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument(
+        "--only",
+        default=",".join(workloads),
+        help=f"comma-separated workloads to run (default: all of {','.join(workloads)})",
+    )
+    return parser
+
+
+def parse_benchmark_args(
+    parser: argparse.ArgumentParser, workloads: Sequence[str], argv: Sequence[str] | None
+) -> argparse.Namespace:
+    """Parse and check the options of :func:`benchmark_parser` (``only`` becomes a list)."""
+    args = parser.parse_args(argv)
+    if args.repeats < 1 or args.min_time <= 0:
+        parser.error("--repeats must be >= 1 and --min-time > 0")
+    args.only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(args.only) - set(workloads))
+    if unknown:
+        parser.error(f"unknown workload(s) {unknown}; choose from {list(workloads)}")
+    return args
+
+
+def print_header(title: str, info: dict[str, str], args: argparse.Namespace) -> None:
+    """The title, the machine facts and the timing settings."""
+    print(f"# {title}\n")
+    for key, value in info.items():
+        print(f"- {key}: {value}")
+    print(f"- repeats: {args.repeats} (median), each ≥ {args.min_time} s\n", flush=True)
+
+
+def report(
+    rows: Sequence[Row],
+    checks: Sequence[str],
+    info: dict[str, str],
+    args: argparse.Namespace,
+    started: float,
+    cpu_start: tuple[float, float],
+) -> None:
+    """Print the table, the checks and the load; write the JSON when ``--json`` asks."""
+    elapsed = time.perf_counter() - started
+    print(markdown_table(rows))
+    print("\nRatio = peer time / our time (>1: we are faster). Checks:")
+    for line in checks:
+        print(f"- {line}")
+    failed = [row for row in rows if row.status == "FAIL"]
+    contention = other_load(cpu_start, elapsed)
+    print(f"\n{len(failed)} target(s) missed; total run {elapsed:.1f} s; {contention}")
+    if args.json is not None:
+        payload = {
+            "machine": info,
+            "other_load": contention,
+            "repeats": args.repeats,
+            "min_time_s": args.min_time,
+            "rows": [row.to_json() for row in rows],
+            "checks": list(checks),
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {args.json}")

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import platform
 import sys
 import time
@@ -43,7 +42,17 @@ from typing import Any
 import numpy as np
 import PIL
 import torch
-from harness import Row, Side, cpu_busy_seconds, cpu_model, markdown_table, measure, other_load
+from harness import (
+    Row,
+    Side,
+    benchmark_parser,
+    cpu_busy_seconds,
+    cpu_model,
+    measure,
+    parse_benchmark_args,
+    print_header,
+    report,
+)
 from PIL import Image
 
 from trivium.vision import transforms as T
@@ -261,18 +270,9 @@ WORKLOADS = {"pipeline": bench_pipeline, "e2e": bench_e2e, "per_sample": bench_p
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per side (median)")
-    parser.add_argument("--min-time", type=float, default=0.3, help="least seconds per repeat")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), min_time=0.3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="workloads to run")
-    args = parser.parse_args(argv)
-    args.only = [w.strip() for w in args.only.split(",") if w.strip()]
-    unknown = sorted(set(args.only) - set(WORKLOADS))
-    if unknown:
-        parser.error(f"unknown workload(s) {unknown}; choose from {list(WORKLOADS)}")
-    return args
+    return parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -288,24 +288,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "torchvision": tv.__version__ if tv is not None else "not installed",
         "Pillow": PIL.__version__,
     }
-    print("# trivium.vision.transforms benchmark\n")
-    for key, value in info.items():
-        print(f"- {key}: {value}")
-    print(flush=True)
+    print_header("trivium.vision.transforms benchmark", info, args)
     jpegs = make_jpegs()
     rows: list[Row] = []
     for name, bench in WORKLOADS.items():
         if name in args.only:
             rows += bench(jpegs, tv, args)
-    elapsed = time.perf_counter() - started
-    print(markdown_table(rows))
-    contention = other_load(cpu_start, elapsed)
-    failed = [r for r in rows if r.status == "FAIL"]
-    print(f"\n{len(failed)} target(s) missed; total run {elapsed:.1f} s; {contention}")
-    if args.json is not None:
-        payload = {"machine": info, "other_load": contention, "rows": [r.to_json() for r in rows]}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    report(rows, [], info, args, started, cpu_start)
     return 0
 
 

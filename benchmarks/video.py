@@ -35,7 +35,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -53,11 +52,13 @@ import torch
 from harness import (
     Row,
     Side,
+    benchmark_parser,
     cpu_busy_seconds,
     cpu_model,
-    markdown_table,
     measure,
-    other_load,
+    parse_benchmark_args,
+    print_header,
+    report,
     row_from,
 )
 
@@ -323,65 +324,24 @@ WORKLOADS: dict[str, Workload] = {"sequential": bench_sequential, "clips": bench
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per side (median)")
-    parser.add_argument(
-        "--min-time", type=float, default=0.2, help="least seconds one timed repeat runs"
-    )
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
-    parser.add_argument(
-        "--only",
-        default=",".join(WORKLOADS),
-        help=f"comma-separated workloads to run (default: all of {','.join(WORKLOADS)})",
-    )
-    args = parser.parse_args(argv)
-    if args.repeats < 1 or args.min_time <= 0:
-        parser.error("--repeats must be >= 1 and --min-time > 0")
-    args.only = [name.strip() for name in args.only.split(",") if name.strip()]
-    unknown = sorted(set(args.only) - set(WORKLOADS))
-    if unknown:
-        parser.error(f"unknown workload(s) {unknown}; choose from {list(WORKLOADS)}")
-    return args
+    parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), repeats=5)
+    return parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads, print machine info and the table, optionally write JSON."""
     args = parse_args(argv)
-    started = time.perf_counter()
-    cpu_start = cpu_busy_seconds()
+    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
     peers = load_peers()
     info = machine_info(peers)
-    print("# trivium.vision.io video benchmark\n")
-    for key, value in info.items():
-        print(f"- {key}: {value}")
-    print(f"- repeats: {args.repeats} (median), each ≥ {args.min_time} s\n", flush=True)
+    print_header("trivium.vision.io video benchmark", info, args)
     checks: list[str] = []
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="trivium-video-bench") as tmp:
         for name, bench in WORKLOADS.items():
             if name in args.only:
                 rows += bench(Path(tmp), peers, args.repeats, args.min_time, checks)
-    elapsed = time.perf_counter() - started
-
-    print(markdown_table(rows))
-    print("\nRatio = peer time / our time (>1: we are faster). Checks:")
-    for line in checks:
-        print(f"- {line}")
-    failed = [row for row in rows if row.status == "FAIL"]
-    contention = other_load(cpu_start, elapsed)
-    print(f"\n{len(failed)} target(s) missed; total run {elapsed:.1f} s; {contention}")
-    if args.json is not None:
-        payload = {
-            "machine": info,
-            "other_load": contention,
-            "repeats": args.repeats,
-            "min_time_s": args.min_time,
-            "rows": [row.to_json() for row in rows],
-            "checks": checks,
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        print(f"wrote {args.json}")
+    report(rows, checks, info, args, started, cpu_start)
     return 0
 
 
