@@ -2,7 +2,8 @@
 
 Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``), the
 ``Transform`` base and its containers, errors, a thread pool for GIL-free native
-work, progress bars and seeding.
+work, progress bars, seeding, and a small training helper (``Trainer``, ``MetricLogger``,
+checkpoints with exact resume).
 
 Example:
     >>> import torch
@@ -24,6 +25,7 @@ from trivium.core.errors import (
 from trivium.core.progress import progress, progress_enabled
 from trivium.core.seeding import make_generator, seed_everything, worker_init_fn
 from trivium.core.threads import get_num_threads, get_thread_pool, parallel_map, set_num_threads
+from trivium.core.training import MetricLogger, Trainer, load_checkpoint, save_checkpoint
 from trivium.core.transform import Compose, RandomApply, RandomChoice, RandomOrder, Transform
 
 __version__ = "0.1.0"
@@ -35,15 +37,18 @@ __all__ = [
     "DecodeError",
     "DecodeWarning",
     "EncodeError",
+    "MetricLogger",
     "RandomApply",
     "RandomChoice",
     "RandomOrder",
+    "Trainer",
     "Transform",
     "TriviumError",
     "UnsupportedFormatError",
     "__version__",
     "get_num_threads",
     "get_thread_pool",
+    "load_checkpoint",
     "make_generator",
     "move_to",
     "parallel_map",
@@ -51,6 +56,7 @@ __all__ = [
     "progress",
     "progress_enabled",
     "resolve_device",
+    "save_checkpoint",
     "seed_everything",
     "set_num_threads",
     "worker_init_fn",

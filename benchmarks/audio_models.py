@@ -1,0 +1,236 @@
+"""Speed of ``trivium.audio.models`` against plain generation and torchaudio, in one process.
+
+What it measures:
+
+1. WaveRNN vocoding of ``--seconds`` of audio (16 kHz, hop 160, the vocoder
+   pipeline's reduced WaveRNN: ``n_rnn=256, n_fc=256``, 256 mu-law classes, by
+   default; ``--full`` uses torchaudio's default sizes) with
+   ``WaveRNN.generate(batched=True)`` (fold-and-overlap: folds of ``--target``
+   samples plus ``--overlap`` each side, generated as one batch) against
+   * our plain sample-by-sample generation (``generate(batched=False)``), target ≥ 10x;
+   * ``torchaudio.models.WaveRNN.infer`` with the same weights, when torchaudio
+     imports, target ≥ 10x;
+   * and, reported only, our sequential ``infer`` against torchaudio's ``infer``.
+   Samples per second are proportional to 1 / time, so the ratio of times is the
+   ratio of samples per second.
+2. Forward passes of Wav2Letter (MFCC input, 4 s) and ConvTasNet (base config, 1 s)
+   against torchaudio with the same weights (reported: the same layers, so ~1x).
+
+Every side is warmed up once, then timed in ``--repeats`` repeats (default 3) of a
+loop of at least ``--min-time`` seconds (default 0.2); sides are interleaved repeat
+by repeat and the median per-call time is kept. Ratio = peer time / our time.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/audio_models.py [--seconds S] [--repeats N] [--min-time S]
+        [--json PATH] [--full] [--target N] [--overlap N] [--threads N]
+
+On a CPU shared with other jobs, ``--threads 1`` avoids thread oversubscription,
+which slows the small batched matrix products of folded generation far more than
+the vector products of plain generation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from harness import (
+    Row,
+    Side,
+    cpu_busy_seconds,
+    cpu_model,
+    markdown_table,
+    measure,
+    other_load,
+    row_from,
+)
+
+from trivium.audio.models import Wav2Letter, WaveRNN, conv_tasnet_base
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from peers import import_torchaudio
+
+HOP = 160
+SCALES = [4, 5, 8]
+REDUCED = {
+    "n_res_block": 5,
+    "n_rnn": 256,
+    "n_fc": 256,
+    "n_freq": 80,
+    "n_hidden": 64,
+    "n_output": 64,
+}
+FULL = {"n_freq": 80}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="audio vocoded per call")
+    parser.add_argument("--target", type=int, default=400, help="fold length in samples")
+    parser.add_argument("--overlap", type=int, default=40, help="fold overlap in samples")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's)"
+    )
+    parser.add_argument("--full", action="store_true", help="torchaudio's default WaveRNN sizes")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side (median)")
+    parser.add_argument("--min-time", type=float, default=0.2, help="seconds per timed loop")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    return parser.parse_args(argv)
+
+
+def machine_info(ta: Any) -> dict[str, str]:
+    """What the numbers were measured on."""
+    return {
+        "cpu": f"{cpu_model()}; os.cpu_count()={os.cpu_count()}",
+        "torch": f"{torch.__version__}, {torch.get_num_threads()} threads",
+        "torchaudio": getattr(ta, "__version__", "not importable"),
+        "python": platform.python_version(),
+    }
+
+
+def wavernn_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[Row]:
+    """Folded vs plain generation, and against torchaudio's infer."""
+    sizes = FULL if args.full else REDUCED
+    torch.manual_seed(0)
+    ours = WaveRNN(SCALES, 256, HOP, **sizes).eval()
+    frames = max(1, round(args.seconds * 16000 / HOP))
+    mel = torch.rand(1, sizes["n_freq"], frames)
+    samples = frames * HOP
+    sides = [
+        Side("folded", lambda: ours.generate(mel, target=args.target, overlap=args.overlap)),
+        Side("plain", lambda: ours.generate(mel, batched=False)),
+        Side("infer", lambda: ours.infer(mel)),
+    ]
+    theirs = None
+    if ta is not None:
+        theirs = ta.models.WaveRNN(SCALES, 256, HOP, **sizes).eval()
+        theirs.load_state_dict(ours.state_dict())
+
+        def ta_infer() -> Any:
+            with torch.no_grad():
+                return theirs.infer(mel)
+
+        sides.append(Side("torchaudio", ta_infer))
+    timings = measure(sides, args.repeats, args.min_time)
+    label = f"WaveRNN {'full' if args.full else 'reduced'}, {samples} samples"
+    fold = f"folded (target {args.target}, overlap {args.overlap})"
+    rows = [
+        row_from(
+            f"{label}: {fold} vs plain sequential",
+            timings,
+            "folded",
+            "plain",
+            "ours plain",
+            target=10.0,
+        )
+    ]
+    if theirs is not None:
+        rows.append(
+            row_from(
+                f"{label}: {fold} vs torchaudio infer", timings, "folded", "torchaudio", target=10.0
+            )
+        )
+        rows.append(
+            row_from(
+                f"{label}: our sequential infer vs torchaudio infer", timings, "infer", "torchaudio"
+            )
+        )
+    for name in ("folded", "plain"):
+        rate = samples / timings[name].median
+        checks.append(f"{name}: {rate:,.0f} samples/s")
+    return rows
+
+
+def forward_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[Row]:
+    """Wav2Letter and ConvTasNet forward passes against torchaudio with the same weights."""
+    if ta is None:
+        checks.append("torchaudio not importable: forward-pass rows skipped")
+        return []
+    rows = []
+    cases = [
+        (
+            "Wav2Letter mfcc forward, 4 s",
+            Wav2Letter(29, "mfcc", 13),
+            ta.models.Wav2Letter(29, "mfcc", 13),
+            torch.randn(1, 13, 401),
+        ),
+        (
+            "ConvTasNet base forward, 1 s",
+            conv_tasnet_base(),
+            ta.models.conv_tasnet_base(),
+            torch.randn(1, 1, 16000),
+        ),
+    ]
+    for name, ours, theirs, x in cases:
+        ours.load_state_dict(theirs.state_dict())
+        ours.eval()
+        theirs.eval()
+        with torch.no_grad():
+            diff = float((ours(x) - theirs(x)).abs().max())
+        checks.append(f"{name}: max |ours - torchaudio| = {diff:.2e}")
+
+        def run(model: torch.nn.Module = ours, inp: torch.Tensor = x) -> Any:
+            with torch.no_grad():
+                return model(inp)
+
+        def run_peer(model: torch.nn.Module = theirs, inp: torch.Tensor = x) -> Any:
+            with torch.no_grad():
+                return model(inp)
+
+        timings = measure(
+            [Side("ours", run), Side("torchaudio", run_peer)], args.repeats, args.min_time
+        )
+        rows.append(row_from(name, timings, "ours", "torchaudio"))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run every workload, print machine info and the table, optionally write JSON."""
+    args = parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    cpu_start = cpu_busy_seconds()
+    ta = import_torchaudio()
+    info = machine_info(ta)
+    print("# trivium.audio.models benchmark\n")
+    for key, value in info.items():
+        print(f"- {key}: {value}")
+    print(f"- repeats: {args.repeats} (median), each ≥ {args.min_time} s\n", flush=True)
+    checks: list[str] = []
+    rows = wavernn_rows(args, ta, checks) + forward_rows(args, ta, checks)
+    elapsed = time.perf_counter() - started
+    print(markdown_table(rows))
+    print("\nRatio = peer time / our time (>1: we are faster). Checks:")
+    for line in checks:
+        print(f"- {line}")
+    failed = [row for row in rows if row.status == "FAIL"]
+    contention = other_load(cpu_start, elapsed)
+    print(f"\n{len(failed)} target(s) missed; total run {elapsed:.1f} s; {contention}")
+    if args.json is not None:
+        payload = {
+            "machine": info,
+            "other_load": contention,
+            "repeats": args.repeats,
+            "min_time_s": args.min_time,
+            "rows": [row.to_json() for row in rows],
+            "checks": checks,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

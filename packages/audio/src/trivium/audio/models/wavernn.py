@@ -1,0 +1,439 @@
+"""WaveRNN (Kalchbrenner et al., 2018), fatchord's variant: a mel-conditioned sample-level RNN.
+
+Same constructor, layers, parameter names and output shapes as
+``torchaudio.models.WaveRNN`` (state dicts load either way), plus a fast
+generator: :meth:`WaveRNN.generate` precomputes every conditioning projection
+once, and with ``batched=True`` cuts the conditioning into overlapping folds that
+are generated side by side as one batch and cross-faded back together (the
+fold-and-overlap scheme of fatchord/WaveRNN).
+
+Example:
+    >>> import torch
+    >>> model = WaveRNN([2, 2], n_classes=16, hop_length=4, n_res_block=1, n_rnn=16,
+    ...                 n_fc=16, n_freq=8, n_hidden=8, n_output=8)
+    >>> mel = torch.rand(1, 8, 10)
+    >>> model(torch.rand(1, 1, 24), mel.unsqueeze(1)).shape
+    torch.Size([1, 1, 24, 16])
+    >>> model.infer(mel)[0].shape
+    torch.Size([1, 1, 40])
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from trivium.audio.functional import mu_law_decoding
+
+__all__ = ["MelResNet", "ResBlock", "Stretch2d", "UpsampleNetwork", "WaveRNN"]
+
+
+class ResBlock(nn.Module):
+    """Residual block of two 1x1 convolutions with batch norm.
+
+    Example:
+        >>> import torch
+        >>> ResBlock(8)(torch.rand(2, 8, 5)).shape
+        torch.Size([2, 8, 5])
+    """
+
+    def __init__(self, n_freq: int = 128) -> None:
+        super().__init__()
+        self.resblock_model = nn.Sequential(
+            nn.Conv1d(n_freq, n_freq, kernel_size=1, bias=False),
+            nn.BatchNorm1d(n_freq),
+            nn.ReLU(inplace=True),
+            nn.Conv1d(n_freq, n_freq, kernel_size=1, bias=False),
+            nn.BatchNorm1d(n_freq),
+        )
+
+    def forward(self, specgram: Tensor) -> Tensor:
+        """``[batch, n_freq, time]`` in and out."""
+        return self.resblock_model(specgram) + specgram
+
+
+class MelResNet(nn.Module):
+    """A stack of :class:`ResBlock` over a spectrogram (time shrinks by ``kernel_size - 1``).
+
+    Example:
+        >>> import torch
+        >>> MelResNet(2, 8, 8, 4, 5)(torch.rand(1, 8, 12)).shape
+        torch.Size([1, 4, 8])
+    """
+
+    def __init__(
+        self,
+        n_res_block: int = 10,
+        n_freq: int = 128,
+        n_hidden: int = 128,
+        n_output: int = 128,
+        kernel_size: int = 5,
+    ) -> None:
+        super().__init__()
+        self.melresnet_model = nn.Sequential(
+            nn.Conv1d(n_freq, n_hidden, kernel_size=kernel_size, bias=False),
+            nn.BatchNorm1d(n_hidden),
+            nn.ReLU(inplace=True),
+            *[ResBlock(n_hidden) for _ in range(n_res_block)],
+            nn.Conv1d(n_hidden, n_output, kernel_size=1),
+        )
+
+    def forward(self, specgram: Tensor) -> Tensor:
+        """``[batch, n_freq, time]`` to ``[batch, n_output, time - kernel_size + 1]``."""
+        return self.melresnet_model(specgram)
+
+
+class Stretch2d(nn.Module):
+    """Repeat each element ``freq_scale`` times along -2 and ``time_scale`` times along -1.
+
+    Example:
+        >>> import torch
+        >>> Stretch2d(time_scale=3, freq_scale=1)(torch.rand(1, 2, 4)).shape
+        torch.Size([1, 2, 12])
+    """
+
+    def __init__(self, time_scale: int, freq_scale: int) -> None:
+        super().__init__()
+        self.freq_scale = freq_scale
+        self.time_scale = time_scale
+
+    def forward(self, specgram: Tensor) -> Tensor:
+        """``[..., freq, time]`` to ``[..., freq * freq_scale, time * time_scale]``."""
+        return specgram.repeat_interleave(self.freq_scale, -2).repeat_interleave(
+            self.time_scale, -1
+        )
+
+
+class UpsampleNetwork(nn.Module):
+    """Upsample a spectrogram to sample rate: smoothed stretches plus MelResNet features.
+
+    Example:
+        >>> import torch
+        >>> net = UpsampleNetwork([2, 3], n_res_block=1, n_freq=8, n_hidden=8, n_output=4)
+        >>> [t.shape for t in net(torch.rand(1, 8, 10))]
+        [torch.Size([1, 8, 36]), torch.Size([1, 4, 36])]
+    """
+
+    def __init__(
+        self,
+        upsample_scales: list[int],
+        n_res_block: int = 10,
+        n_freq: int = 128,
+        n_hidden: int = 128,
+        n_output: int = 128,
+        kernel_size: int = 5,
+    ) -> None:
+        super().__init__()
+        self.total_scale: int = math.prod(upsample_scales)
+        self.indent = (kernel_size - 1) // 2 * self.total_scale
+        self.resnet = MelResNet(n_res_block, n_freq, n_hidden, n_output, kernel_size)
+        self.resnet_stretch = Stretch2d(self.total_scale, 1)
+        layers: list[nn.Module] = []
+        for scale in upsample_scales:
+            conv = nn.Conv2d(1, 1, kernel_size=(1, scale * 2 + 1), padding=(0, scale), bias=False)
+            nn.init.constant_(conv.weight, 1.0 / (scale * 2 + 1))
+            layers += [Stretch2d(scale, 1), conv]
+        self.upsample_layers = nn.Sequential(*layers)
+
+    def forward(self, specgram: Tensor) -> tuple[Tensor, Tensor]:
+        """``(upsampled [batch, n_freq, T], features [batch, n_output, T])``,
+        ``T = (time - kernel_size + 1) * total_scale``."""
+        resnet_output = self.resnet_stretch(self.resnet(specgram).unsqueeze(1)).squeeze(1)
+        upsampled = self.upsample_layers(specgram.unsqueeze(1)).squeeze(1)
+        end = upsampled.shape[-1] - self.indent
+        return upsampled[:, :, self.indent : end], resnet_output
+
+
+def fold_with_overlap(x: Tensor, target: int, overlap: int) -> Tensor:
+    """Cut ``[batch, channels, time]`` into overlapping folds ``[batch * folds, channels, length]``.
+
+    Fold ``i`` covers ``[i * (target + overlap), ... + target + 2 * overlap)``; the
+    end is zero-padded so that the last fold is whole. Every item gets the same
+    number of folds (``folds`` of the first dimension of the result).
+
+    Example:
+        >>> import torch
+        >>> fold_with_overlap(torch.arange(10.0).view(1, 1, 10), target=2, overlap=1).shape
+        torch.Size([3, 1, 4])
+    """
+    total = x.shape[-1]
+    step = target + overlap
+    num_folds = max(1, -(-(total - overlap) // step))
+    padded_len = num_folds * step + overlap
+    x = F.pad(x, (0, padded_len - total))
+    folds = x.unfold(-1, target + 2 * overlap, step)  # [batch, channels, folds, length]
+    return folds.permute(0, 2, 1, 3).reshape(-1, x.shape[1], target + 2 * overlap)
+
+
+def xfade_and_unfold(y: Tensor, batch_size: int, overlap: int) -> Tensor:
+    """Inverse of :func:`fold_with_overlap` for ``[batch * folds, length]`` samples.
+
+    In each overlap the new fold is muted for the first half (its fresh RNN state is
+    still settling) while the previous fold plays on; the second half is an
+    equal-power cross-fade between the two. Returns
+    ``[batch, folds * (length - overlap) + overlap]``.
+
+    Example:
+        >>> import torch
+        >>> xfade_and_unfold(torch.ones(3, 4), batch_size=1, overlap=1).shape
+        torch.Size([1, 10])
+    """
+    length = y.shape[-1]
+    step = length - overlap
+    silence_len = overlap // 2
+    fade_len = overlap - silence_len
+    t = torch.linspace(-1, 1, fade_len, device=y.device, dtype=y.dtype)
+    silence = torch.zeros(silence_len, device=y.device, dtype=y.dtype)
+    fade_in = torch.cat([silence, torch.sqrt(0.5 * (1 + t))])
+    fade_out = torch.cat([torch.ones_like(silence), torch.sqrt(0.5 * (1 - t))])
+    y = y.reshape(batch_size, -1, length).clone()
+    num_folds = y.shape[1]
+    if overlap > 0:
+        y[:, 1:, :overlap] *= fade_in  # the signal's very start and end are not faded
+        y[:, :-1, length - overlap :] *= fade_out
+    out = y.new_zeros(batch_size, num_folds * step + overlap)
+    for i in range(num_folds):
+        out[:, i * step : i * step + length] += y[:, i]
+    return out
+
+
+class WaveRNN(nn.Module):
+    """WaveRNN vocoder: predicts the next sample's class from past samples and the mel.
+
+    Args:
+        upsample_scales: upsampling factors; their product must equal ``hop_length``.
+        n_classes: output classes (``2 ** bits``; mu-law or linear quantisation).
+        hop_length: samples per spectrogram frame.
+        n_res_block, n_rnn, n_fc, kernel_size, n_freq, n_hidden, n_output: sizes as in
+            torchaudio (``n_freq`` is the number of mel bins).
+
+    ``forward(waveform, specgram)`` is the teacher-forced pass for training;
+    :meth:`infer` samples sequentially (torchaudio's method) and :meth:`generate`
+    adds fold-and-overlap batching and decoding to a waveform.
+
+    Example:
+        >>> model = WaveRNN([5, 5, 8], n_classes=512, hop_length=200)
+        >>> sum(p.numel() for p in model.parameters())
+        4536231
+    """
+
+    def __init__(
+        self,
+        upsample_scales: list[int],
+        n_classes: int,
+        hop_length: int,
+        n_res_block: int = 10,
+        n_rnn: int = 512,
+        n_fc: int = 512,
+        kernel_size: int = 5,
+        n_freq: int = 128,
+        n_hidden: int = 128,
+        n_output: int = 128,
+    ) -> None:
+        super().__init__()
+        if math.prod(upsample_scales) != hop_length:
+            raise ValueError(
+                f"the product of upsample_scales {list(upsample_scales)} must equal "
+                f"hop_length {hop_length}"
+            )
+        if n_classes < 2:
+            raise ValueError(f"n_classes must be at least 2, got {n_classes}")
+        self.kernel_size = kernel_size
+        self._pad = (kernel_size - 1 if kernel_size % 2 else kernel_size) // 2
+        self.n_rnn = n_rnn
+        self.n_aux = n_output // 4
+        self.hop_length = hop_length
+        self.n_classes = n_classes
+        self.n_bits: int = int(math.log2(n_classes))
+        self.upsample = UpsampleNetwork(
+            upsample_scales, n_res_block, n_freq, n_hidden, n_output, kernel_size
+        )
+        self.fc = nn.Linear(n_freq + self.n_aux + 1, n_rnn)
+        self.rnn1 = nn.GRU(n_rnn, n_rnn, batch_first=True)
+        self.rnn2 = nn.GRU(n_rnn + self.n_aux, n_rnn, batch_first=True)
+        self.relu1 = nn.ReLU(inplace=True)
+        self.relu2 = nn.ReLU(inplace=True)
+        self.fc1 = nn.Linear(n_rnn + self.n_aux, n_fc)
+        self.fc2 = nn.Linear(n_fc + self.n_aux, n_fc)
+        self.fc3 = nn.Linear(n_fc, n_classes)
+
+    def _split_aux(self, aux: Tensor) -> list[Tensor]:
+        return [aux[..., self.n_aux * i : self.n_aux * (i + 1)] for i in range(4)]
+
+    def forward(self, waveform: Tensor, specgram: Tensor) -> Tensor:
+        """Teacher-forced logits ``[batch, 1, (frames - kernel_size + 1) * hop, n_classes]``.
+
+        ``waveform`` is ``[batch, 1, (frames - kernel_size + 1) * hop_length]`` (the
+        previous samples, in [-1, 1]), ``specgram`` ``[batch, 1, n_freq, frames]``.
+        """
+        if waveform.dim() != 3 or waveform.size(1) != 1:
+            raise ValueError(f"waveform must be [batch, 1, time], got {tuple(waveform.shape)}")
+        if specgram.dim() != 4 or specgram.size(1) != 1:
+            raise ValueError(
+                f"specgram must be [batch, 1, n_freq, frames], got {tuple(specgram.shape)}"
+            )
+        waveform, specgram = waveform.squeeze(1), specgram.squeeze(1)
+        cond, aux = self.upsample(specgram)
+        cond, aux = cond.transpose(1, 2), aux.transpose(1, 2)
+        if cond.shape[1] != waveform.shape[1]:
+            raise ValueError(
+                f"waveform has {waveform.shape[1]} samples but the spectrogram conditions "
+                f"{cond.shape[1]} ((frames - kernel_size + 1) * hop_length)"
+            )
+        a1, a2, a3, a4 = self._split_aux(aux)
+        x = self.fc(torch.cat([waveform.unsqueeze(-1), cond, a1], dim=-1))
+        res = x
+        x, _ = self.rnn1(x)
+        x = x + res
+        res = x
+        x, _ = self.rnn2(torch.cat([x, a2], dim=-1))
+        x = x + res
+        x = self.relu1(self.fc1(torch.cat([x, a3], dim=-1)))
+        x = self.relu2(self.fc2(torch.cat([x, a4], dim=-1)))
+        return self.fc3(x).unsqueeze(1)
+
+    def _conditioning(self, specgram: Tensor) -> tuple[Tensor, Tensor]:
+        if specgram.dim() != 3:
+            raise ValueError(
+                f"specgram must be [batch, n_freq, frames], got {tuple(specgram.shape)}"
+            )
+        return self.upsample(F.pad(specgram, (self._pad, self._pad)))
+
+    def _projections(self, cond: Tensor, aux: Tensor) -> tuple[Tensor, ...]:
+        """Every input projection that does not depend on generated samples, for all steps."""
+        cond, aux = cond.transpose(1, 2), aux.transpose(1, 2)  # [batch, T, features]
+        a1, a2, a3, a4 = self._split_aux(aux)
+        n_rnn = self.n_rnn
+        fc_w = self.fc.weight
+        pre_fc = F.linear(torch.cat([cond, a1], dim=-1), fc_w[:, 1:], self.fc.bias)
+        pre_gi2 = F.linear(a2, self.rnn2.weight_ih_l0[:, n_rnn:], self.rnn2.bias_ih_l0)
+        pre_fc1 = F.linear(a3, self.fc1.weight[:, n_rnn:], self.fc1.bias)
+        pre_fc2 = F.linear(a4, self.fc2.weight[:, -self.n_aux :], self.fc2.bias)
+        return pre_fc, pre_gi2, pre_fc1, pre_fc2
+
+    def _run(
+        self,
+        cond: Tensor,
+        aux: Tensor,
+        teacher: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Generate sequentially; returns ``(labels [batch, T], logits or None)``.
+
+        With ``teacher`` (``[batch, T]`` previous samples in [-1, 1]) the inputs are
+        those samples instead of the sampled ones, and the logits are returned: the
+        same numbers as :meth:`forward` (used to test this loop).
+        """
+        pre_fc, pre_gi2, pre_fc1, pre_fc2 = self._projections(cond, aux)
+        batch, steps = pre_fc.shape[:2]
+        n_rnn = self.n_rnn
+        w_x = self.fc.weight[:, 0]
+        w_ih1, b_ih1 = self.rnn1.weight_ih_l0, self.rnn1.bias_ih_l0
+        w_hh1, b_hh1 = self.rnn1.weight_hh_l0, self.rnn1.bias_hh_l0
+        # Column slices of the weights are strided views: copy them once, not every step.
+        w_ih2 = self.rnn2.weight_ih_l0[:, :n_rnn].contiguous()
+        w_hh2, b_hh2 = self.rnn2.weight_hh_l0, self.rnn2.bias_hh_l0
+        w_fc1_t = self.fc1.weight[:, :n_rnn].t().contiguous()
+        w_fc2_t = self.fc2.weight[:, : -self.n_aux].t().contiguous()
+        w_fc3_t, b_fc3 = self.fc3.weight.t().contiguous(), self.fc3.bias
+        h1 = pre_fc.new_zeros(batch, n_rnn)
+        h2 = pre_fc.new_zeros(batch, n_rnn)
+        x = pre_fc.new_zeros(batch, 1)
+        labels = torch.empty(batch, steps, dtype=torch.long, device=pre_fc.device)
+        logits_out = [] if teacher is not None else None
+        scale = 2.0 / (2**self.n_bits - 1.0)
+        for t in range(steps):
+            if teacher is not None:
+                x = teacher[:, t : t + 1]
+            xt = pre_fc[:, t] + x * w_x
+            h1 = torch._VF.gru_cell(xt, h1, w_ih1, w_hh1, b_ih1, b_hh1)
+            xt = xt + h1
+            gi2_bias = pre_gi2[:, t]
+            h2 = torch._VF.gru_cell(xt, h2, w_ih2, w_hh2, gi2_bias, b_hh2)
+            xt = xt + h2
+            xt = torch.relu(torch.addmm(pre_fc1[:, t], xt, w_fc1_t))
+            xt = torch.relu(torch.addmm(pre_fc2[:, t], xt, w_fc2_t))
+            logits = torch.addmm(b_fc3, xt, w_fc3_t)
+            if logits_out is not None:
+                logits_out.append(logits)
+            # Gumbel-max: one draw from softmax(logits), reproducible with `generator`
+            u = torch.rand(logits.shape, generator=generator, device=logits.device)
+            label = torch.argmax(logits - torch.log(-torch.log(u.clamp_min(1e-10))), dim=1)
+            labels[:, t] = label
+            x = (label.unsqueeze(1).to(pre_fc.dtype) * scale) - 1.0
+        logits = torch.stack(logits_out, dim=1) if logits_out is not None else None
+        return labels, logits
+
+    @torch.no_grad()
+    def infer(
+        self,
+        specgram: Tensor,
+        lengths: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Sample a waveform sample by sample, as ``torchaudio.models.WaveRNN.infer``.
+
+        ``specgram`` is ``[batch, n_freq, frames]``; returns ``(waveform [batch, 1,
+        frames * hop_length], lengths * hop_length or None)``. Labels map linearly to
+        [-1, 1] (``2 * label / (n_classes - 1) - 1``); decode mu-law yourself, or use
+        :meth:`generate`.
+
+        Example:
+            >>> import torch
+            >>> model = WaveRNN([2], 4, 2, n_res_block=1, n_rnn=8, n_fc=8, n_freq=4,
+            ...                 n_hidden=4, n_output=4).eval()
+            >>> wave, lengths = model.infer(torch.rand(1, 4, 3), torch.tensor([3]))
+            >>> wave.shape, lengths.tolist()
+            (torch.Size([1, 1, 6]), [6])
+        """
+        cond, aux = self._conditioning(specgram)
+        labels, _ = self._run(cond, aux, generator=generator)
+        waveform = 2 * labels.to(specgram.dtype) / (2**self.n_bits - 1.0) - 1.0
+        if lengths is not None:
+            lengths = lengths * self.upsample.total_scale
+        return waveform.unsqueeze(1), lengths
+
+    @torch.no_grad()
+    def generate(
+        self,
+        specgram: Tensor,
+        batched: bool = True,
+        target: int = 2000,
+        overlap: int = 100,
+        mulaw: bool = True,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Vocode ``[batch, n_freq, frames]`` (or ``[n_freq, frames]``) to ``[batch, 1, samples]``.
+
+        With ``batched`` the conditioning is cut into folds of ``target`` samples
+        plus ``overlap`` on each side, all generated at once and cross-faded; the
+        sequential steps drop from ``samples`` to about ``target + 2 * overlap``.
+        ``mulaw=True`` decodes labels as mu-law codes, ``False`` maps them linearly.
+
+        Example:
+            >>> import torch
+            >>> model = WaveRNN([2], 16, 2, n_res_block=1, n_rnn=8, n_fc=8, n_freq=4,
+            ...                 n_hidden=4, n_output=4).eval()
+            >>> model.generate(torch.rand(4, 50), target=20, overlap=4).shape
+            torch.Size([1, 1, 100])
+        """
+        if specgram.dim() == 2:
+            specgram = specgram.unsqueeze(0)
+        if target < 1 or overlap < 0:
+            raise ValueError(f"need target >= 1 and overlap >= 0, got {target}, {overlap}")
+        cond, aux = self._conditioning(specgram)
+        batch, total = cond.shape[0], cond.shape[-1]
+        if batched:
+            cond = fold_with_overlap(cond, target, overlap)
+            aux = fold_with_overlap(aux, target, overlap)
+        labels, _ = self._run(cond, aux, generator=generator)
+        if mulaw:
+            samples = mu_law_decoding(labels, self.n_classes).to(specgram.dtype)
+        else:
+            samples = 2 * labels.to(specgram.dtype) / (self.n_classes - 1.0) - 1.0
+        if batched:
+            samples = xfade_and_unfold(samples, batch, overlap)
+        return samples[:, :total].unsqueeze(1)

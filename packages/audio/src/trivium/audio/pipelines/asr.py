@@ -1,0 +1,354 @@
+"""Speech recognition: Wav2Letter + a character tokenizer + CTC, trained on LibriSpeech-layout data.
+
+:func:`train` fits a :class:`~trivium.audio.models.Wav2Letter` with the CTC loss on
+``root/LibriSpeech/<train_url>``, :func:`evaluate` reports WER/CER on
+``<test_url>``, and :func:`from_checkpoint` returns an :class:`ASRPipeline` whose
+:meth:`~ASRPipeline.transcribe` turns a waveform into text (greedy CTC, or a
+character beam search).
+
+Example:
+    >>> import torch
+    >>> pipeline = ASRPipeline(ASRConfig(num_features=13)).eval()
+    >>> len(pipeline.tokenizer), pipeline.model.num_classes
+    (29, 29)
+    >>> isinstance(pipeline.transcribe(torch.zeros(1, 16000), 16000), str)
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from trivium.audio.datasets import LIBRISPEECH
+from trivium.audio.datasets.collate import pad_sequence_last
+from trivium.audio.functional import resample
+from trivium.audio.metrics import char_error_rate, word_error_rate
+from trivium.audio.models import Wav2Letter
+from trivium.audio.pipelines.batches import batch_indices
+from trivium.audio.pipelines.checkpoints import read_checkpoint
+from trivium.audio.pipelines.ctc_decoder import ctc_beam_search, ctc_greedy_decode
+from trivium.audio.pipelines.schedules import warmup_cosine
+from trivium.audio.pipelines.tokenizer import DEFAULT_ALPHABET, CharTokenizer
+from trivium.audio.transforms import MFCC, MelSpectrogram
+from trivium.core.progress import progress
+from trivium.core.seeding import seed_everything
+from trivium.core.training import Trainer
+
+__all__ = [
+    "ASRConfig",
+    "ASRPipeline",
+    "class_log_probs",
+    "evaluate",
+    "from_checkpoint",
+    "kaiming_init_",
+    "train",
+]
+
+
+@dataclass
+class ASRConfig:
+    """Settings of an ASR training run (stored in its checkpoints).
+
+    ``root`` holds ``LibriSpeech/<train_url>`` and ``LibriSpeech/<test_url>``;
+    ``input_type`` is Wav2Letter's (``"mfcc"``: ``num_features`` MFCCs of as many
+    mel bands; ``"power_spectrum"``: ``num_features`` log-mel bands; ``"waveform"``).
+
+    Example:
+        >>> ASRConfig(root="data").num_steps
+        3000
+    """
+
+    root: str = "data"
+    out_dir: str = "runs/wav2letter"
+    train_url: str = "train-clean-100"
+    test_url: str = "test-clean"
+    sample_rate: int = 16000
+    input_type: str = "mfcc"
+    num_features: int = 40
+    alphabet: str = DEFAULT_ALPHABET
+    batch_size: int = 16
+    num_steps: int = 3000
+    lr: float = 3e-4
+    weight_decay: float = 0.0
+    grad_clip_norm: float | None = 5.0
+    amp: bool = False
+    device: str = "auto"
+    checkpoint_every: int = 500
+    eval_every: int = 0
+    max_eval_items: int | None = None
+    skip_final_relu: bool = True
+    kaiming_init: bool = True
+    seed: int = 0
+    progress: bool | None = None
+
+
+def class_log_probs(model: Wav2Letter, x: Tensor, skip_final_relu: bool = True) -> Tensor:
+    """Wav2Letter's log-probabilities ``[batch, classes, frames]``, by default minus its last ReLU.
+
+    Wav2Letter (as torchaudio's) applies a ReLU to the class scores before the
+    softmax. Under CTC the blank wins early, the other classes' scores turn negative
+    and the ReLU then stops their gradients for good: training stalls with every
+    frame blank. Taking the scores before that ReLU keeps the same layers and
+    weights (state dicts still load either way) and trains normally;
+    ``skip_final_relu=False`` gives exactly ``model(x)``.
+
+    Example:
+        >>> import torch
+        >>> model = Wav2Letter(5, "mfcc", 3)
+        >>> x = torch.randn(1, 3, 20)
+        >>> torch.equal(class_log_probs(model, x, skip_final_relu=False), model(x))
+        True
+    """
+    if not skip_final_relu:
+        return model(x)
+    layers = model.acoustic_model
+    if model.input_type == "waveform":
+        x, layers = layers[0](x), layers[1]
+    return F.log_softmax(layers[:-1](x), dim=1)
+
+
+def kaiming_init_(model: nn.Module) -> nn.Module:
+    """He-normal weights (ReLU gain, fan-in) and zero biases for every convolution, in place.
+
+    PyTorch's default convolution initialisation shrinks the activations about
+    2.5x per layer through Wav2Letter's 11 ReLU layers (no normalisation), so the
+    class scores start near constant and CTC training stalls on all-blank output;
+    He initialisation keeps their scale.
+
+    Example:
+        >>> import torch
+        >>> model = kaiming_init_(Wav2Letter(5, "mfcc", 3))
+        >>> float(model.acoustic_model[0].bias.detach().abs().sum())
+        0.0
+    """
+    for module in model.modules():
+        if isinstance(module, nn.Conv1d):
+            nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+    return model
+
+
+class ASRPipeline(nn.Module):
+    """Features, Wav2Letter and CTC decoding: ``transcribe(waveform, sample_rate) -> str``.
+
+    Example:
+        >>> import torch
+        >>> pipeline = ASRPipeline(ASRConfig(num_features=13)).eval()
+        >>> isinstance(pipeline.transcribe(torch.zeros(1, 8000), 16000), str)
+        True
+    """
+
+    def __init__(self, config: ASRConfig, model: Wav2Letter | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.tokenizer = CharTokenizer(config.alphabet)
+        self.model = model or Wav2Letter(
+            num_classes=len(self.tokenizer),
+            input_type=config.input_type,
+            num_features=config.num_features if config.input_type != "waveform" else 1,
+        )
+        melkwargs = {"n_fft": 400, "hop_length": 160, "n_mels": max(40, config.num_features)}
+        if config.input_type == "mfcc":
+            self.features: nn.Module | None = MFCC(
+                config.sample_rate, n_mfcc=config.num_features, melkwargs=melkwargs
+            )
+        elif config.input_type == "power_spectrum":
+            melkwargs["n_mels"] = config.num_features
+            self.features = MelSpectrogram(config.sample_rate, **melkwargs)
+        else:
+            self.features = None
+
+    def featurize(self, waveform: Tensor) -> Tensor:
+        """``[1, time]`` (or ``[time]``) at ``config.sample_rate`` to ``[num_features, frames]``.
+
+        Features are normalised per utterance (zero mean, unit variance per channel).
+        """
+        waveform = waveform.reshape(-1, waveform.shape[-1]).mean(0)
+        if self.features is None:
+            return waveform.unsqueeze(0)
+        feats = self.features(waveform)
+        if self.config.input_type == "power_spectrum":
+            feats = torch.log(feats + 1e-6)
+        mean, std = feats.mean(-1, keepdim=True), feats.std(-1, keepdim=True)
+        return (feats - mean) / (std + 1e-5)
+
+    def _prepare(self, waveform: Tensor, sample_rate: int) -> Tensor:
+        if not isinstance(waveform, Tensor) or not waveform.is_floating_point():
+            raise TypeError("waveform must be a floating point tensor [channels, time]")
+        if waveform.shape[-1] == 0:
+            raise ValueError("waveform is empty")
+        if sample_rate != self.config.sample_rate:
+            waveform = resample(waveform, sample_rate, self.config.sample_rate)
+        return waveform
+
+    @torch.no_grad()
+    def transcribe(
+        self, waveform: Tensor, sample_rate: int, decoder: str = "greedy", beam_width: int = 10
+    ) -> str:
+        """Text of one utterance ``[channels, time]`` (channels are averaged).
+
+        ``decoder`` is ``"greedy"`` or ``"beam"`` (character prefix beam search).
+        """
+        waveform = self._prepare(waveform, sample_rate)
+        device = next(self.model.parameters()).device
+        feats = self.featurize(waveform.to(device))
+        scores = class_log_probs(self.model, feats.unsqueeze(0), self.config.skip_final_relu)
+        log_probs = scores[0].transpose(0, 1)  # [frames, classes]
+        if decoder == "greedy":
+            ids = ctc_greedy_decode(log_probs, self.tokenizer.blank)
+        elif decoder == "beam":
+            ids = ctc_beam_search(log_probs, beam_width, self.tokenizer.blank)
+        else:
+            raise ValueError(f"decoder must be 'greedy' or 'beam', got {decoder!r}")
+        return self.tokenizer.decode(ids)
+
+
+def _load_split(pipeline: ASRPipeline, root: str, url: str, limit: int | None = None) -> list:
+    dataset = LIBRISPEECH(root, url=url)
+    count = len(dataset) if limit is None else min(limit, len(dataset))
+    items = []
+    for i in progress(range(count), desc=f"load {url}", disable=not pipeline.config.progress):
+        waveform, sample_rate, transcript, *_ = dataset[i]
+        waveform = pipeline._prepare(waveform, sample_rate)
+        items.append((waveform, pipeline.featurize(waveform), transcript))
+    if not items:
+        raise ValueError(f"no utterances in {Path(root) / 'LibriSpeech' / url}")
+    return items
+
+
+def _ctc_loss(
+    model: Wav2Letter, batch: tuple[Tensor, Tensor, Tensor, Tensor], skip_final_relu: bool = True
+) -> Tensor:
+    feats, feat_lengths, targets, target_lengths = batch
+    scores = class_log_probs(model, feats, skip_final_relu)
+    log_probs = scores.permute(2, 0, 1).float()  # [frames, batch, classes]
+    out_lengths = model.output_lengths(feat_lengths).clamp(max=log_probs.shape[0])
+    return F.ctc_loss(log_probs, targets, out_lengths, target_lengths, blank=0, zero_infinity=True)
+
+
+def _collate(items: list, tokenizer: CharTokenizer) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    feats = [f for _, f, _ in items]
+    encoded = [torch.tensor(tokenizer.encode(t), dtype=torch.long) for _, _, t in items]
+    return (
+        pad_sequence_last(feats),
+        torch.tensor([f.shape[-1] for f in feats]),
+        torch.cat(encoded),
+        torch.tensor([len(e) for e in encoded]),
+    )
+
+
+def evaluate(
+    pipeline: ASRPipeline,
+    items: list | None = None,
+    root: str | None = None,
+    url: str | None = None,
+    decoder: str = "greedy",
+) -> dict[str, float]:
+    """WER and CER of ``pipeline`` on ``root/LibriSpeech/<url>`` (default: the test split).
+
+    ``items`` (``(waveform, features, transcript)`` triples) skips loading.
+    """
+    config = pipeline.config
+    if items is None:
+        url = url or config.test_url
+        items = _load_split(pipeline, root or config.root, url, config.max_eval_items)
+    was_training = pipeline.training
+    pipeline.eval()
+    hypotheses, references = [], []
+    for waveform, _, transcript in items:
+        hypotheses.append(pipeline.transcribe(waveform, config.sample_rate, decoder=decoder))
+        references.append(pipeline.tokenizer.normalize(transcript))
+    pipeline.train(was_training)
+    return {
+        "wer": word_error_rate(hypotheses, references),
+        "cer": char_error_rate(hypotheses, references),
+    }
+
+
+def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> ASRPipeline:
+    """Train Wav2Letter with CTC as ``config`` says; resumes from ``out_dir`` when it can.
+
+    ``until`` stops after that many steps (the schedule still spans
+    ``config.num_steps``), e.g. to split a run into time-bounded jobs.
+
+    Saves ``checkpoint.pt`` every ``checkpoint_every`` steps and at the end, with
+    ``metrics.csv``/``metrics.json``/``metrics.png`` beside it. Returns the trained
+    pipeline (in eval mode).
+    """
+    seed_everything(config.seed)
+    pipeline = ASRPipeline(config)
+    if config.kaiming_init:
+        kaiming_init_(pipeline.model)
+    train_items = _load_split(pipeline, config.root, config.train_url)
+    test_items = (
+        _load_split(pipeline, config.root, config.test_url, config.max_eval_items)
+        if config.eval_every
+        else None
+    )
+    optimizer = torch.optim.Adam(
+        pipeline.model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+    )
+    scheduler = warmup_cosine(optimizer, config.num_steps, int(0.1 * config.num_steps))
+    trainer = Trainer(
+        pipeline.model,
+        optimizer,
+        scheduler,
+        device=config.device,
+        amp=config.amp,
+        grad_clip_norm=config.grad_clip_norm,
+        out_dir=config.out_dir,
+        checkpoint_every=config.checkpoint_every,
+        log_every=10 if config.num_steps >= 100 else 1,
+        extra={"config": dataclasses.asdict(config), "pipeline": "asr"},
+        progress=config.progress,
+    )
+    if resume and trainer.checkpoint_path.is_file():
+        trainer.resume()
+
+    def batch_fn(step: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        indices = batch_indices(step, len(train_items), config.batch_size, config.seed)
+        return _collate([train_items[i] for i in indices], pipeline.tokenizer)
+
+    def eval_fn(model: nn.Module) -> dict[str, float]:
+        return evaluate(pipeline, test_items)
+
+    def loss_fn(model: Wav2Letter, batch: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
+        return _ctc_loss(model, batch, config.skip_final_relu)
+
+    trainer.fit(
+        batch_fn,
+        config.num_steps if until is None else min(until, config.num_steps),
+        loss_fn,
+        eval_fn=eval_fn if test_items is not None else None,
+        eval_every=config.eval_every,
+    )
+    return pipeline.eval()
+
+
+def from_checkpoint(
+    path: str | os.PathLike[str], device: str | torch.device = "cpu"
+) -> ASRPipeline:
+    """The :class:`ASRPipeline` in a checkpoint (a file, or a run's ``out_dir``), in eval mode.
+
+    Example:
+        >>> import tempfile, torch
+        >>> from trivium.core.training import save_checkpoint
+        >>> config = ASRConfig(num_features=13)
+        >>> state = {"model": ASRPipeline(config).model.state_dict(),
+        ...          "extra": {"config": dataclasses.asdict(config)}}
+        >>> path = save_checkpoint(tempfile.mkdtemp() + "/c.pt", state)
+        >>> from_checkpoint(path).config.num_features
+        13
+    """
+    config, state = read_checkpoint(path, ASRConfig)
+    pipeline = ASRPipeline(config)
+    pipeline.model.load_state_dict(state["model"])
+    return pipeline.to(device).eval()

@@ -1,0 +1,343 @@
+"""Vocoder: log-mel spectrogram to waveform with WaveRNN, trained on LibriTTS-layout data.
+
+:func:`train` fits a :class:`~trivium.audio.models.WaveRNN` (teacher-forced cross
+entropy over mu-law classes) on random segments of ``root/LibriTTS/<train_url>``;
+:func:`evaluate` reports the teacher-forced loss, and for vocoded held-out
+utterances the mel L1 distance and the spectral convergence
+(``||S - S_hat||_F / ||S||_F`` of STFT magnitudes). :class:`VocoderPipeline`
+gives ``mel(waveform)`` and ``vocode(mel) -> waveform`` (fast fold-and-overlap
+generation by default).
+
+Example:
+    >>> import torch
+    >>> config = VocoderConfig(n_rnn=16, n_fc=16, n_res_block=1, n_hidden=8, n_output=8)
+    >>> pipeline = VocoderPipeline(config).eval()
+    >>> mel = pipeline.mel(torch.zeros(1, 1600))
+    >>> mel.shape, pipeline.vocode(mel).shape
+    (torch.Size([80, 11]), torch.Size([1, 1760]))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from trivium.audio.datasets import LIBRITTS
+from trivium.audio.functional import mu_law_encoding, resample
+from trivium.audio.models import WaveRNN
+from trivium.audio.pipelines.batches import batch_indices, step_generator
+from trivium.audio.pipelines.checkpoints import read_checkpoint
+from trivium.audio.pipelines.schedules import warmup_cosine
+from trivium.audio.transforms import MelSpectrogram
+from trivium.core.seeding import seed_everything
+from trivium.core.training import Trainer
+
+__all__ = [
+    "VocoderConfig",
+    "VocoderPipeline",
+    "evaluate",
+    "from_checkpoint",
+    "spectral_convergence",
+    "train",
+]
+
+
+@dataclass
+class VocoderConfig:
+    """Settings of a vocoder training run (stored in its checkpoints).
+
+    The WaveRNN sizes default to a reduced model that trains on a CPU; torchaudio's
+    full one is ``n_rnn=512, n_fc=512, n_res_block=10, n_hidden=128, n_output=128``.
+
+    Example:
+        >>> VocoderConfig().hop_length
+        160
+    """
+
+    root: str = "data"
+    out_dir: str = "runs/wavernn"
+    train_url: str = "train-clean-100"
+    test_url: str = "test-clean"
+    sample_rate: int = 16000
+    n_fft: int = 640
+    hop_length: int = 160
+    n_mels: int = 80
+    upsample_scales: list[int] = field(default_factory=lambda: [4, 5, 8])
+    n_classes: int = 256
+    n_res_block: int = 5
+    n_rnn: int = 256
+    n_fc: int = 256
+    kernel_size: int = 5
+    n_hidden: int = 64
+    n_output: int = 64
+    segment_frames: int = 8
+    batch_size: int = 16
+    num_steps: int = 2000
+    lr: float = 1e-3
+    grad_clip_norm: float | None = 4.0
+    amp: bool = False
+    device: str = "auto"
+    checkpoint_every: int = 500
+    eval_every: int = 0
+    max_eval_items: int | None = 4
+    seed: int = 0
+    progress: bool | None = None
+
+
+class VocoderPipeline(nn.Module):
+    """Normalised log-mel features and a WaveRNN: ``mel(waveform)``, ``vocode(mel)``.
+
+    Example:
+        >>> pipeline = VocoderPipeline(VocoderConfig(n_rnn=16, n_fc=16, n_res_block=1))
+        >>> pipeline.model.hop_length
+        160
+    """
+
+    def __init__(self, config: VocoderConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.model = WaveRNN(
+            upsample_scales=list(config.upsample_scales),
+            n_classes=config.n_classes,
+            hop_length=config.hop_length,
+            n_res_block=config.n_res_block,
+            n_rnn=config.n_rnn,
+            n_fc=config.n_fc,
+            kernel_size=config.kernel_size,
+            n_freq=config.n_mels,
+            n_hidden=config.n_hidden,
+            n_output=config.n_output,
+        )
+        self.melspec = MelSpectrogram(
+            config.sample_rate,
+            n_fft=config.n_fft,
+            hop_length=config.hop_length,
+            n_mels=config.n_mels,
+            power=1.0,
+        )
+
+    def mel(self, waveform: Tensor) -> Tensor:
+        """``[1, time]`` or ``[time]`` to a ``[n_mels, time // hop + 1]`` log-mel in [0, 1]."""
+        waveform = waveform.reshape(-1, waveform.shape[-1]).mean(0)
+        mel = self.melspec(waveform)
+        db = 20 * torch.log10(mel.clamp_min(1e-5))
+        return ((db + 100) / 100).clamp(0, 1)
+
+    @torch.no_grad()
+    def vocode(
+        self,
+        mel: Tensor,
+        batched: bool = True,
+        target: int = 1600,
+        overlap: int = 80,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Waveform ``[1, frames * hop_length]`` of a ``[n_mels, frames]`` mel (from :meth:`mel`).
+
+        ``batched`` uses fold-and-overlap generation (``target``/``overlap`` samples).
+        """
+        if mel.dim() != 2 or mel.shape[0] != self.config.n_mels:
+            raise ValueError(f"mel must be [{self.config.n_mels}, frames], got {tuple(mel.shape)}")
+        device = next(self.model.parameters()).device
+        out = self.model.generate(
+            mel.to(device).unsqueeze(0),
+            batched=batched,
+            target=target,
+            overlap=overlap,
+            mulaw=True,
+            generator=generator,
+        )
+        return out[0]
+
+
+def spectral_convergence(estimate: Tensor, reference: Tensor, n_fft: int = 1024) -> float:
+    """``||S_ref - S_est||_F / ||S_ref||_F`` of STFT magnitudes (0 is perfect).
+
+    Example:
+        >>> import torch
+        >>> x = torch.randn(4000)
+        >>> spectral_convergence(x, x)
+        0.0
+    """
+    length = min(estimate.shape[-1], reference.shape[-1])
+    window = torch.hann_window(n_fft, device=reference.device)
+
+    def magnitude(x: Tensor) -> Tensor:
+        x = x.reshape(-1)[:length]
+        return torch.stft(x, n_fft, n_fft // 4, window=window, return_complex=True).abs()
+
+    ref = magnitude(reference)
+    return float(
+        torch.linalg.norm(ref - magnitude(estimate)) / torch.linalg.norm(ref).clamp_min(1e-8)
+    )
+
+
+def _load_split(pipeline: VocoderPipeline, root: str, url: str, limit: int | None) -> list:
+    dataset = LIBRITTS(root, url=url)
+    count = len(dataset) if limit is None else min(limit, len(dataset))
+    items = []
+    for i in range(count):
+        waveform, sample_rate = dataset[i][:2]
+        if sample_rate != pipeline.config.sample_rate:
+            waveform = resample(waveform, sample_rate, pipeline.config.sample_rate)
+        waveform = waveform.mean(0)
+        items.append((waveform, pipeline.mel(waveform)))
+    if not items:
+        raise ValueError(f"no utterances in LibriTTS/{url} under {root}")
+    return items
+
+
+def _aligned(
+    waveform: Tensor, mel: Tensor, config: VocoderConfig, start: int, frames: int
+) -> tuple[Tensor, Tensor]:
+    """Mel frames ``[start - pad, start + frames + pad)`` and their ``frames * hop + 1`` samples.
+
+    Frames and samples outside the utterance are zeros (silence in both).
+    """
+    pad = (config.kernel_size - 1) // 2
+    hop = config.hop_length
+    mel = F.pad(mel, (pad, pad + frames))
+    waveform = F.pad(waveform, (0, (mel.shape[-1] + 1) * hop - waveform.shape[-1]))
+    return mel[:, start : start + frames + 2 * pad], waveform[
+        start * hop : (start + frames) * hop + 1
+    ]
+
+
+def _segments(
+    items: list, indices: list[int], config: VocoderConfig, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """Random aligned pieces: ``(mel [B, 1, n_mels, frames + 2 pad], waveform [B, samples])``."""
+    mels, waves = [], []
+    for i in indices:
+        waveform, mel = items[i]
+        last = max(0, mel.shape[-1] - config.segment_frames)
+        start = int(torch.randint(0, last + 1, (1,), generator=generator))
+        mel_seg, wave_seg = _aligned(waveform, mel, config, start, config.segment_frames)
+        mels.append(mel_seg)
+        waves.append(wave_seg)
+    return torch.stack(mels).unsqueeze(1), torch.stack(waves)
+
+
+def _teacher_forced_loss(model: WaveRNN, batch: tuple[Tensor, Tensor]) -> Tensor:
+    mel, waveform = batch
+    labels = mu_law_encoding(waveform, model.n_classes)
+    previous = 2 * labels[:, :-1].to(mel.dtype) / (model.n_classes - 1.0) - 1.0
+    logits = model(previous.unsqueeze(1), mel)  # [B, 1, T, classes]
+    return F.cross_entropy(logits.squeeze(1).transpose(1, 2).float(), labels[:, 1:])
+
+
+def evaluate(
+    pipeline: VocoderPipeline,
+    items: list | None = None,
+    root: str | None = None,
+    url: str | None = None,
+    max_seconds: float = 1.0,
+) -> dict[str, float]:
+    """Teacher-forced loss, mel L1 and spectral convergence of vocoded held-out utterances.
+
+    Each utterance is cut to ``max_seconds`` before vocoding (generation is the slow part).
+    """
+    config = pipeline.config
+    if items is None:
+        items = _load_split(
+            pipeline, root or config.root, url or config.test_url, config.max_eval_items
+        )
+    was_training = pipeline.training
+    pipeline.eval()
+    device = next(pipeline.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(config.seed)
+    losses, l1s, scs = [], [], []
+    limit = int(max_seconds * config.sample_rate) // config.hop_length
+    for waveform, mel in items:
+        mel = mel[:, :limit]
+        frames = mel.shape[-1]
+        mel_in, wave_in = _aligned(waveform, mel, config, 0, frames)
+        batch = (mel_in[None, None].to(device), wave_in[None].to(device))
+        with torch.no_grad():
+            losses.append(float(_teacher_forced_loss(pipeline.model, batch)))
+        vocoded = pipeline.vocode(mel, generator=generator).cpu()
+        reference = waveform[: vocoded.shape[-1]]
+        l1s.append(float((pipeline.mel(vocoded)[:, :frames] - mel).abs().mean()))
+        scs.append(spectral_convergence(vocoded, reference))
+    pipeline.train(was_training)
+    n = len(items)
+    return {
+        "eval_loss": sum(losses) / n,
+        "mel_l1": sum(l1s) / n,
+        "spectral_convergence": sum(scs) / n,
+    }
+
+
+def train(config: VocoderConfig, resume: bool = True, until: int | None = None) -> VocoderPipeline:
+    """Train WaveRNN as ``config`` says; resumes from ``out_dir`` when it can.
+
+    ``until`` stops after that many steps (the schedule still spans
+    ``config.num_steps``), e.g. to split a run into time-bounded jobs.
+
+    Checkpoints and metric files go to ``out_dir`` as in
+    :func:`trivium.audio.pipelines.asr.train`. Returns the pipeline in eval mode.
+    """
+    seed_everything(config.seed)
+    pipeline = VocoderPipeline(config)
+    train_items = _load_split(pipeline, config.root, config.train_url, None)
+    test_items = (
+        _load_split(pipeline, config.root, config.test_url, config.max_eval_items)
+        if config.eval_every
+        else None
+    )
+    optimizer = torch.optim.Adam(pipeline.model.parameters(), lr=config.lr)
+    scheduler = warmup_cosine(optimizer, config.num_steps, int(0.05 * config.num_steps))
+    trainer = Trainer(
+        pipeline.model,
+        optimizer,
+        scheduler,
+        device=config.device,
+        amp=config.amp,
+        grad_clip_norm=config.grad_clip_norm,
+        out_dir=config.out_dir,
+        checkpoint_every=config.checkpoint_every,
+        log_every=10 if config.num_steps >= 100 else 1,
+        extra={"config": dataclasses.asdict(config), "pipeline": "vocoder"},
+        progress=config.progress,
+    )
+    if resume and trainer.checkpoint_path.is_file():
+        trainer.resume()
+
+    def batch_fn(step: int) -> tuple[Tensor, Tensor]:
+        indices = batch_indices(step, len(train_items), config.batch_size, config.seed)
+        return _segments(train_items, indices, config, step_generator(config.seed, step))
+
+    trainer.fit(
+        batch_fn,
+        config.num_steps if until is None else min(until, config.num_steps),
+        _teacher_forced_loss,
+        eval_fn=(lambda model: evaluate(pipeline, test_items)) if test_items else None,
+        eval_every=config.eval_every,
+    )
+    return pipeline.eval()
+
+
+def from_checkpoint(
+    path: str | os.PathLike[str], device: str | torch.device = "cpu"
+) -> VocoderPipeline:
+    """The :class:`VocoderPipeline` in a checkpoint (a file or a run's ``out_dir``), in eval mode.
+
+    Example:
+        >>> import tempfile
+        >>> from trivium.core.training import save_checkpoint
+        >>> config = VocoderConfig(n_rnn=16, n_fc=16, n_res_block=1)
+        >>> state = {"model": VocoderPipeline(config).model.state_dict(),
+        ...          "extra": {"config": dataclasses.asdict(config)}}
+        >>> path = save_checkpoint(tempfile.mkdtemp() + "/c.pt", state)
+        >>> from_checkpoint(path).config.n_rnn
+        16
+    """
+    config, state = read_checkpoint(path, VocoderConfig)
+    pipeline = VocoderPipeline(config)
+    pipeline.model.load_state_dict(state["model"])
+    return pipeline.to(device).eval()
