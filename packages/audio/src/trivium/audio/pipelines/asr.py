@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,14 +31,13 @@ from trivium.audio.functional import resample
 from trivium.audio.metrics import char_error_rate, word_error_rate
 from trivium.audio.models import Wav2Letter
 from trivium.audio.pipelines.batches import batch_indices
-from trivium.audio.pipelines.checkpoints import read_checkpoint
+from trivium.audio.pipelines.checkpoints import make_trainer, read_checkpoint
 from trivium.audio.pipelines.ctc_decoder import ctc_beam_search, ctc_greedy_decode
 from trivium.audio.pipelines.schedules import warmup_cosine
 from trivium.audio.pipelines.tokenizer import DEFAULT_ALPHABET, CharTokenizer
 from trivium.audio.transforms import MFCC, MelSpectrogram
 from trivium.core.progress import progress
 from trivium.core.seeding import seed_everything
-from trivium.core.training import Trainer
 
 __all__ = [
     "ASRConfig",
@@ -297,21 +295,7 @@ def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> A
         pipeline.model.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )
     scheduler = warmup_cosine(optimizer, config.num_steps, int(0.1 * config.num_steps))
-    trainer = Trainer(
-        pipeline.model,
-        optimizer,
-        scheduler,
-        device=config.device,
-        amp=config.amp,
-        grad_clip_norm=config.grad_clip_norm,
-        out_dir=config.out_dir,
-        checkpoint_every=config.checkpoint_every,
-        log_every=10 if config.num_steps >= 100 else 1,
-        extra={"config": dataclasses.asdict(config), "pipeline": "asr"},
-        progress=config.progress,
-    )
-    if resume and trainer.checkpoint_path.is_file():
-        trainer.resume()
+    trainer = make_trainer(pipeline.model, optimizer, scheduler, config, "asr", resume)
 
     def batch_fn(step: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         indices = batch_indices(step, len(train_items), config.batch_size, config.seed)
@@ -339,7 +323,7 @@ def from_checkpoint(
     """The :class:`ASRPipeline` in a checkpoint (a file, or a run's ``out_dir``), in eval mode.
 
     Example:
-        >>> import tempfile, torch
+        >>> import dataclasses, tempfile, torch
         >>> from trivium.core.training import save_checkpoint
         >>> config = ASRConfig(num_features=13)
         >>> state = {"model": ASRPipeline(config).model.state_dict(),

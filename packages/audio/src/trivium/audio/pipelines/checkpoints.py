@@ -1,4 +1,4 @@
-"""Reading a pipeline's configuration and weights back from a training checkpoint.
+"""A pipeline's trainer (checkpointing to its run folder) and reading its checkpoints back.
 
 Example:
     >>> import dataclasses, tempfile
@@ -19,10 +19,12 @@ import os
 from pathlib import Path
 from typing import Any, TypeVar
 
-from trivium.core.errors import DecodeError
-from trivium.core.training import CHECKPOINT_NAME, load_checkpoint
+from torch import nn
 
-__all__ = ["read_checkpoint"]
+from trivium.core.errors import DecodeError
+from trivium.core.training import CHECKPOINT_NAME, Trainer, load_checkpoint
+
+__all__ = ["make_trainer", "read_checkpoint"]
 
 C = TypeVar("C")
 
@@ -49,3 +51,46 @@ def read_checkpoint(path: str | os.PathLike[str], config_cls: type[C]) -> tuple[
     if "model" not in state:
         raise DecodeError("checkpoint has no model weights", path=path)
     return config, state
+
+
+def make_trainer(
+    model: nn.Module,
+    optimizer: Any,
+    scheduler: Any,
+    config: Any,
+    pipeline: str,
+    resume: bool,
+) -> Trainer:
+    """The :class:`Trainer` of a pipeline's ``config``, resumed from its run folder if asked.
+
+    ``config`` is a pipeline configuration dataclass (device, amp, grad_clip_norm,
+    out_dir, checkpoint_every, num_steps, progress); it is saved in every checkpoint.
+
+    Example:
+        >>> import tempfile, torch
+        >>> @dataclasses.dataclass
+        ... class Config:
+        ...     device: str = "cpu"; amp: bool = False; grad_clip_norm: float = 1.0
+        ...     out_dir: str = tempfile.mkdtemp(); checkpoint_every: int = 10
+        ...     num_steps: int = 10; progress: bool = False
+        >>> model = torch.nn.Linear(2, 1)
+        >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> make_trainer(model, opt, None, Config(), "demo", resume=True).checkpoint_path.name
+        'checkpoint.pt'
+    """
+    trainer = Trainer(
+        model,
+        optimizer,
+        scheduler,
+        device=config.device,
+        amp=config.amp,
+        grad_clip_norm=config.grad_clip_norm,
+        out_dir=config.out_dir,
+        checkpoint_every=config.checkpoint_every,
+        log_every=10 if config.num_steps >= 100 else 1,
+        extra={"config": dataclasses.asdict(config), "pipeline": pipeline},
+        progress=config.progress,
+    )
+    if resume and trainer.checkpoint_path.is_file():
+        trainer.resume()
+    return trainer

@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -26,10 +25,9 @@ from trivium.audio.datasets import LibriMix
 from trivium.audio.metrics import pit_loss, si_snr
 from trivium.audio.models import ConvTasNet
 from trivium.audio.pipelines.batches import batch_indices, step_generator
-from trivium.audio.pipelines.checkpoints import read_checkpoint
+from trivium.audio.pipelines.checkpoints import make_trainer, read_checkpoint
 from trivium.audio.pipelines.schedules import warmup_cosine
 from trivium.core.seeding import seed_everything
-from trivium.core.training import Trainer
 
 __all__ = ["SeparationConfig", "SeparationPipeline", "evaluate", "from_checkpoint", "train"]
 
@@ -195,21 +193,7 @@ def train(
     )
     optimizer = torch.optim.Adam(pipeline.model.parameters(), lr=config.lr)
     scheduler = warmup_cosine(optimizer, config.num_steps, int(0.05 * config.num_steps))
-    trainer = Trainer(
-        pipeline.model,
-        optimizer,
-        scheduler,
-        device=config.device,
-        amp=config.amp,
-        grad_clip_norm=config.grad_clip_norm,
-        out_dir=config.out_dir,
-        checkpoint_every=config.checkpoint_every,
-        log_every=10 if config.num_steps >= 100 else 1,
-        extra={"config": dataclasses.asdict(config), "pipeline": "separation"},
-        progress=config.progress,
-    )
-    if resume and trainer.checkpoint_path.is_file():
-        trainer.resume()
+    trainer = make_trainer(pipeline.model, optimizer, scheduler, config, "separation", resume)
     length = int(config.segment_seconds * config.sample_rate)
 
     def batch_fn(step: int) -> tuple[Tensor, Tensor]:
@@ -232,7 +216,7 @@ def from_checkpoint(
     """The :class:`SeparationPipeline` in a checkpoint (a file or a run's ``out_dir``), eval mode.
 
     Example:
-        >>> import tempfile
+        >>> import dataclasses, tempfile
         >>> from trivium.core.training import save_checkpoint
         >>> config = SeparationConfig(msk_num_layers=1, msk_num_stacks=1)
         >>> state = {"model": SeparationPipeline(config).model.state_dict(),

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -31,11 +30,10 @@ from trivium.audio.datasets import LIBRITTS
 from trivium.audio.functional import mu_law_encoding, resample
 from trivium.audio.models import WaveRNN
 from trivium.audio.pipelines.batches import batch_indices, step_generator
-from trivium.audio.pipelines.checkpoints import read_checkpoint
+from trivium.audio.pipelines.checkpoints import make_trainer, read_checkpoint
 from trivium.audio.pipelines.schedules import warmup_cosine
 from trivium.audio.transforms import MelSpectrogram
 from trivium.core.seeding import seed_everything
-from trivium.core.training import Trainer
 
 __all__ = [
     "VocoderConfig",
@@ -292,21 +290,7 @@ def train(config: VocoderConfig, resume: bool = True, until: int | None = None) 
     )
     optimizer = torch.optim.Adam(pipeline.model.parameters(), lr=config.lr)
     scheduler = warmup_cosine(optimizer, config.num_steps, int(0.05 * config.num_steps))
-    trainer = Trainer(
-        pipeline.model,
-        optimizer,
-        scheduler,
-        device=config.device,
-        amp=config.amp,
-        grad_clip_norm=config.grad_clip_norm,
-        out_dir=config.out_dir,
-        checkpoint_every=config.checkpoint_every,
-        log_every=10 if config.num_steps >= 100 else 1,
-        extra={"config": dataclasses.asdict(config), "pipeline": "vocoder"},
-        progress=config.progress,
-    )
-    if resume and trainer.checkpoint_path.is_file():
-        trainer.resume()
+    trainer = make_trainer(pipeline.model, optimizer, scheduler, config, "vocoder", resume)
 
     def batch_fn(step: int) -> tuple[Tensor, Tensor]:
         indices = batch_indices(step, len(train_items), config.batch_size, config.seed)
@@ -328,7 +312,7 @@ def from_checkpoint(
     """The :class:`VocoderPipeline` in a checkpoint (a file or a run's ``out_dir``), in eval mode.
 
     Example:
-        >>> import tempfile
+        >>> import dataclasses, tempfile
         >>> from trivium.core.training import save_checkpoint
         >>> config = VocoderConfig(n_rnn=16, n_fc=16, n_res_block=1)
         >>> state = {"model": VocoderPipeline(config).model.state_dict(),
