@@ -47,6 +47,37 @@ def test_load_matches_soundfile(path: Path) -> None:
     assert meta.sample_rate == sample_rate
 
 
+@pytest.mark.parametrize(
+    ("fmt", "subtype"),
+    [
+        ("WAV", "PCM_U8"),
+        ("WAV", "PCM_16"),
+        ("WAV", "PCM_24"),
+        ("WAV", "PCM_32"),
+        ("AIFF", "PCM_S8"),
+        ("FLAC", "PCM_16"),
+        ("FLAC", "PCM_24"),
+    ],
+)
+@pytest.mark.parametrize("channels", [1, 3])
+def test_integer_pcm_scaled_like_libsndfile(fmt: str, subtype: str, channels: int) -> None:
+    # load() reads integer PCM as stored and scales it itself: every value, the extremes
+    # included, must equal libsndfile's own float conversion bit for bit.
+    rng = np.random.default_rng(0)
+    data = rng.integers(-(2**31), 2**31, size=(4000, channels), dtype=np.int64)
+    data[:4] = [[-(2**31)], [2**31 - 1], [0], [-1]]
+    buf = io.BytesIO()
+    sf.write(buf, data.astype(np.int32), 8000, format=fmt, subtype=subtype)
+    expected, _ = sf.read(io.BytesIO(buf.getvalue()), dtype="float32", always_2d=True)
+    first, _ = load(buf.getvalue())
+    last, _ = load(buf.getvalue(), channels_first=False)
+    assert first.dtype == torch.float32 and first.is_contiguous() and last.is_contiguous()
+    np.testing.assert_array_equal(first.numpy(), expected.T)
+    np.testing.assert_array_equal(last.numpy(), expected)
+    chunks = list(stream(buf.getvalue(), 999))
+    np.testing.assert_array_equal(torch.cat(chunks, -1).numpy(), expected.T)
+
+
 @pytest.mark.parametrize("name", SCIPY_READABLE)
 def test_load_unnormalized_matches_scipy(name: str) -> None:
     path = AUDIO / name
