@@ -20,7 +20,7 @@ from pathlib import Path
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from trivium.audio.datasets.openslr import ensure_split, resolve_split
+from trivium.audio.datasets.openslr import list_split
 from trivium.audio.io import load
 from trivium.core.errors import DatasetError
 
@@ -30,15 +30,6 @@ URL = "train-clean-100"
 FOLDER_IN_ARCHIVE = "LibriSpeech"
 SAMPLE_RATE = 16000
 BASE_URL = "http://www.openslr.org/resources/12/"
-SUBSETS = (
-    "dev-clean",
-    "dev-other",
-    "test-clean",
-    "test-other",
-    "train-clean-100",
-    "train-clean-360",
-    "train-other-500",
-)
 # SHA-256 of the OpenSLR archives (the digests torchaudio checks).
 CHECKSUMS = {
     "dev-clean.tar.gz": "76f87d090650617fca0cac8f88b9416e0ebf80350acb97b343a85fa903728ab3",
@@ -101,12 +92,18 @@ class LIBRISPEECH(Dataset):
         folder_in_archive: str = FOLDER_IN_ARCHIVE,
         download: bool = False,
     ) -> None:
-        split = resolve_split(url, BASE_URL, SUBSETS)
+        split, self._path, self._walker = list_split(
+            root,
+            url,
+            folder_in_archive,
+            download,
+            BASE_URL,
+            CHECKSUMS,
+            "LIBRISPEECH",
+            self._ext_audio,
+        )
         self._url = split.name
-        self._archive = Path(root) / folder_in_archive
-        self._path = self._archive / split.name
-        ensure_split(split, root, self._path, download, CHECKSUMS, "LIBRISPEECH")
-        self._walker = sorted(p.stem for p in self._path.glob("*/*/*" + self._ext_audio))
+        self._archive = self._path.parent
         self._transcripts = _read_transcripts(self._path)
 
     def get_metadata(self, n: int) -> tuple[str, int, str, int, int, int]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from trivium.audio.datasets.openslr import ensure_split, resolve_split
+from trivium.audio.datasets.openslr import list_split
 from trivium.audio.io import load
 from trivium.core.errors import DatasetError
 
@@ -30,15 +30,6 @@ __all__ = ["LIBRITTS"]
 URL = "train-clean-100"
 FOLDER_IN_ARCHIVE = "LibriTTS"
 BASE_URL = "http://www.openslr.org/resources/60/"
-SUBSETS = (
-    "dev-clean",
-    "dev-other",
-    "test-clean",
-    "test-other",
-    "train-clean-100",
-    "train-clean-360",
-    "train-other-500",
-)
 # SHA-256 of the OpenSLR archives (the digests torchaudio checks).
 CHECKSUMS = {
     "dev-clean.tar.gz": "da0864e1bd26debed35da8a869dd5c04dfc27682921936de7cff9c8a254dbe1a",
@@ -92,10 +83,9 @@ class LIBRITTS(Dataset):
         folder_in_archive: str = FOLDER_IN_ARCHIVE,
         download: bool = False,
     ) -> None:
-        split = resolve_split(url, BASE_URL, SUBSETS)
-        self._path = Path(root) / folder_in_archive / split.name
-        ensure_split(split, root, self._path, download, CHECKSUMS, "LIBRITTS")
-        self._walker = sorted(p.stem for p in self._path.glob("*/*/*" + self._ext_audio))
+        _, self._path, self._walker = list_split(
+            root, url, folder_in_archive, download, BASE_URL, CHECKSUMS, "LIBRITTS", self._ext_audio
+        )
 
     def __getitem__(self, n: int) -> Item:
         """Load item ``n`` (see the class docstring for the fields)."""

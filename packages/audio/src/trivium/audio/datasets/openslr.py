@@ -16,7 +16,18 @@ from pathlib import Path
 from trivium.audio.datasets.download import download_and_extract, split_url
 from trivium.core.errors import DatasetError
 
-__all__ = ["Split", "ensure_split", "resolve_split"]
+__all__ = ["LIBRI_SUBSETS", "Split", "ensure_split", "list_split", "resolve_split"]
+
+# The splits LibriSpeech and LibriTTS both publish.
+LIBRI_SUBSETS = (
+    "dev-clean",
+    "dev-other",
+    "test-clean",
+    "test-other",
+    "train-clean-100",
+    "train-clean-360",
+    "train-other-500",
+)
 
 
 @dataclass(frozen=True)
@@ -84,3 +95,33 @@ def ensure_split(
         raise DatasetError(
             f"the archive from {split.url} did not contain the expected folder", path=str(path)
         )
+
+
+def list_split(
+    root: str | os.PathLike[str],
+    url: str,
+    folder_in_archive: str,
+    download: bool,
+    base_url: str,
+    checksums: Mapping[str, str],
+    dataset: str,
+    ext: str,
+) -> tuple[Split, Path, list[str]]:
+    """Resolve ``url``, make sure the split is there, and list its utterances.
+
+    Returns the split, its folder (``root/folder_in_archive/<split>``) and the sorted
+    stems of the ``<speaker>/<chapter>/*<ext>`` files in it: the LibriSpeech and LibriTTS
+    layout.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "L" / "dev-clean" / "1" / "2").mkdir(parents=True)
+        >>> _ = (root / "L" / "dev-clean" / "1" / "2" / "1-2-0.flac").write_bytes(b"")
+        >>> list_split(root, "dev-clean", "L", False, "http://h/", {}, "X", ".flac")[2]
+        ['1-2-0']
+    """
+    split = resolve_split(url, base_url, LIBRI_SUBSETS)
+    path = Path(root) / folder_in_archive / split.name
+    ensure_split(split, root, path, download, checksums, dataset)
+    return split, path, sorted(p.stem for p in path.glob("*/*/*" + ext))

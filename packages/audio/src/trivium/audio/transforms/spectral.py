@@ -38,10 +38,6 @@ __all__ = [
 WindowFn = Callable[..., Tensor]
 
 
-def _window(window_fn: WindowFn, win_length: int, wkwargs: dict | None) -> Tensor:
-    return window_fn(win_length) if wkwargs is None else window_fn(win_length, **wkwargs)
-
-
 def _frames(n_fft: int, win_length: int | None, hop_length: int | None) -> tuple[int, int]:
     if n_fft <= 0:
         raise ValueError(f"n_fft must be positive, got {n_fft}")
@@ -54,7 +50,24 @@ def _frames(n_fft: int, win_length: int | None, hop_length: int | None) -> tuple
     return win_length, hop_length
 
 
-class Spectrogram(Transform):
+class _STFTTransform(Transform):
+    """A transform built on the STFT: checks and keeps its frame sizes and window."""
+
+    def _set_stft(
+        self,
+        n_fft: int,
+        win_length: int | None,
+        hop_length: int | None,
+        window_fn: WindowFn,
+        wkwargs: dict | None,
+    ) -> None:
+        """Set ``n_fft``, ``win_length``, ``hop_length`` (torchaudio's defaults) and ``window``."""
+        self.n_fft = n_fft
+        self.win_length, self.hop_length = _frames(n_fft, win_length, hop_length)
+        self.register_buffer("window", window_fn(self.win_length, **(wkwargs or {})))
+
+
+class Spectrogram(_STFTTransform):
     """``[..., time]`` waveform to a ``[..., n_fft // 2 + 1, frames]`` spectrogram.
 
     ``power=None`` gives the complex STFT, else ``|STFT| ** power``. Arguments and
@@ -81,9 +94,7 @@ class Spectrogram(Transform):
         onesided: bool = True,
     ) -> None:
         super().__init__()
-        self.n_fft = n_fft
-        self.win_length, self.hop_length = _frames(n_fft, win_length, hop_length)
-        self.register_buffer("window", _window(window_fn, self.win_length, wkwargs))
+        self._set_stft(n_fft, win_length, hop_length, window_fn, wkwargs)
         self.pad = pad
         self.power = power
         self.normalized = normalized
@@ -108,7 +119,7 @@ class Spectrogram(Transform):
         )
 
 
-class InverseSpectrogram(Transform):
+class InverseSpectrogram(_STFTTransform):
     """Complex spectrogram ``[..., freq, frames]`` back to a waveform ``[..., time]``.
 
     Call it as ``inv(spectrogram, length=None)``.
@@ -136,9 +147,7 @@ class InverseSpectrogram(Transform):
         onesided: bool = True,
     ) -> None:
         super().__init__()
-        self.n_fft = n_fft
-        self.win_length, self.hop_length = _frames(n_fft, win_length, hop_length)
-        self.register_buffer("window", _window(window_fn, self.win_length, wkwargs))
+        self._set_stft(n_fft, win_length, hop_length, window_fn, wkwargs)
         self.pad = pad
         self.normalized = normalized
         self.center = center
@@ -395,7 +404,7 @@ class MFCC(Transform):
         return torch.matmul(mel.transpose(-1, -2), dct).transpose(-1, -2)
 
 
-class GriffinLim(Transform):
+class GriffinLim(_STFTTransform):
     """Magnitude spectrogram ``[..., freq, frames]`` to a waveform by Griffin-Lim.
 
     Random initial phases (``rand_init=True``) come from ``generator``.
@@ -424,10 +433,8 @@ class GriffinLim(Transform):
         super().__init__(generator)
         if not 0 <= momentum < 1:
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")
-        self.n_fft = n_fft
         self.n_iter = n_iter
-        self.win_length, self.hop_length = _frames(n_fft, win_length, hop_length)
-        self.register_buffer("window", _window(window_fn, self.win_length, wkwargs))
+        self._set_stft(n_fft, win_length, hop_length, window_fn, wkwargs)
         self.power = power
         self.momentum = momentum
         self.length = length
