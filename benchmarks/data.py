@@ -1,36 +1,48 @@
-"""``trivium.data`` speed and memory against bare pyarrow, HF ``datasets`` and Pillow.
+"""``trivium.data`` speed and memory against bare pyarrow, HF ``datasets``, torchvision and Pillow.
 
 What it measures (every input is generated at start-up in a temp dir):
 
 1. **Parquet → dict of tensors**: 200k rows of (int64 ``label``, 128 x float32
    ``feat`` as a fixed-size list), row groups of 8192, read by
    ``ParquetSource(...).to_tensors()`` against a bare ``pq.ParquetFile.iter_batches``
-   + ``to_numpy`` + ``torch.from_numpy`` loop (the limit). Target ≥ 0.9x.
+   + ``to_numpy`` + ``torch.from_numpy`` loop (the limit). Target ≥ 0.9x. Its timed
+   loops last at least 1.5 s (several epochs), whatever ``--min-time`` says.
 2. **ArrowDataset random access**: single rows ``ds[i]`` at random indices of the
    same data in a memory-mapped IPC file, against HF ``datasets``
    (``Dataset.from_file`` of the same IPC data, target ≥ 2x) when it is installed,
    and against ``pyarrow.Table.slice(i, 1).to_pylist()`` per row (target ≥ 5x).
 3. **Image training stream**: 256 ImageNet-sized JPEGs (photos from
    ``tests/assets/images/jpeg`` resized to 375..500 x 500 with Pillow, quality 90) in
-   an image folder, converted with ``trivium-data convert image-folder``, read as
-   batches of 32 by ``trivium.data.DataLoader`` with 2 workers: decode + random
-   resized crop to 224 through ``decode_jpeg(roi=..., scale=...)`` (only the crop
-   region, at a reduced DCT scale) + ``interpolate``. Against a Pillow Dataset over
-   the same files (open, RGB, RandomResizedCrop with the same crop box, bilinear
-   resize to 224, to tensor) in torch's DataLoader with 2 workers. Target ≥ 2x.
-   Ours runs twice: with ``trivium.vision.transforms.DecodeRandomResizedCrop`` (when
-   importable) and with a crop composed here from ``decode_jpeg(roi=..., scale=...)``
-   restricted to the 1/8, 1/4, 1/2 scales + uint8 ``interpolate``.
-   (torchvision cannot be imported here.)
+   an image folder, converted with ``trivium-data convert image-folder``. One epoch
+   of batches of 32, 2 workers, shuffled, decode + RandomResizedCrop(224) to uint8
+   ``[32, 3, 224, 224]``:
+
+   - ours: ``ParquetSource(shards, columns=["image", "label"]).to_tensors()
+     .map(DecodeRandomResizedCrop(224), input_col="image")`` in
+     ``trivium.data.DataLoader`` (each batch decodes only the crop regions);
+   - torchvision: ``ImageFolder(root, Compose([RandomResizedCrop(224), PILToTensor()]))``
+     in torch's ``DataLoader`` (torchvision's pure-Python parts, imported through
+     ``tests/peers.py``);
+   - Pillow: a ``Dataset`` that opens each file, converts to RGB, and resizes the
+     RandomResizedCrop box to 224 x 224 in one ``Image.resize(box=...)``, in torch's
+     ``DataLoader``.
+
+   Each loader is built once; every timed call is one epoch of it
+   (``for batch in loader``). With torch's default ``persistent_workers=False``
+   (both sides) every epoch starts its 2 workers again, and that start-up is part of
+   the epoch: target ≥ 2x against each peer. The same again with
+   ``persistent_workers=True`` on every side is reported too (no target).
 4. **Memory**: an ``ArrowDataset`` of 64 MB and of 256 MB read in a shuffled epoch
    by 4 torch DataLoader workers; each worker's private dirty memory
    (``Private_Dirty`` in ``/proc/<pid>/smaps_rollup``: pages copied or written by
-   that process, which is what copy-on-read of Python objects would grow) near the end
-   of the epoch. Target: it grows by less than 5% of the dataset's growth.
+   that process, which is what copy-on-read of Python objects would grow) near the
+   end of the epoch. Target: it grows by less than 5% of the dataset's growth
+   (reported in the checks: the table holds times).
 
-Timed sides are warmed up once, then run ``--repeats`` times (default 5), interleaved
-repeat by repeat, each a loop lasting at least ``--min-time`` seconds (default 0.3);
-the median is reported. Ratio = peer time / our time (> 1: we are faster).
+Timing is ``benchmarks/harness.py``'s: every side is warmed up, then timed in
+``--repeats`` repeats (default 7) of a loop of at least ``--min-time`` seconds
+(default 0.3), the sides interleaved repeat by repeat; the median per-call time is
+reported. Ratio = peer time / our time (> 1: we are faster).
 
 Run from the repository root::
 
@@ -41,8 +53,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import gc
-import json
+import itertools
 import os
 import platform
 import statistics
@@ -50,15 +61,28 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
+from harness import (
+    Row,
+    Side,
+    benchmark_parser,
+    cpu_busy_seconds,
+    cpu_model,
+    measure,
+    parse_benchmark_args,
+    print_header,
+    report,
+    row_from,
+)
 from PIL import Image
 
 from trivium.data import ArrowDataset, DataLoader, ParquetSource
@@ -66,65 +90,51 @@ from trivium.data.convert import convert_image_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTOS = ROOT / "tests" / "assets" / "images" / "jpeg"
+sys.path.insert(0, str(ROOT / "tests"))
+from peers import import_torchvision  # noqa: E402
+
 FEAT = 128
 PARQUET_ROWS = 200_000
+PARQUET_MIN_TIME = 1.5  # seconds per timed loop of workload 1, at least
 RANDOM_READS = 2_000
 NUM_IMAGES = 256
+BATCH = 32
+WORKERS = 2
 CROP = 224
 
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+warnings.filterwarnings("ignore", message="This DataLoader will create")  # 4 workers, 2 CPUs
+Peer = tuple[ModuleType | None, str]
 
 
-@dataclass
-class Row:
-    """One line of the result table."""
-
-    workload: str
-    ours_ms: float | None
-    peer: str
-    peer_ms: float | None
-    target: str
-    ratio: float | None = None
-    status: str = ""
-    note: str = ""
-
-    def finish(self, minimum: float | None) -> Row:
-        if self.ours_ms and self.peer_ms:
-            self.ratio = self.peer_ms / self.ours_ms
-            if minimum is not None:
-                self.status = "ok" if self.ratio >= minimum else "FAIL"
-        return self
+def load_torchvision() -> Peer:
+    """torchvision (pure-Python parts, see tests/peers.py) and a line saying what happened."""
+    try:
+        module = import_torchvision()
+    except Exception as e:  # a broken install fails in many ways
+        return None, f"does not import ({type(e).__name__}: {e})"
+    if module is None:
+        return None, "not installed"
+    return module, f"torchvision {module.__version__}"
 
 
-def timed(sides: dict[str, Callable[[], Any]], repeats: int, min_time: float) -> dict[str, float]:
-    """Median seconds per call of each side; sides interleaved repeat by repeat."""
-    loops = {}
-    for name, fn in sides.items():
-        fn()  # warm up
-        start, n = time.perf_counter(), 0
-        while time.perf_counter() - start < min_time / 3 or n == 0:
-            fn()
-            n += 1
-        per_call = (time.perf_counter() - start) / n
-        loops[name] = max(1, int(min_time / max(per_call, 1e-9)))
-    samples: dict[str, list[float]] = {name: [] for name in sides}
-    for _ in range(repeats):
-        for name, fn in sides.items():
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                for _ in range(loops[name]):
-                    fn()
-                samples[name].append((time.perf_counter() - start) / loops[name])
-            finally:
-                gc.enable()
-    return {name: statistics.median(values) for name, values in samples.items()}
+def machine_info(torchvision: Peer) -> dict[str, str]:
+    """Versions and CPU facts that the numbers depend on."""
+    return {
+        "cpu": f"{cpu_model()}; usable CPUs {len(os.sched_getaffinity(0))}",
+        "python": f"{platform.python_version()} ({platform.platform()})",
+        "torch": torch.__version__,
+        "pyarrow": pa.__version__,
+        "Pillow": Image.__version__,
+        "torchvision": torchvision[1],
+    }
 
 
-# -------------------------------------------------------------------- inputs
+# -------------------------------------------------------------------------- inputs
 
 
 def write_feature_parquet(path: Path, rows: int) -> pa.Table:
+    """``rows`` rows of (int64 label, 128 x float32 feat) in row groups of 8192."""
     rng = np.random.default_rng(0)
     feat = rng.standard_normal((rows, FEAT), dtype=np.float32)
     table = pa.table(
@@ -138,11 +148,13 @@ def write_feature_parquet(path: Path, rows: int) -> pa.Table:
 
 
 def write_ipc(path: Path, table: pa.Table) -> None:
+    """The table as an Arrow IPC file of record batches of 65536 rows."""
     with pa.ipc.new_file(path, table.schema) as writer:
         writer.write_table(table, max_chunksize=65_536)
 
 
 def make_image_folder(root: Path) -> list[Path]:
+    """NUM_IMAGES JPEGs of 375..500 x 500 in ``root/class<k>/`` (8 classes)."""
     photos = []
     for path in sorted(PHOTOS.glob("*.jp*g")):
         try:
@@ -163,19 +175,20 @@ def make_image_folder(root: Path) -> list[Path]:
     return files
 
 
-# ----------------------------------------------------------------- workloads
+# ---------------------------------------------------------------- 1. Parquet read
 
 
-def bench_parquet(tmp: Path, repeats: int, min_time: float, notes: list[str]) -> list[Row]:
+def bench_parquet(
+    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 1: a Parquet file into dicts of tensors, against the bare pyarrow loop."""
     path = tmp / "features.parquet"
     write_feature_parquet(path, PARQUET_ROWS)
     batch_size = 8192
 
     def ours() -> int:
-        total = 0
-        for batch in ParquetSource(path, batch_size=batch_size).to_tensors(["label", "feat"]):
-            total += batch["feat"].shape[0]
-        return total
+        source = ParquetSource(path, batch_size=batch_size)
+        return sum(batch["feat"].shape[0] for batch in source.to_tensors(["label", "feat"]))
 
     def bare() -> int:
         total = 0
@@ -191,18 +204,23 @@ def bench_parquet(tmp: Path, repeats: int, min_time: float, notes: list[str]) ->
     same = torch.equal(
         first["feat"], torch.from_numpy(np.stack(ref["feat"].to_numpy(zero_copy_only=False)))
     )
-    notes.append(f"parquet: first batch equal to pyarrow's: {same}")
-    t = timed({"ours": ours, "bare": bare}, repeats, min_time)
+    checks.append(f"parquet: first batch equal to pyarrow's: {same}")
+    # An epoch takes ~0.2 s: loops of a few epochs keep the scheduler's noise on a
+    # shared machine from deciding the median.
+    loop_seconds = max(min_time, PARQUET_MIN_TIME)
+    timings = measure([Side("ours", ours), Side("bare", bare)], repeats, loop_seconds)
     mb = path.stat().st_size / 1e6
-    name = f"Parquet -> dict of tensors ({PARQUET_ROWS} rows, {mb:.0f} MB), per epoch"
-    return [
-        Row(
-            name, t["ours"] * 1e3, "pyarrow iter_batches+to_numpy", t["bare"] * 1e3, "≥ 0.9x"
-        ).finish(0.9)
-    ]
+    workload = f"Parquet -> dict of tensors ({PARQUET_ROWS} rows, {mb:.0f} MB), per epoch"
+    return [row_from(workload, timings, "ours", "bare", "pyarrow iter_batches+to_numpy", 0.9)]
 
 
-def bench_random(tmp: Path, repeats: int, min_time: float, notes: list[str]) -> list[Row]:
+# ---------------------------------------------------------------- 2. random access
+
+
+def bench_random(
+    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 2: single-row random access, against Table.slice and HF datasets."""
     rows = 100_000
     table = write_feature_parquet(tmp / "r.parquet", rows)
     ipc = tmp / "r.arrow"
@@ -212,70 +230,49 @@ def bench_random(tmp: Path, repeats: int, min_time: float, notes: list[str]) -> 
     mapped = pa.ipc.open_file(pa.memory_map(str(ipc))).read_all()
     order = np.random.default_rng(1).integers(0, rows, RANDOM_READS).tolist()
 
-    def ours() -> None:
-        for i in order:
-            ds[i]
+    def reader(get: Callable[[int], object]) -> Callable[[], None]:
+        def read() -> None:
+            for i in order:
+                get(i)
 
-    def sliced() -> None:
-        for i in order:
-            mapped.slice(i, 1).to_pylist()
+        return read
 
-    def ours_np() -> None:
-        for i in order:
-            ds_np[i]
-
-    sides: dict[str, Callable[[], Any]] = {"ours": ours, "ours_np": ours_np, "slice": sliced}
+    sides = [
+        Side("ours_np", reader(ds_np.__getitem__)),
+        Side("ours", reader(ds.__getitem__)),
+        Side("slice", reader(lambda i: mapped.slice(i, 1).to_pylist())),
+    ]
     try:
         import datasets
 
         hf = datasets.Dataset.from_file(str(ipc)).with_format("numpy")
-
-        def hf_side() -> None:
-            for i in order:
-                hf[i]
-
-        sides["hf"] = hf_side
+        sides.append(Side("hf", reader(hf.__getitem__)))
         hf_status = f"datasets {datasets.__version__}"
     except Exception as e:  # not installed here
         hf_status = f"not installed ({type(e).__name__})"
     row = ds[order[0]]
     check = torch.equal(row["feat"], torch.tensor(mapped.slice(order[0], 1)["feat"].to_pylist()[0]))
-    notes.append(f"random access: ds[i] equal to pyarrow's row: {check}; HF datasets: {hf_status}")
-    t = timed(sides, repeats, min_time)
-    per = 1e6 / RANDOM_READS
-    name = 'ArrowDataset(format="torch") single-row random access (µs per row)'
-    name_np = 'ArrowDataset(format="numpy") single-row random access (µs per row)'
+    checks.append(f"random access: ds[i] equal to pyarrow's row: {check}; HF datasets: {hf_status}")
+    timings = measure(sides, repeats, min_time)
+    # per call: RANDOM_READS rows; the table shows the time per call (of 2000 rows)
+    workload = f"ArrowDataset single-row random access, {RANDOM_READS} rows per call"
+    slice_label = "pyarrow Table.slice(i,1).to_pylist()"
     out = [
-        Row(
-            name_np,
-            t["ours_np"] * per / 1e3,
-            "pyarrow Table.slice(i,1).to_pylist()",
-            t["slice"] * per / 1e3,
-            "≥ 5x",
-        ).finish(5),
-        Row(
-            name,
-            t["ours"] * per / 1e3,
-            "pyarrow Table.slice(i,1).to_pylist()",
-            t["slice"] * per / 1e3,
-            "info (default is numpy)",
-        ).finish(None),
+        row_from(f'{workload}, format="numpy"', timings, "ours_np", "slice", slice_label, 5.0),
+        row_from(f'{workload}, format="torch"', timings, "ours", "slice", slice_label),
     ]
-    if "hf" in t:
-        out.append(
-            Row(
-                name_np,
-                t["ours_np"] * per / 1e3,
-                "HF datasets ds[i] (numpy format)",
-                t["hf"] * per / 1e3,
-                "≥ 2x",
-            ).finish(2)
-        )
+    if "hf" in timings:
+        hf_label = "HF datasets ds[i] (numpy format)"
+        out.append(row_from(f'{workload}, format="numpy"', timings, "ours_np", "hf", hf_label, 2.0))
     else:
+        median = timings["ours_np"].median
         out.append(
-            Row(name_np, None, "HF datasets", None, "≥ 2x", status="skipped", note=hf_status)
+            Row(f'{workload}, format="numpy"', median, f"HF datasets: {hf_status}", None, 2.0)
         )
     return out
+
+
+# ------------------------------------------------------------ 3. image training stream
 
 
 def rrc_box(height: int, width: int, rng: np.random.Generator) -> tuple[int, int, int, int]:
@@ -292,35 +289,8 @@ def rrc_box(height: int, width: int, rng: np.random.Generator) -> tuple[int, int
     return (height - side) // 2, (width - side) // 2, side, side
 
 
-class TriviumDecodeCrop:
-    """Decode only the crop box at the smallest DCT scale still ≥ 224, then resize.
-
-    One thread per worker: with 2 workers on 2 cores, ``parallel_map`` threads would
-    only contend; with a spare core per worker use ``parallel_map(fn, num_threads)``.
-    """
-
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-
-    def __call__(self, row: dict) -> dict:
-        from trivium.vision.io import decode_jpeg
-
-        data = row["image"]
-        rng = np.random.default_rng([self.seed, row["label"], len(data)])
-        top, left, h, w = rrc_box(row["height"], row["width"], rng)
-        # the smallest of the SIMD-fast DCT scales 1/8, 1/4, 1/2 still covering 224 x 224
-        # (libjpeg-turbo's 3/8 .. 7/8 IDCTs are plain C: slower than a full decode)
-        eighths = next((m for m in (1, 2, 4) if h * m >= 8 * CROP and w * m >= 8 * CROP), 8)
-        buf = np.frombuffer(data, dtype=np.uint8)
-        image = decode_jpeg(torch.from_numpy(buf), roi=(top, left, h, w), scale=eighths / 8)
-        resized = torch.nn.functional.interpolate(  # uint8 in, uint8 out: torch's fast path
-            image[None], size=(CROP, CROP), mode="bilinear", antialias=True, align_corners=False
-        )
-        return {"image": resized[0], "label": row["label"]}
-
-
 class PillowFolder(torch.utils.data.Dataset):
-    """What torchvision's ImageFolder + RandomResizedCrop + PILToTensor do, in Pillow."""
+    """What ImageFolder + RandomResizedCrop + PILToTensor do, written directly in Pillow."""
 
     def __init__(self, files: list[Path], seed: int) -> None:
         self.files, self.seed = files, seed
@@ -336,84 +306,120 @@ class PillowFolder(torch.utils.data.Dataset):
         crop = image.resize(
             (CROP, CROP), Image.Resampling.BILINEAR, box=(left, top, left + w, top + h)
         )
-        return torch.from_numpy(np.asarray(crop)).permute(2, 0, 1).contiguous(), int(
-            path.parent.name[5:]
-        )
+        label = int(path.parent.name.removeprefix("class"))
+        return torch.from_numpy(np.asarray(crop)).permute(2, 0, 1).contiguous(), label
 
 
-class FusedDecodeCrop:
-    """``trivium.vision.transforms.DecodeRandomResizedCrop(224)`` on the image bytes."""
+def trivium_epoch(shards: Path, persistent: bool) -> Callable[[], Counter]:
+    """Our stream: one call is one epoch; returns the labels seen (a Counter)."""
+    from trivium.vision.transforms import DecodeRandomResizedCrop
 
-    def __init__(self, seed: int) -> None:
-        from trivium.vision.transforms import DecodeRandomResizedCrop
-
-        generator = torch.Generator().manual_seed(seed)
-        self.transform = DecodeRandomResizedCrop(CROP, generator=generator)
-
-    def __call__(self, row: dict) -> dict:
-        data = torch.from_numpy(np.frombuffer(row["image"], dtype=np.uint8))
-        return {"image": self.transform(data), "label": row["label"]}
-
-
-def fused_available() -> bool:
-    try:
-        from trivium.vision.transforms import DecodeRandomResizedCrop  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    crop = DecodeRandomResizedCrop(CROP, generator=torch.Generator().manual_seed(0))
+    pipe = ParquetSource(shards, columns=["image", "label"]).to_tensors()
+    pipe = pipe.map(crop, input_col="image")
+    loader = DataLoader(
+        pipe,
+        batch_size=BATCH,
+        shuffle=True,
+        num_workers=WORKERS,
+        persistent_workers=persistent,
+        seed=0,
+    )
+    return epochs_of(loader, lambda it: labels_of((b["image"], b["label"]) for b in it))
 
 
-def bench_images(tmp: Path, repeats: int, min_time: float, notes: list[str]) -> list[Row]:
+def torch_epoch(dataset: torch.utils.data.Dataset, persistent: bool) -> Callable[[], Counter]:
+    """Torch's DataLoader over a map-style dataset: one call is one epoch."""
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=BATCH,
+        shuffle=True,
+        num_workers=WORKERS,
+        persistent_workers=persistent,
+    )
+    return epochs_of(loader, labels_of)
+
+
+def epochs_of(loader: Iterable, read: Callable[[Any], Counter]) -> Callable[[], Counter]:
+    """One call per epoch of a loader built once, as a training loop runs it."""
+    epoch = itertools.count()
+
+    def next_epoch() -> Counter:
+        if isinstance(loader, DataLoader):
+            loader.set_epoch(next(epoch))  # torch's reshuffles by itself
+        return read(loader)
+
+    return next_epoch
+
+
+def labels_of(batches: Iterable) -> Counter:
+    """The labels of (images, labels) batches, after checking each image batch's shape."""
+    seen: Counter = Counter()
+    for images, labels in batches:
+        if images.dtype != torch.uint8 or tuple(images.shape[1:]) != (3, CROP, CROP):
+            raise AssertionError(f"bad batch {images.dtype} {tuple(images.shape)}")
+        seen.update(labels.tolist())
+    return seen
+
+
+def bench_images(
+    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 3: one epoch of decode + RandomResizedCrop(224) with 2 workers."""
     folder = tmp / "images"
     files = make_image_folder(folder)
-    summary = convert_image_folder(folder, tmp / "shards", row_group_size=32, progress_bar=False)
-    notes.append(f"image folder converted: {str(summary).splitlines()[0]}")
+    summary = convert_image_folder(folder, tmp / "shards", row_group_size=BATCH, progress_bar=False)
+    checks.append(f"images: folder converted: {str(summary).splitlines()[0]}")
     torch.set_num_threads(1)  # the work is in the loader workers
-
-    def stream_of(decode: Callable[[dict], dict]) -> Callable[[], int]:
-        def run() -> int:
-            pipe = ParquetSource(tmp / "shards", columns=["image", "label", "width", "height"])
-            stream = pipe.to_rows().map(decode)
-            loader = DataLoader(stream, batch_size=32, shuffle=True, num_workers=2, seed=0)
-            return sum(batch["image"].shape[0] for batch in loader)
-
-        return run
-
-    sides = {"composed": stream_of(TriviumDecodeCrop(0))}
-    if fused_available():
-        sides["fused"] = stream_of(FusedDecodeCrop(0))
-
-    pillow = PillowFolder(sorted(files), 0)
-
-    def peer() -> int:
-        loader = torch.utils.data.DataLoader(pillow, batch_size=32, shuffle=True, num_workers=2)
-        return sum(images.shape[0] for images, _ in loader)
-
-    sides["pillow"] = peer
-    assert all(side() == NUM_IMAGES for side in sides.values())
-    t = timed(sides, repeats, min_time)
-    name = f"image stream: decode + RandomResizedCrop 224, {NUM_IMAGES} JPEGs ~500x400, 2 workers"
-    rows = []
-    if "fused" in t:
-        label = "DecodeRandomResizedCrop (trivium.vision.transforms)"
-        rows.append(
-            Row(
-                f"{name}: {label}", t["fused"] * 1e3, "Pillow Dataset", t["pillow"] * 1e3, "≥ 2x"
-            ).finish(2)
-        )
-    else:
-        notes.append("images: trivium.vision.transforms.DecodeRandomResizedCrop not importable")
-    label = "decode_jpeg(roi, scale 1/8,1/4,1/2) + uint8 interpolate"
-    target = "info" if rows else "≥ 2x"
-    rows.append(
-        Row(
-            f"{name}: {label}", t["composed"] * 1e3, "Pillow Dataset", t["pillow"] * 1e3, target
-        ).finish(None if rows else 2)
+    datasets = {"Pillow": PillowFolder(sorted(files), 0)}
+    tv, tv_status = peers
+    if tv is not None:
+        T = tv.transforms
+        transform = T.Compose([T.RandomResizedCrop(CROP), T.PILToTensor()])
+        datasets["torchvision"] = tv.datasets.ImageFolder(folder, transform)
+    sides = []
+    for persistent, suffix in ((False, ""), (True, " persistent")):
+        sides.append(Side(f"ours{suffix}", trivium_epoch(tmp / "shards", persistent)))
+        sides += [
+            Side(f"{name}{suffix}", torch_epoch(ds, persistent)) for name, ds in datasets.items()
+        ]
+    expected = Counter(i % 8 for i in range(NUM_IMAGES))
+    same = {side.name: side.fn() == expected for side in sides}
+    checks.append(f"images: every image once per epoch, labels as the folder's: {same}")
+    timings = measure(sides, repeats, min_time)
+    workload = (
+        f"image stream: 1 epoch, {NUM_IMAGES} JPEGs ~500x400, decode + RandomResizedCrop 224, "
+        f"batch {BATCH}, {WORKERS} workers"
     )
+    labels = {
+        "torchvision": f"{tv_status} ImageFolder + RandomResizedCrop + PILToTensor",
+        "Pillow": "Pillow Dataset",
+    }
+    rows = []
+    if tv is None:
+        rows.append(Row(workload, timings["ours"].median, f"torchvision: {tv_status}", None, 2.0))
+    for name in ("torchvision", "Pillow"):
+        if name in datasets:
+            rows.append(row_from(workload, timings, "ours", name, labels[name], 2.0))
+    for name in ("torchvision", "Pillow"):  # both sides with persistent_workers=True
+        if name in datasets:
+            rows.append(
+                row_from(
+                    f"{workload}, persistent_workers=True (both)",
+                    timings,
+                    "ours persistent",
+                    f"{name} persistent",
+                    labels[name],
+                )
+            )
     return rows
 
 
+# ------------------------------------------------------------------------ 4. memory
+
+
 def private_dirty_kb(pid: int) -> int:
+    """``Private_Dirty`` of a process, in kB."""
     with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
             if line.startswith("Private_Dirty:"):
@@ -422,6 +428,7 @@ def private_dirty_kb(pid: int) -> int:
 
 
 def children(pid: int) -> list[int]:
+    """The child processes of ``pid``."""
     out = []
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -435,7 +442,7 @@ def children(pid: int) -> list[int]:
 def worker_memory(ds: ArrowDataset) -> tuple[float, float]:
     """Mean and max Private_Dirty (MB) of 4 workers near the end of a shuffled epoch."""
     loader = torch.utils.data.DataLoader(
-        ds, batch_size=512, shuffle=True, num_workers=4, collate_fn=lambda rows: len(rows)
+        ds, batch_size=512, shuffle=True, num_workers=4, collate_fn=len
     )
     total = len(loader)
     samples: list[float] = []
@@ -445,7 +452,10 @@ def worker_memory(ds: ArrowDataset) -> tuple[float, float]:
     return statistics.mean(samples), max(samples)
 
 
-def bench_memory(tmp: Path, repeats: int, min_time: float, notes: list[str]) -> list[Row]:
+def bench_memory(
+    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 4: workers' private memory against the dataset's size (a check, not a time)."""
     sizes = {}
     for rows in (131_072, 524_288):  # 64 MB and 256 MB of 512-byte features (+ label)
         table = write_feature_parquet(tmp / f"m{rows}.parquet", rows)
@@ -454,23 +464,20 @@ def bench_memory(tmp: Path, repeats: int, min_time: float, notes: list[str]) -> 
         del table
         sizes[rows] = (path.stat().st_size / 1e6, worker_memory(ArrowDataset(path)))
     (small_mb, (small_mean, small_max)), (big_mb, (big_mean, big_max)) = sizes.values()
-    growth = big_mean - small_mean
-    share = growth / (big_mb - small_mb)
-    notes.append(
-        f"memory: per-worker Private_Dirty {small_mean:.1f} MB (max {small_max:.1f}) "
-        f"at {small_mb:.0f} MB, "
-        f"{big_mean:.1f} MB (max {big_max:.1f}) at {big_mb:.0f} MB"
+    share = (big_mean - small_mean) / (big_mb - small_mb)
+    checks.append(
+        f"memory: ArrowDataset read by 4 workers, per-worker Private_Dirty {small_mean:.1f} MB "
+        f"(max {small_max:.1f}) at {small_mb:.0f} MB, {big_mean:.1f} MB (max {big_max:.1f}) at "
+        f"{big_mb:.0f} MB: grows by {share:.1%} of the dataset's growth "
+        f"(target < 5%: {'PASS' if share < 0.05 else 'FAIL'})"
     )
-    name = (
-        "ArrowDataset, 4 workers: private memory growth per worker, "
-        f"{small_mb:.0f} -> {big_mb:.0f} MB dataset"
-    )
-    row = Row(name, growth, "dataset growth", big_mb - small_mb, "< 5% of it", note=f"{share:.1%}")
-    row.status = "ok" if share < 0.05 else "FAIL"
-    return [row]
+    return []
 
 
-WORKLOADS = {
+# ------------------------------------------------------------------------------ main
+
+Workload = Callable[[Path, Peer, int, float, list[str]], list[Row]]
+WORKLOADS: dict[str, Workload] = {
     "parquet": bench_parquet,
     "random": bench_random,
     "images": bench_images,
@@ -478,89 +485,26 @@ WORKLOADS = {
 }
 
 
-def markdown_table(rows: list[Row]) -> str:
-    lines = [
-        "| workload | ours | peer | peer time | ratio | target | status |",
-        "| --- | ---: | --- | ---: | ---: | --- | --- |",
-    ]
-    for r in rows:
-        ours = (
-            "-"
-            if r.ours_ms is None
-            else f"{r.ours_ms:.3g} ms"
-            if "memory" not in r.workload
-            else f"{r.ours_ms:.1f} MB"
-        )
-        peer = (
-            "-"
-            if r.peer_ms is None
-            else f"{r.peer_ms:.3g} ms"
-            if "memory" not in r.workload
-            else f"{r.peer_ms:.0f} MB"
-        )
-        if "µs" in r.workload and r.ours_ms is not None:
-            ours, peer = (
-                f"{r.ours_ms * 1e3:.2f} µs",
-                "-" if r.peer_ms is None else f"{r.peer_ms * 1e3:.2f} µs",
-            )
-        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else (r.note or "-")
-        status = r.status + (f" ({r.note})" if r.note and r.ratio is not None else "")
-        lines.append(
-            f"| {r.workload} | {ours} | {r.peer} | {peer} | {ratio} | {r.target} | {status} |"
-        )
-    return "\n".join(lines)
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--min-time", type=float, default=0.3)
-    parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--only", default=",".join(WORKLOADS))
-    args = parser.parse_args(argv)
-    args.only = [w.strip() for w in args.only.split(",") if w.strip()]
-    unknown = set(args.only) - set(WORKLOADS)
-    if unknown:
-        parser.error(f"unknown workloads {sorted(unknown)}; choose from {list(WORKLOADS)}")
-    return args
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), repeats=7, min_time=0.3)
+    return parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the workloads, print the markdown table, optionally write JSON."""
+    """Run the workloads, print machine info and the table, optionally write JSON."""
     args = parse_args(argv)
-    started = time.perf_counter()
-    info = {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "pyarrow": pa.__version__,
-        "cpus": str(os.cpu_count()),
-        "machine": platform.machine(),
-    }
-    print("# trivium.data benchmark\n")
-    for key, value in info.items():
-        print(f"- {key}: {value}")
-    print(f"- repeats: {args.repeats} (median), each ≥ {args.min_time} s\n", flush=True)
+    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
+    peers = load_torchvision()
+    info = machine_info(peers)
+    print_header("trivium.data benchmark", info, args)
+    checks: list[str] = []
     rows: list[Row] = []
-    notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="trivium-data-bench-") as tmp:
-        for name in args.only:
-            rows += WORKLOADS[name](Path(tmp), args.repeats, args.min_time, notes)
-            print(
-                f"({name} done after {time.perf_counter() - started:.0f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
-    print(markdown_table(rows))
-    print("\nRatio = peer time / our time (>1: we are faster). Checks:")
-    for line in notes:
-        print(f"- {line}")
-    failed = [r for r in rows if r.status == "FAIL"]
-    print(f"\n{len(failed)} target(s) missed; total run {time.perf_counter() - started:.1f} s")
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"machine": info, "rows": [asdict(r) for r in rows], "checks": notes}
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        print(f"wrote {args.json}")
+        for name, bench in WORKLOADS.items():
+            if name in args.only:
+                rows += bench(Path(tmp), peers, args.repeats, args.min_time, checks)
+    report(rows, checks, info, args, started, cpu_start)
     return 0
 
 

@@ -52,6 +52,23 @@ def test_write_parquet_shards_and_row_groups(tmp_path: pathlib.Path) -> None:
         write_parquet(rows, tmp_path, rows_per_file=0)
 
 
+@pytest.mark.parametrize(
+    ("use_dictionary", "expected"), [(True, True), (False, False), (["id"], True)]
+)
+def test_write_parquet_use_dictionary(
+    tmp_path: pathlib.Path, use_dictionary: bool | list[str], expected: bool
+) -> None:
+    [path] = write_parquet(
+        [{"id": i % 3, "word": f"w{i % 3}"} for i in range(9)],
+        tmp_path,
+        use_dictionary=use_dictionary,
+    )
+    columns = pq.ParquetFile(path).metadata.row_group(0)
+    assert columns.column(0).has_dictionary_page is expected
+    assert columns.column(1).has_dictionary_page is (use_dictionary is True)
+    assert pq.read_table(path)["word"].to_pylist() == [f"w{i % 3}" for i in range(9)]
+
+
 @pytest.fixture
 def image_root(tmp_path: pathlib.Path) -> pathlib.Path:
     root = tmp_path / "images"
@@ -85,6 +102,13 @@ def test_convert_image_folder_and_decode_back(
         assert row["label"] == summary.classes.index(original.parent.name)
         with Image.open(original) as im:
             assert (row["width"], row["height"]) == im.size
+    group = pq.ParquetFile(summary.files[0]).metadata.row_group(0)
+    dictionary = {
+        group.column(i).path_in_schema: group.column(i).has_dictionary_page
+        for i in range(group.num_columns)
+    }
+    assert not dictionary.pop("image")  # unique encoded bytes: no dictionary page
+    assert all(dictionary.values())
     # read back: decode in parallel_map, compare PNG pixels with Pillow
     pipe = (
         ParquetSource(out)

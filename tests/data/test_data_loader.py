@@ -206,6 +206,45 @@ def test_state_counts_only_what_was_yielded() -> None:
         DataLoader([1], batch_size=0)
 
 
+def with_pid(i: int) -> tuple[int, int]:
+    return i, os.getpid()
+
+
+def test_persistent_workers_keep_their_processes_and_follow_the_epochs() -> None:
+    data = MapPipe(list(range(N)))
+    loader = DataLoader(
+        data.map(with_pid), 8, shuffle=True, num_workers=2, seed=4, persistent_workers=True
+    )
+    pids: set[int] = set()
+    for epoch in (0, 1, 1, 2):  # epoch 1 twice: the same order again
+        loader.set_epoch(epoch)
+        batches = list(loader)
+        reference = DataLoader(data, 8, shuffle=True, seed=4)
+        reference.set_epoch(epoch)
+        assert [ids.tolist() for ids, _ in batches] == map_ids(reference)
+        pids |= {pid for _, batch_pids in batches for pid in batch_pids.tolist()}
+    assert len(pids) == 2 and os.getpid() not in pids  # the same two workers throughout
+    with pytest.raises(ValueError, match="persistent_workers needs num_workers > 0"):
+        DataLoader(data, persistent_workers=True)
+    with pytest.raises(ValueError, match="seed must be in"):
+        DataLoader(data, seed=-1)
+
+
+def test_persistent_workers_break_and_resume_mid_epoch(parquet_dir: pathlib.Path) -> None:
+    pipe = ParquetSource(parquet_dir).shuffle(20).to_tensors(["id"])
+    full = arrow_ids(DataLoader(pipe, 4, seed=9))
+    loader = DataLoader(pipe, 4, num_workers=2, seed=9, persistent_workers=True)
+    before, state = [], {}
+    for batch in loader:
+        before.append(batch["id"].tolist())
+        if len(before) == 5:
+            state = loader.state_dict()
+            break
+    assert arrow_ids(loader) == full  # a new iteration starts the epoch over
+    loader.load_state_dict(state)
+    assert before + arrow_ids(loader) == full  # exactly the rest, in order
+
+
 def test_on_error_skip_is_counted_and_keeps_batch_counts(parquet_dir: pathlib.Path) -> None:
     def fragile(row: dict) -> int:
         if row["id"] % 10 == 3:

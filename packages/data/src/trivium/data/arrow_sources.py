@@ -34,6 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+# pyarrow.array(ndarray), which take() runs on every batch, looks up numpy.ma, which
+# NumPy 2 imports lazily: imported here, in the parent, it is not imported again
+# (20-100 ms) by every DataLoader worker that an epoch starts.
+import numpy.ma
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pds
@@ -433,7 +438,7 @@ class ParquetSource(ArrowSource):
         """An open reader per file (its footer parsed once), kept for the next row group."""
         cached = getattr(self, "_open_file", None)
         if cached is None or cached[0] != path:
-            handle = self._fs.open_input_file(path)  # type: ignore[union-attr]
+            handle = _open_input(self._fs, path)  # type: ignore[arg-type]
             reader = pq.ParquetFile(handle, page_checksum_verification=self.verify_checksums)
             self._open_file = cached = (path, reader)
         return cached[1]
@@ -447,10 +452,16 @@ class ParquetSource(ArrowSource):
             ) from e
 
 
+def _open_input(fs: pafs.FileSystem, path: str) -> pa.NativeFile:
+    """A random-access file: memory-mapped when local (reading it copies nothing)."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        return pa.memory_map(path)
+    return fs.open_input_file(path)
+
+
 def _open_ipc(fs: pafs.FileSystem, path: str) -> Any:
     """An IPC file reader (random access) or, failing that, a stream reader."""
-    local = isinstance(fs, pafs.LocalFileSystem)
-    source = pa.memory_map(path) if local else fs.open_input_file(path)
+    source = _open_input(fs, path)
     try:
         return pa.ipc.open_file(source)
     except pa.ArrowInvalid:

@@ -203,7 +203,13 @@ def _convert(
             yield {column: data, "label": label, "class_name": classes[label], "path": rel, **meta}
 
     summary.files = write_parquet(
-        rows(), out_dir, rows_per_file, row_group_size, compression, schema=schema
+        rows(),
+        out_dir,
+        rows_per_file,
+        row_group_size,
+        compression,
+        schema=schema,
+        use_dictionary=[name for name in schema.names if name != column],  # not the bytes
     )
     summary.seconds = time.perf_counter() - start
     return summary

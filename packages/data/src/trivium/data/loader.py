@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -126,26 +127,43 @@ def _makes_rows(op: IterPipe) -> bool:
 
 
 class _EpochStream(IterableDataset):
-    """What each torch worker iterates: its batches of one rank's epoch plan."""
+    """What each torch worker iterates: its batches of one rank's epoch plan.
+
+    What changes from epoch to epoch (seed, epoch, shuffle, resume point) is read
+    from ``epoch_state`` when an iteration starts: persistent workers share that
+    tensor with the main process, which writes each new epoch into it.
+    """
 
     def __init__(
         self,
         chain: _Chain,
         plan: EpochPlan,
-        order_args: dict[str, Any],
+        window: int | None,
         collate_fn: Callable[[Any], Any] | None,
     ) -> None:
         self.chain, self.plan = chain, plan
-        self.order_args, self.collate_fn = order_args, collate_fn
+        self.window, self.collate_fn = window, collate_fn
+        self.epoch_state = torch.zeros(4, dtype=torch.int64)
+
+    def start_epoch(self, seed: int, epoch: int, shuffle: bool, start: int) -> None:
+        self.epoch_state.copy_(torch.tensor([seed, epoch, int(shuffle), start]))
 
     def __iter__(self) -> Iterator[tuple[int, int, Any]]:
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        order = epoch_order(self.chain.fragment_rows(), **self.order_args)
+        seed, epoch, shuffle, start = self.epoch_state.tolist()
+        plan = dataclasses.replace(self.plan, start=start)
+        order = epoch_order(
+            self.chain.fragment_rows(),
+            seed=seed,
+            epoch=epoch,
+            shuffle=bool(shuffle),
+            window=self.window,
+        )
         n = len(order)
         before = self.chain.skipped()
-        for k in range(worker, self.plan.num_batches, workers):
-            ids = order[self.plan.batch_positions(k) % n]
+        for k in range(worker, plan.num_batches, workers):
+            ids = order[plan.batch_positions(k) % n]
             out = self.chain.read(ids)
             now = self.chain.skipped()
             yield k, now - before, self._finish(out)
@@ -181,6 +199,11 @@ class DataLoader:
             ``torch.distributed`` when initialised, else 0 and 1).
         device: move each batch there, overlapping the copy with compute on CUDA
             (``trivium.core.CUDAPrefetcher``).
+        persistent_workers: keep the worker processes from one epoch to the next
+            (torch's option): no start-up per epoch, and an Arrow source's fragments
+            stay in each worker's read cache. The workers keep the dataset and the
+            loader's settings as they were in the first epoch; ``set_epoch`` and
+            ``load_state_dict`` still apply.
 
     ``skipped`` counts the samples dropped by ``on_error="skip"`` maps; a
     :class:`~trivium.data.pipes.SkippedSamplesWarning` reports them at the end of
@@ -212,6 +235,7 @@ class DataLoader:
         multiprocessing_context: Any = None,
         *,
         prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
         seed: int = 0,
         shuffle_window: int | None = None,
         rank: int | None = None,
@@ -222,6 +246,10 @@ class DataLoader:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if num_workers < 0:
             raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers needs num_workers > 0")
+        if not 0 <= seed < 2**63:  # it travels to the workers as an int64
+            raise ValueError(f"seed must be in [0, 2**63), got {seed}")
         self.dataset = dataset
         self._chain = _Chain(dataset)
         self.batch_size = batch_size
@@ -234,6 +262,7 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
         self.seed = seed
         self.shuffle_window = shuffle_window or self._chain.window
         self.device = device
@@ -247,6 +276,7 @@ class DataLoader:
         self._yielded = 0
         self._num_samples: int | None = None
         self._epoch_skipped = 0
+        self._workers: tuple[_EpochStream, torch.utils.data.DataLoader] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -299,15 +329,14 @@ class DataLoader:
             rows = self._chain.fragment_rows()
             cached = fragments_for_window(rows, window if self.shuffle else self.batch_size)
             self._chain.root.cache_fragments = min(cached + 1, _MAX_CACHED_FRAGMENTS)
-        order_args = {"seed": self.seed, "epoch": self.epoch, "shuffle": self.shuffle}
-        order_args["window"] = window
-        return _EpochStream(self._chain, plan, order_args, self.collate_fn)
+        return _EpochStream(self._chain, plan, window, self.collate_fn)
 
     def _torch_loader(self, stream: _EpochStream) -> torch.utils.data.DataLoader:
         extra: dict[str, Any] = {}
         if self.num_workers > 0:
             extra = {
                 "prefetch_factor": self.prefetch_factor,
+                "persistent_workers": self.persistent_workers,
                 "multiprocessing_context": self.multiprocessing_context,
                 "worker_init_fn": self.worker_init_fn,
                 "timeout": self.timeout,
@@ -320,10 +349,23 @@ class DataLoader:
             **extra,
         )
 
+    def _epoch_loader(self, plan: EpochPlan) -> torch.utils.data.DataLoader:
+        """Torch's loader for this epoch: a new one, or the one whose workers persist."""
+        if self._workers is None:
+            stream = self._stream(plan)
+            loader = self._torch_loader(stream)
+            if self.persistent_workers:
+                stream.epoch_state.share_memory_()
+                self._workers = stream, loader
+        else:
+            stream, loader = self._workers
+        stream.start_epoch(self.seed, self.epoch, self.shuffle, plan.start)
+        return loader
+
     def _batches(self, plan: EpochPlan) -> Iterator[Any]:
         pending: dict[int, tuple[int, Any]] = {}
         next_k = 0
-        for k, skipped, batch in self._torch_loader(self._stream(plan)):
+        for k, skipped, batch in self._epoch_loader(plan):
             pending[k] = (skipped, batch)
             while next_k in pending:  # yield in plan order whatever the workers do
                 skipped, batch = pending.pop(next_k)

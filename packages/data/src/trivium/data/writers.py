@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -94,13 +94,17 @@ def write_parquet(
     compression: str | None = "zstd",
     *,
     schema: pa.Schema | None = None,
+    use_dictionary: bool | Sequence[str] = True,
 ) -> list[str]:
     """Write dict rows and/or RecordBatches/Tables as ``out_dir/part-NNNNN.parquet`` shards.
 
     Each file holds at most ``rows_per_file`` rows in row groups of at most
     ``row_group_size`` rows (the unit :class:`trivium.data.ParquetSource` shards and
     shuffles). ``schema`` fixes the column types (inferred from the first rows
-    otherwise); every batch must match it. Returns the paths written, in order.
+    otherwise); every batch must match it. ``use_dictionary`` is pyarrow's: dictionary
+    encoding for every column, none, or the columns named (leave out columns of
+    unique values, such as encoded images: their dictionary only costs time and
+    memory). Returns the paths written, in order.
 
     Example:
         >>> import tempfile, pyarrow as pa, pyarrow.parquet as pq
@@ -114,7 +118,8 @@ def write_parquet(
             raise ValueError(f"write_parquet: {name} must be a positive int, got {value!r}")
     out = os.fspath(out_dir)
     os.makedirs(out, exist_ok=True)
-    shards = _ShardWriter(out, schema, {"compression": compression})
+    options = {"compression": compression, "use_dictionary": use_dictionary}
+    shards = _ShardWriter(out, schema, options)
     try:
         for batch in _batches(rows_or_batches, schema, row_group_size):
             while batch.num_rows:
