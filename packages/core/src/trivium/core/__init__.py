@@ -1,6 +1,7 @@
 """Trivium core: what the vision, audio and data packages share.
 
-Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``), the
+Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``),
+``stack_batch`` (a batch stacked into shared memory inside DataLoader workers), the
 ``Transform`` base and its containers, errors, a thread pool for GIL-free native
 work, progress bars, seeding, and a small training helper (``Trainer``, ``MetricLogger``,
 checkpoints with exact resume).
@@ -13,6 +14,7 @@ Example:
     tensor([1., 1.])
 """
 
+from trivium.core.batching import stack_batch
 from trivium.core.devices import CUDAPrefetcher, move_to, pin_memory, resolve_device
 from trivium.core.errors import (
     DatasetError,
@@ -59,5 +61,6 @@ __all__ = [
     "save_checkpoint",
     "seed_everything",
     "set_num_threads",
+    "stack_batch",
     "worker_init_fn",
 ]

@@ -1,0 +1,43 @@
+"""stack_batch: torch.stack's result, in shared memory inside DataLoader workers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from trivium.core.batching import stack_batch
+
+
+class _Stacks(Dataset):
+    """Item i: a stacked batch of float32 samples (one of them non-contiguous)."""
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, bool]:
+        samples = [torch.full((3, 4), float(i)), torch.arange(12.0).view(4, 3).t()]
+        batch = stack_batch(samples)
+        return batch, batch.is_shared()
+
+
+def expected(i: int) -> torch.Tensor:
+    return torch.stack([torch.full((3, 4), float(i)), torch.arange(12.0).view(4, 3).t()])
+
+
+def test_stack_batch_in_workers_is_shared_and_equal() -> None:
+    loader = DataLoader(_Stacks(), batch_size=None, num_workers=2)
+    seen = 0
+    for i, (batch, shared) in enumerate(loader):
+        assert shared, "a worker's batch should be stacked into shared memory"
+        assert batch.dtype == torch.float32 and torch.equal(batch, expected(i))
+        seen += 1
+    assert seen == 4
+
+
+def test_stack_batch_outside_workers_is_torch_stack() -> None:
+    batch = stack_batch([torch.ones(2, dtype=torch.uint8), torch.zeros(2, dtype=torch.uint8)])
+    assert not batch.is_shared()
+    assert torch.equal(batch, torch.tensor([[1, 1], [0, 0]], dtype=torch.uint8))
+    with pytest.raises(ValueError, match="at least one"):
+        stack_batch([])
