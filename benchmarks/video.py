@@ -18,8 +18,13 @@ most every 250 frames, B-frames), in a temporary directory):
    backend, ``VideoClips.get_clip`` (one reader per clip, as a Dataset does), and
    the same clips from a copy encoded with a keyframe every 2 s (``-g 60``), where
    a per-clip seek decodes far less and sharing one decode pass gains less.
+   Our batches are ``[T, C, H, W]`` views of a ``[T, H, W, C]`` buffer (channels-last
+   memory, as torchcodec's); the peer's ``torch.stack`` of permuted frames copies into
+   contiguous ``[T, C, H, W]``, with torch's intra-op threads.
 3. torchvision's ``VideoReader`` and torchcodec's ``VideoDecoder`` on both
-   workloads when they import (rows say why when they do not).
+   workloads where they import and decode video (rows say why when they do not):
+   torchvision is imported through ``tests/peers.py``; recent releases (0.28 here)
+   have no video decoding left (no ``io.VideoReader`` / ``io.read_video``).
 
 Every side is warmed up once, then timed in ``--repeats`` repeats (default 5) of a
 loop of at least ``--min-time`` seconds (default 0.2), the sides interleaved; the
@@ -65,6 +70,9 @@ from harness import (
 from trivium.vision.io import VideoClips, VideoReader
 from trivium.vision.io.video_ffmpeg import ffmpeg_binaries
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from peers import import_torchvision
+
 FPS = 30
 SIZE = "1280x720"
 CLIPS, CLIP_LENGTH = 20, 16
@@ -84,14 +92,22 @@ class Peers:
 
 
 def load_peers() -> Peers:
-    """Import torchvision.io and torchcodec.decoders if they work here; say why not otherwise."""
+    """torchvision.io (through tests/peers.py) and torchcodec.decoders where they have video
+    decoding; a line saying why not otherwise."""
+    tv, tv_status = None, "not installed"
     try:
-        import torchvision
-        import torchvision.io
-
-        tv, tv_status = torchvision.io, f"torchvision {torchvision.__version__}"
-    except Exception as e:  # a CUDA wheel on a CPU box fails in many ways
-        tv, tv_status = None, f"not importable: {type(e).__name__}: {e}"
+        torchvision = import_torchvision()
+    except Exception as e:  # a broken install fails in many ways
+        torchvision, tv_status = None, f"not importable: {type(e).__name__}: {e}"
+    if torchvision is not None:
+        if hasattr(torchvision.io, "VideoReader"):
+            tv, tv_status = torchvision.io, f"torchvision {torchvision.__version__}"
+        else:  # recent releases: video decoding moved to torchcodec
+            tv_status = (
+                f"{torchvision.__version__} has no io.VideoReader / io.read_video (deprecated"
+                " in 0.22; the open-source build no longer decodes video, its VideoClips"
+                " uses torchcodec)"
+            )
     try:
         import torchcodec
         import torchcodec.decoders
@@ -214,6 +230,16 @@ def torchvision_sequential(peers: Peers, path: Path) -> int:
     return sum(1 for _ in reader)
 
 
+def torchvision_clips(peers: Peers, path: Path, clips: list[list[int]]) -> list[torch.Tensor]:
+    """torchvision's VideoReader: seek to each clip's start, take its frames."""
+    reader = peers.torchvision.VideoReader(str(path), "video")
+    out = []
+    for clip in clips:
+        reader.seek(clip[0] / FPS)
+        out.append(torch.stack([next(reader)["data"] for _ in clip]))
+    return out
+
+
 def torchcodec_sequential(peers: Peers, path: Path) -> int:
     decoder = peers.torchcodec.VideoDecoder(str(path))
     return sum(1 for _ in decoder)
@@ -293,6 +319,8 @@ def bench_clips(
         Side("ours g60", lambda: ours_clips(short_gop, clips, "pyav")),
         Side("PyAV g60", lambda: pyav_clips(short_gop, clips)),
     ]
+    if peers.torchvision is not None:
+        sides.append(Side("torchvision", lambda: torchvision_clips(peers, path, clips)))
     if peers.torchcodec is not None:
         sides.append(Side("torchcodec", lambda: torchcodec_clips(peers, path, clips)))
     timings = measure(sides, repeats, min_time)
@@ -303,7 +331,7 @@ def bench_clips(
         row_from(
             workload, timings, "VideoClips", "PyAV", "PyAV container per clip (ours: get_clip)"
         ),
-        Row(workload, timings["ours"].median, f"torchvision {peers.torchvision_status}", None),
+        peer_row(workload, timings, "torchvision", peers.torchvision_status, None),
         peer_row(workload, timings, "torchcodec", peers.torchcodec_status, None),
         row_from(
             f"{workload}, keyframe every 2 s",

@@ -69,7 +69,8 @@ def test_frame_rate_resampling_and_thwc(videos: list[Path]) -> None:
 def test_index_is_compact_and_matches_pyav(videos: list[Path]) -> None:
     clips = VideoClips(videos, 8)
     total_frames = sum(LENGTHS)
-    assert clips.index_nbytes() <= 4 * total_frames  # int32 ticks
+    # int32 ticks, and an int32 position per keyframe (every 10th frame here)
+    assert clips.index_nbytes() <= 4 * total_frames + 4 * sum(-(-n // 10) for n in LENGTHS)
     for path, pts in zip(videos, clips.metadata["video_pts"], strict=True):
         reference = [t for _, t in pyav_frames(path)]
         tb = clips._entries[videos.index(path)].time_base
@@ -105,6 +106,42 @@ def test_cache_round_trip_and_invalidation(
     bad.write_bytes(b"not an index")
     with pytest.raises(DatasetError, match=r"bad\.npz"):
         VideoClips.from_cache(bad)
+
+
+def test_get_clip_decodes_from_the_saved_index(
+    videos: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No clip demuxes its whole video again: the reader is handed the saved index."""
+    from trivium.vision.io import video_pyav
+
+    cache = tmp_path / "index.npz"
+    VideoClips(videos, 8, 5, cache_path=cache)
+    loaded = VideoClips.from_cache(cache, clip_length_in_frames=8, frames_between_clips=5)
+    monkeypatch.setattr(video_pyav, "build_index", lambda *a: pytest.fail("demuxed again"))
+    for idx, first in [(0, 0), (2, 10), (3, 0), (8, 25)]:
+        loaded.close()  # a fresh reader per clip, as in a DataLoader worker
+        video = loaded.get_clip(idx)[0]
+        assert [frame_number(f) for f in video] == list(range(first, first + 8))
+
+
+def test_cache_of_another_version_is_rebuilt(
+    videos: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trivium.vision.io import video_clips
+
+    cache = tmp_path / "index.npz"
+    VideoClips(videos, 8, cache_path=cache)
+    with np.load(cache) as data:
+        fields = dict(data)
+    np.savez(cache, **{**fields, "version": np.array(1)})
+    with pytest.raises(DatasetError, match="another version"):
+        VideoClips.from_cache(cache)
+    indexed = []
+    original = video_clips._index_video
+    monkeypatch.setattr(video_clips, "_index_video", lambda *a: indexed.append(a) or original(*a))
+    assert VideoClips(videos, 8, cache_path=cache).num_clips_per_video.tolist() == [13, 0, 26]
+    assert len(indexed) == len(videos)
+    assert VideoClips.from_cache(cache, clip_length_in_frames=8).num_clips() == 39
 
 
 def test_bad_videos(tmp_path: Path, videos: list[Path]) -> None:

@@ -195,6 +195,106 @@ def test_untimed_stream_seeks_by_position() -> None:
         assert len(reader.get_frames_at([3, 20]).data) == 2
 
 
+# Long GOPs with B-frames (non-reference frames that random access leaves undecoded),
+# made by the ffmpeg binary: codec name, file suffix and encoder arguments.
+SKIPPING_ENCODES = [
+    ("h264", ".mp4", ["-c:v", "libx264", "-bf", "3", "-g", "50", "-pix_fmt", "yuv420p"]),
+    ("hevc", ".mkv", ["-c:v", "libx265", "-x265-params", "bframes=4:keyint=50:log-level=0"]),
+    ("mpeg4", ".avi", ["-c:v", "mpeg4", "-bf", "2", "-g", "50", "-q:v", "4"]),
+    ("mpeg2video", ".ts", ["-c:v", "mpeg2video", "-bf", "2", "-g", "50", "-q:v", "4"]),
+    ("vp8", ".webm", ["-c:v", "libvpx", "-g", "50", "-auto-alt-ref", "1", "-lag-in-frames", "16"]),
+    ("vp9", ".webm", ["-c:v", "libvpx-vp9", "-g", "50", "-deadline", "realtime"]),
+]
+
+
+def encode_testsrc(path: Path, encoder_args: list[str], seconds: int = 4) -> Path:
+    """A moving 160x120 testsrc2 clip at 25 fps (skips the test if the encoder is missing)."""
+    done = subprocess.run(
+        [
+            "ffmpeg", "-v", "error", "-y", "-f", "lavfi",
+            "-i", f"testsrc2=size=160x120:rate=25:duration={seconds}", *encoder_args, str(path),
+        ],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"ffmpeg cannot encode {path.name}: {done.stderr.decode()[-200:]}")
+    return path
+
+
+@pytest.mark.parametrize(
+    "codec,suffix,args", SKIPPING_ENCODES, ids=[e[0] for e in SKIPPING_ENCODES]
+)
+def test_random_access_with_skipped_frames_is_exact(
+    tmp_path: Path, codec: str, suffix: str, args: list[str]
+) -> None:
+    """Frames left undecoded on the way to a target never change a decoded frame's pixels."""
+    path = encode_testsrc(tmp_path / f"clip{suffix}", args)
+    reference = pyav_frames(path)  # every frame, decoded in order by plain PyAV
+    rng = random.Random(codec)
+    with VideoReader(path) as reader:
+        assert reader.stream.codec == codec
+        n = len(reference)
+        positions = [*sorted({rng.randrange(n) for _ in range(12)}), n - 1, 49, 50, 51]
+        frames, pts = reader.get_frames_at(positions)
+        for frame, position in zip(frames, positions, strict=True):
+            np.testing.assert_array_equal(frame.permute(1, 2, 0).numpy(), reference[position][0])
+        assert pts.tolist() == pytest.approx([reference[i][1] for i in positions])
+        for position in rng.sample(range(n), 6):
+            frame = next(reader.seek(reference[position][1]))
+            np.testing.assert_array_equal(
+                frame["data"].permute(1, 2, 0).numpy(), reference[position][0]
+            )
+
+
+@pytest.fixture
+def decoded_pts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pts of every frame the PyAV backend's decoder gives from now on."""
+    from trivium.vision.io import video_pyav
+
+    decoded: list[int] = []
+    original = video_pyav.PyAVBackend._decoded
+
+    def counting(self, stream, wanted=None):
+        for frame in original(self, stream, wanted):
+            decoded.append(frame.pts)
+            yield frame
+
+    monkeypatch.setattr(video_pyav.PyAVBackend, "_decoded", counting)
+    return decoded
+
+
+def test_frames_nothing_references_are_not_decoded(tmp_path: Path, decoded_pts: list[int]) -> None:
+    """Reaching the last frame of a GOP decodes only the reference frames before it."""
+    path = encode_testsrc(tmp_path / "b.mp4", SKIPPING_ENCODES[0][2])
+    with VideoReader(path) as reader:
+        frame = reader.get_frames_at([48]).data[0]  # keyframes at 0 and 50
+    np.testing.assert_array_equal(frame.permute(1, 2, 0).numpy(), pyav_frames(path)[48][0])
+    assert len(decoded_pts) < 40  # of the 49 frames 0..48; B-frames (about half) are skipped
+
+
+def test_seek_just_before_a_keyframe_decodes_from_it(
+    tmp_path: Path, decoded_pts: list[int]
+) -> None:
+    """Frame-accurate seeks start at the keyframe before the target frame, not earlier."""
+    path = encode_testsrc(tmp_path / "b.mp4", SKIPPING_ENCODES[0][2])
+    keyframe = round(pyav_keyframes(path)[1] * 25)
+    with VideoReader(path) as reader:
+        frame = next(reader.seek((keyframe - 0.5) / 25))
+        assert frame["pts"] == pytest.approx(keyframe / 25)
+    np.testing.assert_array_equal(
+        frame["data"].permute(1, 2, 0).numpy(), pyav_frames(path)[keyframe][0]
+    )
+    assert len(decoded_pts) < 10  # the keyframe and what frame threading reads ahead
+
+
+def test_batches_are_channels_last_in_memory(numbered: Path) -> None:
+    """``[T, C, H, W]`` over the decoder's HWC rows: a permute gives contiguous THWC."""
+    frames = VideoReader(numbered).get_frames_at([4, 1, 4]).data
+    assert frames.shape == (3, 3, 16, 64)
+    assert frames.permute(0, 2, 3, 1).is_contiguous()
+    assert [frame_number(f) for f in frames] == [4, 1, 4]
+
+
 # ----------------------------------------------------------------------- audio
 
 

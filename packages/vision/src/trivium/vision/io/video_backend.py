@@ -263,14 +263,29 @@ class VideoBackend(ABC):
     name: str
     path: str | None
     streams: list[StreamInfo]
+    _indexes: dict[str, FrameIndex]
 
     @abstractmethod
     def frame_index(self, stream: StreamInfo) -> FrameIndex:
         """The stream's frame index, built on first use and kept."""
 
     @abstractmethod
-    def frames(self, stream: StreamInfo, start: int | None, exact: bool) -> Iterator[Frame]:
-        """Decoded frames of ``stream`` from pts ``start`` (ticks; None: the beginning)."""
+    def frames(
+        self,
+        stream: StreamInfo,
+        start: int | None,
+        exact: bool,
+        wanted: Callable[[int], bool] | None = None,
+    ) -> Iterator[Frame]:
+        """Decoded frames of ``stream`` from pts ``start`` (ticks; None: the beginning).
+
+        ``wanted`` (exact only) tells which pts the caller will convert: a backend may
+        leave out frames it rejects, where no other frame needs them decoded.
+        """
+
+    def use_frame_index(self, stream: StreamInfo, index: FrameIndex) -> None:
+        """Take ``index`` (e.g. from a saved cache) as the stream's index: no demuxing."""
+        self._indexes[stream.name] = index
 
     @abstractmethod
     def close(self) -> None:

@@ -36,15 +36,16 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from trivium.core.errors import DatasetError, DecodeError, DecodeWarning
+from trivium.core.errors import DatasetError, DecodeWarning
 from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
+from trivium.vision.io.video_backend import FrameIndex
 from trivium.vision.io.video_io import read_audio_range
 from trivium.vision.io.video_reader import VideoReader
 
 __all__ = ["RandomClipSampler", "UniformClipSampler", "VideoClips"]
 
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: keyframe positions and the timed flag
 
 
 def compact_pts(pts: np.ndarray) -> np.ndarray:
@@ -65,11 +66,21 @@ class _VideoEntry:
     """What the index keeps of one video."""
 
     pts: np.ndarray  # int32/int64 ticks, sorted
+    keyframes: np.ndarray  # int32 positions
+    timed: bool  # False: the stream has no pts, ``pts`` are position / fps
     time_base: Fraction
     fps: float
     has_audio: bool
     size: int  # file size and mtime, to notice a changed file behind a cache
     mtime_ns: int
+
+    def frame_index(self) -> FrameIndex:
+        """The video stream's frame index, as a reader would build it by demuxing."""
+        return FrameIndex(self.pts.astype(np.int64), self.keyframes, self.time_base, self.timed)
+
+
+class _StaleCacheError(DatasetError):
+    """A cache file written by another version of this module."""
 
 
 def _index_video(path: str, backend: str) -> _VideoEntry | None:
@@ -84,7 +95,14 @@ def _index_video(path: str, backend: str) -> _VideoEntry | None:
         return None
     fps = stream.fps or (1.0 / float(stream.time_base))
     return _VideoEntry(
-        compact_pts(index.pts), stream.time_base, fps, has_audio, stat.st_size, stat.st_mtime_ns
+        compact_pts(index.pts),
+        index.keyframes.astype(np.int32),
+        index.timed,
+        stream.time_base,
+        fps,
+        has_audio,
+        stat.st_size,
+        stat.st_mtime_ns,
     )
 
 
@@ -211,13 +229,13 @@ class VideoClips(Dataset):
         }
 
     def index_nbytes(self) -> int:
-        """Bytes the frame index holds (the pts arrays): a few bytes per frame.
+        """Bytes the frame index holds (pts and keyframe positions): a few bytes per frame.
 
         Example:
             >>> VideoClips([], 4).index_nbytes()
             0
         """
-        return sum(e.pts.nbytes for e in self._entries if e is not None)
+        return sum(e.pts.nbytes + e.keyframes.nbytes for e in self._entries if e is not None)
 
     def save_index(self, path: str | os.PathLike[str]) -> None:
         """Save the frame index to ``path`` (``.npz``), for ``cache_path=`` or :meth:`from_cache`.
@@ -271,11 +289,18 @@ class VideoClips(Dataset):
         return positions[start : start + self.clip_length_in_frames]
 
     def _open(self, video_idx: int) -> VideoReader:
-        """A reader on the video, kept open while clips come from the same one."""
+        """A reader on the video, kept open while clips come from the same one.
+
+        It is handed the saved frame index: building its own would demux the whole
+        file for every clip.
+        """
         if self._reader is not None and self._reader[0] == video_idx:
             return self._reader[1]
         self.close()
         reader = VideoReader(self.video_paths[video_idx], backend=self.backend)
+        entry = self._entries[video_idx]
+        assert entry is not None  # videos without entries have no clips
+        reader.backend.use_frame_index(reader.stream, entry.frame_index())
         self._reader = (video_idx, reader)
         return reader
 
@@ -286,7 +311,8 @@ class VideoClips(Dataset):
         assert entry is not None  # videos without entries have no clips
         positions = self.clip_positions(idx)
         reader = self._open(video_idx)
-        video = _decode_positions(reader, entry, positions)
+        reader.set_current_stream("video")
+        video = reader.get_frames_at(positions).data
         info = {"video_fps": float(self.frame_rate or entry.fps)}
         audio = torch.empty((1, 0), dtype=torch.float32)
         if self.with_audio and entry.has_audio:
@@ -313,31 +339,6 @@ class VideoClips(Dataset):
         state = self.__dict__.copy()
         state["_reader"] = None  # each worker opens its own
         return state
-
-
-def _decode_positions(
-    reader: VideoReader, entry: _VideoEntry, positions: np.ndarray
-) -> torch.Tensor:
-    """The clip's frames, by one seek and a forward decode over its span.
-
-    The cached pts place every decoded frame, so the reader needs no index of its own
-    (building one would demux the whole file for every clip).
-    """
-    reader.set_current_stream("video")
-    tb = entry.time_base
-    first, last = int(entry.pts[positions[0]]), int(entry.pts[positions[-1]])
-    found: dict[int, torch.Tensor] = {}
-    for frame in reader.seek(first * tb.numerator / tb.denominator):
-        ticks = round(frame["pts"] * tb.denominator / tb.numerator)
-        if ticks > last:
-            break
-        found[int(np.searchsorted(entry.pts, ticks))] = frame["data"]
-    missing = [int(p) for p in positions if int(p) not in found]
-    if missing:
-        raise DecodeError(
-            f"frames {missing[:5]} of the clip could not be decoded", path=reader.path
-        )
-    return torch.stack([found[int(p)] for p in positions])
 
 
 def _init_without_index(
@@ -374,6 +375,7 @@ def _save_entries(
     present = [e for e in entries if e is not None]
     lengths = np.array([len(e.pts) if e else -1 for e in entries], dtype=np.int64)
     pts = np.concatenate([e.pts.astype(np.int64) for e in present]) if present else np.zeros(0)
+    keyframes = [e.keyframes if e else np.zeros(0, np.int32) for e in entries]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
@@ -383,6 +385,9 @@ def _save_entries(
             paths=np.array(paths, dtype=str),
             lengths=lengths,
             pts=compact_pts(pts.astype(np.int64)),
+            keyframe_counts=np.array([len(k) for k in keyframes], dtype=np.int64),
+            keyframes=np.concatenate([np.zeros(0, np.int32), *keyframes]).astype(np.int32),
+            timed=np.array([bool(e and e.timed) for e in entries], dtype=bool),
             time_base=np.array(
                 [
                     [e.time_base.numerator, e.time_base.denominator] if e else [0, 1]
@@ -402,9 +407,14 @@ def _read_cache(path: str | os.PathLike[str]) -> tuple[list[str], list[_VideoEnt
     try:
         with np.load(path, allow_pickle=False) as data:
             if int(data["version"]) != _CACHE_VERSION:
-                raise DatasetError("video index cache of another version", path=path)
+                raise _StaleCacheError("video index cache of another version", path=path)
             paths = [str(p) for p in data["paths"]]
             lengths, pts = data["lengths"], data["pts"]
+            keyframe_counts, keyframes, timed = (
+                data["keyframe_counts"],
+                data["keyframes"],
+                data["timed"],
+            )
             time_base, fps = data["time_base"], data["fps"]
             has_audio, stat = data["has_audio"], data["stat"]
     except (OSError, KeyError, ValueError) as e:
@@ -413,6 +423,7 @@ def _read_cache(path: str | os.PathLike[str]) -> tuple[list[str], list[_VideoEnt
         raise DatasetError(f"cannot read video index cache: {e}", path=path) from e
     entries: list[_VideoEntry | None] = []
     offset = 0
+    keyframe_ends = np.cumsum(keyframe_counts)
     for i, n in enumerate(lengths.tolist()):
         if n < 0:
             entries.append(None)
@@ -420,6 +431,8 @@ def _read_cache(path: str | os.PathLike[str]) -> tuple[list[str], list[_VideoEnt
         entries.append(
             _VideoEntry(
                 compact_pts(pts[offset : offset + n].astype(np.int64)),
+                keyframes[keyframe_ends[i] - keyframe_counts[i] : keyframe_ends[i]],
+                bool(timed[i]),
                 Fraction(int(time_base[i, 0]), int(time_base[i, 1])),
                 float(fps[i]),
                 bool(has_audio[i]),
@@ -437,7 +450,10 @@ def _load_cache(
     """The cached entries if the cache is for these files, unchanged; else None (rebuild)."""
     if not os.path.exists(path):
         return None
-    paths, entries = _read_cache(path)
+    try:
+        paths, entries = _read_cache(path)
+    except _StaleCacheError:
+        return None
     if paths != video_paths:
         return None
     for p, entry in zip(paths, entries, strict=True):

@@ -37,7 +37,7 @@ import shutil
 import subprocess
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from functools import partial
 from typing import Any
@@ -272,8 +272,17 @@ class FFmpegBackend(VideoBackend):
                 self._processes.discard(proc)
                 _kill({proc})
 
-    def frames(self, stream: StreamInfo, start: int | None, exact: bool) -> Iterator[Frame]:
-        """Start an ffmpeg process at the right frame and read raw frames from its stdout."""
+    def frames(
+        self,
+        stream: StreamInfo,
+        start: int | None,
+        exact: bool,
+        wanted: Callable[[int], bool] | None = None,
+    ) -> Iterator[Frame]:
+        """Start an ffmpeg process at the right frame and read raw frames from its stdout.
+
+        ``wanted`` is not used: the ffmpeg process decodes every frame.
+        """
         if stream.kind == "audio":
             return self._audio_frames(stream, start)
         return self._video_frames(stream, start, exact)

@@ -104,7 +104,9 @@ def _read_frames(
             break
         frames.append(frame["data"])
     if frames:
-        video = torch.stack(frames)
+        # One memcpy per frame into [T, H, W, C], seen as [T, C, H, W] (as get_frames_at).
+        video = torch.from_numpy(np.stack([f.permute(1, 2, 0).numpy() for f in frames]))
+        video = video.permute(0, 3, 1, 2)
     else:
         video = torch.empty((0, 3, stream.height or 0, stream.width or 0), dtype=torch.uint8)
     return video, float(stream.fps or 0.0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from functools import partial
@@ -37,6 +37,10 @@ from trivium.vision.io.video_backend import (
     import_optional,
     source_name,
 )
+
+# Decoders that honour ``skip_frame`` packet by packet and only drop frames that no
+# other frame references with it set to NONREF (checked against full decodes in tests).
+_SKIP_FRAME_CODECS = frozenset({"h264", "hevc", "mpeg1video", "mpeg2video", "mpeg4", "vp8", "vp9"})
 
 # Integer sample formats and the divisor that maps them to [-1, 1].
 _INT_SCALE = {"u8": 128.0, "s16": 32768.0, "s32": 2147483648.0, "s64": 9.223372036854776e18}
@@ -195,20 +199,66 @@ class PyAVBackend(VideoBackend):
             self._indexes[stream.name] = build_index(pts, keys, stream.time_base, stream.fps)
         return self._indexes[stream.name]
 
-    def frames(self, stream: StreamInfo, start: int | None, exact: bool) -> Iterator[Frame]:
+    def frames(
+        self,
+        stream: StreamInfo,
+        start: int | None,
+        exact: bool,
+        wanted: Callable[[int], bool] | None = None,
+    ) -> Iterator[Frame]:
         """Seek to the keyframe at or before ``start`` and decode, dropping early frames.
+
+        The seek goes to that keyframe's pts, from the frame index: the demuxer's own
+        search (on dts, in MP4) can land a GOP late just before a keyframe. With
+        ``exact``, frames that nothing references and that are not wanted (before
+        ``start``, or whose pts ``wanted`` rejects) are not even decoded.
 
         From the beginning no index is needed: frames without a pts (streams that
         have none) are numbered ``previous + 1 / fps``, as the index numbers them.
         """
-        if start is not None and stream.kind == "video" and not self.frame_index(stream).timed:
+        if start is None or stream.kind != "video":
+            return self._timed_frames(stream, start, exact, start or 0)
+        index = self.frame_index(stream)
+        if not index.timed:
             return self._untimed_frames(stream, start)
-        return self._timed_frames(stream, start, exact)
+        # The first frame to yield: the one at or after start if exact, else the last
+        # one at or before start; the seek goes to the keyframe before it.
+        if exact:
+            position = index.position_of(start)
+            if position < len(index):  # no frame lies between: start on the frame's pts
+                start = int(index.pts[position])
+            if wanted is None:
+                wanted = start.__le__  # every frame from start on
+        else:
+            position = index.position_of(start + 1) - 1
+        keyframe = index.keyframe_before(position)
+        seek_to = int(index.pts[keyframe]) if keyframe > 0 else 0
+        return self._timed_frames(stream, start, exact, seek_to, wanted if exact else None)
 
-    def _decoded(self, stream: StreamInfo) -> Iterator[Any]:
+    def _decoded(
+        self, stream: StreamInfo, wanted: Callable[[int], bool] | None = None
+    ) -> Iterator[Any]:
+        """The stream's frames; those whose packet pts ``wanted`` rejects may be skipped.
+
+        Only non-reference frames are skipped (FFmpeg's ``skip_frame = NONREF``, set
+        packet by packet), so every frame that is decoded has exactly its pixels.
+        """
         av_stream = self._av_streams[stream.name]
-        with av_errors(self.path):
-            yield from self._container.decode(av_stream)
+        if wanted is None or stream.codec not in _SKIP_FRAME_CODECS:
+            with av_errors(self.path):
+                yield from self._container.decode(av_stream)
+            return
+        context, skipping = av_stream.codec_context, False
+        try:
+            with av_errors(self.path):
+                for packet in self._container.demux(av_stream):
+                    skip = packet.pts is not None and not wanted(packet.pts)
+                    if skip != skipping:
+                        context.skip_frame = "NONREF" if skip else "DEFAULT"
+                        skipping = skip
+                    yield from packet.decode()
+        finally:
+            context.skip_frame = "DEFAULT"
 
     def _seek(self, stream: StreamInfo, ticks: int) -> None:
         """Position the demuxer at the keyframe at or before ``ticks``.
@@ -229,13 +279,18 @@ class PyAVBackend(VideoBackend):
             self._reopen()
 
     def _timed_frames(
-        self, stream: StreamInfo, start: int | None, exact: bool, seek_to: int | None = None
+        self,
+        stream: StreamInfo,
+        start: int | None,
+        exact: bool,
+        seek_to: int,
+        wanted: Callable[[int], bool] | None = None,
     ) -> Iterator[Frame]:
         convert = video_to_tensor if stream.kind == "video" else audio_to_tensor
-        seek_to = (start or 0) if seek_to is None else seek_to
         self._seek(stream, seek_to)
         first, step, previous = True, frame_step(stream), None
-        for frame in self._decoded(stream):
+        decoded = self._decoded(stream, wanted)
+        for frame in decoded:
             pts = frame.pts
             if pts is None:
                 if start is not None:  # cannot place it relative to the target
@@ -243,8 +298,10 @@ class PyAVBackend(VideoBackend):
                 pts = 0 if previous is None else previous + step
             previous = pts
             if first and exact and seek_to > 0 and pts > start:
-                # The demuxer landed after the target: decode from the start instead.
-                yield from self._timed_frames(stream, start, exact, seek_to=0)
+                # The demuxer landed after the target: decode from the start instead
+                # (done with this container's decoder first: the restart re-opens it).
+                decoded.close()
+                yield from self._timed_frames(stream, start, exact, 0, wanted)
                 return
             first = False
             if exact and start is not None:

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from typing import IO, Any, NamedTuple
 
 import numpy as np
 import torch
 
+from trivium.core.errors import DecodeError
 from trivium.vision.io.video_backend import (
     FrameIndex,
     StreamInfo,
@@ -42,6 +44,9 @@ BACKENDS = ("pyav", "ffmpeg")
 
 class VideoFrames(NamedTuple):
     """Frames ``[T, C, H, W]`` (uint8) and their pts in seconds (float64 ``[T]``).
+
+    Decoded batches are channels-last in memory: a view of ``[T, H, W, C]``, as the
+    decoder writes pixels (``data.contiguous()`` gives NCHW memory).
 
     Example:
         >>> frames, pts = VideoFrames(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.zeros(2))
@@ -238,9 +243,7 @@ class VideoReader:
             bad = positions[(positions < -n) | (positions >= n)][0]
             raise IndexError(f"frame index {int(bad)} out of range for a video of {n} frames")
         positions = np.where(positions < 0, positions + n, positions)
-        wanted, inverse = np.unique(positions, return_inverse=True)
-        frames = self._decode_positions(index, wanted)
-        return self._batch([frames[i] for i in inverse.reshape(-1)], index, wanted[inverse])
+        return VideoFrames(self._decode_positions(index, positions), self._pts(index, positions))
 
     def get_frames_in_range(self, start_s: float, end_s: float) -> VideoFrames:
         """The frames whose pts lie in ``[start_s, end_s)`` seconds, decoded in one pass.
@@ -257,12 +260,48 @@ class VideoReader:
             raise ValueError(f"end_s ({end_s}) must not be before start_s ({start_s})")
         index = self._video_index("get_frames_in_range")
         first, last = index.position_at(start_s), index.position_at(end_s)
-        wanted = np.arange(first, last, dtype=np.int64)
-        return self._batch(self._decode_positions(index, wanted), index, wanted)
+        positions = np.arange(first, last, dtype=np.int64)
+        return VideoFrames(self._decode_positions(index, positions), self._pts(index, positions))
 
-    def _decode_positions(self, index: FrameIndex, wanted: np.ndarray) -> list[torch.Tensor]:
-        """Decode the frames at sorted, unique ``wanted`` positions."""
-        out: list[torch.Tensor] = []
+    def _decode_positions(self, index: FrameIndex, positions: np.ndarray) -> torch.Tensor:
+        """The frames at ``positions`` (any order, repeats allowed) as ``[T, C, H, W]``.
+
+        Each decoded frame is copied straight into its rows of a channels-last batch
+        (a ``[T, H, W, C]`` buffer seen as ``[T, C, H, W]``): one plain memcpy of the
+        decoder's HWC output, no transposition. The copy is NumPy's, on this thread:
+        torch's would split it over intra-op threads, which only waits on busy cores.
+        """
+        wanted, inverse = np.unique(positions, return_inverse=True)
+        rows: list[list[int]] = [[] for _ in range(len(wanted))]
+        for row, unique in enumerate(inverse.reshape(-1).tolist()):
+            rows[unique].append(row)
+        batch = None
+        with contextlib.closing(self._decode_sorted(index, wanted)) as frames:
+            for unique, frame in enumerate(frames):
+                hwc = frame.permute(1, 2, 0).numpy()
+                if batch is None:
+                    batch = torch.empty((len(positions), *hwc.shape), dtype=torch.uint8)
+                elif hwc.shape != batch.shape[1:]:
+                    raise DecodeError(
+                        f"frame size changed from {tuple(batch.shape[1:])} to {hwc.shape} (HWC)",
+                        path=self.path,
+                    )
+                for row in rows[unique]:
+                    np.copyto(batch[row].numpy(), hwc)
+        if batch is None:
+            s = self._stream
+            return torch.empty((0, 3, s.height or 0, s.width or 0), dtype=torch.uint8)
+        return batch.permute(0, 3, 1, 2)
+
+    def _decode_sorted(self, index: FrameIndex, wanted: np.ndarray) -> Iterator[torch.Tensor]:
+        """Decode the frames at sorted, unique ``wanted`` positions, in that order.
+
+        The reader decodes forward through them and seeks only when a keyframe lies
+        between the next frame it would decode and the next wanted one; frames in
+        between that nothing references may be left undecoded (``wanted`` of
+        :meth:`VideoBackend.frames`).
+        """
+        keep = set(index.pts[wanted].tolist()).__contains__
         frames, next_position = None, 0
         try:
             for target in wanted.tolist():
@@ -273,7 +312,7 @@ class VideoReader:
                 ):
                     if frames is not None:
                         frames.close()
-                    frames = self.backend.frames(self._stream, int(index.pts[target]), True)
+                    frames = self.backend.frames(self._stream, int(index.pts[target]), True, keep)
                     next_position = target
                 found = None
                 while next_position <= target:
@@ -284,29 +323,19 @@ class VideoReader:
                     if next_position > target:  # this frame is the target (or stands in for it)
                         found = convert()
                 if found is None:
-                    from trivium.core.errors import DecodeError
-
                     raise DecodeError(
                         f"frame {target} (of {len(index)}) could not be decoded", path=self.path
                     )
-                out.append(found)
+                yield found
         finally:
             if frames is not None:
                 frames.close()
             # The sequential iterator shared the decoder: restart it where it was.
             self._reset(self._start, self._exact)
-        return out
 
-    def _batch(
-        self, frames: list[torch.Tensor], index: FrameIndex, positions: np.ndarray
-    ) -> VideoFrames:
-        if frames:
-            data = torch.stack(frames)
-        else:
-            s = self._stream
-            data = torch.empty((0, 3, s.height or 0, s.width or 0), dtype=torch.uint8)
-        pts = torch.from_numpy(np.asarray(index.seconds(positions), dtype=np.float64).reshape(-1))
-        return VideoFrames(data, pts)
+    @staticmethod
+    def _pts(index: FrameIndex, positions: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.asarray(index.seconds(positions), dtype=np.float64).reshape(-1))
 
     # ---------------------------------------------------------------- metadata
 
