@@ -205,6 +205,23 @@ def test_roi_equals_cropping_the_full_decode(name: str, eighths: int) -> None:
         assert torch.equal(region, full[:, t:b, l:r]), (top, left, height, width)
 
 
+@pytest.mark.parametrize("mode", list(ImageReadMode))
+def test_roi_in_every_mode_equals_cropping_the_full_decode(mode: ImageReadMode) -> None:
+    """Crop rows are decoded in place and moved left; the last ones go through a scratch row."""
+    data = read_file(PHOTO)
+    full = decode_jpeg(data, mode)
+    h, w = full.shape[1:]
+    for top, left, height, width in [
+        (0, 1, h, w - 1),  # every row spills into the next, the last one cannot
+        (h - 5, 17, 5, 40),
+        (3, w - 33, h - 3, 33),
+        (10, 30, 1, 1),
+        (0, 0, h, w),
+    ]:
+        region = decode_jpeg(data, mode, roi=(top, left, height, width))
+        assert torch.equal(region, full[:, top : top + height, left : left + width]), (top, left)
+
+
 def test_roi_outside_the_image_raises() -> None:
     data = read_file(PHOTO)
     for roi in [(0, 0, 607, 10), (-1, 0, 5, 5), (0, 0, 0, 5), (600, 510, 7, 8)]:

@@ -328,10 +328,22 @@ def test_seeded_transforms_are_reproducible(photo: torch.Tensor) -> None:
         assert not all(torch.equal(x, y) for x, y in zip(a, c, strict=True))
 
 
-def test_per_sample_flip_flips_each_image_independently() -> None:
-    img = torch.rand(64, 3, 4, 5)
-    out = T.RandomHorizontalFlip(per_sample=True, generator=torch.Generator().manual_seed(0))(img)
-    flipped = [bool(torch.equal(o, i.flip(-1))) for o, i in zip(out, img, strict=True)]
+@pytest.mark.parametrize(
+    ("make", "dim"),
+    [
+        (lambda: torch.rand(64, 3, 4, 5), -1),
+        (lambda: torch.randint(0, 256, (64, 3, 4, 8), dtype=torch.uint8), -1),  # int64 words
+        (lambda: torch.randint(0, 256, (64, 1, 5, 7), dtype=torch.uint8), -2),  # bytes
+        (lambda: torch.randint(0, 256, (65, 3, 2, 2), dtype=torch.uint8)[1:], -1),  # offset view
+        (lambda: torch.rand(64, 3, 6, 4).permute(0, 1, 3, 2), -2),  # not contiguous
+    ],
+)
+def test_per_sample_flip_flips_each_image_independently(make, dim) -> None:
+    img = make()
+    flip = T.RandomHorizontalFlip if dim == -1 else T.RandomVerticalFlip
+    out = flip(per_sample=True, generator=torch.Generator().manual_seed(0))(img)
+    assert out.shape == img.shape and out.dtype == img.dtype
+    flipped = [bool(torch.equal(o, i.flip(dim))) for o, i in zip(out, img, strict=True)]
     kept = [bool(torch.equal(o, i)) for o, i in zip(out, img, strict=True)]
     assert all(f != k for f, k in zip(flipped, kept, strict=True))
     assert 15 < sum(flipped) < 49  # about half, independently

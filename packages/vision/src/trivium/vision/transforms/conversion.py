@@ -25,6 +25,7 @@ from trivium.vision.transforms._image import check_image, is_pil
 from trivium.vision.transforms._scriptable import NormalizeModule, ToDtypeModule
 from trivium.vision.transforms.functional.conversion import (
     _normalize_image,
+    _normalize_with,
     _to_dtype_image,
     check_normalize_args,
     to_image,
@@ -164,8 +165,7 @@ class Normalize(_TensorOut):
         if torch.compiler.is_compiling():
             return _normalize_image(inpt, self.mean, self.std, self.inplace)
         mean, std = self._stats(inpt.dtype, inpt.device)
-        out = inpt.sub_(mean) if self.inplace else inpt.sub(mean)
-        return out.div_(std)
+        return _normalize_with(inpt, mean, std, self.inplace)
 
     def _stats(self, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and std as [C, 1, 1] tensors, cached per dtype and device (saves two per call)."""

@@ -44,6 +44,7 @@ from trivium.core import Transform
 from trivium.core.threads import parallel_map
 from trivium.vision.io import ImageReadMode, decode_image, decode_jpeg, image_info
 from trivium.vision.transforms import functional as F
+from trivium.vision.transforms.functional.geometry import _resize_image
 from trivium.vision.transforms.geometry import CenterCrop, RandomResizedCrop, Resize
 from trivium.vision.transforms.interpolation import InterpolationMode
 
@@ -160,7 +161,8 @@ class _FusedDecode(Transform):
         if not plan.fused:
             image = decode_image(plan.data, self.mode, self.apply_exif_orientation)
             return self._unfused(image, plan)
-        region = decode_jpeg(plan.data, self.mode, roi=plan.box, scale=Fraction(plan.eighths, 8))
+        scale = None if plan.eighths == 8 else Fraction(plan.eighths, 8)
+        region = decode_jpeg(plan.data, self.mode, roi=plan.box, scale=scale)
         return self._finish(region, plan)
 
     # Subclasses fill these in.
@@ -201,7 +203,7 @@ def _resize_region(
 ) -> torch.Tensor:
     """Resize a region decoded for ``plan`` to the plan's output size."""
     region = _trim_to_box(region, plan.box, plan.eighths)
-    return F.resize(region, list(plan.size), interpolation, antialias=antialias)
+    return _resize_image(region, plan.size[0], plan.size[1], interpolation.value, antialias)
 
 
 def _scales_with_antialias(interpolation: InterpolationMode, antialias: bool) -> bool:

@@ -105,8 +105,11 @@ def per_image_factor(
 
 
 def _blend(img1: torch.Tensor, img2: torch.Tensor, ratio: Factor) -> torch.Tensor:
-    """``img1 * ratio + img2 * (1 - ratio)``, clamped and cast back to ``img1.dtype``."""
-    out = (img1 * ratio).add_(img2 * (1.0 - ratio)).clamp_(0.0, _bound(img1))
+    """``img1 * ratio + img2 * (1 - ratio)``, clamped and cast back to ``img1.dtype``.
+
+    ``img2`` is a temporary of the caller's (a gray image or mean) and is overwritten.
+    """
+    out = (img1 * ratio).add_(img2.mul_(1.0 - ratio)).clamp_(0.0, _bound(img1))
     return out if img1.is_floating_point() else out.to(img1.dtype)
 
 
@@ -218,22 +221,23 @@ def _rotate_hue(img: torch.Tensor, turns: Factor) -> torch.Tensor:
     with ``k = (n + h6) mod 6`` and ``n = 5, 3, 1`` for R, G, B; S and V never need
     to be formed, which saves most of the passes over the image.
     """
+    # In place where possible: on CPU every fresh batch-sized buffer is page-faulted in
+    # (glibc maps buffers that big anew each time), which costs as much as the math.
     r, g, b = img.unbind(-3)
-    maxc = torch.maximum(torch.maximum(r, g), b)
-    minc = torch.minimum(torch.minimum(r, g), b)
-    delta = maxc - minc
-    # Where max == min the hue is 0 and delta is 0: divide by 1 to keep NaNs out.
-    safe = torch.where(delta == 0, torch.ones_like(delta), delta)
+    maxc = torch.maximum(r, g).clamp_min_(b)
+    delta = torch.minimum(r, g).clamp_max_(b).neg_().add_(maxc)
+    # Where max == min the hue is 0 and so is num: any positive divisor keeps NaNs out.
+    safe = delta.clamp_min(torch.finfo(delta.dtype).tiny)
     red_max, green_max = maxc == r, maxc == g
     num = torch.where(red_max, g - b, torch.where(green_max, b - r, r - g))
-    offset = torch.where(red_max, 0.0, torch.where(green_max, 2.0, 4.0))
+    offset = torch.where(green_max, 2.0, 4.0).masked_fill_(red_max, 0.0)
     if isinstance(turns, torch.Tensor) and turns.dim() > 0:
         turns = turns[..., 0, :, :]
     h6 = num.div_(safe).add_(offset).add_(turns * 6.0).unsqueeze(-3)
     n = torch.tensor([5.0, 3.0, 1.0], dtype=img.dtype, device=img.device).view(3, 1, 1)
-    k = torch.remainder(h6 + n, 6.0)
-    ramp = torch.minimum(k, 4.0 - k).clamp_(0.0, 1.0)
-    return maxc.unsqueeze(-3) - delta.unsqueeze(-3) * ramp
+    k = (h6 + n).remainder_(6.0)
+    ramp = k.sub_(2.0).abs_().neg_().add_(2.0).clamp_(0.0, 1.0)  # min(k, 4 - k), clamped
+    return ramp.mul_(delta.unsqueeze(-3)).neg_().add_(maxc.unsqueeze(-3))
 
 
 def adjust_hue(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:

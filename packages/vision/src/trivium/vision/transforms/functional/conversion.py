@@ -129,14 +129,30 @@ def to_dtype(
     return _to_dtype_image(img, dtype, bool(scale))
 
 
+def _normalize_with(
+    img: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, inplace: bool
+) -> torch.Tensor:
+    """``(img - mean) / std`` with [C, 1, 1] tensors; scriptable.
+
+    Out of place, a non-contiguous image gives a contiguous result: on
+    channels-innermost images (an HWC decode, a channels_last batch) broadcasting
+    per-channel values in their own layout runs 3-element inner loops, ~3x slower.
+    """
+    if inplace:
+        return img.sub_(mean).div_(std)
+    if img.is_contiguous():
+        return img.sub(mean).div_(std)
+    out = torch.empty(img.shape, dtype=img.dtype, device=img.device)
+    return torch.sub(img, mean, out=out).div_(std)
+
+
 def _normalize_image(
     img: torch.Tensor, mean: list[float], std: list[float], inplace: bool
 ) -> torch.Tensor:
     """``normalize`` for a float tensor with parsed mean/std; scriptable."""
     mean_t = torch.tensor(mean, dtype=img.dtype, device=img.device).view(-1, 1, 1)
     std_t = torch.tensor(std, dtype=img.dtype, device=img.device).view(-1, 1, 1)
-    out = img.sub_(mean_t) if inplace else img.sub(mean_t)
-    return out.div_(std_t)
+    return _normalize_with(img, mean_t, std_t, inplace)
 
 
 def _parse_stats(owner: str, name: str, value: Any) -> list[float]:
