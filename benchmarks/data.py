@@ -11,7 +11,7 @@ What it measures (every input is generated at start-up in a temp dir):
    same data in a memory-mapped IPC file, against HF ``datasets``
    (``Dataset.from_file`` of the same IPC data, target ≥ 2x) when it is installed,
    and against ``pyarrow.Table.slice(i, 1).to_pylist()`` per row (target ≥ 5x).
-3. **Image training stream**: 256 ImageNet-sized JPEGs (photos from
+3. **Image training stream**: 1024 ImageNet-sized JPEGs (photos from
    ``tests/assets/images/jpeg`` resized to 375..500 x 500 with Pillow, quality 90) in
    an image folder, converted with ``trivium-data convert image-folder``. One epoch
    of batches of 32, 2 workers, shuffled, decode + RandomResizedCrop(224) to uint8
@@ -29,8 +29,8 @@ What it measures (every input is generated at start-up in a temp dir):
 
    Each loader is built once; every timed call is one epoch of it
    (``for batch in loader``). With torch's default ``persistent_workers=False``
-   (both sides) every epoch starts its 2 workers again, and that start-up is part of
-   the epoch: target ≥ 2x against each peer. The same again with
+   (both sides) every epoch starts its 2 workers again, and that start-up (~0.15 s
+   a side here) is part of the epoch: target ≥ 2x against each peer. The same again with
    ``persistent_workers=True`` on every side is reported too (no target).
 4. **Memory**: an ``ArrowDataset`` of 64 MB and of 256 MB read in a shuffled epoch
    by 4 torch DataLoader workers; each worker's private dirty memory
@@ -97,7 +97,7 @@ FEAT = 128
 PARQUET_ROWS = 200_000
 PARQUET_MIN_TIME = 1.5  # seconds per timed loop of workload 1, at least
 RANDOM_READS = 2_000
-NUM_IMAGES = 256
+NUM_IMAGES = 1024  # an epoch long enough that starting 2 workers is not most of it
 BATCH = 32
 WORKERS = 2
 CROP = 224

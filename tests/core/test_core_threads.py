@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import torch
+import torch.utils.data
 
 from trivium.core import threads
 from trivium.core.threads import get_num_threads, get_thread_pool, parallel_map, set_num_threads
@@ -121,6 +123,25 @@ def test_default_num_threads_from_affinity_and_env(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("TRIVIUM_NUM_THREADS", "many")
     with pytest.raises(ValueError, match="TRIVIUM_NUM_THREADS"):
         get_num_threads()
+
+
+class _WorkerThreads(torch.utils.data.Dataset):
+    """Item i: the pool size a DataLoader worker gets by default."""
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> int:
+        return get_num_threads()
+
+
+def test_dataloader_workers_default_to_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "_num_threads", None)
+    monkeypatch.delenv("TRIVIUM_NUM_THREADS", raising=False)
+    loader = torch.utils.data.DataLoader(_WorkerThreads(), batch_size=None, num_workers=2)
+    assert list(loader) == [1, 1]
+    monkeypatch.setenv("TRIVIUM_NUM_THREADS", "3")  # the environment still wins
+    assert list(loader) == [3, 3]
 
 
 def _child(queue: multiprocessing.Queue) -> None:

@@ -1,8 +1,9 @@
 """A process-wide thread pool for native work that releases the GIL (decoding, encoding).
 
 The pool is created on first use with :func:`get_num_threads` threads (the CPUs this
-process may run on, or ``TRIVIUM_NUM_THREADS``), resized by :func:`set_num_threads`,
-and dropped in the child after ``os.fork`` (a forked DataLoader worker gets its own).
+process may run on, one in a DataLoader worker, or ``TRIVIUM_NUM_THREADS``), resized by
+:func:`set_num_threads`, and dropped in the child after ``os.fork`` (a forked DataLoader
+worker gets its own).
 
 Example:
     >>> from trivium.core.threads import parallel_map
@@ -17,6 +18,8 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
+
+from torch.utils.data import get_worker_info
 
 __all__ = ["get_num_threads", "get_thread_pool", "parallel_map", "set_num_threads"]
 
@@ -46,6 +49,8 @@ def _default_num_threads() -> int:
             return _check_num_threads(int(env), _ENV_VAR)
         except (TypeError, ValueError):
             raise ValueError(f"{_ENV_VAR} must be an integer >= 1, got {env!r}") from None
+    if get_worker_info() is not None:  # the workers are the parallelism, as for torch's threads
+        return 1
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -55,8 +60,9 @@ def _default_num_threads() -> int:
 def get_num_threads() -> int:
     """Number of threads the shared pool uses.
 
-    Set by :func:`set_num_threads`; otherwise ``TRIVIUM_NUM_THREADS`` or the number of
-    CPUs this process may run on (``os.sched_getaffinity``, which respects cgroups/taskset).
+    Set by :func:`set_num_threads`; otherwise ``TRIVIUM_NUM_THREADS``, else 1 inside a
+    DataLoader worker (as torch sets its own threads there), else the number of CPUs
+    this process may run on (``os.sched_getaffinity``, which respects cgroups/taskset).
 
     Example:
         >>> get_num_threads() >= 1

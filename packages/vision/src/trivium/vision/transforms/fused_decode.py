@@ -18,7 +18,8 @@ them) and give what decoding then applying ``RandomResizedCrop``, ``Resize`` or
 
 Other formats (PNG) take the unfused path: full decode, then the transform.
 A list of inputs gives a batch ``[N, C, H, W]``: boxes are drawn in order, then
-the images are decoded in parallel on the ``trivium.core`` thread pool.
+the images are decoded in parallel on the ``trivium.core`` thread pool (inside a
+DataLoader worker the batch is stacked into shared memory: sending it copies nothing).
 
 Example:
     >>> import torch
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trivium.core import Transform
+from trivium.core import Transform, stack_batch
 from trivium.core.threads import parallel_map
 from trivium.vision.io import ImageReadMode, decode_image, decode_jpeg, image_info
 from trivium.vision.transforms import functional as F
@@ -120,7 +121,7 @@ class _FusedDecode(Transform):
         """
         if isinstance(data, list | tuple):
             plans = [self.plan(item) for item in data]  # draws happen in input order
-            return torch.stack(parallel_map(self.execute, plans))
+            return stack_batch(parallel_map(self.execute, plans))
         return self.execute(self.plan(data))
 
     def plan(self, data: Encoded) -> DecodePlan:
