@@ -38,6 +38,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--segment-seconds", type=float, default=1.0)
     p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument(
+        "--enc-kernel-size",
+        type=int,
+        default=16,
+        help="encoder window L in samples (stride L // 2); the paper's 2 ms is 32 at 16 kHz",
+    )
     p.add_argument("--base", action="store_true", help="the full conv_tasnet_base() sizes")
     p.add_argument("--device", default="auto")
     p.add_argument("--amp", action="store_true", help="mixed precision")
@@ -76,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         test_subset=args.test_subset,
         sample_rate=args.sample_rate,
         segment_seconds=args.segment_seconds,
+        enc_kernel_size=args.enc_kernel_size,
         batch_size=args.batch_size,
         num_steps=args.steps,
         lr=args.lr,

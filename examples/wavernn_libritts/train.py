@@ -38,10 +38,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--test-url", default="test-clean")
     p.add_argument("--sample-rate", type=int, default=16000)
     p.add_argument("--out-dir", default="runs/wavernn_libritts")
-    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--segment-frames", type=int, default=8)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--segment-frames", type=int, default=2)
+    p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--n-rnn", type=int, default=256, help="GRU width (torchaudio default: 512)")
     p.add_argument("--n-fc", type=int, default=256)
     p.add_argument("--device", default="auto")
@@ -50,11 +50,31 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-every", type=int, default=0)
     p.add_argument("--max-eval-items", type=int, default=2)
     p.add_argument("--eval-seconds", type=float, default=1.0, help="audio vocoded per utterance")
+    p.add_argument(
+        "--loss-window", type=int, default=20, help="steps averaged for the start/end loss"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--no-resume", action="store_true", help="start over even if out-dir has a checkpoint"
     )
     return p.parse_args(argv)
+
+
+def loss_fall(history: Sequence[tuple[int, float]], window: int) -> dict[str, float]:
+    """Mean training loss over the first and the last ``window`` steps, and its relative fall.
+
+    Single steps are noisy (each batch is a few random segments), hence the means.
+
+    Example:
+        >>> loss_fall([(1, 6.0), (2, 4.0), (3, 3.0), (4, 2.0)], window=2)
+        {'first_train_loss': 5.0, 'last_train_loss': 2.5, 'train_loss_fall': 0.5}
+    """
+    losses = [value for _, value in history]
+    if not losses:
+        return {}
+    n = max(1, min(window, len(losses) // 2))
+    first, last = sum(losses[:n]) / n, sum(losses[-n:]) / n
+    return {"first_train_loss": first, "last_train_loss": last, "train_loss_fall": 1 - last / first}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -84,9 +104,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     )
     pipeline = vocoder.train(config, resume=not args.no_resume)
     metrics = vocoder.evaluate(pipeline, max_seconds=args.eval_seconds)
-    losses = [v for _, v in MetricLogger(args.out_dir).history("loss")]
-    if losses:
-        metrics["first_train_loss"], metrics["last_train_loss"] = losses[0], losses[-1]
+    metrics.update(loss_fall(MetricLogger(args.out_dir).history("loss"), args.loss_window))
     out = Path(args.out_dir)
     (out / "eval.json").write_text(json.dumps(metrics, indent=1) + "\n")
     waveform = LIBRITTS(root, url=args.test_url)[0][0]

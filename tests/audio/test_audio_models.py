@@ -8,7 +8,7 @@ import torch
 from peers import require_torchaudio
 
 from trivium.audio.functional import mu_law_decoding
-from trivium.audio.models import ConvTasNet, Wav2Letter, WaveRNN, conv_tasnet_base
+from trivium.audio.models import ConvTasNet, Wav2Letter, WaveRNN, conv_tasnet_base, wavernn
 from trivium.audio.models.wavernn import fold_with_overlap, xfade_and_unfold
 
 
@@ -117,9 +117,11 @@ def test_wavernn_forward_shape_and_errors():
         model(torch.rand(2, 2, 30), mel)
 
 
-def test_wavernn_generation_loop_equals_teacher_forced_forward():
+@pytest.mark.parametrize("rows_per_chunk", [4096, 14])
+def test_wavernn_generation_loop_equals_teacher_forced_forward(monkeypatch, rows_per_chunk):
     # The fast step loop (precomputed projections, gru_cell) must compute the same
-    # logits as the reference teacher-forced forward pass.
+    # logits as the reference teacher-forced forward pass, also across chunks of steps.
+    monkeypatch.setattr(wavernn, "_ROWS_PER_CHUNK", rows_per_chunk)
     torch.manual_seed(0)
     model = small_wavernn().eval()
     mel = torch.rand(2, 10, 8)
@@ -129,6 +131,20 @@ def test_wavernn_generation_loop_equals_teacher_forced_forward():
         _, logits = model._run(cond, aux, teacher=wave)
         expected = model(wave.unsqueeze(1), mel.unsqueeze(1))[:, 0]
     torch.testing.assert_close(logits, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_unfused_gru_cell_equals_torch_gru_cell():
+    # The step used off CPU (a per-row input bias) against nn.GRUCell, one row at a time.
+    torch.manual_seed(0)
+    cell = torch.nn.GRUCell(5, 7)
+    x, h, gi = torch.randn(3, 5), torch.randn(3, 7), torch.randn(3, 21)
+    with torch.no_grad():
+        got = wavernn._gru_cell_unfused(x, h, cell.weight_ih, cell.weight_hh, gi, cell.bias_hh)
+        rows = []
+        for i in range(3):
+            cell.bias_ih.copy_(gi[i])
+            rows.append(cell(x[i : i + 1], h[i : i + 1]))
+    torch.testing.assert_close(got, torch.cat(rows))
 
 
 def test_wavernn_infer_shapes_lengths_and_reproducibility():

@@ -132,3 +132,17 @@ def test_separation_example(corpus, tmp_path):
     )
     assert set(metrics) == {"eval_si_snr", "si_snri"}
     assert (tmp_path / "run" / "metrics.png").is_file()
+
+
+def test_vocoder_loss_fall_averages_the_first_and_last_steps():
+    losses = [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]
+    history = list(enumerate(losses, start=1))
+    got = load("vocoder").loss_fall(history, window=2)
+    assert got == pytest.approx(
+        {"first_train_loss": 5.5, "last_train_loss": 1.5, "train_loss_fall": 1 - 1.5 / 5.5}
+    )
+    # a window longer than half the run is cut to half: the two means never overlap
+    got = load("vocoder").loss_fall(history, window=10)
+    assert got["first_train_loss"] == pytest.approx(5.0)
+    assert got["last_train_loss"] == pytest.approx(2.0)
+    assert load("vocoder").loss_fall([], window=5) == {}

@@ -28,6 +28,8 @@ from torch import Tensor, nn
 
 from trivium.audio.functional import mu_law_decoding
 
+_ROWS_PER_CHUNK = 4096  # batch x steps whose projections are made at once
+
 __all__ = ["MelResNet", "ResBlock", "Stretch2d", "UpsampleNetwork", "WaveRNN"]
 
 
@@ -200,6 +202,28 @@ def xfade_and_unfold(y: Tensor, batch_size: int, overlap: int) -> Tensor:
     return out
 
 
+def _gru_cell_unfused(
+    x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, gi: Tensor, b_hh: Tensor
+) -> Tensor:
+    """A GRU cell step whose input bias ``gi`` may be per row (``[batch, 3 * hidden]``)."""
+    i_r, i_z, i_n = torch.addmm(gi, x, w_ih.t()).chunk(3, 1)
+    h_r, h_z, h_n = torch.addmm(b_hh, h, w_hh.t()).chunk(3, 1)
+    r = torch.sigmoid(i_r + h_r)
+    z = torch.sigmoid(i_z + h_z)
+    n = torch.tanh(torch.addcmul(i_n, r, h_n))
+    return torch.lerp(n, h, z)  # (1 - z) * n + z * h
+
+
+def _gru_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, gi: Tensor, b_hh: Tensor) -> Tensor:
+    """:func:`_gru_cell_unfused`, as one fused call on CPU.
+
+    The CPU ``gru_cell`` broadcasts a 2-D input bias; the CUDA kernel takes 1-D only.
+    """
+    if h.device.type == "cpu":
+        return torch._VF.gru_cell(x, h, w_ih, w_hh, gi, b_hh)
+    return _gru_cell_unfused(x, h, w_ih, w_hh, gi, b_hh)
+
+
 class WaveRNN(nn.Module):
     """WaveRNN vocoder: predicts the next sample's class from past samples and the mel.
 
@@ -303,16 +327,46 @@ class WaveRNN(nn.Module):
         return self.upsample(F.pad(specgram, (self._pad, self._pad)))
 
     def _projections(self, cond: Tensor, aux: Tensor) -> tuple[Tensor, ...]:
-        """Every input projection that does not depend on generated samples, for all steps."""
-        cond, aux = cond.transpose(1, 2), aux.transpose(1, 2)  # [batch, T, features]
+        """Every term that does not depend on generated samples, time-major ``[T, batch, .]``.
+
+        ``x0`` is ``fc`` without the previous sample's term and ``gi1`` its input
+        projection in ``rnn1`` (``fc`` is affine in that sample, so the projection
+        splits the same way); the others project the aux inputs. One large matrix
+        product each replaces a small one per step.
+        """
+        cond, aux = cond.permute(2, 0, 1), aux.permute(2, 0, 1)
         a1, a2, a3, a4 = self._split_aux(aux)
         n_rnn = self.n_rnn
-        fc_w = self.fc.weight
-        pre_fc = F.linear(torch.cat([cond, a1], dim=-1), fc_w[:, 1:], self.fc.bias)
-        pre_gi2 = F.linear(a2, self.rnn2.weight_ih_l0[:, n_rnn:], self.rnn2.bias_ih_l0)
-        pre_fc1 = F.linear(a3, self.fc1.weight[:, n_rnn:], self.fc1.bias)
-        pre_fc2 = F.linear(a4, self.fc2.weight[:, -self.n_aux :], self.fc2.bias)
-        return pre_fc, pre_gi2, pre_fc1, pre_fc2
+        x0 = F.linear(torch.cat([cond, a1], dim=-1), self.fc.weight[:, 1:], self.fc.bias)
+        gi1 = F.linear(x0, self.rnn1.weight_ih_l0, self.rnn1.bias_ih_l0)
+        gi2 = F.linear(a2, self.rnn2.weight_ih_l0[:, n_rnn:], self.rnn2.bias_ih_l0)
+        fc1 = F.linear(a3, self.fc1.weight[:, n_rnn:], self.fc1.bias)
+        fc2 = F.linear(a4, self.fc2.weight[:, -self.n_aux :], self.fc2.bias)
+        return x0, gi1, gi2, fc1, fc2
+
+    def _step_weights(self) -> tuple[Tensor, ...]:
+        """The weights of the per-step products, contiguous and transposed as ``addmm`` wants."""
+        n_rnn = self.n_rnn
+        w_x = self.fc.weight[:, :1]  # [n_rnn, 1]: the previous sample's column
+        return (
+            w_x.t().contiguous(),
+            self.rnn1.weight_ih_l0 @ w_x,  # rnn1's input projection of that column
+            self.rnn1.weight_hh_l0,
+            self.rnn1.bias_hh_l0,
+            self.rnn2.weight_ih_l0[:, :n_rnn].contiguous(),
+            self.rnn2.weight_hh_l0,
+            self.rnn2.bias_hh_l0,
+            self.fc1.weight[:, :n_rnn].t().contiguous(),
+            self.fc2.weight[:, : -self.n_aux].t().contiguous(),
+            self.fc3.weight.t().contiguous(),
+        )
+
+    def _gumbel(
+        self, shape: tuple[int, ...], like: Tensor, generator: torch.Generator | None
+    ) -> Tensor:
+        """Gumbel noise: ``argmax(logits + noise)`` is one draw from ``softmax(logits)``."""
+        u = torch.rand(shape, generator=generator, device=like.device, dtype=like.dtype)
+        return u.clamp_min_(1e-10).log_().neg_().log_().neg_()
 
     def _run(
         self,
@@ -327,45 +381,53 @@ class WaveRNN(nn.Module):
         those samples instead of the sampled ones, and the logits are returned: the
         same numbers as :meth:`forward` (used to test this loop).
         """
-        pre_fc, pre_gi2, pre_fc1, pre_fc2 = self._projections(cond, aux)
-        batch, steps = pre_fc.shape[:2]
-        n_rnn = self.n_rnn
-        w_x = self.fc.weight[:, 0]
-        w_ih1, b_ih1 = self.rnn1.weight_ih_l0, self.rnn1.bias_ih_l0
-        w_hh1, b_hh1 = self.rnn1.weight_hh_l0, self.rnn1.bias_hh_l0
-        # Column slices of the weights are strided views: copy them once, not every step.
-        w_ih2 = self.rnn2.weight_ih_l0[:, :n_rnn].contiguous()
-        w_hh2, b_hh2 = self.rnn2.weight_hh_l0, self.rnn2.bias_hh_l0
-        w_fc1_t = self.fc1.weight[:, :n_rnn].t().contiguous()
-        w_fc2_t = self.fc2.weight[:, : -self.n_aux].t().contiguous()
-        w_fc3_t, b_fc3 = self.fc3.weight.t().contiguous(), self.fc3.bias
-        h1 = pre_fc.new_zeros(batch, n_rnn)
-        h2 = pre_fc.new_zeros(batch, n_rnn)
-        x = pre_fc.new_zeros(batch, 1)
-        labels = torch.empty(batch, steps, dtype=torch.long, device=pre_fc.device)
-        logits_out = [] if teacher is not None else None
-        scale = 2.0 / (2**self.n_bits - 1.0)
-        for t in range(steps):
-            if teacher is not None:
-                x = teacher[:, t : t + 1]
-            xt = pre_fc[:, t] + x * w_x
-            h1 = torch._VF.gru_cell(xt, h1, w_ih1, w_hh1, b_ih1, b_hh1)
-            xt = xt + h1
-            gi2_bias = pre_gi2[:, t]
-            h2 = torch._VF.gru_cell(xt, h2, w_ih2, w_hh2, gi2_bias, b_hh2)
-            xt = xt + h2
-            xt = torch.relu(torch.addmm(pre_fc1[:, t], xt, w_fc1_t))
-            xt = torch.relu(torch.addmm(pre_fc2[:, t], xt, w_fc2_t))
-            logits = torch.addmm(b_fc3, xt, w_fc3_t)
-            if logits_out is not None:
-                logits_out.append(logits)
-            # Gumbel-max: one draw from softmax(logits), reproducible with `generator`
-            u = torch.rand(logits.shape, generator=generator, device=logits.device)
-            label = torch.argmax(logits - torch.log(-torch.log(u.clamp_min(1e-10))), dim=1)
-            labels[:, t] = label
-            x = (label.unsqueeze(1).to(pre_fc.dtype) * scale) - 1.0
-        logits = torch.stack(logits_out, dim=1) if logits_out is not None else None
-        return labels, logits
+        batch, steps = cond.shape[0], cond.shape[-1]
+        w_x, v1, w_hh1, b_hh1, w_ih2, w_hh2, b_hh2, w_fc1, w_fc2, w_fc3 = self._step_weights()
+        h1 = cond.new_zeros(batch, self.n_rnn)
+        h2 = cond.new_zeros(batch, self.n_rnn)
+        x = cond.new_zeros(batch, 1)
+        levels = torch.linspace(-1.0, 1.0, self.n_classes, dtype=cond.dtype, device=cond.device)
+        labels = torch.empty(steps, batch, 1, dtype=torch.long, device=cond.device)
+        logits_out: list[Tensor] = []
+        # A chunk of steps at a time: bounded memory, still large matrix products.
+        chunk = max(1, _ROWS_PER_CHUNK // batch)
+        for start in range(0, steps, chunk):
+            end = min(start + chunk, steps)
+            x0s, gi1s, gi2s, fc1s, fc2s = self._projections(
+                cond[..., start:end], aux[..., start:end]
+            )
+            shape = (end - start, batch, self.n_classes)
+            if teacher is None:
+                out_bias = self._gumbel(shape, cond, generator).add_(self.fc3.bias)
+                given = [None] * (end - start)
+            else:
+                out_bias = self.fc3.bias.expand(shape)
+                given = teacher[:, start:end].t().unsqueeze(-1).unbind(0)
+            for x0, gi1, gi2, fc1, fc2, bias, out, x_given in zip(
+                x0s.unbind(0),
+                gi1s.unbind(0),
+                gi2s.unbind(0),
+                fc1s.unbind(0),
+                fc2s.unbind(0),
+                out_bias.unbind(0),
+                labels[start:end].unbind(0),
+                given,
+                strict=True,
+            ):
+                if x_given is not None:
+                    x = x_given
+                x0 = torch.addmm(x0, x, w_x)
+                h1 = _gru_cell(x, h1, v1, w_hh1, gi1, b_hh1)
+                x1 = x0 + h1
+                h2 = _gru_cell(x1, h2, w_ih2, w_hh2, gi2, b_hh2)
+                y = torch.addmm(fc1, x1 + h2, w_fc1).relu_()
+                y = torch.addmm(fc2, y, w_fc2).relu_()
+                logits = torch.addmm(bias, y, w_fc3)
+                if teacher is not None:
+                    logits_out.append(logits)
+                x = torch.take(levels, torch.argmax(logits, dim=1, keepdim=True, out=out))
+        logits = torch.stack(logits_out, dim=1) if teacher is not None else None
+        return labels[..., 0].t(), logits
 
     @torch.no_grad()
     def infer(
@@ -435,5 +497,6 @@ class WaveRNN(nn.Module):
         else:
             samples = 2 * labels.to(specgram.dtype) / (self.n_classes - 1.0) - 1.0
         if batched:
-            samples = xfade_and_unfold(samples, batch, overlap)
+            # equal-power fades sum to up to sqrt(2) where two folds agree: keep [-1, 1]
+            samples = xfade_and_unfold(samples, batch, overlap).clamp_(-1.0, 1.0)
         return samples[:, :total].unsqueeze(1)

@@ -87,7 +87,7 @@ def make_trainer(
         grad_clip_norm=config.grad_clip_norm,
         out_dir=config.out_dir,
         checkpoint_every=config.checkpoint_every,
-        log_every=10 if config.num_steps >= 100 else 1,
+        log_every=1,  # every step: curves and start/end means need them all
         extra={"config": dataclasses.asdict(config), "pipeline": pipeline},
         progress=config.progress,
     )
