@@ -138,6 +138,26 @@ def test_frame_range_and_layout() -> None:
         load(MULTI, num_frames=-2)
 
 
+def test_long_flac_decodes_in_parts_like_one_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = []
+    real_open = aio._open
+    monkeypatch.setattr(aio, "_open", lambda *a: opened.append(a) or real_open(*a))
+    monkeypatch.setattr(aio, "get_num_threads", lambda: 3)
+    reference = sf_reference(MULTI)  # 160000 frames: long enough for 2 parts
+    np.testing.assert_array_equal(load(MULTI)[0].numpy(), reference)
+    assert len(opened) == 2, "a second decoder should read the second part"
+    for offset in (1, 12345, 29999):
+        np.testing.assert_array_equal(
+            load(MULTI.read_bytes(), frame_offset=offset)[0].numpy(), reference[:, offset:]
+        )
+    last, _ = load(MULTI, channels_first=False, num_frames=140001)
+    np.testing.assert_array_equal(last.numpy(), reference[:, :140001].T)
+    monkeypatch.setattr(aio, "get_num_threads", lambda: 1)
+    opened.clear()
+    np.testing.assert_array_equal(load(MULTI)[0].numpy(), reference)
+    assert len(opened) == 1
+
+
 @pytest.mark.parametrize("path", sorted(BAD.iterdir()), ids=lambda p: p.name)
 def test_bad_files_raise_decode_error_naming_the_file(path: Path) -> None:
     with pytest.raises(DecodeError, match=path.name):

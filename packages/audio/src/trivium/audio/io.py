@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from trivium.core.errors import DecodeError, EncodeError, UnsupportedFormatError
+from trivium.core.threads import get_num_threads, parallel_map
 
 __all__ = ["AudioMetaData", "AudioStream", "info", "load", "save", "stream"]
 
@@ -105,6 +106,10 @@ _DTYPE_SUBTYPES = {
     torch.float64: "DOUBLE",
 }
 _BLOCK_FRAMES = 1 << 20  # long reads go in blocks of this many frames
+# A FLAC of at least two parts of this many frames decodes in parts on the thread pool
+# (a part's own decoder and seek cost about what decoding this many frames does).
+_PART_MIN_FRAMES = 1 << 16
+_PARTS_MAX_FRAMES = 1 << 26
 # libsndfile's log line for a WAV/RF64 data chunk longer than the file.
 _SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
 
@@ -262,19 +267,61 @@ def _read(
     return data, scale
 
 
+def _fill(out: np.ndarray, data: np.ndarray, channels_first: bool, scale: float | None) -> None:
+    """Write ``[time, channels]`` ``data`` into ``out`` in its layout, scaled to float32."""
+    source = data.T if channels_first else data
+    if scale is None:
+        np.copyto(out, source)  # faster than np.ascontiguousarray for a transposed array
+    else:  # one pass converts, scales and (for several channels) transposes
+        np.multiply(source, np.float32(scale), out=out, dtype=np.float32)
+
+
 def _to_tensor(data: np.ndarray, channels_first: bool, scale: float | None = None) -> Tensor:
     """``[channels, time]`` (or ``[time, channels]``) contiguous tensor, scaled to float32."""
-    if channels_first:
-        data = data.T
-    if scale is not None:  # one pass converts, scales and (for several channels) transposes
-        out = np.empty(data.shape, np.float32)
-        np.multiply(data, np.float32(scale), out=out, dtype=np.float32)
-        return torch.from_numpy(out)
-    if channels_first and data.shape[0] > 1:
-        out = np.empty(data.shape, data.dtype)
-        np.copyto(out, data)  # faster than np.ascontiguousarray for a transposed array
-        data = out
-    return torch.from_numpy(data)
+    if scale is None and (not channels_first or data.shape[1] == 1):
+        return torch.from_numpy(data.T if channels_first else data)  # already contiguous
+    shape = data.T.shape if channels_first else data.shape
+    out = np.empty(shape, data.dtype if scale is None else np.float32)
+    _fill(out, data, channels_first, scale)
+    return torch.from_numpy(out)
+
+
+def _reopenable(uri: AudioSource) -> bool:
+    return isinstance(uri, (str, os.PathLike, bytes, bytearray, memoryview))
+
+
+def _read_in_parts(
+    uri: AudioSource,
+    f: sf.SoundFile,
+    name: str,
+    frame_offset: int,
+    frames: int,
+    channels_first: bool,
+    format: str | None,
+) -> Tensor:
+    """Normalised float32 waveform of a long FLAC, decoded in parts on the thread pool.
+
+    FLAC seeks to the exact sample, so each thread opens its own decoder at the start
+    of its part and writes straight into its slice of the output: the same samples
+    as one sequential read.
+    """
+    parts = min(get_num_threads(), frames // _PART_MIN_FRAMES)
+    out = np.empty((f.channels, frames) if channels_first else (frames, f.channels), np.float32)
+    bounds = [frames * k // parts for k in range(parts + 1)]
+
+    def read_part(k: int) -> None:
+        g = f if k == 0 else _open(uri, format)[0]
+        try:
+            g.seek(frame_offset + bounds[k])
+            data, scale = _read(g, name, bounds[k + 1] - bounds[k], True)
+        finally:
+            if k:
+                g.close()
+        span = slice(bounds[k], bounds[k + 1])
+        _fill(out[:, span] if channels_first else out[span], data, channels_first, scale)
+
+    parallel_map(read_part, range(parts))
+    return torch.from_numpy(out)
 
 
 def load(
@@ -303,6 +350,10 @@ def load(
     stored integers and always decode to normalised ``float32``. ``format`` forces a
     container (libsndfile's name, e.g. ``"WAV"``), needed only for headerless data.
 
+    A long FLAC from a path or bytes (at least 2 x 65536 frames) is decoded in parts on
+    the ``trivium.core`` thread pool (one thread inside a DataLoader worker); the
+    samples are the same as one sequential read.
+
     Raises ``FileNotFoundError`` for a missing path and :class:`DecodeError` naming the
     file for unknown formats, corrupt or truncated data.
 
@@ -318,11 +369,29 @@ def load(
     with f:
         available = max(f.frames - frame_offset, 0)
         frames = available if num_frames == -1 else min(num_frames, available)
+        sample_rate = f.samplerate
+        if _decode_in_parts(uri, f, frames, normalize):
+            waveform = _read_in_parts(uri, f, name, frame_offset, frames, channels_first, format)
+            return waveform, sample_rate
         if frames and frame_offset:
             f.seek(frame_offset)
         data, scale = _read(f, name, frames, normalize)
-        sample_rate = f.samplerate
     return _to_tensor(data, channels_first, scale), sample_rate
+
+
+def _decode_in_parts(uri: AudioSource, f: sf.SoundFile, frames: int, normalize: bool) -> bool:
+    """Whether a load is worth splitting over threads (a long FLAC from a reopenable source).
+
+    Capped at ``_PARTS_MAX_FRAMES``: the output is allocated up front from the header's
+    frame count, which longer (or lying) headers must not decide.
+    """
+    return (
+        f.format == "FLAC"
+        and normalize
+        and _PART_MIN_FRAMES * 2 <= frames <= _PARTS_MAX_FRAMES
+        and get_num_threads() > 1
+        and _reopenable(uri)
+    )
 
 
 def info(uri: AudioSource, format: str | None = None) -> AudioMetaData:
