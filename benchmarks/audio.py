@@ -38,7 +38,6 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
 
 import librosa
 import numpy as np
@@ -48,11 +47,13 @@ import soundfile as sf
 import soxr
 import torch
 from harness import (
+    Peer,
     Row,
     Side,
     benchmark_parser,
     cpu_busy_seconds,
     cpu_model,
+    load_peer,
     measure,
     parse_benchmark_args,
     print_header,
@@ -70,18 +71,6 @@ from peers import import_torchaudio  # noqa: E402
 
 BATCH = 16
 LOAD_FILES = ("ds-LDC93S1.wav", "sb-example2.flac", "sb-multi-mic-speech.flac")
-Peer = tuple[ModuleType | None, str]
-
-
-def load_torchaudio() -> Peer:
-    """torchaudio (pure-Python parts, see tests/peers.py) and a line saying what happened."""
-    try:
-        module = import_torchaudio()
-    except Exception as e:  # a broken install fails in many ways
-        return None, f"does not import ({type(e).__name__}: {e})"
-    if module is None:
-        return None, "not installed (does not import here)"
-    return module, f"torchaudio {module.__version__}"
 
 
 def speech_batch(sample_rate: int, seconds: float) -> torch.Tensor:
@@ -258,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=UserWarning, module="torchaudio")
     started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    torchaudio = load_torchaudio()
+    torchaudio = load_peer(import_torchaudio, "not installed (does not import here)")
     info = machine_info(torchaudio)
     if torchaudio[0] is None:
         info["note"] = "torchaudio does not import here: librosa / soxr / scipy are the comparison"

@@ -64,7 +64,6 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -72,11 +71,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 from harness import (
+    Peer,
     Row,
     Side,
     benchmark_parser,
     cpu_busy_seconds,
     cpu_model,
+    load_peer,
     measure,
     parse_benchmark_args,
     print_header,
@@ -104,18 +105,6 @@ CROP = 224
 
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
 warnings.filterwarnings("ignore", message="This DataLoader will create")  # 4 workers, 2 CPUs
-Peer = tuple[ModuleType | None, str]
-
-
-def load_torchvision() -> Peer:
-    """torchvision (pure-Python parts, see tests/peers.py) and a line saying what happened."""
-    try:
-        module = import_torchvision()
-    except Exception as e:  # a broken install fails in many ways
-        return None, f"does not import ({type(e).__name__}: {e})"
-    if module is None:
-        return None, "not installed"
-    return module, f"torchvision {module.__version__}"
 
 
 def machine_info(torchvision: Peer) -> dict[str, str]:
@@ -495,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads, print machine info and the table, optionally write JSON."""
     args = parse_args(argv)
     started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    peers = load_torchvision()
+    peers = load_peer(import_torchvision)
     info = machine_info(peers)
     print_header("trivium.data benchmark", info, args)
     checks: list[str] = []

@@ -25,7 +25,24 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+# ---------------------------------------------------------------------- peers
+
+Peer = tuple[ModuleType | None, str]
+
+
+def load_peer(importer: Callable[[], ModuleType | None], missing: str = "not installed") -> Peer:
+    """A peer library from ``importer`` (see ``tests/peers.py``) and a line saying what happened."""
+    try:
+        module = importer()
+    except Exception as e:  # a broken install fails in many ways
+        return None, f"does not import ({type(e).__name__}: {e})"
+    if module is None:
+        return None, missing
+    return module, f"{module.__name__} {module.__version__}"
+
 
 # ---------------------------------------------------------------------- machine info
 
