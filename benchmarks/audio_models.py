@@ -33,7 +33,6 @@ the vector products of plain generation.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -48,9 +47,9 @@ from harness import (
     Side,
     cpu_busy_seconds,
     cpu_model,
-    markdown_table,
     measure,
-    other_load,
+    print_header,
+    report,
     row_from,
 )
 
@@ -202,32 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu_start = cpu_busy_seconds()
     ta = import_torchaudio()
     info = machine_info(ta)
-    print("# trivium.audio.models benchmark\n")
-    for key, value in info.items():
-        print(f"- {key}: {value}")
-    print(f"- repeats: {args.repeats} (median), each ≥ {args.min_time} s\n", flush=True)
+    print_header("trivium.audio.models benchmark", info, args)
     checks: list[str] = []
     rows = wavernn_rows(args, ta, checks) + forward_rows(args, ta, checks)
-    elapsed = time.perf_counter() - started
-    print(markdown_table(rows))
-    print("\nRatio = peer time / our time (>1: we are faster). Checks:")
-    for line in checks:
-        print(f"- {line}")
-    failed = [row for row in rows if row.status == "FAIL"]
-    contention = other_load(cpu_start, elapsed)
-    print(f"\n{len(failed)} target(s) missed; total run {elapsed:.1f} s; {contention}")
-    if args.json is not None:
-        payload = {
-            "machine": info,
-            "other_load": contention,
-            "repeats": args.repeats,
-            "min_time_s": args.min_time,
-            "rows": [row.to_json() for row in rows],
-            "checks": checks,
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        print(f"wrote {args.json}")
+    report(rows, checks, info, args, started, cpu_start)
     return 0
 
 
