@@ -30,10 +30,8 @@ from trivium.audio.datasets.collate import pad_sequence_last
 from trivium.audio.functional import resample
 from trivium.audio.metrics import char_error_rate, word_error_rate
 from trivium.audio.models import Wav2Letter
-from trivium.audio.pipelines.batches import batch_indices
-from trivium.audio.pipelines.checkpoints import make_trainer, read_checkpoint
+from trivium.audio.pipelines.checkpoints import fit_pipeline, read_checkpoint
 from trivium.audio.pipelines.ctc_decoder import ctc_beam_search, ctc_greedy_decode
-from trivium.audio.pipelines.schedules import warmup_cosine
 from trivium.audio.pipelines.tokenizer import DEFAULT_ALPHABET, CharTokenizer
 from trivium.audio.transforms import MFCC, MelSpectrogram
 from trivium.core.progress import progress
@@ -291,15 +289,6 @@ def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> A
         if config.eval_every
         else None
     )
-    optimizer = torch.optim.Adam(
-        pipeline.model.parameters(), lr=config.lr, weight_decay=config.weight_decay
-    )
-    scheduler = warmup_cosine(optimizer, config.num_steps, int(0.1 * config.num_steps))
-    trainer = make_trainer(pipeline.model, optimizer, scheduler, config, "asr", resume)
-
-    def batch_fn(step: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        indices = batch_indices(step, len(train_items), config.batch_size, config.seed)
-        return _collate([train_items[i] for i in indices], pipeline.tokenizer)
 
     def eval_fn(model: nn.Module) -> dict[str, float]:
         return evaluate(pipeline, test_items)
@@ -307,12 +296,18 @@ def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> A
     def loss_fn(model: Wav2Letter, batch: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
         return _ctc_loss(model, batch, config.skip_final_relu)
 
-    trainer.fit(
-        batch_fn,
-        config.num_steps if until is None else min(until, config.num_steps),
+    fit_pipeline(
+        pipeline.model,
+        config,
+        "asr",
+        resume,
+        until,
+        len(train_items),
+        lambda indices, _: _collate([train_items[i] for i in indices], pipeline.tokenizer),
         loss_fn,
-        eval_fn=eval_fn if test_items is not None else None,
-        eval_every=config.eval_every,
+        eval_fn if test_items is not None else None,
+        weight_decay=config.weight_decay,
+        warmup_fraction=0.1,
     )
     return pipeline.eval()
 

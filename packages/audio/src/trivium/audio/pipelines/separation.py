@@ -24,9 +24,7 @@ from torch import Tensor, nn
 from trivium.audio.datasets import LibriMix
 from trivium.audio.metrics import pit_loss, si_snr
 from trivium.audio.models import ConvTasNet
-from trivium.audio.pipelines.batches import batch_indices, step_generator
-from trivium.audio.pipelines.checkpoints import make_trainer, read_checkpoint
-from trivium.audio.pipelines.schedules import warmup_cosine
+from trivium.audio.pipelines.checkpoints import fit_pipeline, read_checkpoint
 from trivium.core.seeding import seed_everything
 
 __all__ = ["SeparationConfig", "SeparationPipeline", "evaluate", "from_checkpoint", "train"]
@@ -191,21 +189,17 @@ def train(
         if config.eval_every
         else None
     )
-    optimizer = torch.optim.Adam(pipeline.model.parameters(), lr=config.lr)
-    scheduler = warmup_cosine(optimizer, config.num_steps, int(0.05 * config.num_steps))
-    trainer = make_trainer(pipeline.model, optimizer, scheduler, config, "separation", resume)
     length = int(config.segment_seconds * config.sample_rate)
-
-    def batch_fn(step: int) -> tuple[Tensor, Tensor]:
-        indices = batch_indices(step, len(train_items), config.batch_size, config.seed)
-        return _crops(train_items, indices, length, step_generator(config.seed, step))
-
-    trainer.fit(
-        batch_fn,
-        config.num_steps if until is None else min(until, config.num_steps),
+    fit_pipeline(
+        pipeline.model,
+        config,
+        "separation",
+        resume,
+        until,
+        len(train_items),
+        lambda indices, generator: _crops(train_items, indices, length, generator),
         _pit_si_snr_loss,
-        eval_fn=(lambda model: evaluate(pipeline, test_items)) if test_items else None,
-        eval_every=config.eval_every,
+        (lambda model: evaluate(pipeline, test_items)) if test_items else None,
     )
     return pipeline.eval()
 

@@ -29,9 +29,7 @@ from torch import Tensor, nn
 from trivium.audio.datasets import LIBRITTS
 from trivium.audio.functional import mu_law_encoding, resample
 from trivium.audio.models import WaveRNN
-from trivium.audio.pipelines.batches import batch_indices, step_generator
-from trivium.audio.pipelines.checkpoints import make_trainer, read_checkpoint
-from trivium.audio.pipelines.schedules import warmup_cosine
+from trivium.audio.pipelines.checkpoints import fit_pipeline, read_checkpoint
 from trivium.audio.transforms import MelSpectrogram
 from trivium.core.seeding import seed_everything
 
@@ -318,20 +316,16 @@ def train(config: VocoderConfig, resume: bool = True, until: int | None = None) 
         if config.eval_every
         else None
     )
-    optimizer = torch.optim.Adam(pipeline.model.parameters(), lr=config.lr)
-    scheduler = warmup_cosine(optimizer, config.num_steps, int(0.05 * config.num_steps))
-    trainer = make_trainer(pipeline.model, optimizer, scheduler, config, "vocoder", resume)
-
-    def batch_fn(step: int) -> tuple[Tensor, Tensor]:
-        indices = batch_indices(step, len(train_items), config.batch_size, config.seed)
-        return _segments(train_items, indices, config, step_generator(config.seed, step))
-
-    trainer.fit(
-        batch_fn,
-        config.num_steps if until is None else min(until, config.num_steps),
+    fit_pipeline(
+        pipeline.model,
+        config,
+        "vocoder",
+        resume,
+        until,
+        len(train_items),
+        lambda indices, generator: _segments(train_items, indices, config, generator),
         _teacher_forced_loss,
-        eval_fn=(lambda model: evaluate(pipeline, test_items)) if test_items else None,
-        eval_every=config.eval_every,
+        (lambda model: evaluate(pipeline, test_items)) if test_items else None,
     )
     return pipeline.eval()
 
