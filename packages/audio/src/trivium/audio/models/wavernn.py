@@ -29,6 +29,7 @@ from torch import Tensor, nn
 from trivium.audio.functional import mu_law_decoding
 
 _ROWS_PER_CHUNK = 4096  # batch x steps whose projections are made at once
+_HALF = (torch.bfloat16, torch.float16)
 
 __all__ = ["MelResNet", "ResBlock", "Stretch2d", "UpsampleNetwork", "WaveRNN"]
 
@@ -374,35 +375,41 @@ class WaveRNN(nn.Module):
         aux: Tensor,
         teacher: Tensor | None = None,
         generator: torch.Generator | None = None,
+        step_dtype: torch.dtype | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Generate sequentially; returns ``(labels [batch, T], logits or None)``.
 
         With ``teacher`` (``[batch, T]`` previous samples in [-1, 1]) the inputs are
         those samples instead of the sampled ones, and the logits are returned: the
-        same numbers as :meth:`forward` (used to test this loop).
+        same numbers as :meth:`forward` (used to test this loop). ``step_dtype``
+        runs the per-step products and states in that dtype (e.g. ``torch.bfloat16``).
         """
         batch, steps = cond.shape[0], cond.shape[-1]
-        w_x, v1, w_hh1, b_hh1, w_ih2, w_hh2, b_hh2, w_fc1, w_fc2, w_fc3 = self._step_weights()
-        h1 = cond.new_zeros(batch, self.n_rnn)
-        h2 = cond.new_zeros(batch, self.n_rnn)
-        x = cond.new_zeros(batch, 1)
-        levels = torch.linspace(-1.0, 1.0, self.n_classes, dtype=cond.dtype, device=cond.device)
+        dtype = step_dtype or cond.dtype
+        weights = [w.to(dtype) for w in self._step_weights()]
+        w_x, v1, w_hh1, b_hh1, w_ih2, w_hh2, b_hh2, w_fc1, w_fc2, w_fc3 = weights
+        h1 = cond.new_zeros(batch, self.n_rnn, dtype=dtype)
+        h2 = cond.new_zeros(batch, self.n_rnn, dtype=dtype)
+        x = cond.new_zeros(batch, 1, dtype=dtype)
+        levels = torch.linspace(-1.0, 1.0, self.n_classes, dtype=dtype, device=cond.device)
         labels = torch.empty(steps, batch, 1, dtype=torch.long, device=cond.device)
         logits_out: list[Tensor] = []
         # A chunk of steps at a time: bounded memory, still large matrix products.
         chunk = max(1, _ROWS_PER_CHUNK // batch)
         for start in range(0, steps, chunk):
             end = min(start + chunk, steps)
-            x0s, gi1s, gi2s, fc1s, fc2s = self._projections(
-                cond[..., start:end], aux[..., start:end]
-            )
+            with torch.autocast(
+                cond.device.type, dtype, enabled=dtype in _HALF and dtype != cond.dtype
+            ):
+                projections = self._projections(cond[..., start:end], aux[..., start:end])
+            x0s, gi1s, gi2s, fc1s, fc2s = [t.to(dtype) for t in projections]
             shape = (end - start, batch, self.n_classes)
             if teacher is None:
-                out_bias = self._gumbel(shape, cond, generator).add_(self.fc3.bias)
+                out_bias = self._gumbel(shape, cond, generator).add_(self.fc3.bias).to(dtype)
                 given = [None] * (end - start)
             else:
-                out_bias = self.fc3.bias.expand(shape)
-                given = teacher[:, start:end].t().unsqueeze(-1).unbind(0)
+                out_bias = self.fc3.bias.to(dtype).expand(shape)
+                given = teacher[:, start:end].to(dtype).t().unsqueeze(-1).unbind(0)
             for x0, gi1, gi2, fc1, fc2, bias, out, x_given in zip(
                 x0s.unbind(0),
                 gi1s.unbind(0),
@@ -416,7 +423,7 @@ class WaveRNN(nn.Module):
             ):
                 if x_given is not None:
                     x = x_given
-                x0 = torch.addmm(x0, x, w_x)
+                x0 = torch.addcmul(x0, x, w_x)
                 h1 = _gru_cell(x, h1, v1, w_hh1, gi1, b_hh1)
                 x1 = x0 + h1
                 h2 = _gru_cell(x1, h2, w_ih2, w_hh2, gi2, b_hh2)
@@ -467,6 +474,7 @@ class WaveRNN(nn.Module):
         overlap: int = 100,
         mulaw: bool = True,
         generator: torch.Generator | None = None,
+        dtype: torch.dtype | None = None,
     ) -> Tensor:
         """Vocode ``[batch, n_freq, frames]`` (or ``[n_freq, frames]``) to ``[batch, 1, samples]``.
 
@@ -474,6 +482,10 @@ class WaveRNN(nn.Module):
         plus ``overlap`` on each side, all generated at once and cross-faded; the
         sequential steps drop from ``samples`` to about ``target + 2 * overlap``.
         ``mulaw=True`` decodes labels as mu-law codes, ``False`` maps them linearly.
+        ``dtype`` (e.g. ``torch.bfloat16``) runs the sequential steps, their matrix
+        products and recurrent states, in that precision: with many folds the
+        products dominate, and bfloat16 ones are ~1.5x faster on a CPU with
+        AVX512-BF16. The output keeps ``specgram``'s dtype.
 
         Example:
             >>> import torch
@@ -491,7 +503,7 @@ class WaveRNN(nn.Module):
         if batched:
             cond = fold_with_overlap(cond, target, overlap)
             aux = fold_with_overlap(aux, target, overlap)
-        labels, _ = self._run(cond, aux, generator=generator)
+        labels, _ = self._run(cond, aux, generator=generator, step_dtype=dtype)
         if mulaw:
             samples = mu_law_decoding(labels, self.n_classes).to(specgram.dtype)
         else:
