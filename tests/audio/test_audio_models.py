@@ -44,6 +44,29 @@ def test_wav2letter_counts_and_shapes(input_type, num_features, num_classes):
     torch.testing.assert_close(out.exp().sum(1), torch.ones(2, out.shape[-1]))
 
 
+@pytest.mark.parametrize("input_type", ["mfcc", "waveform"])
+def test_wav2letter_narrow_widths(input_type):
+    # hidden_channels/head_channels keep the depth, kernels and strides (so the output
+    # length) and shrink every layer's width; defaults are torchaudio's model.
+    features = 13 if input_type == "mfcc" else 1
+    wide = Wav2Letter(29, input_type, features)
+    narrow = Wav2Letter(29, input_type, features, hidden_channels=16, head_channels=32)
+    x = torch.randn(1, features, 4000 if input_type == "waveform" else 60)
+    assert narrow(x).shape == wide(x).shape
+    kinds = [(m.kernel_size, m.stride) for m in narrow.modules() if isinstance(m, torch.nn.Conv1d)]
+    assert kinds == [
+        (m.kernel_size, m.stride) for m in wide.modules() if isinstance(m, torch.nn.Conv1d)
+    ]
+    hidden = 16 * 16 * 7 + 16
+    head = 16 * 32 * 32 + 32 + 32 * 32 + 32 + 32 * 29 + 29
+    front = (features * 16 * (250 if input_type == "waveform" else 48) + 16) + (
+        16 * 16 * 48 + 16 if input_type == "waveform" else 0
+    )
+    assert n_params(narrow) == front + 7 * hidden + head
+    with pytest.raises(ValueError, match="head_channels"):
+        Wav2Letter(head_channels=0)
+
+
 @pytest.mark.parametrize("length", [2, 47, 48, 100, 1001])
 def test_wav2letter_output_lengths_match_forward(length):
     model = Wav2Letter(5, "mfcc", 3)
@@ -131,6 +154,29 @@ def test_wavernn_generation_loop_equals_teacher_forced_forward(monkeypatch, rows
         _, logits = model._run(cond, aux, teacher=wave)
         expected = model(wave.unsqueeze(1), mel.unsqueeze(1))[:, 0]
     torch.testing.assert_close(logits, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_wavernn_bfloat16_steps_stay_close_to_float32():
+    # step_dtype=bfloat16 rounds the step products to 8 mantissa bits: the teacher-forced
+    # distributions must stay close to float32's (KL in nats), and generation runs.
+    torch.manual_seed(0)
+    model = small_wavernn(n_classes=64).eval()
+    mel = torch.rand(2, 10, 8)
+    cond, aux = model.upsample(mel)
+    wave = torch.rand(2, cond.shape[-1]) * 2 - 1
+    with torch.no_grad():
+        _, exact = model._run(cond, aux, teacher=wave)
+        _, rounded = model._run(cond, aux, teacher=wave, step_dtype=torch.bfloat16)
+    assert rounded.dtype == torch.bfloat16
+    p, q = exact.log_softmax(-1), rounded.float().log_softmax(-1)
+    kl = (p.exp() * (p - q)).sum(-1)
+    assert 0 < float(kl.max()) < 1e-2
+    folded = model.generate(mel, target=8, overlap=2, dtype=torch.bfloat16)
+    assert folded.dtype == torch.float32 and folded.shape == (2, 1, 48)
+    assert torch.equal(
+        model.generate(mel, generator=torch.Generator().manual_seed(3), dtype=torch.float32),
+        model.generate(mel, generator=torch.Generator().manual_seed(3)),
+    )
 
 
 def test_unfused_gru_cell_equals_torch_gru_cell():

@@ -26,13 +26,13 @@ def _conv_relu(in_channels: int, out_channels: int, kernel: int, stride: int, pa
     ]
 
 
-def _acoustic_model(in_features: int, num_classes: int) -> nn.Sequential:
-    layers = _conv_relu(in_features, 250, 48, 2, 23)
+def _acoustic_model(in_features: int, num_classes: int, hidden: int, head: int) -> nn.Sequential:
+    layers = _conv_relu(in_features, hidden, 48, 2, 23)
     for _ in range(7):
-        layers += _conv_relu(250, 250, 7, 1, 3)
-    layers += _conv_relu(250, 2000, 32, 1, 16)
-    layers += _conv_relu(2000, 2000, 1, 1, 0)
-    layers += _conv_relu(2000, num_classes, 1, 1, 0)
+        layers += _conv_relu(hidden, hidden, 7, 1, 3)
+    layers += _conv_relu(hidden, head, 32, 1, 16)
+    layers += _conv_relu(head, head, 1, 1, 0)
+    layers += _conv_relu(head, num_classes, 1, 1, 0)
     return nn.Sequential(*layers)
 
 
@@ -45,6 +45,11 @@ class Wav2Letter(nn.Module):
             16 kHz, comes first), ``"power_spectrum"`` or ``"mfcc"``.
         num_features: input channels (1 for a waveform; the number of bins or
             coefficients otherwise).
+        hidden_channels: width of the front-end and the eight convolutions after it
+            (torchaudio's fixed 250).
+        head_channels: width of the kernel-32 convolution and the 1x1 one after it
+            (torchaudio's fixed 2000). With both defaults the model is torchaudio's;
+            narrower widths make a smaller model of the same depth and receptive field.
 
     The time axis is halved by the first acoustic layer (and divided by 160 first
     for waveforms).
@@ -57,26 +62,37 @@ class Wav2Letter(nn.Module):
     """
 
     def __init__(
-        self, num_classes: int = 40, input_type: str = "waveform", num_features: int = 1
+        self,
+        num_classes: int = 40,
+        input_type: str = "waveform",
+        num_features: int = 1,
+        *,
+        hidden_channels: int = 250,
+        head_channels: int = 2000,
     ) -> None:
         super().__init__()
         if input_type not in _INPUT_TYPES:
             raise ValueError(f"input_type must be one of {_INPUT_TYPES}, got {input_type!r}")
-        if num_classes < 1 or num_features < 1:
-            raise ValueError(
-                f"num_classes and num_features must be positive, got {num_classes}, {num_features}"
-            )
+        sizes = {
+            "num_classes": num_classes,
+            "num_features": num_features,
+            "hidden_channels": hidden_channels,
+            "head_channels": head_channels,
+        }
+        for name, value in sizes.items():
+            if value < 1:
+                raise ValueError(f"Wav2Letter: {name} must be positive, got {value}")
         self.num_classes = num_classes
         self.input_type = input_type
         self.num_features = num_features
         if input_type == "waveform":
-            front_end = nn.Sequential(
-                nn.Conv1d(num_features, 250, kernel_size=250, stride=160, padding=45),
-                nn.ReLU(inplace=True),
-            )
-            self.acoustic_model = nn.Sequential(front_end, _acoustic_model(250, num_classes))
+            front_end = nn.Sequential(*_conv_relu(num_features, hidden_channels, 250, 160, 45))
+            acoustic = _acoustic_model(hidden_channels, num_classes, hidden_channels, head_channels)
+            self.acoustic_model = nn.Sequential(front_end, acoustic)
         else:
-            self.acoustic_model = _acoustic_model(num_features, num_classes)
+            self.acoustic_model = _acoustic_model(
+                num_features, num_classes, hidden_channels, head_channels
+            )
 
     def forward(self, x: Tensor) -> Tensor:
         """Log-probabilities over classes, ``[batch, num_classes, frames]``."""
