@@ -44,6 +44,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=16,
         help="encoder window L in samples (stride L // 2); the paper's 2 ms is 32 at 16 kHz",
     )
+    p.add_argument(
+        "--dynamic-mixing",
+        action="store_true",
+        help="train on mixtures made on the fly from the training sources",
+    )
     p.add_argument("--base", action="store_true", help="the full conv_tasnet_base() sizes")
     p.add_argument("--device", default="auto")
     p.add_argument("--amp", action="store_true", help="mixed precision")
@@ -82,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         test_subset=args.test_subset,
         sample_rate=args.sample_rate,
         segment_seconds=args.segment_seconds,
+        dynamic_mixing=args.dynamic_mixing,
         enc_kernel_size=args.enc_kernel_size,
         batch_size=args.batch_size,
         num_steps=args.steps,

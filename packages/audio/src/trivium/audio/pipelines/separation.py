@@ -27,7 +27,15 @@ from trivium.audio.models import ConvTasNet
 from trivium.audio.pipelines.checkpoints import fit_pipeline, read_checkpoint
 from trivium.core.seeding import seed_everything
 
-__all__ = ["SeparationConfig", "SeparationPipeline", "evaluate", "from_checkpoint", "train"]
+__all__ = [
+    "SeparationConfig",
+    "SeparationPipeline",
+    "dynamic_mixtures",
+    "evaluate",
+    "from_checkpoint",
+    "mixture_speakers",
+    "train",
+]
 
 
 @dataclass
@@ -37,6 +45,8 @@ class SeparationConfig:
     The model sizes default to a reduced Conv-TasNet that trains on a CPU;
     :func:`~trivium.audio.models.conv_tasnet_base` is ``enc_num_feats=512,
     msk_num_feats=128, msk_num_hidden_feats=512, msk_num_layers=8, msk_num_stacks=3``.
+    ``dynamic_mixing`` trains on mixtures made on the fly from the training sources
+    (see :func:`dynamic_mixtures`) instead of the stored ones.
 
     Example:
         >>> SeparationConfig().num_sources
@@ -58,6 +68,7 @@ class SeparationConfig:
     msk_num_stacks: int = 2
     msk_activate: str = "sigmoid"
     segment_seconds: float = 1.0
+    dynamic_mixing: bool = False
     batch_size: int = 8
     num_steps: int = 2000
     lr: float = 2e-3
@@ -115,6 +126,7 @@ class SeparationPipeline(nn.Module):
 
 
 def _load_subset(config: SeparationConfig, subset: str, limit: int | None) -> list:
+    """``(mixture [time], sources [num_sources, time], speakers)`` per mixture of ``subset``."""
     dataset = LibriMix(
         config.root, subset=subset, num_speakers=config.num_sources, sample_rate=config.sample_rate
     )
@@ -122,24 +134,102 @@ def _load_subset(config: SeparationConfig, subset: str, limit: int | None) -> li
     items = []
     for i in range(count):
         _, mixture, sources = dataset[i]
-        items.append((mixture[0], torch.cat(sources)))
+        speakers = mixture_speakers(dataset.files[i], config.num_sources)
+        items.append((mixture[0], torch.cat(sources), speakers))
     if not items:
         raise ValueError(f"no mixtures in LibriMix subset {subset!r} under {config.root}")
     return items
 
 
+def mixture_speakers(name: str, num_sources: int) -> tuple[str, ...] | None:
+    """Speaker of each source in a LibriMix file name, or ``None`` if the name does not say.
+
+    LibriMix names a mixture after its utterances, ``<utt1>_<utt2>...``, each a
+    LibriSpeech id ``<speaker>-<chapter>-<utterance>``.
+
+    Example:
+        >>> mixture_speakers("103-1240-0001_1034-121119-0002.wav", 2)
+        ('103', '1034')
+        >>> mixture_speakers("a.wav", 2) is None
+        True
+    """
+    stem = name.rsplit(".", 1)[0]
+    ids = [part for part in stem.split("_") if part.count("-") == 2]
+    if len(ids) < num_sources:
+        return None
+    return tuple(utterance.split("-")[0] for utterance in ids[:num_sources])
+
+
+def _crop(signal: Tensor, length: int, generator: torch.Generator) -> Tensor:
+    """A random ``length``-sample window of ``[..., time]``, zero-padded at the end if short."""
+    if signal.shape[-1] < length:
+        return nn.functional.pad(signal, (0, length - signal.shape[-1]))
+    start = int(torch.randint(0, signal.shape[-1] - length + 1, (1,), generator=generator))
+    return signal[..., start : start + length]
+
+
 def _crops(items: list, indices: list[int], length: int, generator: torch.Generator):
+    """The stored mixtures ``indices``, one random window each: ``([B, 1, L], [B, S, L])``."""
     mixtures, sources = [], []
     for i in indices:
-        mixture, srcs = items[i]
-        if mixture.shape[-1] < length:
-            pad = length - mixture.shape[-1]
-            mixture = nn.functional.pad(mixture, (0, pad))
-            srcs = nn.functional.pad(srcs, (0, pad))
-        start = int(torch.randint(0, mixture.shape[-1] - length + 1, (1,), generator=generator))
-        mixtures.append(mixture[start : start + length])
-        sources.append(srcs[:, start : start + length])
+        mixture, srcs, _ = items[i]
+        both = _crop(torch.cat([mixture[None], srcs]), length, generator)
+        mixtures.append(both[0])
+        sources.append(both[1:])
     return torch.stack(mixtures).unsqueeze(1), torch.stack(sources)
+
+
+def dynamic_mixtures(
+    items: list,
+    indices: list[int],
+    length: int,
+    generator: torch.Generator,
+    gain_db: float = 5.0,
+) -> tuple[Tensor, Tensor]:
+    """Mixtures made on the fly: ``([B, 1, length], [B, num_sources, length])``.
+
+    Dynamic mixing (as in SpeechBrain's and Asteroid's LibriMix recipes): the ``k``-th
+    source of mixture ``b`` is source ``k`` of a random training mixture (the first
+    one of ``items[indices[b]]``, so an epoch still visits every mixture), spoken by a
+    speaker not yet in the mixture when the file names say who speaks, cut at its own
+    random offset and scaled to a random level within ``±gain_db / 2`` dB of the
+    first source's loudness. New pairs and levels every step make far more distinct
+    training mixtures than the stored ones. ``items`` are ``(mixture, sources,
+    speakers)`` triples; ``generator`` draws everything, so a step is reproducible.
+
+    Example:
+        >>> import torch
+        >>> items = [(torch.zeros(50), torch.randn(2, 50), (str(i), str(i + 9))) for i in range(4)]
+        >>> mix, src = dynamic_mixtures(items, [0, 3], 40, torch.Generator().manual_seed(0))
+        >>> mix.shape, src.shape, torch.allclose(mix[:, 0], src.sum(1))
+        (torch.Size([2, 1, 40]), torch.Size([2, 2, 40]), True)
+    """
+    num_sources = items[0][1].shape[0]
+    mixtures, sources = [], []
+    for first in indices:
+        chosen = [first]
+        for _ in range(1, num_sources):
+            chosen.append(_other_speaker(items, chosen, generator))
+        signals = [_crop(items[i][1][k], length, generator) for k, i in enumerate(chosen)]
+        reference = signals[0].pow(2).mean().clamp_min(1e-10).sqrt()
+        levels = (torch.rand(num_sources, generator=generator) - 0.5) * gain_db
+        scaled = [
+            s * reference / s.pow(2).mean().clamp_min(1e-10).sqrt() * 10 ** (float(g) / 20)
+            for s, g in zip(signals, levels, strict=True)
+        ]
+        stacked = torch.stack(scaled)
+        sources.append(stacked)
+        mixtures.append(stacked.sum(0))
+    return torch.stack(mixtures).unsqueeze(1), torch.stack(sources)
+
+
+def _other_speaker(items: list, chosen: list[int], generator: torch.Generator) -> int:
+    """A random item whose next source's speaker is not among the chosen sources' speakers."""
+    k = len(chosen)
+    taken = {items[i][2][j] for j, i in enumerate(chosen) if items[i][2] is not None}
+    allowed = [i for i, item in enumerate(items) if item[2] is None or item[2][k] not in taken]
+    pool = allowed or range(len(items))  # one speaker only: mix it with itself
+    return pool[int(torch.randint(0, len(pool), (1,), generator=generator))]
 
 
 def _pit_si_snr_loss(model: ConvTasNet, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, dict]:
@@ -152,14 +242,17 @@ def _pit_si_snr_loss(model: ConvTasNet, batch: tuple[Tensor, Tensor]) -> tuple[T
 def evaluate(
     pipeline: SeparationPipeline, items: list | None = None, subset: str | None = None
 ) -> dict[str, float]:
-    """Mean SI-SNR and SI-SNRi (dB, best permutation) over the test mixtures."""
+    """Mean SI-SNR and SI-SNRi (dB, best permutation) over the test mixtures.
+
+    ``items`` (``(mixture [time], sources [num_sources, time])`` pairs) skips loading.
+    """
     config = pipeline.config
     if items is None:
         items = _load_subset(config, subset or config.test_subset, config.max_eval_items)
     was_training = pipeline.training
     pipeline.eval()
     total_snr = total_snri = 0.0
-    for mixture, sources in items:
+    for mixture, sources, *_ in items:
         estimates = pipeline.separate(mixture).cpu()
         loss, _ = pit_loss(estimates[None], sources[None], reduction="none")
         snr = -float(loss[0])
@@ -190,6 +283,7 @@ def train(
         else None
     )
     length = int(config.segment_seconds * config.sample_rate)
+    make_batch = dynamic_mixtures if config.dynamic_mixing else _crops
     fit_pipeline(
         pipeline.model,
         config,
@@ -197,7 +291,7 @@ def train(
         resume,
         until,
         len(train_items),
-        lambda indices, generator: _crops(train_items, indices, length, generator),
+        lambda indices, generator: make_batch(train_items, indices, length, generator),
         _pit_si_snr_loss,
         (lambda model: evaluate(pipeline, test_items)) if test_items else None,
     )
