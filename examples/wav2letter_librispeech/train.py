@@ -40,6 +40,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--input-type", default="mfcc", choices=["mfcc", "power_spectrum", "waveform"])
     p.add_argument("--num-features", type=int, default=40)
+    p.add_argument(
+        "--hidden-channels", type=int, default=250, help="Wav2Letter width (torchaudio: 250)"
+    )
+    p.add_argument(
+        "--head-channels",
+        type=int,
+        default=2000,
+        help="width of the last layers (torchaudio: 2000)",
+    )
+    p.add_argument("--freq-warp", type=float, default=0.0, help="speaker warp of the mel bands, ±")
+    p.add_argument("--time-stretch", type=float, default=0.0, help="tempo change, ±")
     p.add_argument("--device", default="auto")
     p.add_argument("--amp", action="store_true", help="mixed precision")
     p.add_argument("--checkpoint-every", type=int, default=250)
@@ -66,6 +77,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         test_url=args.test_url,
         input_type=args.input_type,
         num_features=args.num_features,
+        hidden_channels=args.hidden_channels,
+        head_channels=args.head_channels,
+        freq_warp=args.freq_warp,
+        time_stretch=args.time_stretch,
         batch_size=args.batch_size,
         num_steps=args.steps,
         lr=args.lr,

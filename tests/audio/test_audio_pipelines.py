@@ -29,6 +29,8 @@ from trivium.audio.pipelines import (
     separation,
     vocoder,
 )
+from trivium.audio.pipelines.augment import augment_spectrogram, stretch_time, warp_frequency
+from trivium.audio.transforms import MFCC, MelSpectrogram
 from trivium.core.errors import DecodeError
 
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng")
@@ -90,6 +92,80 @@ def test_asr_pipeline_end_to_end(corpus, tmp_path):
         loaded.transcribe(waveform, sample_rate, decoder="lm")
     with pytest.raises(ValueError, match="empty"):
         loaded.transcribe(torch.zeros(1, 0), 16000)
+
+
+@pytest.mark.parametrize(("input_type", "features"), [("mfcc", 13), ("power_spectrum", 24)])
+def test_asr_features_are_normalised_mfcc_or_log_mel(input_type, features):
+    pipeline = asr.ASRPipeline(ASRConfig(input_type=input_type, num_features=features))
+    wave = torch.randn(1, 8000)
+    melkwargs = {"n_fft": 400, "hop_length": 160, "n_mels": max(40, features)}
+    if input_type == "mfcc":
+        reference = MFCC(16000, n_mfcc=features, melkwargs=melkwargs)(wave[0])
+    else:
+        melkwargs["n_mels"] = features
+        reference = torch.log(MelSpectrogram(16000, **melkwargs)(wave[0]) + 1e-6)
+    reference = (reference - reference.mean(-1, keepdim=True)) / (
+        reference.std(-1, keepdim=True) + 1e-5
+    )
+    got = pipeline.featurize(wave)
+    assert got.shape == (features, 51)
+    torch.testing.assert_close(got, reference, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(pipeline.features_from_mel(pipeline.mel_bands(wave)), got)
+
+
+def test_warp_frequency_and_stretch_time_match_numpy_interp():
+    rng = np.random.default_rng(0)
+    spec = torch.from_numpy(rng.standard_normal((2, 40, 30))).float()
+    for factor in (0.85, 1.0, 1.2):
+        positions = np.minimum(np.arange(40) / factor, 39)
+        expected = np.stack(
+            [
+                [np.interp(positions, np.arange(40), spec[b, :, t].numpy()) for t in range(30)]
+                for b in range(2)
+            ]
+        ).transpose(0, 2, 1)
+        np.testing.assert_allclose(warp_frequency(spec, factor).numpy(), expected, atol=1e-5)
+    for factor in (0.8, 1.3):
+        frames = round(30 * factor)
+        grid = np.linspace(0, 29, frames)
+        expected = np.stack(
+            [[np.interp(grid, np.arange(30), row) for row in spec[b].numpy()] for b in range(2)]
+        )
+        np.testing.assert_allclose(stretch_time(spec, factor).numpy(), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="positive"):
+        warp_frequency(spec, 0.0)
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    a = augment_spectrogram(spec[0], g1, freq_warp=0.2, time_stretch=0.2)
+    assert torch.equal(a, augment_spectrogram(spec[0], g2, freq_warp=0.2, time_stretch=0.2))
+    assert not torch.equal(a, augment_spectrogram(spec[0], g2, freq_warp=0.2, time_stretch=0.2))
+    assert torch.equal(augment_spectrogram(spec[0], g1), spec[0])
+
+
+def test_asr_trains_with_augmentation(corpus, tmp_path):
+    config = ASRConfig(
+        root=str(corpus),
+        num_features=13,
+        freq_warp=0.15,
+        time_stretch=0.15,
+        hidden_channels=16,
+        head_channels=32,
+        batch_size=2,
+        num_steps=4,
+        checkpoint_every=2,
+        device="cpu",
+        progress=False,
+    )
+    pipeline, config = check_resume_is_exact(asr, config, tmp_path)
+    assert pipeline.model.acoustic_model[-2].in_channels == 32
+    assert asr.from_checkpoint(config.out_dir).config.freq_warp == 0.15
+    # every draw of an utterance is a different augmentation of its mel bands
+    items = asr._load_split(pipeline, str(corpus), "train-clean-100", 1, mel=True)
+    generator = torch.Generator().manual_seed(0)
+    first, second = (asr._augmented(pipeline, items, generator)[0][1] for _ in range(2))
+    assert first.shape[0] == 13 and not torch.equal(first, second)
+    waveform_config = ASRConfig(root=str(corpus), input_type="waveform", freq_warp=0.1)
+    with pytest.raises(ValueError, match="waveform"):
+        asr.train(waveform_config)
 
 
 def test_asr_ctc_loss_matches_a_manual_computation(corpus):
@@ -296,6 +372,58 @@ def test_separation_pipeline_end_to_end(corpus, tmp_path):
     assert one["si_snri"] == pytest.approx(best - baseline, abs=1e-4)
     with pytest.raises(ValueError, match="mono"):
         loaded.separate(torch.zeros(2, 100))
+
+
+def _best_match(window: torch.Tensor, signal: torch.Tensor) -> float:
+    """Highest normalised correlation of ``window`` with any same-length stretch of ``signal``."""
+    signal = torch.nn.functional.pad(signal, (0, len(window)))  # windows may be zero-padded
+    dots = torch.nn.functional.conv1d(signal[None, None], window[None, None])[0, 0]
+    energy = torch.nn.functional.avg_pool1d(signal.pow(2)[None, None], len(window), 1)[0, 0]
+    return float((dots / (energy * len(window) * window.pow(2).sum()).sqrt()).nan_to_num().max())
+
+
+def test_dynamic_mixtures_pair_other_speakers_at_bounded_levels(corpus):
+    items = separation._load_subset(tiny_separation_config(corpus), "train-100", None)
+    assert all(s is not None and s[0] != s[1] for *_, s in items)
+    indices = [0, 1, 2, 3] * 5
+    mix, src = separation.dynamic_mixtures(
+        items, indices, 4000, torch.Generator().manual_seed(0), gain_db=6.0
+    )
+    assert mix.shape == (20, 1, 4000) and src.shape == (20, 2, 4000)
+    torch.testing.assert_close(mix[:, 0], src.sum(1))
+    rms = src.pow(2).mean(-1).sqrt()
+    voiced = (rms > 1e-4).all(1)  # a window may fall into a silent stretch
+    assert int(voiced.sum()) >= 10
+    spread = 20 * torch.log10(rms[voiced, 1] / rms[voiced, 0])
+    assert float(spread.abs().max()) <= 6.0 + 1e-3 and float(spread.std()) > 0.5
+    # source 1 is a window of the indexed mixture's first source; source 2 is a window of
+    # some mixture's second source, never by the same speaker
+    speaker = {}
+    for b, i in enumerate(indices):
+        if not voiced[b]:
+            continue
+        assert _best_match(src[b, 0], items[i][1][0]) > 0.999
+        matches = [j for j, item in enumerate(items) if _best_match(src[b, 1], item[1][1]) > 0.999]
+        assert matches and all(items[j][2][1] != items[i][2][0] for j in matches)
+        speaker[b] = items[matches[0]][2][1]
+    assert len(set(speaker.values())) > 1  # the partners vary
+    again = separation.dynamic_mixtures(
+        items, indices, 4000, torch.Generator().manual_seed(0), gain_db=6.0
+    )
+    assert torch.equal(again[1], src)
+
+
+def test_mixture_speakers_from_librimix_names():
+    assert separation.mixture_speakers("19-198-0001_8842-304647-0013.wav", 2) == ("19", "8842")
+    assert separation.mixture_speakers("1-2-3_4-5-6_7-8-9_0007.wav", 3) == ("1", "4", "7")
+    assert separation.mixture_speakers("1-2-3.wav", 2) is None
+
+
+def test_separation_trains_with_dynamic_mixing(corpus, tmp_path):
+    config = tiny_separation_config(corpus)
+    config.dynamic_mixing = True
+    pipeline, _ = check_resume_is_exact(separation, config, tmp_path)
+    assert math.isfinite(separation.evaluate(pipeline)["si_snri"])
 
 
 def test_corpus_mixtures_sum_to_the_mixture(corpus):

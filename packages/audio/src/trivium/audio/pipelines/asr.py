@@ -30,6 +30,7 @@ from trivium.audio.datasets.collate import pad_sequence_last
 from trivium.audio.functional import resample
 from trivium.audio.metrics import char_error_rate, word_error_rate
 from trivium.audio.models import Wav2Letter
+from trivium.audio.pipelines.augment import augment_spectrogram
 from trivium.audio.pipelines.checkpoints import fit_pipeline, read_checkpoint
 from trivium.audio.pipelines.ctc_decoder import ctc_beam_search, ctc_greedy_decode
 from trivium.audio.pipelines.tokenizer import DEFAULT_ALPHABET, CharTokenizer
@@ -55,6 +56,11 @@ class ASRConfig:
     ``root`` holds ``LibriSpeech/<train_url>`` and ``LibriSpeech/<test_url>``;
     ``input_type`` is Wav2Letter's (``"mfcc"``: ``num_features`` MFCCs of as many
     mel bands; ``"power_spectrum"``: ``num_features`` log-mel bands; ``"waveform"``).
+    ``freq_warp`` and ``time_stretch`` augment the training utterances' mel bands
+    each time they are drawn (:func:`~trivium.audio.pipelines.augment.augment_spectrogram`:
+    a random speaker warp within ``1 ± freq_warp``, a random tempo within
+    ``1 ± time_stretch``); not for waveform input. ``hidden_channels`` and
+    ``head_channels`` are Wav2Letter's widths (defaults: torchaudio's model).
 
     Example:
         >>> ASRConfig(root="data").num_steps
@@ -68,6 +74,10 @@ class ASRConfig:
     sample_rate: int = 16000
     input_type: str = "mfcc"
     num_features: int = 40
+    freq_warp: float = 0.0
+    time_stretch: float = 0.0
+    hidden_channels: int = 250
+    head_channels: int = 2000
     alphabet: str = DEFAULT_ALPHABET
     batch_size: int = 16
     num_steps: int = 3000
@@ -150,6 +160,8 @@ class ASRPipeline(nn.Module):
             num_classes=len(self.tokenizer),
             input_type=config.input_type,
             num_features=config.num_features if config.input_type != "waveform" else 1,
+            hidden_channels=config.hidden_channels,
+            head_channels=config.head_channels,
         )
         melkwargs = {"n_fft": 400, "hop_length": 160, "n_mels": max(40, config.num_features)}
         if config.input_type == "mfcc":
@@ -167,14 +179,30 @@ class ASRPipeline(nn.Module):
 
         Features are normalised per utterance (zero mean, unit variance per channel).
         """
-        waveform = waveform.reshape(-1, waveform.shape[-1]).mean(0)
         if self.features is None:
-            return waveform.unsqueeze(0)
-        feats = self.features(waveform)
-        if self.config.input_type == "power_spectrum":
-            feats = torch.log(feats + 1e-6)
-        mean, std = feats.mean(-1, keepdim=True), feats.std(-1, keepdim=True)
-        return (feats - mean) / (std + 1e-5)
+            return waveform.reshape(-1, waveform.shape[-1]).mean(0, keepdim=True)
+        return self.features_from_mel(self.mel_bands(waveform))
+
+    def mel_bands(self, waveform: Tensor) -> Tensor:
+        """The log-mel bands ``[n_mels, frames]`` the features are made from.
+
+        Decibels for MFCC input (as :class:`~trivium.audio.transforms.MFCC`), natural
+        log for ``power_spectrum``; :meth:`features_from_mel` finishes them.
+        """
+        if self.features is None:
+            raise ValueError("waveform input has no mel bands")
+        waveform = waveform.reshape(-1, waveform.shape[-1]).mean(0)
+        if isinstance(self.features, MFCC):
+            mel = self.features.MelSpectrogram(waveform)
+            return self.features.amplitude_to_DB.transform(mel, {})
+        return torch.log(self.features(waveform) + 1e-6)
+
+    def features_from_mel(self, mel: Tensor) -> Tensor:
+        """Model input from :meth:`mel_bands`: MFCCs (a DCT) when asked, normalised per channel."""
+        if isinstance(self.features, MFCC):
+            mel = torch.matmul(mel.transpose(-1, -2), self.features.dct_mat).transpose(-1, -2)
+        mean, std = mel.mean(-1, keepdim=True), mel.std(-1, keepdim=True)
+        return (mel - mean) / (std + 1e-5)
 
     def _prepare(self, waveform: Tensor, sample_rate: int) -> Tensor:
         if not isinstance(waveform, Tensor) or not waveform.is_floating_point():
@@ -207,14 +235,18 @@ class ASRPipeline(nn.Module):
         return self.tokenizer.decode(ids)
 
 
-def _load_split(pipeline: ASRPipeline, root: str, url: str, limit: int | None = None) -> list:
+def _load_split(
+    pipeline: ASRPipeline, root: str, url: str, limit: int | None = None, mel: bool = False
+) -> list:
+    """``(waveform, features, transcript)`` per utterance; ``mel``: mel bands, not features."""
     dataset = LIBRISPEECH(root, url=url)
     count = len(dataset) if limit is None else min(limit, len(dataset))
+    featurize = pipeline.mel_bands if mel else pipeline.featurize
     items = []
     for i in progress(range(count), desc=f"load {url}", disable=not pipeline.config.progress):
         waveform, sample_rate, transcript, *_ = dataset[i]
         waveform = pipeline._prepare(waveform, sample_rate)
-        items.append((waveform, pipeline.featurize(waveform), transcript))
+        items.append((waveform, featurize(waveform), transcript))
     if not items:
         raise ValueError(f"no utterances in {Path(root) / 'LibriSpeech' / url}")
     return items
@@ -228,6 +260,21 @@ def _ctc_loss(
     log_probs = scores.permute(2, 0, 1).float()  # [frames, batch, classes]
     out_lengths = model.output_lengths(feat_lengths).clamp(max=log_probs.shape[0])
     return F.ctc_loss(log_probs, targets, out_lengths, target_lengths, blank=0, zero_infinity=True)
+
+
+def _augmented(pipeline: ASRPipeline, items: list, generator: torch.Generator) -> list:
+    """``items`` with mel bands turned into features through a random augmentation each."""
+    config = pipeline.config
+    return [
+        (
+            waveform,
+            pipeline.features_from_mel(
+                augment_spectrogram(mel, generator, config.freq_warp, config.time_stretch)
+            ),
+            transcript,
+        )
+        for waveform, mel, transcript in items
+    ]
 
 
 def _collate(items: list, tokenizer: CharTokenizer) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -279,11 +326,14 @@ def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> A
     ``metrics.csv``/``metrics.json``/``metrics.png`` beside it. Returns the trained
     pipeline (in eval mode).
     """
+    augment = bool(config.freq_warp or config.time_stretch)
+    if augment and config.input_type == "waveform":
+        raise ValueError("freq_warp and time_stretch augment mel bands: not for waveform input")
     seed_everything(config.seed)
     pipeline = ASRPipeline(config)
     if config.kaiming_init:
         kaiming_init_(pipeline.model)
-    train_items = _load_split(pipeline, config.root, config.train_url)
+    train_items = _load_split(pipeline, config.root, config.train_url, mel=augment)
     test_items = (
         _load_split(pipeline, config.root, config.test_url, config.max_eval_items)
         if config.eval_every
@@ -303,7 +353,12 @@ def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> A
         resume,
         until,
         len(train_items),
-        lambda indices, _: _collate([train_items[i] for i in indices], pipeline.tokenizer),
+        lambda indices, generator: _collate(
+            _augmented(pipeline, [train_items[i] for i in indices], generator)
+            if augment
+            else [train_items[i] for i in indices],
+            pipeline.tokenizer,
+        ),
         loss_fn,
         eval_fn if test_items is not None else None,
         weight_decay=config.weight_decay,
