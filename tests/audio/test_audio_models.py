@@ -167,8 +167,8 @@ def test_wavernn_bfloat16_steps_stay_close_to_float32():
     with torch.no_grad():
         _, exact = model._run(cond, aux, teacher=wave)
         _, rounded = model._run(cond, aux, teacher=wave, step_dtype=torch.bfloat16)
-    assert rounded.dtype == torch.bfloat16
-    p, q = exact.log_softmax(-1), rounded.float().log_softmax(-1)
+    assert rounded.dtype == torch.float32  # scores come back in full precision
+    p, q = exact.log_softmax(-1), rounded.log_softmax(-1)
     kl = (p.exp() * (p - q)).sum(-1)
     assert 0 < float(kl.max()) < 1e-2
     folded = model.generate(mel, target=8, overlap=2, dtype=torch.bfloat16)
@@ -177,6 +177,25 @@ def test_wavernn_bfloat16_steps_stay_close_to_float32():
         model.generate(mel, generator=torch.Generator().manual_seed(3), dtype=torch.float32),
         model.generate(mel, generator=torch.Generator().manual_seed(3)),
     )
+
+
+def test_upsample_smoothing_equals_its_convolutions():
+    # The upsampling's one-channel convolutions run as shifted multiply-adds: same
+    # values and the same weight gradients as the Conv2d modules themselves.
+    torch.manual_seed(0)
+    net = wavernn.UpsampleNetwork([2, 3], n_res_block=1, n_freq=6, n_hidden=4, n_output=4)
+    for layer in net.upsample_layers:
+        if isinstance(layer, torch.nn.Conv2d):
+            torch.nn.init.normal_(layer.weight)
+    mel = torch.rand(2, 6, 12)
+    upsampled, _ = net(mel)
+    reference = net.upsample_layers(mel.unsqueeze(1)).squeeze(1)[..., net.indent : -net.indent]
+    torch.testing.assert_close(upsampled, reference)
+    convs = [m for m in net.upsample_layers if isinstance(m, torch.nn.Conv2d)]
+    grads = torch.autograd.grad(upsampled.square().sum(), [c.weight for c in convs])
+    expected = torch.autograd.grad(reference.square().sum(), [c.weight for c in convs])
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want)
 
 
 def test_unfused_gru_cell_equals_torch_gru_cell():

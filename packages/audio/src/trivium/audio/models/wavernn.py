@@ -110,6 +110,22 @@ class Stretch2d(nn.Module):
         )
 
 
+def _smooth_time(specgram: Tensor, conv: nn.Conv2d) -> Tensor:
+    """``conv`` (one channel, a ``(1, k)`` kernel, padding ``k // 2``) on ``[..., freq, time]``.
+
+    As ``k`` shifted multiply-adds: the same sums as the convolution, which runs a
+    one-channel 2-D kernel ~15x slower on CPU.
+    """
+    k = conv.weight.shape[-1]
+    time = specgram.shape[-1]
+    padded = F.pad(specgram, (k // 2, k // 2))
+    weight = conv.weight.reshape(k)
+    out = padded[..., :time] * weight[0]
+    for j in range(1, k):
+        out = out.addcmul_(padded[..., j : j + time], weight[j])
+    return out
+
+
 class UpsampleNetwork(nn.Module):
     """Upsample a spectrogram to sample rate: smoothed stretches plus MelResNet features.
 
@@ -145,7 +161,11 @@ class UpsampleNetwork(nn.Module):
         """``(upsampled [batch, n_freq, T], features [batch, n_output, T])``,
         ``T = (time - kernel_size + 1) * total_scale``."""
         resnet_output = self.resnet_stretch(self.resnet(specgram).unsqueeze(1)).squeeze(1)
-        upsampled = self.upsample_layers(specgram.unsqueeze(1)).squeeze(1)
+        upsampled = specgram
+        for layer in self.upsample_layers:
+            upsampled = (
+                _smooth_time(upsampled, layer) if isinstance(layer, nn.Conv2d) else layer(upsampled)
+            )
         end = upsampled.shape[-1] - self.indent
         return upsampled[:, :, self.indent : end], resnet_output
 
@@ -382,10 +402,12 @@ class WaveRNN(nn.Module):
         With ``teacher`` (``[batch, T]`` previous samples in [-1, 1]) the inputs are
         those samples instead of the sampled ones, and the logits are returned: the
         same numbers as :meth:`forward` (used to test this loop). ``step_dtype``
-        runs the per-step products and states in that dtype (e.g. ``torch.bfloat16``).
+        runs the per-step products and states in that dtype (e.g. ``torch.bfloat16``);
+        the class scores and the sampling stay in ``cond``'s.
         """
         batch, steps = cond.shape[0], cond.shape[-1]
         dtype = step_dtype or cond.dtype
+        rounded = dtype != cond.dtype
         weights = [w.to(dtype) for w in self._step_weights()]
         w_x, v1, w_hh1, b_hh1, w_ih2, w_hh2, b_hh2, w_fc1, w_fc2, w_fc3 = weights
         h1 = cond.new_zeros(batch, self.n_rnn, dtype=dtype)
@@ -398,17 +420,15 @@ class WaveRNN(nn.Module):
         chunk = max(1, _ROWS_PER_CHUNK // batch)
         for start in range(0, steps, chunk):
             end = min(start + chunk, steps)
-            with torch.autocast(
-                cond.device.type, dtype, enabled=dtype in _HALF and dtype != cond.dtype
-            ):
+            with torch.autocast(cond.device.type, dtype, enabled=rounded and dtype in _HALF):
                 projections = self._projections(cond[..., start:end], aux[..., start:end])
             x0s, gi1s, gi2s, fc1s, fc2s = [t.to(dtype) for t in projections]
             shape = (end - start, batch, self.n_classes)
             if teacher is None:
-                out_bias = self._gumbel(shape, cond, generator).add_(self.fc3.bias).to(dtype)
+                out_bias = self._gumbel(shape, cond, generator).add_(self.fc3.bias)
                 given = [None] * (end - start)
             else:
-                out_bias = self.fc3.bias.to(dtype).expand(shape)
+                out_bias = self.fc3.bias.expand(shape)
                 given = teacher[:, start:end].to(dtype).t().unsqueeze(-1).unbind(0)
             for x0, gi1, gi2, fc1, fc2, bias, out, x_given in zip(
                 x0s.unbind(0),
@@ -429,7 +449,10 @@ class WaveRNN(nn.Module):
                 h2 = _gru_cell(x1, h2, w_ih2, w_hh2, gi2, b_hh2)
                 y = torch.addmm(fc1, x1 + h2, w_fc1).relu_()
                 y = torch.addmm(fc2, y, w_fc2).relu_()
-                logits = torch.addmm(bias, y, w_fc3)
+                if rounded:  # scores and sampling in full precision (bf16 argmax is slow too)
+                    logits = torch.mm(y, w_fc3).to(bias.dtype).add_(bias)
+                else:
+                    logits = torch.addmm(bias, y, w_fc3)
                 if teacher is not None:
                     logits_out.append(logits)
                 x = torch.take(levels, torch.argmax(logits, dim=1, keepdim=True, out=out))
