@@ -21,23 +21,19 @@ from pathlib import Path
 
 from trivium.audio.corpus import build_corpus
 from trivium.audio.pipelines import SeparationConfig, separation
+from trivium.audio.pipelines.cli import training_options, training_parser
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (``--help`` lists them)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--root", help="dataset root with Libri2Mix/ (default: embedded corpus)")
-    p.add_argument("--corpus-dir", default="data/espeak_corpus", help="where the corpus is cached")
-    p.add_argument("--corpus-size", type=int, nargs=2, default=(300, 60), metavar=("TRAIN", "TEST"))
+    p = training_parser(
+        __doc__.split("\n\n")[0], "Libri2Mix/", "runs/convtasnet_librimix", 500, 2e-3
+    )
     p.add_argument("--mixtures", type=int, nargs=2, default=(600, 100), metavar=("TRAIN", "TEST"))
     p.add_argument("--train-subset", default="train-100")
     p.add_argument("--test-subset", default="test")
     p.add_argument("--sample-rate", type=int, default=16000, choices=[8000, 16000])
-    p.add_argument("--out-dir", default="runs/convtasnet_librimix")
-    p.add_argument("--steps", type=int, default=500)
-    p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--segment-seconds", type=float, default=1.0)
-    p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument(
         "--enc-kernel-size",
         type=int,
@@ -50,15 +46,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="train on mixtures made on the fly from the training sources",
     )
     p.add_argument("--base", action="store_true", help="the full conv_tasnet_base() sizes")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--amp", action="store_true", help="mixed precision")
-    p.add_argument("--checkpoint-every", type=int, default=250)
-    p.add_argument("--eval-every", type=int, default=0)
-    p.add_argument("--max-eval-items", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--no-resume", action="store_true", help="start over even if out-dir has a checkpoint"
-    )
     return p.parse_args(argv)
 
 
@@ -82,22 +69,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         )
     config = SeparationConfig(
         root=root,
-        out_dir=args.out_dir,
         train_subset=args.train_subset,
         test_subset=args.test_subset,
         sample_rate=args.sample_rate,
         segment_seconds=args.segment_seconds,
         dynamic_mixing=args.dynamic_mixing,
         enc_kernel_size=args.enc_kernel_size,
-        batch_size=args.batch_size,
-        num_steps=args.steps,
-        lr=args.lr,
-        amp=args.amp,
-        device=args.device,
-        checkpoint_every=args.checkpoint_every,
-        eval_every=args.eval_every,
-        max_eval_items=args.max_eval_items,
-        seed=args.seed,
+        **training_options(args),
         **(BASE if args.base else {}),
     )
     pipeline = separation.train(config, resume=not args.no_resume)

@@ -22,22 +22,16 @@ from pathlib import Path
 
 from trivium.audio.corpus import build_corpus
 from trivium.audio.pipelines import ASRConfig, asr
+from trivium.audio.pipelines.cli import training_options, training_parser
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (``--help`` lists them)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--root", help="dataset root with LibriSpeech/<split> (default: embedded corpus)"
+    p = training_parser(
+        __doc__.split("\n\n")[0], "LibriSpeech/<split>", "runs/wav2letter_librispeech", 400, 5e-4
     )
-    p.add_argument("--corpus-dir", default="data/espeak_corpus", help="where the corpus is cached")
-    p.add_argument("--corpus-size", type=int, nargs=2, default=(300, 60), metavar=("TRAIN", "TEST"))
     p.add_argument("--train-url", default="train-clean-100")
     p.add_argument("--test-url", default="test-clean")
-    p.add_argument("--out-dir", default="runs/wav2letter_librispeech")
-    p.add_argument("--steps", type=int, default=400)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--input-type", default="mfcc", choices=["mfcc", "power_spectrum", "waveform"])
     p.add_argument("--num-features", type=int, default=40)
     p.add_argument(
@@ -51,16 +45,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--freq-warp", type=float, default=0.0, help="speaker warp of the mel bands, ±")
     p.add_argument("--time-stretch", type=float, default=0.0, help="tempo change, ±")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--amp", action="store_true", help="mixed precision")
-    p.add_argument("--checkpoint-every", type=int, default=250)
-    p.add_argument("--eval-every", type=int, default=0, help="evaluate during training (0: at end)")
-    p.add_argument("--max-eval-items", type=int, default=None)
     p.add_argument("--decoder", default="greedy", choices=["greedy", "beam"])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--no-resume", action="store_true", help="start over even if out-dir has a checkpoint"
-    )
     return p.parse_args(argv)
 
 
@@ -72,7 +57,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         root = str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=(0, 0)))
     config = ASRConfig(
         root=root,
-        out_dir=args.out_dir,
         train_url=args.train_url,
         test_url=args.test_url,
         input_type=args.input_type,
@@ -81,15 +65,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         head_channels=args.head_channels,
         freq_warp=args.freq_warp,
         time_stretch=args.time_stretch,
-        batch_size=args.batch_size,
-        num_steps=args.steps,
-        lr=args.lr,
-        amp=args.amp,
-        device=args.device,
-        checkpoint_every=args.checkpoint_every,
-        eval_every=args.eval_every,
-        max_eval_items=args.max_eval_items,
-        seed=args.seed,
+        **training_options(args),
     )
     pipeline = asr.train(config, resume=not args.no_resume)
     metrics = asr.evaluate(pipeline, decoder=args.decoder)

@@ -25,37 +25,24 @@ from trivium.audio.corpus import build_corpus
 from trivium.audio.datasets import LIBRITTS
 from trivium.audio.io import save
 from trivium.audio.pipelines import VocoderConfig, vocoder
+from trivium.audio.pipelines.cli import training_options, training_parser
 from trivium.core.training import MetricLogger
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (``--help`` lists them)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--root", help="dataset root with LibriTTS/<split> (default: embedded corpus)")
-    p.add_argument("--corpus-dir", default="data/espeak_corpus", help="where the corpus is cached")
-    p.add_argument("--corpus-size", type=int, nargs=2, default=(300, 60), metavar=("TRAIN", "TEST"))
+    p = training_parser(
+        __doc__.split("\n\n")[0], "LibriTTS/<split>", "runs/wavernn_libritts", 1000, 2e-3, 2
+    )
     p.add_argument("--train-url", default="train-clean-100")
     p.add_argument("--test-url", default="test-clean")
     p.add_argument("--sample-rate", type=int, default=16000)
-    p.add_argument("--out-dir", default="runs/wavernn_libritts")
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--segment-frames", type=int, default=2)
-    p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--n-rnn", type=int, default=256, help="GRU width (torchaudio default: 512)")
     p.add_argument("--n-fc", type=int, default=256)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--amp", action="store_true", help="mixed precision")
-    p.add_argument("--checkpoint-every", type=int, default=250)
-    p.add_argument("--eval-every", type=int, default=0)
-    p.add_argument("--max-eval-items", type=int, default=2)
     p.add_argument("--eval-seconds", type=float, default=1.0, help="audio vocoded per utterance")
     p.add_argument(
         "--loss-window", type=int, default=20, help="steps averaged for the start/end loss"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--no-resume", action="store_true", help="start over even if out-dir has a checkpoint"
     )
     return p.parse_args(argv)
 
@@ -85,22 +72,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         root = str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=(0, 0)))
     config = VocoderConfig(
         root=root,
-        out_dir=args.out_dir,
         train_url=args.train_url,
         test_url=args.test_url,
         sample_rate=args.sample_rate,
         n_rnn=args.n_rnn,
         n_fc=args.n_fc,
         segment_frames=args.segment_frames,
-        batch_size=args.batch_size,
-        num_steps=args.steps,
-        lr=args.lr,
-        amp=args.amp,
-        device=args.device,
-        checkpoint_every=args.checkpoint_every,
-        eval_every=args.eval_every,
-        max_eval_items=args.max_eval_items,
-        seed=args.seed,
+        **training_options(args),
     )
     pipeline = vocoder.train(config, resume=not args.no_resume)
     metrics = vocoder.evaluate(pipeline, max_seconds=args.eval_seconds)
