@@ -70,11 +70,28 @@ def test_asr_example_builds_its_corpus_and_resumes(tmp_path):
         "cpu",
         "--checkpoint-every",
         "1",
+        # the embedded-corpus recipe's options: narrow model, augmented log-mel input
+        "--input-type",
+        "power_spectrum",
+        "--hidden-channels",
+        "16",
+        "--head-channels",
+        "32",
+        "--freq-warp",
+        "0.15",
+        "--time-stretch",
+        "0.15",
     ]
     metrics = module.main(args)
     assert set(metrics) == {"wer", "cer"}
     assert json.loads((tmp_path / "run" / "eval.json").read_text()) == metrics
     assert (tmp_path / "corpus" / "LibriSpeech" / "test-clean").is_dir()
+    config = module.asr.from_checkpoint(tmp_path / "run").config
+    assert (config.hidden_channels, config.freq_warp, config.input_type) == (
+        16,
+        0.15,
+        "power_spectrum",
+    )
     # a second call with more steps resumes from the checkpoint
     again = module.main([*args[:8], "3", *args[9:]])
     assert set(again) == {"wer", "cer"}
@@ -128,6 +145,9 @@ def test_separation_example(corpus, tmp_path):
             "0.2",
             "--device",
             "cpu",
+            "--dynamic-mixing",
+            "--enc-kernel-size",
+            "32",
         ]
     )
     assert set(metrics) == {"eval_si_snr", "si_snri"}
