@@ -548,3 +548,22 @@ def test_kernels_match_torchvision(photo: torch.Tensor) -> None:
     for ours, theirs, tol in pairs:
         assert ours.shape == theirs.shape
         assert (ours.int() - theirs.int()).abs().max() <= tol
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_resize_decoder_views_take_the_channels_last_kernel(photo: torch.Tensor, mode: str) -> None:
+    # decode_jpeg gives a [C, H, W] view of [H, W, C] pixels; resizing it must give
+    # the values of the contiguous image (within the kernels' rounding) and keep its
+    # layout, which is how torch's fast uint8 kernel shows it was taken.
+    assert photo.permute(1, 2, 0).is_contiguous()
+    out = F.resize(photo, [200, 170], mode)
+    plain = F.resize(photo.contiguous(), [200, 170], mode)
+    assert out.permute(1, 2, 0).is_contiguous()
+    assert (out.int() - plain.int()).abs().max() <= 1
+    region = photo[:, 10:310, 20:320]  # a crop keeps the channels innermost, not dense
+    torch.testing.assert_close(
+        F.resize(region, [224, 224], mode).int(),
+        F.resize(region.contiguous(), [224, 224], mode).int(),
+        atol=1,
+        rtol=0,
+    )
