@@ -41,3 +41,33 @@ def test_stack_batch_outside_workers_is_torch_stack() -> None:
     assert torch.equal(batch, torch.tensor([[1, 1], [0, 0]], dtype=torch.uint8))
     with pytest.raises(ValueError, match="at least one"):
         stack_batch([])
+
+
+class _ImageStacks(Dataset):
+    """Item i: a batch of [C, H, W] views of [H, W, C] pixels, as image decoders return."""
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return stack_batch(_hwc_views(i))
+
+
+def _hwc_views(seed: int) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    pixels = [torch.randint(0, 256, (5, 7, 3), dtype=torch.uint8, generator=g) for _ in range(3)]
+    return [p.permute(2, 0, 1) for p in pixels]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_stack_batch_keeps_channels_last_samples_channels_last(workers: int) -> None:
+    loader = DataLoader(_ImageStacks(), batch_size=None, num_workers=workers)
+    for i, batch in enumerate(loader):
+        assert torch.equal(batch, torch.stack(_hwc_views(i)))
+        assert batch.shape == (3, 3, 5, 7)
+        assert batch.permute(0, 2, 3, 1).is_contiguous()  # [N, H, W, C] memory
+        assert batch.is_shared() == (workers > 0)
+    # samples in no dense order (a strided slice) stack as torch.stack does
+    sliced = [v[:, ::2] for v in _hwc_views(0)]
+    assert torch.equal(stack_batch(sliced), torch.stack(sliced))
+    assert stack_batch(sliced).is_contiguous()

@@ -25,6 +25,10 @@ __all__ = ["stack_batch"]
 def stack_batch(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """``torch.stack(tensors)``, into shared memory when called in a DataLoader worker.
 
+    Samples that are permuted views of dense memory (a ``[C, H, W]`` view of
+    ``[H, W, C]`` pixels) are stacked in their memory order: the batch is a
+    ``[N, C, H, W]`` view of ``[N, H, W, C]`` memory (channels last), the same values.
+
     Example:
         >>> import torch
         >>> stack_batch([torch.arange(3), torch.arange(3)]).shape
@@ -32,12 +36,28 @@ def stack_batch(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """
     if not tensors:
         raise ValueError("stack_batch needs at least one tensor")
-    first = tensors[0]
+    order = _memory_order(tensors[0])
+    dense = [t.permute(order) for t in tensors]
+    first = dense[0]
     if get_worker_info() is None or first.device.type != "cpu":
-        return torch.stack(list(tensors))
-    shape = (len(tensors), *first.shape)
-    storage = first.untyped_storage()._new_shared(
-        len(tensors) * first.numel() * first.element_size()
-    )
-    out = torch.empty(0, dtype=first.dtype).set_(storage).view(shape)
-    return torch.stack(list(tensors), out=out)
+        out = torch.stack(dense)
+    else:
+        storage = first.untyped_storage()._new_shared(
+            len(dense) * first.numel() * first.element_size()
+        )
+        out = torch.empty(0, dtype=first.dtype).set_(storage).view(len(dense), *first.shape)
+        torch.stack(dense, out=out)
+    return out.permute(0, *[1 + order.index(d) for d in range(len(order))])
+
+
+def _memory_order(tensor: torch.Tensor) -> list[int]:
+    """The dims of ``tensor`` from outermost to innermost in memory, if it is dense that way.
+
+    A ``[C, H, W]`` view of ``[H, W, C]`` memory (what image decoders return) gives
+    ``[1, 2, 0]``: stacking in that order is a plain copy per sample, and the batch
+    keeps the samples' layout (channels last) instead of being transposed into a
+    new one. Anything else gives the identity order.
+    """
+    identity = list(range(tensor.dim()))
+    order = sorted(identity, key=lambda d: -tensor.stride(d))
+    return order if tensor.permute(order).is_contiguous() else identity
