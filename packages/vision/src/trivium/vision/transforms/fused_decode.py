@@ -17,9 +17,11 @@ them) and give what decoding then applying ``RandomResizedCrop``, ``Resize`` or
 4. the (much smaller) region is resized to the output size.
 
 Other formats (PNG) take the unfused path: full decode, then the transform.
-A list of inputs gives a batch ``[N, C, H, W]``: boxes are drawn in order, then
-the images are decoded in parallel on the ``trivium.core`` thread pool (inside a
-DataLoader worker the batch is stacked into shared memory: sending it copies nothing).
+A list of inputs gives a batch ``[N, C, H, W]`` in channels-last memory (the
+decoder's pixel order, so stacking copies each image once): boxes are drawn in
+order, then the images are decoded in parallel on the ``trivium.core`` thread pool
+(inside a DataLoader worker the batch is stacked into shared memory: sending it
+copies nothing).
 
 Example:
     >>> import torch
