@@ -452,3 +452,23 @@ def test_pipelines_train_on_cuda(corpus, tmp_path):
     model = vocoder.train(voc)
     mel = model.mel(torch.zeros(1, 800, device="cuda"))
     assert model.vocode(mel).device.type == "cuda"
+    assert model.vocode(mel, dtype=torch.bfloat16).dtype == torch.float32
+    asr_config = ASRConfig(
+        root=str(corpus),
+        num_features=13,
+        hidden_channels=16,
+        head_channels=32,
+        freq_warp=0.1,
+        time_stretch=0.1,
+        batch_size=2,
+        num_steps=2,
+        checkpoint_every=2,
+        device="cuda",
+        amp=True,
+        progress=False,
+        out_dir=str(tmp_path / "asr"),
+    )
+    recognizer = asr.train(asr_config)
+    assert next(recognizer.model.parameters()).device.type == "cuda"
+    waveform, sample_rate, *_ = LIBRISPEECH(corpus, url="test-clean")[0]
+    assert isinstance(recognizer.transcribe(waveform, sample_rate), str)

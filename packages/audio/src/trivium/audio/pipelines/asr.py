@@ -222,8 +222,11 @@ class ASRPipeline(nn.Module):
         ``decoder`` is ``"greedy"`` or ``"beam"`` (character prefix beam search).
         """
         waveform = self._prepare(waveform, sample_rate)
+        # Training moves only the model to its device: featurize where the features live.
+        buffer = next(self.features.buffers(), None) if self.features is not None else None
         device = next(self.model.parameters()).device
-        feats = self.featurize(waveform.to(device))
+        feats = self.featurize(waveform.to(device if buffer is None else buffer.device))
+        feats = feats.to(device)
         scores = class_log_probs(self.model, feats.unsqueeze(0), self.config.skip_final_relu)
         log_probs = scores[0].transpose(0, 1)  # [frames, classes]
         if decoder == "greedy":
