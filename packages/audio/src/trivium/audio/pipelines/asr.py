@@ -188,6 +188,12 @@ class ASRPipeline(nn.Module):
 
         Decibels for MFCC input (as :class:`~trivium.audio.transforms.MFCC`), natural
         log for ``power_spectrum``; :meth:`features_from_mel` finishes them.
+
+        Example:
+            >>> import torch
+            >>> pipeline = ASRPipeline(ASRConfig(num_features=13))
+            >>> pipeline.mel_bands(torch.zeros(1, 1600)).shape  # 40 bands, 10 ms hop
+            torch.Size([40, 11])
         """
         if self.features is None:
             raise ValueError("waveform input has no mel bands")
@@ -198,7 +204,14 @@ class ASRPipeline(nn.Module):
         return torch.log(self.features(waveform) + 1e-6)
 
     def features_from_mel(self, mel: Tensor) -> Tensor:
-        """Model input from :meth:`mel_bands`: MFCCs (a DCT) when asked, normalised per channel."""
+        """Model input from :meth:`mel_bands`: MFCCs (a DCT) when asked, normalised per channel.
+
+        Example:
+            >>> import torch
+            >>> pipeline = ASRPipeline(ASRConfig(num_features=13))
+            >>> pipeline.features_from_mel(torch.randn(40, 11)).shape
+            torch.Size([13, 11])
+        """
         if isinstance(self.features, MFCC):
             mel = torch.matmul(mel.transpose(-1, -2), self.features.dct_mat).transpose(-1, -2)
         mean, std = mel.mean(-1, keepdim=True), mel.std(-1, keepdim=True)
@@ -343,6 +356,12 @@ def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> A
         else None
     )
 
+    def make_batch(indices: list[int], generator: torch.Generator) -> tuple[Tensor, ...]:
+        items = [train_items[i] for i in indices]
+        if augment:
+            items = _augmented(pipeline, items, generator)
+        return _collate(items, pipeline.tokenizer)
+
     def eval_fn(model: nn.Module) -> dict[str, float]:
         return evaluate(pipeline, test_items)
 
@@ -356,12 +375,7 @@ def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> A
         resume,
         until,
         len(train_items),
-        lambda indices, generator: _collate(
-            _augmented(pipeline, [train_items[i] for i in indices], generator)
-            if augment
-            else [train_items[i] for i in indices],
-            pipeline.tokenizer,
-        ),
+        make_batch,
         loss_fn,
         eval_fn if test_items is not None else None,
         weight_decay=config.weight_decay,

@@ -188,14 +188,15 @@ def dynamic_mixtures(
 ) -> tuple[Tensor, Tensor]:
     """Mixtures made on the fly: ``([B, 1, length], [B, num_sources, length])``.
 
-    Dynamic mixing (as in SpeechBrain's and Asteroid's LibriMix recipes): the ``k``-th
-    source of mixture ``b`` is source ``k`` of a random training mixture (the first
-    one of ``items[indices[b]]``, so an epoch still visits every mixture), spoken by a
-    speaker not yet in the mixture when the file names say who speaks, cut at its own
-    random offset and scaled to a random level within ``±gain_db / 2`` dB of the
-    first source's loudness. New pairs and levels every step make far more distinct
-    training mixtures than the stored ones. ``items`` are ``(mixture, sources,
-    speakers)`` triples; ``generator`` draws everything, so a step is reproducible.
+    Dynamic mixing (as in SpeechBrain's and Asteroid's LibriMix recipes): source 1 of
+    mixture ``b`` is source 1 of ``items[indices[b]]`` (so an epoch still visits
+    every mixture); source ``k > 1`` is source ``k`` of a random item, by a speaker
+    not yet in the mixture when the file names say who speaks. Each is cut at its
+    own random offset and scaled to the loudness (RMS) of the first window times a
+    random gain within ``±gain_db / 2`` dB, so two sources differ by at most
+    ``gain_db``. New pairs and levels every step make far more distinct training
+    mixtures than the stored ones. ``items`` are ``(mixture, sources, speakers)``
+    triples; ``generator`` draws everything, so a step is reproducible.
 
     Example:
         >>> import torch
