@@ -11,7 +11,7 @@ Example::
 
     .venv/bin/python examples/wav2letter_librispeech/train.py --out-dir runs/w2l
 
-The recipe that reaches 10 % CER on the embedded corpus's held-out voices in about
+The recipe that reaches 10-12 % CER on the embedded corpus's held-out voices in about
 5 minutes on 2 CPU cores (a narrowed model on augmented log-mel bands)::
 
     .venv/bin/python examples/wav2letter_librispeech/train.py --steps 3000 --lr 1e-3 \
