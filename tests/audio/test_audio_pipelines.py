@@ -141,8 +141,9 @@ def test_warp_frequency_and_stretch_time_match_numpy_interp():
     assert torch.equal(augment_spectrogram(spec[0], g1), spec[0])
 
 
-def test_asr_trains_with_augmentation(corpus, tmp_path):
-    config = ASRConfig(
+def tiny_augmented_asr_config(corpus) -> ASRConfig:
+    """A narrow Wav2Letter on augmented MFCCs, a few steps."""
+    return ASRConfig(
         root=str(corpus),
         num_features=13,
         freq_warp=0.15,
@@ -155,6 +156,10 @@ def test_asr_trains_with_augmentation(corpus, tmp_path):
         device="cpu",
         progress=False,
     )
+
+
+def test_asr_trains_with_augmentation(corpus, tmp_path):
+    config = tiny_augmented_asr_config(corpus)
     pipeline, config = check_resume_is_exact(asr, config, tmp_path)
     assert pipeline.model.acoustic_model[-2].in_channels == 32
     assert asr.from_checkpoint(config.out_dir).config.freq_warp == 0.15
@@ -453,21 +458,8 @@ def test_pipelines_train_on_cuda(corpus, tmp_path):
     mel = model.mel(torch.zeros(1, 800, device="cuda"))
     assert model.vocode(mel).device.type == "cuda"
     assert model.vocode(mel, dtype=torch.bfloat16).dtype == torch.float32
-    asr_config = ASRConfig(
-        root=str(corpus),
-        num_features=13,
-        hidden_channels=16,
-        head_channels=32,
-        freq_warp=0.1,
-        time_stretch=0.1,
-        batch_size=2,
-        num_steps=2,
-        checkpoint_every=2,
-        device="cuda",
-        amp=True,
-        progress=False,
-        out_dir=str(tmp_path / "asr"),
-    )
+    asr_config = tiny_augmented_asr_config(corpus)
+    asr_config.device, asr_config.amp, asr_config.out_dir = "cuda", True, str(tmp_path / "asr")
     recognizer = asr.train(asr_config)
     assert next(recognizer.model.parameters()).device.type == "cuda"
     waveform, sample_rate, *_ = LIBRISPEECH(corpus, url="test-clean")[0]
