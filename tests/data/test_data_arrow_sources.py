@@ -118,6 +118,9 @@ def test_take_matches_pyarrow_take(shards: pathlib.Path) -> None:
     ref = pq.read_table(shards).take(pa.array(ids))
     assert src.take(ids).to_pylist() == ref.to_pylist()
     assert src.take(np.arange(12, 18)).to_pylist() == pq.read_table(shards).slice(12, 6).to_pylist()
+    # a row or a run from each of many fragments (copied as slices), in any order
+    scattered = np.array([85, 3, 4, 5, 47, 19, 20, 62, 31, 9, 10, 74, 0])
+    assert src.take(scattered).to_pylist() == pq.read_table(shards).take(scattered).to_pylist()
     with pytest.raises(IndexError):
         src.take(np.array([90]))
 

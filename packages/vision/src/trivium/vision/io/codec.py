@@ -27,6 +27,8 @@ from trivium.vision import _C
 
 #: Encoded image data: a 1-D uint8 CPU tensor, bytes-like object or NumPy array.
 EncodedData: TypeAlias = torch.Tensor | bytes | bytearray | memoryview | np.ndarray
+#: What :func:`as_buffer` returns: bytes the native codecs read in place.
+Buffer: TypeAlias = np.ndarray | bytes | bytearray | memoryview
 PathLike: TypeAlias = str | os.PathLike[str]
 
 # Pillow's decompression-bomb limit: images larger than this are refused before
@@ -109,7 +111,7 @@ def resolve_max_pixels(max_pixels: int | type[...] | None) -> int:
     return 0 if limit is None else int(limit)
 
 
-def as_buffer(data: EncodedData, func: str) -> np.ndarray | bytes | bytearray | memoryview:
+def as_buffer(data: EncodedData, func: str) -> Buffer:
     """A contiguous byte buffer over `data` without copying where possible."""
     if isinstance(data, torch.Tensor):
         if data.dtype != torch.uint8 or data.dim() != 1:
@@ -140,8 +142,13 @@ def native_errors(path: PathLike | None) -> Iterator[None]:
         raise DecodeError(str(e), path=path) from None
 
 
-def check_damage(warnings_: list[str], corrupt: bool, strict: bool, path: PathLike | None) -> None:
-    """Raise (strict) or warn about pixel-losing damage the decoder reported."""
+def check_damage(
+    warnings_: list[str], corrupt: bool, strict: bool, path: PathLike | None, stacklevel: int = 4
+) -> None:
+    """Raise (strict) or warn about pixel-losing damage the decoder reported.
+
+    ``stacklevel`` is the warning's, counted from this function.
+    """
     if not corrupt:
         return
     distinct = list(dict.fromkeys(warnings_))
@@ -150,7 +157,8 @@ def check_damage(warnings_: list[str], corrupt: bool, strict: bool, path: PathLi
     if strict:
         raise DecodeError(f"corrupt image data ({reason})", path=path)
     where = f"{os.fspath(path)}: " if path is not None else ""
-    warnings.warn(f"{where}returned a partial image: {reason}", DecodeWarning, stacklevel=4)
+    message = f"{where}returned a partial image: {reason}"
+    warnings.warn(message, DecodeWarning, stacklevel=stacklevel)
 
 
 def decode_batch(

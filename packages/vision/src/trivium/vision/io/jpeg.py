@@ -14,12 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
+import numpy as np
 import torch
 
 from trivium.core.threads import parallel_map
 from trivium.vision import _C
 from trivium.vision.io.codec import (
+    Buffer,
     EncodedData,
     ImageReadMode,
     PathLike,
@@ -75,6 +78,36 @@ def _check_roi(roi: Sequence[int] | None) -> tuple[int, int, int, int] | None:
     return tuple(int(v) for v in roi)  # type: ignore[return-value]
 
 
+def decode_buffer(
+    buffer: Buffer,
+    mode: ImageReadMode,
+    eighths: int,
+    roi: tuple[int, int, int, int] | None,
+    strict: bool,
+    max_pixels: int,
+    target: Any = None,
+    path: PathLike | None = None,
+) -> np.ndarray:
+    """The native decode of a buffer from ``as_buffer``: an (H, W, C) array, or ``target`` filled.
+
+    Damage raises (``strict``) or warns; errors name ``path``. The arguments are
+    not checked again: :func:`decode_jpeg` is the public entry point.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision.io.codec import as_buffer
+        >>> data = as_buffer(encode_jpeg(torch.zeros(3, 16, 16, dtype=torch.uint8)), "example")
+        >>> decode_buffer(data, ImageReadMode.RGB, 4, None, True, 0).shape
+        (8, 8, 3)
+    """
+    with native_errors(path):
+        array, messages, corrupt = _C.decode_jpeg(
+            buffer, int(mode), eighths, roi, strict, max_pixels, target
+        )
+    check_damage(messages, corrupt, strict, path, stacklevel=5)  # the caller of decode_jpeg
+    return array
+
+
 def _decode_one(
     data: EncodedData,
     mode: ImageReadMode,
@@ -96,12 +129,8 @@ def _decode_one(
             eighths = eighths_for_min_size(h, w, min_size)
         else:
             eighths = 8 if scale is None else scale_to_eighths(scale)
-        target, finish = make_output(out, device)
-        array, messages, corrupt = _C.decode_jpeg(
-            buffer, int(mode), eighths, roi, strict, max_pixels, target
-        )
-    check_damage(messages, corrupt, strict, path)
-    image = finish(array)
+    target, finish = make_output(out, device)
+    image = finish(decode_buffer(buffer, mode, eighths, roi, strict, max_pixels, target, path))
     if apply_exif_orientation:
         image = _orient(image, header["orientation"])
     return image

@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -45,7 +44,9 @@ import torch
 
 from trivium.core import Transform, stack_batch
 from trivium.core.threads import parallel_map
-from trivium.vision.io import ImageReadMode, decode_image, decode_jpeg, image_info
+from trivium.vision.io import ImageReadMode, decode_image, image_info
+from trivium.vision.io.codec import as_buffer, resolve_max_pixels, to_chw
+from trivium.vision.io.jpeg import decode_buffer
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms.functional.geometry import _resize_image
 from trivium.vision.transforms.geometry import CenterCrop, RandomResizedCrop, Resize
@@ -136,6 +137,7 @@ class _FusedDecode(Transform):
             >>> DecodeResize(16).plan(data).eighths
             4
         """
+        data = as_buffer(data, type(self).__name__)  # converted once, read twice
         info = image_info(data)
         orientation_matters = self.apply_exif_orientation and info.orientation not in (0, 1)
         if orientation_matters:  # the box is drawn in the rotated frame: decode it all
@@ -164,9 +166,9 @@ class _FusedDecode(Transform):
         if not plan.fused:
             image = decode_image(plan.data, self.mode, self.apply_exif_orientation)
             return self._unfused(image, plan)
-        scale = None if plan.eighths == 8 else Fraction(plan.eighths, 8)
-        region = decode_jpeg(plan.data, self.mode, roi=plan.box, scale=scale)
-        return self._finish(region, plan)
+        limit = resolve_max_pixels(...)
+        region = decode_buffer(plan.data, self.mode, plan.eighths, plan.box, True, limit)
+        return self._finish(to_chw(region), plan)
 
     # Subclasses fill these in.
 
