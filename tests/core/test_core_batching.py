@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from trivium.core.batching import stack_batch
+from trivium.core.batching import empty_batch, stack_batch
 
 
 class _Stacks(Dataset):
@@ -71,3 +71,23 @@ def test_stack_batch_keeps_channels_last_samples_channels_last(workers: int) -> 
     sliced = [v[:, ::2] for v in _hwc_views(0)]
     assert torch.equal(stack_batch(sliced), torch.stack(sliced))
     assert stack_batch(sliced).is_contiguous()
+
+
+class _EmptyBatches(Dataset):
+    """Item i: an empty_batch filled with i, and whether it is in shared memory."""
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, bool]:
+        batch = empty_batch((3, 5, 2), torch.int16).fill_(i)
+        return batch, batch.is_shared()
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_empty_batch_is_shared_inside_workers_only(workers: int) -> None:
+    loader = DataLoader(_EmptyBatches(), batch_size=None, num_workers=workers)
+    for i, (batch, shared) in enumerate(loader):
+        assert shared == (workers > 0)
+        assert batch.dtype == torch.int16 and batch.is_contiguous()
+        assert torch.equal(batch, torch.full((3, 5, 2), i, dtype=torch.int16))

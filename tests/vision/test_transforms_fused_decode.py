@@ -161,6 +161,49 @@ def test_a_list_gives_a_batch_equal_to_one_by_one(photos):
     ]
 
 
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic", "nearest"])
+@pytest.mark.parametrize("mode", [ImageReadMode.RGB, ImageReadMode.GRAY, ImageReadMode.UNCHANGED])
+def test_every_batch_path_equals_one_by_one(photos, interpolation, mode):
+    # JPEGs are resized into their batch slot (antialiased modes) or copied there; a
+    # PNG takes the unfused path; UNCHANGED (channels unknown up front) stacks.
+    items = [*photos.values(), encode_png(torch.full((3, 70, 90), 7, dtype=torch.uint8))]
+    if mode is ImageReadMode.UNCHANGED:
+        items = items[:-1]  # a gray PNG of 3 channels would not stack with RGB JPEGs
+    make = lambda: T.DecodeRandomResizedCrop(  # noqa: E731
+        (64, 48), interpolation=interpolation, mode=mode, generator=_seeded(3)
+    )
+    batch, one = make()(items), make()
+    assert batch.shape == (len(items), mode.channels or 3, 64, 48)
+    assert batch.permute(0, 2, 3, 1).is_contiguous() or mode is ImageReadMode.UNCHANGED
+    for i, data in enumerate(items):
+        assert torch.equal(batch[i], one(data)), i
+    crops = T.DecodeCenterCrop(40, mode=mode)(items)
+    for i, data in enumerate(items):
+        assert torch.equal(crops[i], T.DecodeCenterCrop(40, mode=mode)(data)), i
+
+
+class _EncodedPhotos(torch.utils.data.Dataset):
+    """Item i: a batch of the photos through a seeded fused crop, as a loader worker makes it."""
+
+    def __init__(self, photos: list[bytes]) -> None:
+        self.photos = photos
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, bool]:
+        batch = T.DecodeRandomResizedCrop(56, generator=_seeded(i))(self.photos)
+        return batch, batch.is_shared()
+
+
+def test_a_batch_made_in_a_loader_worker_is_in_shared_memory(photos):
+    items = list(photos.values())
+    loader = torch.utils.data.DataLoader(_EncodedPhotos(items), batch_size=None, num_workers=1)
+    for i, (batch, shared) in enumerate(loader):
+        assert shared
+        assert torch.equal(batch, T.DecodeRandomResizedCrop(56, generator=_seeded(i))(items))
+
+
 def test_exif_orientation_is_applied_before_cropping():
     data = (JPEG_DIR / "pil-hopper_orientation_6.jpg").read_bytes()
     oriented = decode_image(data, mode=ImageReadMode.RGB, apply_exif_orientation=True)

@@ -1,7 +1,7 @@
 """Trivium core: what the vision, audio and data packages share.
 
 Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``),
-``stack_batch`` (a batch stacked into shared memory inside DataLoader workers), the
+``stack_batch`` and ``empty_batch`` (batches made in shared memory inside DataLoader workers), the
 ``Transform`` base and its containers, errors, a thread pool for GIL-free native
 work, progress bars, seeding, and a small training helper (``Trainer``, ``MetricLogger``,
 checkpoints with exact resume).
@@ -14,7 +14,7 @@ Example:
     tensor([1., 1.])
 """
 
-from trivium.core.batching import stack_batch
+from trivium.core.batching import empty_batch, stack_batch
 from trivium.core.devices import CUDAPrefetcher, move_to, pin_memory, resolve_device
 from trivium.core.errors import (
     DatasetError,
@@ -48,6 +48,7 @@ __all__ = [
     "TriviumError",
     "UnsupportedFormatError",
     "__version__",
+    "empty_batch",
     "get_num_threads",
     "get_thread_pool",
     "load_checkpoint",

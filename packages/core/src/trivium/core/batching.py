@@ -14,12 +14,30 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 from torch.utils.data import get_worker_info
 
-__all__ = ["stack_batch"]
+__all__ = ["empty_batch", "stack_batch"]
+
+
+def empty_batch(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """An uninitialised contiguous CPU tensor, in shared memory when made in a DataLoader worker.
+
+    For filling a batch in place (a decoder writing each sample into its slot);
+    sending it to the main process then copies nothing.
+
+    Example:
+        >>> empty_batch((2, 3), torch.uint8).shape
+        torch.Size([2, 3])
+    """
+    if get_worker_info() is None:
+        return torch.empty(tuple(shape), dtype=dtype)
+    numel = math.prod(shape)
+    storage = torch.UntypedStorage._new_shared(numel * dtype.itemsize)
+    return torch.empty(0, dtype=dtype).set_(storage).view(tuple(shape))
 
 
 def stack_batch(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -42,11 +60,7 @@ def stack_batch(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     if get_worker_info() is None or first.device.type != "cpu":
         out = torch.stack(dense)
     else:
-        storage = first.untyped_storage()._new_shared(
-            len(dense) * first.numel() * first.element_size()
-        )
-        out = torch.empty(0, dtype=first.dtype).set_(storage).view(len(dense), *first.shape)
-        torch.stack(dense, out=out)
+        out = torch.stack(dense, out=empty_batch((len(dense), *first.shape), first.dtype))
     return out.permute(0, *[1 + order.index(d) for d in range(len(order))])
 
 

@@ -18,9 +18,9 @@ them) and give what decoding then applying ``RandomResizedCrop``, ``Resize`` or
 
 Other formats (PNG) take the unfused path: full decode, then the transform.
 A list of inputs gives a batch ``[N, C, H, W]`` in channels-last memory (the
-decoder's pixel order, so stacking copies each image once): boxes are drawn in
-order, then the images are decoded in parallel on the ``trivium.core`` thread pool
-(inside a DataLoader worker the batch is stacked into shared memory: sending it
+decoder's pixel order): boxes are drawn in order, then the images are decoded in
+parallel on the ``trivium.core`` thread pool, each resized straight into its slot
+of the batch (inside a DataLoader worker the batch is in shared memory: sending it
 copies nothing).
 
 Example:
@@ -42,13 +42,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from trivium.core import Transform, stack_batch
+from trivium.core import Transform, empty_batch, stack_batch
 from trivium.core.threads import parallel_map
 from trivium.vision.io import ImageReadMode, decode_image, image_info
 from trivium.vision.io.codec import as_buffer, resolve_max_pixels, to_chw
 from trivium.vision.io.jpeg import decode_buffer
 from trivium.vision.transforms import functional as F
-from trivium.vision.transforms.functional.geometry import _resize_image
+from trivium.vision.transforms.functional.geometry import _channels_last_batch, _resize_image
 from trivium.vision.transforms.geometry import CenterCrop, RandomResizedCrop, Resize
 from trivium.vision.transforms.interpolation import InterpolationMode
 
@@ -124,8 +124,20 @@ class _FusedDecode(Transform):
         """
         if isinstance(data, list | tuple):
             plans = [self.plan(item) for item in data]  # draws happen in input order
-            return stack_batch(parallel_map(self.execute, plans))
+            return self._batch(plans)
         return self.execute(self.plan(data))
+
+    def _batch(self, plans: list[DecodePlan]) -> torch.Tensor:
+        """Decode the plans into one channels-last batch, each image written into its slot."""
+        channels = self.mode.channels
+        sizes = {plan.size for plan in plans}
+        if channels is None or len(sizes) != 1:  # channels unknown, or nothing to batch
+            return stack_batch(parallel_map(self.execute, plans))
+        ((height, width),) = sizes
+        batch = empty_batch((len(plans), height, width, channels), torch.uint8)
+        batch = batch.permute(0, 3, 1, 2)
+        parallel_map(lambda i: self.execute(plans[i], out=batch[i]), range(len(plans)))
+        return batch
 
     def plan(self, data: Encoded) -> DecodePlan:
         """Read the header and draw the random parameters, without decoding pixels.
@@ -153,8 +165,8 @@ class _FusedDecode(Transform):
             height, width = info.height, info.width
         return self._plan(data, height, width, _is_jpeg(info) and not orientation_matters)
 
-    def execute(self, plan: DecodePlan) -> torch.Tensor:
-        """Decode and transform following a plan from :meth:`plan`.
+    def execute(self, plan: DecodePlan, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Decode and transform following a plan from :meth:`plan` (into ``out`` if given).
 
         Example:
             >>> import torch
@@ -165,10 +177,12 @@ class _FusedDecode(Transform):
         """
         if not plan.fused:
             image = decode_image(plan.data, self.mode, self.apply_exif_orientation)
-            return self._unfused(image, plan)
-        limit = resolve_max_pixels(...)
-        region = decode_buffer(plan.data, self.mode, plan.eighths, plan.box, True, limit)
-        return self._finish(to_chw(region), plan)
+            result = self._unfused(image, plan)
+        else:
+            limit = resolve_max_pixels(...)
+            region = decode_buffer(plan.data, self.mode, plan.eighths, plan.box, True, limit)
+            result = self._finish(to_chw(region), plan, out)
+        return result if out is None or result is out else out.copy_(result)
 
     # Subclasses fill these in.
 
@@ -178,7 +192,9 @@ class _FusedDecode(Transform):
     def _unfused(self, image: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
         raise NotImplementedError
 
-    def _finish(self, region: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+    def _finish(
+        self, region: torch.Tensor, plan: DecodePlan, out: torch.Tensor | None
+    ) -> torch.Tensor:
         raise NotImplementedError
 
 
@@ -203,12 +219,39 @@ def _eighths_for(height: int, width: int, size: Sequence[int]) -> int:
     return 8
 
 
+# torch's antialiased uint8 kernels, which can write into a slot of a batch.
+_AA_KERNELS = {
+    InterpolationMode.BILINEAR: torch._C._nn._upsample_bilinear2d_aa,
+    InterpolationMode.BICUBIC: torch._C._nn._upsample_bicubic2d_aa,
+}
+
+
 def _resize_region(
-    region: torch.Tensor, plan: DecodePlan, interpolation: InterpolationMode, antialias: bool
+    region: torch.Tensor,
+    plan: DecodePlan,
+    interpolation: InterpolationMode,
+    antialias: bool,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Resize a region decoded for ``plan`` to the plan's output size."""
+    """Resize a region decoded for ``plan`` to the plan's output size (into ``out`` if it can).
+
+    ``out`` is a ``[C, H, W]`` slot of a channels-last batch: torch's kernel then
+    writes there directly, saving a copy of each image into the batch.
+    """
     region = _trim_to_box(region, plan.box, plan.eighths)
-    return _resize_image(region, plan.size[0], plan.size[1], interpolation.value, antialias)
+    kernel = _AA_KERNELS.get(interpolation) if antialias else None
+    in_place = (
+        out is not None
+        and kernel is not None
+        and region.dtype == out.dtype == torch.uint8
+        and region.device.type == out.device.type == "cpu"
+        and tuple(region.shape[-2:]) != plan.size
+    )
+    if not in_place:
+        return _resize_image(region, plan.size[0], plan.size[1], interpolation.value, antialias)
+    x, target = _channels_last_batch(region[None]), _channels_last_batch(out[None])
+    kernel(x, list(plan.size), False, None, None, out=target)
+    return out
 
 
 def _scales_with_antialias(interpolation: InterpolationMode, antialias: bool) -> bool:
@@ -263,8 +306,10 @@ class DecodeRandomResizedCrop(_FusedDecode):
             region, list(plan.size), self.crop.interpolation, antialias=self.crop.antialias
         )
 
-    def _finish(self, region: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
-        return _resize_region(region, plan, self.crop.interpolation, self.crop.antialias)
+    def _finish(
+        self, region: torch.Tensor, plan: DecodePlan, out: torch.Tensor | None
+    ) -> torch.Tensor:
+        return _resize_region(region, plan, self.crop.interpolation, self.crop.antialias, out)
 
 
 class DecodeResize(_FusedDecode):
@@ -317,8 +362,10 @@ class DecodeResize(_FusedDecode):
             image, list(plan.size), self.resize.interpolation, antialias=self.resize.antialias
         )
 
-    def _finish(self, region: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
-        return _resize_region(region, plan, self.resize.interpolation, self.resize.antialias)
+    def _finish(
+        self, region: torch.Tensor, plan: DecodePlan, out: torch.Tensor | None
+    ) -> torch.Tensor:
+        return _resize_region(region, plan, self.resize.interpolation, self.resize.antialias, out)
 
 
 class DecodeCenterCrop(_FusedDecode):
@@ -354,5 +401,7 @@ class DecodeCenterCrop(_FusedDecode):
     def _unfused(self, image: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
         return self.center_crop(image)
 
-    def _finish(self, region: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
+    def _finish(
+        self, region: torch.Tensor, plan: DecodePlan, out: torch.Tensor | None
+    ) -> torch.Tensor:
         return region
