@@ -96,15 +96,24 @@ def test_normalize_matches_numpy_and_checks_input() -> None:
 
 
 def test_normalize_of_channels_innermost_images_matches_numpy() -> None:
-    """HWC decodes and channels_last batches: the result is written in the standard layout."""
+    """HWC decodes and channels_last batches keep their layout (as torchvision's Normalize)."""
     mean, std = [0.1, 0.2, 0.3], [0.5, 0.25, 2.0]
     hwc = torch.rand(2, 4, 5, 3)
     expected = ((hwc.numpy() - np.array(mean)) / np.array(std)).transpose(0, 3, 1, 2)
     batch = hwc.permute(0, 3, 1, 2)  # channels_last
     for x, want in ((batch, expected), (batch[0], expected[0])):
         for out in (F.normalize(x, mean, std), T.Normalize(mean, std)(x)):
-            assert out.is_contiguous()
+            assert out.movedim(-3, -1).is_contiguous()
             np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+    for inplace in (
+        F.normalize(batch.clone(), mean, std, inplace=True),
+        T.Normalize(mean, std, inplace=True)(batch.clone()),
+    ):
+        np.testing.assert_allclose(inplace.numpy(), expected, rtol=1e-5, atol=1e-6)
+    one_value = F.normalize(batch, [0.5], [2.0])  # one mean and std for every channel
+    np.testing.assert_allclose(
+        one_value.numpy(), (hwc.numpy().transpose(0, 3, 1, 2) - 0.5) / 2.0, rtol=1e-6
+    )
 
 
 def test_lambda_applies_to_chosen_types() -> None:

@@ -134,16 +134,39 @@ def _normalize_with(
 ) -> torch.Tensor:
     """``(img - mean) / std`` with [C, 1, 1] tensors; scriptable.
 
-    Out of place, a non-contiguous image gives a contiguous result: on
-    channels-innermost images (an HWC decode, a channels_last batch) broadcasting
-    per-channel values in their own layout runs 3-element inner loops, ~3x slower.
+    Channels-innermost images (an HWC decode, a channels_last batch) keep their
+    layout and are computed row by row (``_normalize_rows``). Other non-contiguous
+    images give a contiguous result.
     """
+    if img.dim() >= 3 and img.shape[-3] > 1 and img.movedim(-3, -1).is_contiguous():
+        return _normalize_rows(img, mean, std, inplace)
     if inplace:
         return img.sub_(mean).div_(std)
     if img.is_contiguous():
         return img.sub(mean).div_(std)
     out = torch.empty(img.shape, dtype=img.dtype, device=img.device)
     return torch.sub(img, mean, out=out).div_(std)
+
+
+def _normalize_rows(
+    img: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, inplace: bool
+) -> torch.Tensor:
+    """``_normalize_with`` on ``[..., H, W, C]`` memory, one row of W * C values at a time.
+
+    Broadcasting [C, 1, 1] values over such an image runs inner loops of C (3)
+    elements; repeating them along a whole row gives W * C-element loops that
+    vectorize (2x faster), with the same arithmetic. The result keeps the layout,
+    as torchvision's does.
+    """
+    c, h, w = img.shape[-3], img.shape[-2], img.shape[-1]
+    rows = img.movedim(-3, -1).reshape(-1, w * c)  # a view: the memory is dense this way
+    mean_row = mean.reshape(1, -1).expand(w, c).reshape(-1)
+    std_row = std.reshape(1, -1).expand(w, c).reshape(-1)
+    if inplace:
+        rows.sub_(mean_row).div_(std_row)
+        return img
+    out = rows.sub(mean_row).div_(std_row)
+    return out.view(list(img.shape[:-3]) + [h, w, c]).movedim(-1, -3)  # noqa: RUF005
 
 
 def _normalize_image(
