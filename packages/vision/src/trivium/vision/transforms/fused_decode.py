@@ -235,19 +235,13 @@ def _resize_region(
 ) -> torch.Tensor:
     """Resize a region decoded for ``plan`` to the plan's output size (into ``out`` if it can).
 
-    ``out`` is a ``[C, H, W]`` slot of a channels-last batch: torch's kernel then
-    writes there directly, saving a copy of each image into the batch.
+    ``out`` is a ``[C, H, W]`` uint8 CPU slot of a channels-last batch (the decoder's
+    output is uint8 on the CPU too): torch's kernel then writes there directly,
+    saving a copy of each image into the batch.
     """
     region = _trim_to_box(region, plan.box, plan.eighths)
     kernel = _AA_KERNELS.get(interpolation) if antialias else None
-    in_place = (
-        out is not None
-        and kernel is not None
-        and region.dtype == out.dtype == torch.uint8
-        and region.device.type == out.device.type == "cpu"
-        and tuple(region.shape[-2:]) != plan.size
-    )
-    if not in_place:
+    if out is None or kernel is None or tuple(region.shape[-2:]) == plan.size:
         return _resize_image(region, plan.size[0], plan.size[1], interpolation.value, antialias)
     x, target = _channels_last_batch(region[None]), _channels_last_batch(out[None])
     kernel(x, list(plan.size), False, None, None, out=target)
