@@ -50,6 +50,7 @@ from trivium.core.devices import CUDAPrefetcher
 from trivium.data.arrow_sources import ArrowSource, fragments_for_window
 from trivium.data.pipes import IterPipe, Map, Shuffle, SkippedSamplesWarning, _MapToIter
 from trivium.data.sharding import EpochPlan, epoch_order
+from trivium.data.transfer import inline_small_tensors
 
 __all__ = ["DataLoader"]
 
@@ -166,7 +167,8 @@ class _EpochStream(IterableDataset):
             ids = order[plan.batch_positions(k) % n]
             out = self.chain.read(ids)
             now = self.chain.skipped()
-            yield k, now - before, self._finish(out)
+            batch = self._finish(out)
+            yield k, now - before, batch if info is None else inline_small_tensors(batch)
             before = now
 
     def _finish(self, out: list[Any]) -> Any:

@@ -1,0 +1,72 @@
+"""How a batch crosses from a DataLoader worker to the main process.
+
+torch sends every tensor of a batch through its own shared-memory segment, whose
+file descriptor goes over a socket: a round trip between the processes per tensor
+(about a millisecond of CPU on both sides together), and one more open descriptor
+for the main process while the batch lives. For the small tensors of a batch
+(labels, lengths, ids) that costs far more than their bytes. :func:`inline_small_tensors`
+marks them so that they are pickled by value instead; the main process receives
+ordinary tensors. Tensors already in shared memory (a batch made with
+``trivium.core.empty_batch``) and large ones keep torch's path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+# Below this many bytes a copy through the worker's pipe is cheaper than a segment.
+INLINE_MAX_BYTES = 64 * 1024
+
+
+def _rebuild(data: bytes, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
+    if not data:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+class _ByValue:
+    """A tensor that pickles as its bytes and unpickles as a plain tensor."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes, torch.dtype, tuple[int, ...]]]:
+        t = self.tensor
+        data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        return _rebuild, (data, t.dtype, tuple(t.shape))
+
+
+def _inlinable(t: torch.Tensor) -> bool:
+    return (
+        t.device.type == "cpu"
+        and t.layout == torch.strided
+        and not t.requires_grad
+        and not t.is_shared()
+        and t.numel() * t.element_size() <= INLINE_MAX_BYTES
+        and type(t) is torch.Tensor  # subclasses keep their own pickling
+    )
+
+
+def inline_small_tensors(batch: Any) -> Any:
+    """Mark the small CPU tensors of ``batch`` (in dicts, lists, tuples) to be sent by value.
+
+    For a batch about to leave a worker: after pickling and unpickling, the marked
+    tensors are plain tensors again, equal to the originals.
+
+    Example:
+        >>> import pickle, torch
+        >>> batch = {"label": torch.tensor([3, 1]), "name": "a"}
+        >>> pickle.loads(pickle.dumps(inline_small_tensors(batch)))
+        {'label': tensor([3, 1]), 'name': 'a'}
+    """
+    if isinstance(batch, torch.Tensor):
+        return _ByValue(batch) if _inlinable(batch) else batch
+    if type(batch) is dict:
+        return {key: inline_small_tensors(value) for key, value in batch.items()}
+    if type(batch) in (list, tuple):
+        return type(batch)(inline_small_tensors(value) for value in batch)
+    return batch  # other containers (namedtuples, dataclasses) go as they are
