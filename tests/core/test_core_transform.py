@@ -106,6 +106,47 @@ def test_compose_passes_several_inputs_through_with_shared_params() -> None:
     assert Compose([lambda x: x + 1, lambda x: x * 10])(1) == 20
 
 
+class Scale(Transform):
+    """x * factor; offers to fuse with a following Scale (one multiply by the product)."""
+
+    def __init__(self, factor: float) -> None:
+        super().__init__()
+        self.factor, self.fused_calls = factor, 0
+
+    def transform(self, inpt: torch.Tensor, params: dict) -> torch.Tensor:
+        return inpt * self.factor
+
+    def _fuse_next(self, following):
+        if not isinstance(following, Scale):
+            return None
+
+        def both(x):
+            self.fused_calls += 1
+            return x * (self.factor * following.factor)
+
+        return both
+
+
+def test_compose_runs_fused_pairs_for_one_input_only() -> None:
+    first, second, third = Scale(2.0), Scale(3.0), Scale(5.0)
+    t = Compose([first, second, third, lambda x: x + 1])
+    assert t(torch.ones(2)).tolist() == [31.0, 31.0]
+    assert first.fused_calls == 1 and second.fused_calls == 0  # pairs (first, second), then third
+    a, b = Compose([first, second])(torch.ones(1), torch.ones(1))  # several inputs: unfused
+    assert (a.item(), b.item(), first.fused_calls) == (6.0, 6.0, 1)
+
+
+def test_compose_does_not_fuse_around_hooks() -> None:
+    first, second = Scale(2.0), Scale(3.0)
+    seen = []
+    handle = second.register_forward_hook(lambda module, args, out: seen.append(out.item()))
+    assert Compose([first, second])(torch.ones(())).item() == 6.0
+    assert seen == [6.0] and first.fused_calls == 0
+    handle.remove()
+    assert Compose([first, second])(torch.ones(())).item() == 6.0
+    assert seen == [6.0] and first.fused_calls == 1
+
+
 def test_random_apply_probability() -> None:
     t = RandomApply([lambda x: x + 1], p=0.3, generator=_gen(0))
     hits = sum(t(0) for _ in range(2000))

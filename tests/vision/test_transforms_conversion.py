@@ -116,6 +116,59 @@ def test_normalize_of_channels_innermost_images_matches_numpy() -> None:
     )
 
 
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def two_steps(x: torch.Tensor) -> np.ndarray:
+    """ToDtype(scale=True) then Normalize, in NumPy float64."""
+    top = float(torch.iinfo(x.dtype).max)
+    shape = (-1, 1, 1) if len(MEAN) == x.shape[-3] else (1, 1, 1)
+    mean, std = np.array(MEAN).reshape(shape), np.array(STD).reshape(shape)
+    return (x.double().numpy() / top - mean) / std
+
+
+def fused_pipeline(dtype: torch.dtype = torch.float32) -> T.Compose:
+    return T.Compose([T.ToDtype(dtype, scale=True), T.Normalize(MEAN, STD)])
+
+
+@pytest.mark.parametrize("layout", ["chw", "hwc view", "channels_last batch", "batch", "uint16"])
+def test_to_dtype_then_normalize_runs_fused_and_matches_numpy(layout: str, monkeypatch) -> None:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 256, (2, 3, 7, 9), dtype=torch.uint8, generator=g)
+    x = {
+        "chw": x[0],
+        "hwc view": x[0].permute(1, 2, 0).contiguous().permute(2, 0, 1),
+        "channels_last batch": x.contiguous(memory_format=torch.channels_last),
+        "batch": x,
+        "uint16": x[0].to(torch.uint16) * 257,
+    }[layout]
+    # The fused pass never calls Normalize (nor ToDtype) on its own.
+    monkeypatch.setattr(T.Normalize, "forward", lambda *a: pytest.fail("not fused"))
+    for dtype in (torch.float32, torch.float64):
+        out = fused_pipeline(dtype)(x)
+        assert out.dtype == dtype and out.shape == x.shape
+        assert out.stride() == torch.empty_like(x, dtype=dtype).stride()  # layout kept
+        np.testing.assert_allclose(out.numpy(), two_steps(x), rtol=0, atol=2e-6)
+    single = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize([0.5], [0.25])])
+    top = float(torch.iinfo(x.dtype).max)
+    want = (x.double().numpy() / top - 0.5) / 0.25
+    np.testing.assert_allclose(single(x).numpy(), want, rtol=0, atol=2e-6)
+
+
+def test_to_dtype_then_normalize_falls_back_to_the_two_steps() -> None:
+    photo = Image.open(IMAGES / "jpeg" / "tv-grace_hopper_517x606.jpg")
+    floats = torch.rand(3, 5, 4)
+    for inpt in (photo, floats):  # PIL images and float input take the two steps as they are
+        want = T.Normalize(MEAN, STD)(T.ToDtype(torch.float32, scale=True)(inpt))
+        assert torch.equal(fused_pipeline()(inpt), want)
+    half = fused_pipeline(torch.float16)(torch.zeros(3, 2, 2, dtype=torch.uint8))
+    assert half.dtype == torch.float16  # not fused: float16 would round differently
+    with pytest.raises(ValueError, match="Normalize: mean has 3 values but the image has 2"):
+        fused_pipeline()(torch.zeros(2, 4, 4, dtype=torch.uint8))
+    with pytest.raises(TypeError, match="ToDtype"):
+        fused_pipeline()(torch.zeros(3, 4, 4, dtype=torch.bool))
+
+
 def test_lambda_applies_to_chosen_types() -> None:
     t = T.Lambda(lambda x: x + 1, torch.Tensor)
     out, label = t(torch.zeros(1, 2, 2), 3)

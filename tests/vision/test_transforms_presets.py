@@ -48,9 +48,11 @@ def test_eval_scripts_and_exports(photo: torch.Tensor) -> None:
     t = T.ImageClassificationEval(crop_size=64, resize_size=72)
     batch = torch.stack([photo, photo.flip(-1)])
     expected = t(batch)
-    assert torch.equal(torch.jit.script(t)(batch), expected)
-    exported = torch.export.export(t, (batch,))
-    assert torch.equal(exported.module()(batch), expected)
+    scripted = torch.jit.script(t)(batch)
+    exported = torch.export.export(t, (batch,)).module()(batch)
+    assert torch.equal(exported, scripted)
+    # Eager runs ToDtype + Normalize as one fused pass: the same up to float rounding.
+    torch.testing.assert_close(scripted, expected, rtol=0, atol=1e-6)
 
 
 def test_train_output_and_reproducibility(photo: torch.Tensor) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules import module as _nn_module
 
 __all__ = ["Compose", "RandomApply", "RandomChoice", "RandomOrder", "Transform"]
 
@@ -49,12 +50,44 @@ def _flatten(owner: nn.Module, inputs: tuple[Any, ...]) -> tuple[list[Any], Call
 
 
 def _chain(transforms: Sequence[Callable], inputs: tuple[Any, ...]) -> Any:
-    """Apply ``transforms`` one after the other to the ``forward`` arguments ``inputs``."""
-    unpack = len(inputs) > 1
-    for t in transforms:
-        outputs = t(*inputs) if unpack else t(inputs[0])
-        inputs = outputs if unpack else (outputs,)
-    return inputs if unpack else inputs[0]
+    """Apply ``transforms`` one after the other to the ``forward`` arguments ``inputs``.
+
+    A single input goes through fused steps where a transform offers one for itself
+    and the next (``Transform._fuse_next``).
+    """
+    if len(inputs) > 1:
+        for t in transforms:
+            inputs = t(*inputs)
+        return inputs
+    (x,) = inputs
+    transforms = list(transforms)  # indexing an nn.ModuleList is slow
+    i = 0
+    while i < len(transforms):
+        fused = _fused_pair(transforms, i)
+        if fused is not None:
+            x, i = fused(x), i + 2
+        else:
+            x, i = transforms[i](x), i + 1
+    return x
+
+
+def _fused_pair(transforms: Sequence[Callable], i: int) -> Callable[[Any], Any] | None:
+    """The fused step for ``transforms[i]`` then ``transforms[i + 1]``, if they offer one."""
+    if i + 1 >= len(transforms):
+        return None
+    first, second = transforms[i], transforms[i + 1]
+    if not isinstance(first, Transform) or _has_hooks(first) or _has_hooks(second):
+        return None  # a hook expects to see each module called
+    return first._fuse_next(second)
+
+
+def _has_hooks(module: Any) -> bool:
+    return bool(
+        getattr(module, "_forward_hooks", None)
+        or getattr(module, "_forward_pre_hooks", None)
+        or _nn_module._global_forward_hooks
+        or _nn_module._global_forward_pre_hooks
+    )
 
 
 class Transform(nn.Module):
@@ -124,6 +157,15 @@ class Transform(nn.Module):
         return rebuild([self.transform(inpt, params) for inpt in flat])
 
     # Randomness helpers: always go through self.generator.
+
+    def _fuse_next(self, following: Any) -> Callable[[Any], Any] | None:
+        """A function computing ``following(self(x))`` for one input in a single step, or None.
+
+        Containers call it for each pair of neighbours; the default fuses nothing.
+        An override must give the same result as the two calls (up to float
+        rounding) and fall back to them for inputs it does not handle.
+        """
+        return None
 
     def _device(self) -> torch.device:
         return torch.device("cpu") if self.generator is None else self.generator.device

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,8 +25,10 @@ from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._image import check_image, is_pil
 from trivium.vision.transforms._scriptable import NormalizeModule, ToDtypeModule
 from trivium.vision.transforms.functional.conversion import (
+    _max_value,
     _normalize_image,
     _normalize_with,
+    _scale_normalize,
     _to_dtype_image,
     check_normalize_args,
     to_image,
@@ -125,6 +128,16 @@ class ToDtype(_TensorOut):
             raise TypeError(f"ToDtype: expected an image of numbers, got dtype {inpt.dtype}")
         return _to_dtype_image(inpt, self.dtype, self.scale)
 
+    def _fuse_next(self, following: Any) -> Callable[[Any], Any] | None:
+        """ToDtype(float, scale=True) then Normalize: one pass over an integer image."""
+        fusable = (
+            type(following) is Normalize
+            and self.scale
+            and self.dtype in (torch.float32, torch.float64)
+            and not torch.compiler.is_compiling()
+        )
+        return functools.partial(_to_float_normalized, self, following) if fusable else None
+
     def __prepare_scriptable__(self) -> nn.Module:
         return ToDtypeModule(self.dtype, self.scale)
 
@@ -145,6 +158,7 @@ class Normalize(_TensorOut):
         self.mean, self.std = check_normalize_args("Normalize", mean, std)
         self.inplace = bool(inplace)
         self._stats_cache: dict[tuple[torch.dtype, torch.device], tuple[torch.Tensor, ...]] = {}
+        self._scale_shift_cache: dict[tuple[Any, ...], tuple[torch.Tensor, ...]] = {}
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         """Normalize one image tensor.
@@ -179,8 +193,38 @@ class Normalize(_TensorOut):
             self._stats_cache[key] = stats
         return stats
 
+    def _scale_shift(
+        self, source: torch.dtype, dtype: torch.dtype, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``1 / (max * std)`` and ``-mean / std`` ([C, 1, 1]) for a scaled integer image."""
+        key = (source, dtype, device)
+        stats = self._scale_shift_cache.get(key)
+        if stats is None:
+            mean, std = (torch.tensor(v, dtype=torch.float64) for v in (self.mean, self.std))
+            stats = tuple(
+                v.to(dtype=dtype, device=device).view(-1, 1, 1)
+                for v in (1.0 / (_max_value(source) * std), -mean / std)
+            )
+            self._scale_shift_cache[key] = stats
+        return stats
+
     def __prepare_scriptable__(self) -> nn.Module:
         return NormalizeModule(self.mean, self.std, self.inplace)
+
+
+def _to_float_normalized(to_dtype: ToDtype, normalize: Normalize, inpt: Any) -> Any:
+    """``normalize(to_dtype(inpt))``: a plain integer image tensor takes one fused pass."""
+    fused = (
+        type(inpt) is torch.Tensor
+        and inpt.ndim >= 3
+        and inpt.numel() > 0
+        and not (inpt.is_floating_point() or inpt.is_complex() or inpt.dtype == torch.bool)
+        and all(len(v) in (1, inpt.shape[-3]) for v in (normalize.mean, normalize.std))
+    )
+    if not fused:  # the two steps give the results and the errors
+        return normalize(to_dtype(inpt))
+    scale, shift = normalize._scale_shift(inpt.dtype, to_dtype.dtype, inpt.device)
+    return _scale_normalize(inpt, scale, shift)
 
 
 class Lambda(Transform):

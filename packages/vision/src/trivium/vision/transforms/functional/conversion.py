@@ -138,7 +138,7 @@ def _normalize_with(
     layout and are computed row by row (``_normalize_rows``). Other non-contiguous
     images give a contiguous result.
     """
-    if img.dim() >= 3 and img.shape[-3] > 1 and img.movedim(-3, -1).is_contiguous():
+    if _is_channels_innermost(img):
         return _normalize_rows(img, mean, std, inplace)
     if inplace:
         return img.sub_(mean).div_(std)
@@ -158,15 +158,48 @@ def _normalize_rows(
     vectorize (2x faster), with the same arithmetic. The result keeps the layout,
     as torchvision's does.
     """
-    c, h, w = img.shape[-3], img.shape[-2], img.shape[-1]
-    rows = img.movedim(-3, -1).reshape(-1, w * c)  # a view: the memory is dense this way
-    mean_row = mean.reshape(1, -1).expand(w, c).reshape(-1)
-    std_row = std.reshape(1, -1).expand(w, c).reshape(-1)
+    rows = _rows(img)
+    mean_row, std_row = _tile_row(mean, img), _tile_row(std, img)
     if inplace:
         rows.sub_(mean_row).div_(std_row)
         return img
-    out = rows.sub(mean_row).div_(std_row)
-    return out.view(list(img.shape[:-3]) + [h, w, c]).movedim(-1, -3)  # noqa: RUF005
+    return _from_rows(rows.sub(mean_row).div_(std_row), img)
+
+
+def _is_channels_innermost(img: torch.Tensor) -> bool:
+    """Whether ``[..., C, H, W]`` is laid out as dense ``[..., H, W, C]`` memory (C > 1)."""
+    return img.dim() >= 3 and img.shape[-3] > 1 and img.movedim(-3, -1).is_contiguous()
+
+
+def _rows(img: torch.Tensor) -> torch.Tensor:
+    """A channels-innermost image as a view of rows of W * C values."""
+    return img.movedim(-3, -1).reshape(-1, img.shape[-1] * img.shape[-3])
+
+
+def _tile_row(per_channel: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """[C, 1, 1] (or [1, 1, 1]) values repeated along one row of ``like``: [W * C]."""
+    width, channels = like.shape[-1], like.shape[-3]
+    return per_channel.reshape(1, -1).expand(width, channels).reshape(-1)
+
+
+def _from_rows(rows: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """Rows from :func:`_rows` back to ``like``'s ``[..., C, H, W]`` shape (channels innermost)."""
+    c, h, w = like.shape[-3], like.shape[-2], like.shape[-1]
+    return rows.view(list(like.shape[:-3]) + [h, w, c]).movedim(-1, -3)  # noqa: RUF005
+
+
+def _scale_normalize(img: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """``img * scale + shift`` per channel, in one pass from an integer image.
+
+    ``to_dtype(img, dtype, scale=True)`` followed by ``normalize`` is this with
+    ``scale = 1 / (max * std)`` and ``shift = -mean / std`` ([C, 1, 1] tensors of the
+    float dtype): the same values up to float rounding, without the intermediate
+    float image. Channels-innermost images keep their layout.
+    """
+    if _is_channels_innermost(img):
+        rows = torch.addcmul(_tile_row(shift, img), _rows(img), _tile_row(scale, img))
+        return _from_rows(rows, img)
+    return torch.mul(img, scale).add_(shift)
 
 
 def _normalize_image(
