@@ -236,15 +236,17 @@ def _resize_region(
     """Resize a region decoded for ``plan`` to the plan's output size (into ``out`` if it can).
 
     ``out`` is a ``[C, H, W]`` uint8 CPU slot of a channels-last batch (the decoder's
-    output is uint8 on the CPU too): torch's kernel then writes there directly,
-    saving a copy of each image into the batch.
+    output is uint8 on the CPU too): torch's antialiased kernel then writes there
+    directly, saving a copy of each image into the batch.
     """
     region = _trim_to_box(region, plan.box, plan.eighths)
     kernel = _AA_KERNELS.get(interpolation) if antialias else None
-    if out is None or kernel is None or tuple(region.shape[-2:]) == plan.size:
+    if kernel is None or tuple(region.shape[-2:]) == plan.size:
         return _resize_image(region, plan.size[0], plan.size[1], interpolation.value, antialias)
-    x, target = _channels_last_batch(region[None]), _channels_last_batch(out[None])
-    kernel(x, list(plan.size), False, None, None, out=target)
+    x = _channels_last_batch(region[None])  # the kernel F.interpolate would call, called directly
+    if out is None:
+        return kernel(x, list(plan.size), False, None, None)[0]
+    kernel(x, list(plan.size), False, None, None, out=_channels_last_batch(out[None]))
     return out
 
 
