@@ -37,6 +37,7 @@ SMALL = {
     "scalar": torch.tensor(2.5),
     "empty": torch.empty(0, 3, dtype=torch.int16),
     "strided": torch.arange(24, dtype=torch.float32).view(4, 6)[:, ::2],
+    "conjugate view": torch.tensor([1 + 2j, 3 - 1j]).conj(),
 }
 
 

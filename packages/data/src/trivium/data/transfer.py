@@ -36,7 +36,8 @@ class _ByValue:
 
     def __reduce__(self) -> tuple[Any, tuple[bytes, torch.dtype, tuple[int, ...]]]:
         t = self.tensor
-        data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        t = t.resolve_conj().resolve_neg().contiguous()  # plain memory, lazy flags applied
+        data = t.reshape(-1).view(torch.uint8).numpy().tobytes()
         return _rebuild, (data, t.dtype, tuple(t.shape))
 
 
