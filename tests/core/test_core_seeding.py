@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
+import pickle
 import random
+import threading
 from collections.abc import Iterator
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
 import torch
 
-from trivium.core import make_generator, seed_everything, worker_init_fn
+from trivium.core import RandomApply, make_generator, seed_everything, worker_init_fn
+from trivium.core.seeding import derive_seed, sample_scope, scope_generator, transform_generator
 
 
 def _draw() -> tuple[float, float, list[float]]:
@@ -114,3 +120,59 @@ def test_make_generator() -> None:
     assert make_generator(0, device="cpu").device == torch.device("cpu")
     with pytest.raises(TypeError):
         make_generator("1")  # type: ignore[arg-type]
+
+
+def test_derive_seed_is_stable_and_spreads() -> None:
+    assert derive_seed(1, 2, 3) == derive_seed(1, 2, 3) < 2**64
+    seeds = {derive_seed(0, 0, i) for i in range(1000)} | {
+        derive_seed(0, 1, i) for i in range(1000)
+    }
+    assert len(seeds) == 2000
+    # No per-process hash randomisation: every worker and run derives the same seed.
+    assert derive_seed(0, 1, 2) == int.from_bytes(
+        hashlib.blake2b(b"0,1,2", digest_size=8).digest(), "little"
+    )
+
+
+def test_sample_scope_overrides_every_generator_and_nests() -> None:
+    own = torch.Generator().manual_seed(0)
+    assert transform_generator(own) is own and transform_generator(None) is None
+    with sample_scope(5):
+        outer = scope_generator()
+        assert transform_generator(own) is outer and transform_generator(None) is outer
+        a = torch.rand(3, generator=outer)
+        with sample_scope(6):
+            assert scope_generator() is not outer
+        assert scope_generator() is outer  # the outer stream goes on where it was
+        b = torch.rand(3, generator=outer)
+    assert scope_generator() is None
+    assert torch.equal(torch.cat([a, b]), torch.rand(6, generator=make_generator(5)))
+
+
+def test_sample_scope_belongs_to_its_thread() -> None:
+    seen = []
+    with sample_scope(1):
+        thread = threading.Thread(target=lambda: seen.append(scope_generator()))
+        thread.start()
+        thread.join()
+    assert seen == [None]
+
+
+def test_transforms_draw_from_the_scope() -> None:
+    flip = RandomApply([lambda x: -x], p=0.5, generator=torch.Generator().manual_seed(0))
+    free = RandomApply([lambda x: -x], p=0.5)
+    runs = []
+    for _ in range(2):
+        with sample_scope(11):
+            runs.append([flip(1) for _ in range(20)] + [free(1) for _ in range(20)])
+    assert runs[0] == runs[1] and len(set(runs[0])) == 2
+
+
+def test_generators_cross_to_spawned_processes_with_their_state() -> None:
+    g = torch.Generator().manual_seed(3)
+    torch.rand(5, generator=g)
+    buffer = io.BytesIO()
+    ForkingPickler(buffer).dump([g, g])  # what a spawn or forkserver worker receives
+    a, b = pickle.loads(buffer.getvalue())
+    assert a is b and a.initial_seed() == 3
+    assert torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=g))

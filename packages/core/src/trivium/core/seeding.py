@@ -1,5 +1,22 @@
 """Seeding for reproducible runs and distinct randomness in DataLoader workers.
 
+Where a random transform draws from (the one rule; :class:`trivium.core.Transform`
+asks :func:`transform_generator` at every draw):
+
+1. Inside a :func:`sample_scope`, from the scope's stream. ``trivium.data.DataLoader``
+   opens one per sample, seeded from ``(seed, epoch, the sample's place in the
+   epoch)``: every sample, worker and epoch draws differently, the whole run follows
+   from the loader's ``seed``, a resumed run repeats the augmentations of an
+   uninterrupted one, and the number of workers changes nothing.
+2. Otherwise from the transform's own ``generator``. Inside a worker of torch's
+   ``DataLoader`` a transform built in the parent holds a copy of the parent's
+   generator, so that copy is first rebound, once per worker, to a seed mixed from
+   its own seed and the worker's seed (torch draws a new one per worker and epoch,
+   from ``seed_everything`` or the loader's ``generator``): workers and epochs
+   differ, and a seeded run repeats. A transform built inside the worker keeps its
+   generator as given.
+3. With no generator, from torch's global generator (seeded per worker by torch).
+
 Example:
     >>> import torch
     >>> from trivium.core.seeding import seed_everything
@@ -12,13 +29,29 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import multiprocessing.reduction
 import os
 import random
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
+from torch.utils.data import get_worker_info
 
-__all__ = ["make_generator", "seed_everything", "worker_init_fn"]
+__all__ = [
+    "derive_seed",
+    "keep_in_worker",
+    "make_generator",
+    "sample_scope",
+    "scope_generator",
+    "seed_everything",
+    "transform_generator",
+    "worker_init_fn",
+]
 
 _MAX_SEED = 2**32 - 1  # NumPy's legacy seeding accepts 32-bit seeds only
 
@@ -100,3 +133,136 @@ def make_generator(seed: int | None, device: str | torch.device = "cpu") -> torc
     else:
         generator.manual_seed(_check_seed(seed, 2**64 - 1))
     return generator
+
+
+def derive_seed(*keys: int) -> int:
+    """A 64-bit seed mixed from integer ``keys``: the same on every run and process.
+
+    Nearby keys give unrelated seeds (a hash, not a sum), so ``(seed, epoch, i)``
+    and ``(seed, epoch, i + 1)`` start unrelated streams.
+
+    Example:
+        >>> derive_seed(0, 1, 2) == derive_seed(0, 1, 2)
+        True
+        >>> derive_seed(0, 1, 2) == derive_seed(0, 2, 1)
+        False
+    """
+    text = ",".join(str(int(k)) for k in keys).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+
+class _Scope(threading.local):
+    seed: int | None = None
+    generator: torch.Generator | None = None
+
+
+_scope = _Scope()
+
+
+@contextmanager
+def sample_scope(seed: int) -> Iterator[None]:
+    """Within the block (in this thread), every random transform draws from one stream of ``seed``.
+
+    ``trivium.data.DataLoader`` opens one per sample; open one yourself to make a
+    piece of code draw reproducibly whatever generators its transforms hold.
+    Scopes nest; the innermost one counts.
+
+    Example:
+        >>> import torch
+        >>> from trivium.core import RandomApply
+        >>> flip = RandomApply([lambda x: -x], p=0.5, generator=torch.Generator().manual_seed(1))
+        >>> with sample_scope(7):
+        ...     a = [flip(1) for _ in range(8)]
+        >>> with sample_scope(7):
+        ...     b = [flip(1) for _ in range(8)]
+        >>> a == b
+        True
+    """
+    outer = _scope.seed, _scope.generator
+    _scope.seed, _scope.generator = int(seed), None
+    try:
+        yield
+    finally:
+        _scope.seed, _scope.generator = outer
+
+
+def scope_generator() -> torch.Generator | None:
+    """The generator of the innermost :func:`sample_scope` of this thread (None outside one).
+
+    Use it for your own draws so that they follow the same rule as the transforms.
+
+    Example:
+        >>> import torch
+        >>> scope_generator() is None
+        True
+        >>> with sample_scope(3):
+        ...     a = torch.rand(2, generator=scope_generator())
+        >>> with sample_scope(3):
+        ...     bool(torch.equal(a, torch.rand(2, generator=scope_generator())))
+        True
+    """
+    if _scope.seed is None:
+        return None
+    if _scope.generator is None:  # made on the first draw: scopes without draws stay cheap
+        _scope.generator = torch.Generator().manual_seed(_scope.seed)
+    return _scope.generator
+
+
+# Generators already rebound in this worker process, with the worker seed they were rebound to.
+_rebound: weakref.WeakKeyDictionary[torch.Generator, int] = weakref.WeakKeyDictionary()
+
+
+def keep_in_worker(generator: torch.Generator | None) -> None:
+    """Leave ``generator`` as it is in this DataLoader worker: it was made here, not copied.
+
+    ``Transform.__init__`` calls it, so a transform built inside a worker draws from
+    exactly the generator it was given. Outside a worker it does nothing.
+
+    Example:
+        >>> import torch
+        >>> keep_in_worker(torch.Generator())  # not in a worker: nothing to do
+    """
+    info = get_worker_info()
+    if info is not None and generator is not None:
+        _rebound[generator] = info.seed
+
+
+def transform_generator(generator: torch.Generator | None) -> torch.Generator | None:
+    """The generator a transform holding ``generator`` draws from now (see the module rule).
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> transform_generator(g) is g  # not in a scope, not in a DataLoader worker
+        True
+        >>> with sample_scope(5):
+        ...     transform_generator(g) is scope_generator()
+        True
+    """
+    scoped = scope_generator()
+    if scoped is not None:
+        return scoped
+    if generator is None:
+        return None
+    info = get_worker_info()
+    if info is not None and _rebound.get(generator) != info.seed:
+        # A copy of the parent's generator: without this every worker draws the same.
+        generator.manual_seed(derive_seed(generator.initial_seed(), info.seed))
+        _rebound[generator] = info.seed
+    return generator
+
+
+def _rebuild_generator(device: str, state: bytes) -> torch.Generator:
+    generator = torch.Generator(device=device)
+    generator.set_state(torch.frombuffer(bytearray(state), dtype=torch.uint8))
+    return generator
+
+
+def _reduce_generator(generator: torch.Generator) -> tuple:
+    return _rebuild_generator, (str(generator.device), generator.get_state().numpy().tobytes())
+
+
+# torch sends a generator's state to spawned processes as a shared-memory tensor that the
+# child fails to map ("unable to resize file"), so a transform holding a generator
+# could not reach a spawn or forkserver DataLoader worker; the state travels as bytes.
+multiprocessing.reduction.ForkingPickler.register(torch.Generator, _reduce_generator)

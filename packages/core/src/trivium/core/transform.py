@@ -29,6 +29,8 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _nn_module
 
+from trivium.core.seeding import keep_in_worker, transform_generator
+
 __all__ = ["Compose", "RandomApply", "RandomChoice", "RandomOrder", "Transform"]
 
 # Attributes that Transform.extra_repr never lists.
@@ -98,7 +100,10 @@ class Transform(nn.Module):
     ``transform(inpt, params)`` (the deterministic kernel). ``forward`` accepts one
     input, several inputs, or one tuple/list of inputs; all get the same params.
     Draw randoms with ``self._rand``, ``self._randint``, ``self._uniform`` and
-    ``self._randperm`` so that a seeded ``generator`` makes results reproducible.
+    ``self._randperm`` (or pass ``self._active_generator()`` to torch) so that
+    draws follow the seeding rule of :mod:`trivium.core.seeding`: a seeded
+    ``generator`` makes results reproducible, and inside DataLoader workers every
+    worker, epoch and sample still draws differently.
 
     Example:
         >>> import torch
@@ -120,6 +125,7 @@ class Transform(nn.Module):
                 f"got {type(generator).__name__}"
             )
         self.generator = generator
+        keep_in_worker(generator)
 
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         """Sample the parameters shared by all ``inputs`` of one call (none by default).
@@ -167,27 +173,37 @@ class Transform(nn.Module):
         """
         return None
 
+    def _active_generator(self) -> torch.Generator | None:
+        """The generator to draw from now (:func:`trivium.core.seeding.transform_generator`)."""
+        if torch.compiler.is_compiling():  # compiled code cannot trace the lookup
+            return self.generator
+        return transform_generator(self.generator)
+
     def _device(self) -> torch.device:
-        return torch.device("cpu") if self.generator is None else self.generator.device
+        generator = self._active_generator()
+        return torch.device("cpu") if generator is None else generator.device
 
     def _rand(self, shape: Sequence[int] = ()) -> torch.Tensor:
-        """Uniform samples in [0, 1) of the given shape, drawn from ``self.generator``."""
-        return torch.rand(tuple(shape), generator=self.generator, device=self._device())
+        """Uniform samples in [0, 1) of the given shape, from ``self._active_generator()``."""
+        generator = self._active_generator()
+        device = "cpu" if generator is None else generator.device
+        return torch.rand(tuple(shape), generator=generator, device=device)
 
     def _randint(self, low: int, high: int, shape: Sequence[int] = ()) -> torch.Tensor:
-        """Integers in [low, high) of the given shape, drawn from ``self.generator``."""
-        return torch.randint(
-            low, high, tuple(shape), generator=self.generator, device=self._device()
-        )
+        """Integers in [low, high) of the given shape, from ``self._active_generator()``."""
+        generator = self._active_generator()
+        device = "cpu" if generator is None else generator.device
+        return torch.randint(low, high, tuple(shape), generator=generator, device=device)
 
     def _uniform(self, low: float, high: float) -> float:
-        """One float in [low, high), drawn from ``self.generator``."""
+        """One float in [low, high), from ``self._active_generator()``."""
         return low + (high - low) * float(self._rand())
 
     def _randperm(self, n: int) -> list[int]:
-        """A random permutation of ``range(n)``, drawn from ``self.generator``."""
-        perm = torch.randperm(n, generator=self.generator, device=self._device())
-        return perm.tolist()
+        """A random permutation of ``range(n)``, from ``self._active_generator()``."""
+        generator = self._active_generator()
+        device = "cpu" if generator is None else generator.device
+        return torch.randperm(n, generator=generator, device=device).tolist()
 
     def extra_repr(self) -> str:
         """List the public settings of the transform (used by ``repr``).
@@ -330,8 +346,9 @@ class RandomChoice(Transform):
     def forward(self, *inputs: Any) -> Any:
         """Pick one transform and apply it (see the class docstring)."""
         _flatten(self, inputs)
-        probs = torch.tensor(self.p, device=self._device())
-        index = int(torch.multinomial(probs, 1, generator=self.generator))
+        generator = self._active_generator()
+        device = "cpu" if generator is None else generator.device
+        index = int(torch.multinomial(torch.tensor(self.p, device=device), 1, generator=generator))
         return _chain([self.transforms[index]], inputs)
 
 

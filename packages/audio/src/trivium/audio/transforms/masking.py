@@ -45,10 +45,10 @@ class _AxisMasking(Transform):
         """Mask ``specgram`` ``[..., freq, time]``, filling with ``mask_value``."""
         if self.iid_masks:
             return mask_along_axis_iid(
-                specgram, self.mask_param, mask_value, self.axis, self.p, self.generator
+                specgram, self.mask_param, mask_value, self.axis, self.p, self._active_generator()
             )
         return mask_along_axis(
-            specgram, self.mask_param, mask_value, self.axis, self.p, self.generator
+            specgram, self.mask_param, mask_value, self.axis, self.p, self._active_generator()
         )
 
     def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:

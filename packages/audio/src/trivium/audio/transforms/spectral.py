@@ -453,7 +453,7 @@ class GriffinLim(_STFTTransform):
             self.momentum,
             self.length,
             self.rand_init,
-            self.generator,
+            self._active_generator(),
         )
 
 

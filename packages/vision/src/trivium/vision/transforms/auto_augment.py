@@ -539,7 +539,7 @@ class AugMix(_AutoAugmentBase):
             gamma = torch._standard_gamma(concentration.to(device))
         else:
             gamma = torch._standard_gamma(
-                concentration.to(self._device()), generator=self.generator
+                concentration.to(self._device()), generator=self._active_generator()
             ).to(device)
         return gamma / gamma.sum(-1, keepdim=True)
 

@@ -90,7 +90,7 @@ class RandomErasing(ImageTransform):
     def _normal(self, shape: Sequence[int], device: torch.device) -> torch.Tensor:
         if torch.compiler.is_compiling():
             return torch.randn(tuple(shape), device=device)
-        noise = torch.randn(tuple(shape), generator=self.generator, device=self._device())
+        noise = torch.randn(tuple(shape), generator=self._active_generator(), device=self._device())
         return noise.to(device)
 
     def _boxes(self, n: int, height: int, width: int, device: torch.device | None) -> dict:

@@ -599,7 +599,9 @@ class RandomResizedCrop(ImageTransform):
             raise ValueError(
                 f"{type(self).__name__}: image size must be positive, got {height}x{width}"
             )
-        return random_resized_crop_box(height, width, self.scale, self.ratio, self.generator)
+        return random_resized_crop_box(
+            height, width, self.scale, self.ratio, self._active_generator()
+        )
 
     sample_box = get_params
 

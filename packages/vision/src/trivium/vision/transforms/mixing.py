@@ -77,7 +77,7 @@ class _MixBase(Transform):
             g = torch._standard_gamma(concentration.to(device))
         else:
             g = torch._standard_gamma(
-                concentration.to(self._device()), generator=self.generator
+                concentration.to(self._device()), generator=self._active_generator()
             ).to(device)
         return g[0] / (g[0] + g[1])
 
