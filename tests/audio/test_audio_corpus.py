@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import shutil
 import subprocess
 
@@ -150,3 +151,57 @@ def test_errors(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(DatasetError, match="install"):
         synthesize("hello", "en-us")
+
+
+def test_missing_mixtures_error_names_the_remedy(tmp_path):
+    root = build_corpus(tmp_path / "speech", 4, 2, (0, 0))  # speech only
+    with pytest.raises(DatasetError) as error:
+        LibriMix(root, subset="test", sample_rate=16000)
+    message = str(error.value)
+    assert "LibriMix scripts" not in message
+    assert "build_corpus(" in message and "num_mixtures=" in message
+    assert "examples/convtasnet_librimix/train.py" in message
+    # a root that is no embedded corpus still points to the LibriMix scripts
+    with pytest.raises(DatasetError, match="LibriMix scripts"):
+        LibriMix(tmp_path, subset="test", sample_rate=16000)
+
+
+def test_speech_and_mixtures_are_cached_apart(corpus, tmp_path):
+    root = tmp_path / "staged"
+    build_corpus(root, SIZES["num_train"], SIZES["num_test"], num_mixtures=None)
+    assert not (root / "Libri2Mix").exists()
+    speech = {p: p.stat().st_mtime_ns for p in root.rglob("*.flac")}
+    # the mixtures are made later from the files on disk: the same corpus as in one go
+    build_corpus(root, **SIZES)
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*.flac")} == speech
+    assert digest(root) == digest(corpus)
+    # None keeps the mixtures there are; a complete corpus is not rewritten
+    stamps = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+    build_corpus(root, SIZES["num_train"], SIZES["num_test"], num_mixtures=None)
+    build_corpus(root, **SIZES)
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == stamps
+    # files gone behind the manifest's back are made again
+    shutil.rmtree(root / "Libri2Mix" / "wav16k" / "min" / "test")
+    (root / "LibriTTS" / "test-clean" / "900" / "1000" / "900_1000_000000_000000.wav").unlink()
+    build_corpus(root, **SIZES)
+    assert digest(root) == digest(corpus)
+
+
+def test_format_2_manifest_is_reused(tmp_path):
+    root = build_corpus(tmp_path / "old", 2, 2, (1, 1))
+    record = json.loads((root / "corpus.json").read_text())
+    speech = record["speech"]
+    old = {  # what build_corpus recorded before the speech and the mixtures were apart
+        "settings": {
+            "version": speech["version"],
+            "num_train": 2,
+            "num_test": 2,
+            "num_mixtures": [1, 1],
+            "seed": 0,
+        },
+        "plan_sha256": speech["plan_sha256"],
+    }
+    (root / "corpus.json").write_text(json.dumps(old))
+    stamps = {p: p.stat().st_mtime_ns for p in root.rglob("*.wav")}
+    build_corpus(root, 2, 2, (1, 1))
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*.wav")} == stamps

@@ -13,8 +13,9 @@ resampled to 16 kHz, in three standard layouts the datasets of
 
 Splits are by voice: ``train-clean-100`` (LibriMix ``train-100``) uses the training
 voices, ``test-clean`` (LibriMix ``test``) the held-out ones, so evaluation is on
-unseen speakers. A finished corpus is reused when its settings match
-(``corpus.json`` records them). Needs the ``espeak-ng`` program (Debian/Ubuntu:
+unseen speakers. What is already built with the same settings is reused
+(``corpus.json`` records them), the speech and the mixtures apart, so that the
+examples share one corpus folder. Needs the ``espeak-ng`` program (Debian/Ubuntu:
 ``apt-get install espeak-ng``).
 
 Example:
@@ -45,7 +46,7 @@ import torch
 from torch import Tensor
 
 from trivium.audio.functional import resample
-from trivium.audio.io import save
+from trivium.audio.io import load, save
 from trivium.core.errors import DatasetError
 from trivium.core.progress import progress
 
@@ -55,6 +56,7 @@ __all__ = [
     "VOCABULARY",
     "Utterance",
     "build_corpus",
+    "librimix_remedy",
     "plan_corpus",
     "synthesize",
 ]
@@ -138,6 +140,7 @@ PITCHES = (35, 50, 65)  # 0-99
 WORDS_PER_SENTENCE = (3, 6)
 
 _FORMAT_VERSION = 2
+_MANIFEST = "corpus.json"
 
 
 @dataclass(frozen=True)
@@ -240,8 +243,9 @@ def plan_corpus(num_train: int = 300, num_test: int = 60, seed: int = 0) -> list
 def _scaled(waveform: Tensor, rng: random.Random) -> Tensor:
     peak = waveform.abs().max().clamp_min(1e-6)
     # On the 16-bit grid: the mixtures are then made of exactly the samples in the
-    # FLAC files, whatever rounding the resampler's floating point had.
-    return torch.round(waveform * (rng.uniform(0.3, 0.9) / peak) * 32768) / 32768
+    # FLAC files, whatever rounding the resampler's floating point had; + 0.0 turns
+    # -0.0 into the 0.0 those files read back as.
+    return torch.round(waveform * (rng.uniform(0.3, 0.9) / peak) * 32768) / 32768 + 0.0
 
 
 def _write_utterance(root: Path, utt: Utterance, waveform: Tensor) -> None:
@@ -301,20 +305,88 @@ def _write_mixtures(
             save(base / folder / name, wave, SAMPLE_RATE, subtype="FLOAT")
 
 
+def _manifest(root: Path) -> dict:
+    """``{"speech": settings or None, "mixtures": [train, test] or None}`` of ``root``."""
+    try:
+        record = json.loads((root / _MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none or damaged: rebuild
+    if not isinstance(record, dict):
+        return {}
+    if isinstance(record.get("settings"), dict):  # the format-2 manifest: both in one
+        speech = dict(record["settings"], plan_sha256=record.get("plan_sha256"))
+        return {"speech": speech, "mixtures": speech.pop("num_mixtures", None)}
+    return record
+
+
+def _write_manifest(root: Path, record: dict) -> None:
+    # Written before and after each part is built: an interrupted build is never
+    # taken for a finished one.
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{_MANIFEST}.{os.getpid()}"
+    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    os.replace(tmp, root / _MANIFEST)
+
+
+def _speech_files(root: Path, utt: Utterance) -> list[Path]:
+    speech = root / "LibriSpeech" / utt.split / str(utt.speaker_id) / str(utt.chapter_id)
+    tts = root / "LibriTTS" / utt.split / str(utt.speaker_id) / str(utt.chapter_id)
+    return [
+        speech / f"{utt.librispeech_id}.flac",
+        speech / f"{utt.speaker_id}-{utt.chapter_id}.trans.txt",
+        tts / f"{utt.libritts_id}.wav",
+        tts / f"{utt.libritts_id}.original.txt",
+        tts / f"{utt.libritts_id}.normalized.txt",
+    ]
+
+
+def _mixture_folders(root: Path, split: str) -> list[Path]:
+    base = root / "Libri2Mix" / "wav16k" / "min" / MIX_SUBSETS[split]
+    return [base / folder for folder in ("mix_clean", "s1", "s2")]
+
+
+def _mixtures_complete(root: Path, counts: Sequence[int]) -> bool:
+    return all(
+        len(list(folder.glob("*.wav"))) == count
+        for split, count in zip((TRAIN_SPLIT, TEST_SPLIT), counts, strict=True)
+        if count
+        for folder in _mixture_folders(root, split)
+    )
+
+
+def _synthesize_speech(root: Path, plan: Sequence[Utterance], seed: int, workers: int) -> list:
+    levels = [random.Random(f"{seed}-{i}") for i in range(len(plan))]
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        jobs = pool.map(lambda u: synthesize(u.text, u.voice, u.speed, u.pitch), plan)
+        waves = []
+        for i, wave in enumerate(progress(jobs, total=len(plan), desc="espeak-ng corpus")):
+            waves.append(_scaled(wave, levels[i]))
+            _write_utterance(root, plan[i], waves[-1])
+    _write_transcripts(root, plan)
+    return waves
+
+
 def build_corpus(
     root: str | os.PathLike[str],
     num_train: int = 300,
     num_test: int = 60,
-    num_mixtures: tuple[int, int] = (600, 100),
+    num_mixtures: tuple[int, int] | None = (600, 100),
     seed: int = 0,
     num_workers: int = 2,
 ) -> Path:
-    """Synthesise the corpus under ``root`` (reused if already built with these settings).
+    """Synthesise the corpus under ``root``, reusing what is already built with these settings.
+
+    The speech (LibriSpeech and LibriTTS layouts) and the mixtures are cached apart,
+    so that programs asking for the same speech share one ``root``: the mixtures
+    are made from the speech files on disk when they are first asked for, and
+    ``num_mixtures=None`` (what a program that reads no mixtures passes) keeps the
+    mixtures there are. New speech settings rebuild everything.
 
     Args:
         root: the dataset root (it gets ``LibriSpeech/``, ``LibriTTS/``, ``Libri2Mix/``).
         num_train, num_test: utterances from training / held-out voices.
-        num_mixtures: 2-speaker mixtures for ``(train-100, test)``.
+        num_mixtures: 2-speaker mixtures for ``(train-100, test)``; ``None``: keep
+            those already built (none if the speech is new).
         seed: everything random (sentences, speeds, pitches, levels, pairs) follows it.
         num_workers: espeak-ng processes run at once.
 
@@ -327,37 +399,77 @@ def build_corpus(
         ['Libri2Mix', 'LibriSpeech', 'LibriTTS', 'corpus.json']
     """
     root = Path(root)
-    settings = {
+    plan = plan_corpus(num_train, num_test, seed)
+    speech = {
         "version": _FORMAT_VERSION,
         "num_train": num_train,
         "num_test": num_test,
-        "num_mixtures": list(num_mixtures),
         "seed": seed,
+        "plan_sha256": hashlib.sha256(json.dumps([asdict(u) for u in plan]).encode()).hexdigest(),
     }
-    manifest = root / "corpus.json"
-    if manifest.is_file():
-        try:
-            if json.loads(manifest.read_text(encoding="utf-8"))["settings"] == settings:
-                return root
-        except (ValueError, KeyError):
-            pass  # damaged manifest: rebuild
-    for folder in ("LibriSpeech", "LibriTTS", "Libri2Mix"):
-        shutil.rmtree(root / folder, ignore_errors=True)
-    _check_espeak()
-    plan = plan_corpus(num_train, num_test, seed)
+    record = _manifest(root)
+    waves = None
+    if record.get("speech") != speech or not all(
+        p.is_file() for u in plan for p in _speech_files(root, u)
+    ):
+        _check_espeak()
+        # The mixtures are made of the speech: they go with it.
+        record = {"speech": None, "mixtures": None}
+        _write_manifest(root, record)
+        for folder in ("LibriSpeech", "LibriTTS", "Libri2Mix"):
+            shutil.rmtree(root / folder, ignore_errors=True)
+        waves = _synthesize_speech(root, plan, seed, num_workers)
+        record["speech"] = speech
+        _write_manifest(root, record)
+    counts = record.get("mixtures") if num_mixtures is None else list(num_mixtures)
+    if counts is None or (record.get("mixtures") == counts and _mixtures_complete(root, counts)):
+        return root
+    record["mixtures"] = None
+    _write_manifest(root, record)
+    shutil.rmtree(root / "Libri2Mix", ignore_errors=True)
+    if waves is None:
+        # The FLAC files hold exactly the samples synthesised (see _scaled).
+        waves = [load(_speech_files(root, u)[0])[0] for u in plan]
     rng = random.Random(seed + 1)
-    levels = [random.Random(f"{seed}-{i}") for i in range(len(plan))]
-    with ThreadPoolExecutor(max(1, num_workers)) as pool:
-        jobs = pool.map(lambda u: synthesize(u.text, u.voice, u.speed, u.pitch), plan)
-        waves = []
-        for i, wave in enumerate(progress(jobs, total=len(plan), desc="espeak-ng corpus")):
-            waves.append(_scaled(wave, levels[i]))
-            _write_utterance(root, plan[i], waves[-1])
-    _write_transcripts(root, plan)
-    for split, count in zip((TRAIN_SPLIT, TEST_SPLIT), num_mixtures, strict=True):
+    for split, count in zip((TRAIN_SPLIT, TEST_SPLIT), counts, strict=True):
         if count:
             _write_mixtures(root, plan, waves, split, count, rng)
-    digest = hashlib.sha256(json.dumps([asdict(u) for u in plan]).encode()).hexdigest()
-    record = {"settings": settings, "plan_sha256": digest}
-    manifest.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    record["mixtures"] = counts
+    _write_manifest(root, record)
     return root
+
+
+def librimix_remedy(root: str | os.PathLike[str], mix_dir: str | os.PathLike[str]) -> str | None:
+    """How to make LibriMix folder ``mix_dir`` of the embedded corpus at ``root``.
+
+    ``None`` when ``root`` holds no embedded corpus (its ``corpus.json``).
+
+    Example:
+        >>> import tempfile
+        >>> root = build_corpus(tempfile.mkdtemp(), 2, 1, num_mixtures=None)
+        >>> "num_mixtures=" in librimix_remedy(root, root / "Libri2Mix/wav16k/min/test/s1")
+        True
+    """
+    root = Path(root)
+    if not (root / _MANIFEST).is_file():
+        return None
+    made = {f for split in MIX_SUBSETS for f in _mixture_folders(root, split)}
+    if Path(mix_dir) not in made:
+        subsets = " and ".join(MIX_SUBSETS.values())
+        return (
+            f"the embedded corpus at {root} has only Libri2Mix/wav16k/min/<subset>/"
+            f"{{mix_clean,s1,s2}} (subsets {subsets}; task 'sep_clean', sample_rate 16000)"
+        )
+    speech = _manifest(root).get("speech") or {}
+    sizes = {k: speech.get(k, v) for k, v in (("num_train", 300), ("num_test", 60), ("seed", 0))}
+    call = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    remedy = (
+        f"the embedded corpus at {root} has no such mixtures yet; make them with "
+        f"trivium.audio.corpus.build_corpus({str(root)!r}, {call}, num_mixtures=(TRAIN, TEST))"
+    )
+    if sizes["seed"] == 0:  # the examples build with the default seed
+        remedy += (
+            f", or run examples/convtasnet_librimix/train.py --corpus-dir {root} "
+            f"--corpus-size {sizes['num_train']} {sizes['num_test']}"
+        )
+    return remedy

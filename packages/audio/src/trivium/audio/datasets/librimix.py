@@ -101,7 +101,8 @@ class LibriMix(_Mixtures):
     ``task`` picks the mixture folder (``"sep_clean"``: ``mix_clean``, ``"sep_noisy"``
     and ``"enh_both"``: ``mix_both``, ``"enh_single"``: ``mix_single``) and the targets
     (the ``s1..sN`` sources; ``mix_clean`` for ``"enh_both"``). LibriMix is generated
-    locally with its scripts (github.com/JorisCos/LibriMix); there is no download.
+    locally with its scripts (github.com/JorisCos/LibriMix), or for the embedded
+    corpus by :func:`trivium.audio.corpus.build_corpus`; there is no download.
 
     Example:
         >>> import pathlib, tempfile, torch
@@ -135,11 +136,12 @@ class LibriMix(_Mixtures):
         subset_dir = base / _rate_folder(sample_rate) / mode / subset
         mix_dir = subset_dir / _TASKS_TO_MIXTURE[task]
         if not mix_dir.is_dir():
-            raise DatasetError(
-                f"LibriMix folder not found; generate it with the LibriMix scripts so that "
-                f"{mix_dir} exists",
-                path=mix_dir,
+            from trivium.audio.corpus import librimix_remedy
+
+            remedy = librimix_remedy(root, mix_dir) or (
+                f"generate it with the LibriMix scripts so that {mix_dir} exists"
             )
+            raise DatasetError(f"LibriMix folder not found; {remedy}", path=mix_dir)
         if task == "enh_both":
             src_dirs = [subset_dir / "mix_clean"]
         else:
