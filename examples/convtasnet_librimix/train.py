@@ -35,11 +35,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = training_parser(
         __doc__.split("\n\n")[0], "Libri2Mix/", "runs/convtasnet_librimix", 500, 2e-3
     )
-    p.add_argument("--mixtures", type=int, nargs=2, default=(600, 100), metavar=("TRAIN", "TEST"))
-    p.add_argument("--train-subset", default="train-100")
-    p.add_argument("--test-subset", default="test")
-    p.add_argument("--sample-rate", type=int, default=16000, choices=[8000, 16000])
-    p.add_argument("--segment-seconds", type=float, default=1.0)
+    p.add_argument(
+        "--mixtures",
+        type=int,
+        nargs=2,
+        default=(600, 100),
+        metavar=("TRAIN", "TEST"),
+        help="embedded corpus mixtures of training / held-out voices",
+    )
+    p.add_argument("--train-subset", default="train-100", help="training subset")
+    p.add_argument("--test-subset", default="test", help="evaluation subset")
+    p.add_argument(
+        "--sample-rate", type=int, default=16000, choices=[8000, 16000], help="LibriMix wav8k/16k"
+    )
+    p.add_argument(
+        "--segment-seconds", type=float, default=1.0, help="length of the training segments"
+    )
     p.add_argument(
         "--enc-kernel-size",
         type=int,

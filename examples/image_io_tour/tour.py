@@ -53,8 +53,17 @@ def describe(path: Path, data: torch.Tensor) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Decode every JPEG/PNG under a folder.")
-    parser.add_argument("folder", type=Path, nargs="?", default=Path("tests/assets/images"))
+    parser = argparse.ArgumentParser(
+        description="Decode every JPEG/PNG under a folder.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "folder",
+        type=Path,
+        nargs="?",
+        default=Path("tests/assets/images"),
+        help="searched recursively for .jpg, .jpeg and .png files",
+    )
     args = parser.parse_args()
     paths = sorted(p for p in args.folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
     print(f"{'file':34} {'fmt':4} {'size':>11} {'C':>2} {'bit':>3} {'ori':>3} {'dtype':>6} "

@@ -37,10 +37,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = training_parser(
         __doc__.split("\n\n")[0], "LibriSpeech/<split>", "runs/wav2letter_librispeech", 400, 5e-4
     )
-    p.add_argument("--train-url", default="train-clean-100")
-    p.add_argument("--test-url", default="test-clean")
-    p.add_argument("--input-type", default="mfcc", choices=["mfcc", "power_spectrum", "waveform"])
-    p.add_argument("--num-features", type=int, default=40)
+    p.add_argument("--train-url", default="train-clean-100", help="training split")
+    p.add_argument("--test-url", default="test-clean", help="evaluation split")
+    p.add_argument(
+        "--input-type",
+        default="mfcc",
+        choices=["mfcc", "power_spectrum", "waveform"],
+        help="model input (power_spectrum: log-mel bands)",
+    )
+    p.add_argument("--num-features", type=int, default=40, help="MFCCs or mel bands")
     p.add_argument(
         "--hidden-channels", type=int, default=250, help="Wav2Letter width (torchaudio: 250)"
     )
@@ -52,7 +57,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--freq-warp", type=float, default=0.0, help="speaker warp of the mel bands, ±")
     p.add_argument("--time-stretch", type=float, default=0.0, help="tempo change, ±")
-    p.add_argument("--decoder", default="greedy", choices=["greedy", "beam"])
+    p.add_argument(
+        "--decoder", default="greedy", choices=["greedy", "beam"], help="CTC decoding at evaluation"
+    )
     return p.parse_args(argv)
 
 
@@ -61,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     args = parse_args(argv)
     root = args.root
     if root is None:
-        root = str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=(0, 0)))
+        # num_mixtures=None: leave the separation example's mixtures in a shared corpus.
+        root = str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=None))
     config = ASRConfig(
         root=root,
         train_url=args.train_url,

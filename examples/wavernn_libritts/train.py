@@ -34,12 +34,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = training_parser(
         __doc__.split("\n\n")[0], "LibriTTS/<split>", "runs/wavernn_libritts", 1000, 2e-3, 2
     )
-    p.add_argument("--train-url", default="train-clean-100")
-    p.add_argument("--test-url", default="test-clean")
-    p.add_argument("--sample-rate", type=int, default=16000)
-    p.add_argument("--segment-frames", type=int, default=2)
-    p.add_argument("--n-rnn", type=int, default=256, help="GRU width (torchaudio default: 512)")
-    p.add_argument("--n-fc", type=int, default=256)
+    p.add_argument("--train-url", default="train-clean-100", help="training split")
+    p.add_argument("--test-url", default="test-clean", help="evaluation split")
+    p.add_argument("--sample-rate", type=int, default=16000, help="audio is resampled to it")
+    p.add_argument("--segment-frames", type=int, default=2, help="mel frames per training segment")
+    p.add_argument("--n-rnn", type=int, default=256, help="GRU width (torchaudio: 512)")
+    p.add_argument("--n-fc", type=int, default=256, help="width of the output layers")
     p.add_argument("--eval-seconds", type=float, default=1.0, help="audio vocoded per utterance")
     p.add_argument(
         "--loss-window", type=int, default=20, help="steps averaged for the start/end loss"
@@ -69,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     args = parse_args(argv)
     root = args.root
     if root is None:
-        root = str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=(0, 0)))
+        # num_mixtures=None: leave the separation example's mixtures in a shared corpus.
+        root = str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=None))
     config = VocoderConfig(
         root=root,
         train_url=args.train_url,

@@ -48,6 +48,14 @@ def test_help(name):
     )
     assert result.returncode == 0, result.stderr
     assert "--root" in result.stdout and "--steps" in result.stdout
+    # every option shows its default
+    steps = {"asr": 400, "vocoder": 1000, "separation": 500}[name]
+    text = " ".join(result.stdout.split())  # argparse wraps long help lines
+    assert f"(default: {steps})" in text
+    assert "(default: data/espeak_corpus)" in text
+    assert "(default: (300, 60))" in text
+    assert "(default: auto)" in text
+    assert "(default: None)" not in text
 
 
 def test_asr_example_builds_its_corpus_and_resumes(tmp_path):
@@ -166,3 +174,58 @@ def test_vocoder_loss_fall_averages_the_first_and_last_steps():
     assert got["first_train_loss"] == pytest.approx(5.0)
     assert got["last_train_loss"] == pytest.approx(2.0)
     assert load("vocoder").loss_fall([], window=5) == {}
+
+
+class _Prepared(Exception):
+    """Raised by the stubbed ``train``: the example got as far as its config."""
+
+
+def prepare(name: str, argv: list[str], monkeypatch) -> Path:
+    """Run an example's ``main`` up to training; the dataset root its config got."""
+    module = load(name)
+
+    def stop(config, **kwargs):
+        raise _Prepared(config.root)
+
+    monkeypatch.setattr(getattr(module, name), "train", stop)
+    with pytest.raises(_Prepared) as prepared:
+        module.main(argv)
+    return Path(str(prepared.value))
+
+
+def check_corpus(root: Path) -> None:
+    from trivium.audio.datasets import LIBRISPEECH, LIBRITTS, LibriMix
+
+    for url, count in (("train-clean-100", 4), ("test-clean", 2)):
+        assert len(LIBRISPEECH(root, url=url)) == count
+        assert len(LIBRITTS(root, url=url)) == count
+        LIBRISPEECH(root, url=url)[0]
+    for subset, count in (("train-100", 2), ("test", 1)):
+        mixtures = LibriMix(root, subset=subset, sample_rate=16000)
+        assert len(mixtures) == count
+        sample_rate, _, sources = mixtures[0]
+        assert sample_rate == 16000 and len(sources) == 2
+
+
+def mtimes(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def test_examples_share_one_corpus_dir(tmp_path, monkeypatch):
+    corpus = tmp_path / "corpus"
+    common = ["--corpus-dir", str(corpus), "--corpus-size", "4", "2", "--device", "cpu"]
+    argv = {
+        "asr": common,
+        "vocoder": common,
+        "separation": [*common, "--mixtures", "2", "1"],
+    }
+    # Separation first, then the speech examples: these used to rebuild the corpus
+    # without its mixtures.
+    for name in ("separation", "asr", "vocoder"):
+        assert prepare(name, argv[name], monkeypatch) == corpus
+    check_corpus(corpus)
+    before = mtimes(corpus)
+    for name in ("asr", "separation", "vocoder", "separation"):
+        prepare(name, argv[name], monkeypatch)
+    assert mtimes(corpus) == before  # nothing rebuilt
+    check_corpus(corpus)

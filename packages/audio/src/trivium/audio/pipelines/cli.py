@@ -18,7 +18,24 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["training_options", "training_parser"]
+__all__ = ["HelpFormatter", "training_options", "training_parser"]
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each option's default, except ``None`` and off flags.
+
+    Example:
+        >>> p = argparse.ArgumentParser(formatter_class=HelpFormatter)
+        >>> _ = p.add_argument("--lr", type=float, default=0.1, help="learning rate")
+        >>> "(default: 0.1)" in p.format_help()
+        True
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        # "(default: None)" and "(default: False)" say nothing the help text does not.
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def training_parser(
@@ -31,24 +48,44 @@ def training_parser(
 ) -> argparse.ArgumentParser:
     """A parser with the options of every training example (``layout``: what ``--root`` holds).
 
+    Its ``--help`` shows the defaults (:class:`HelpFormatter`): give every option a help.
+
     Example:
         >>> training_parser("demo", "LibriSpeech/<split>", "runs/x", 5, 0.1).parse_args([]).steps
         5
     """
-    p = argparse.ArgumentParser(description=description)
-    p.add_argument("--root", help=f"dataset root with {layout} (default: embedded corpus)")
-    p.add_argument("--corpus-dir", default="data/espeak_corpus", help="where the corpus is cached")
-    p.add_argument("--corpus-size", type=int, nargs=2, default=(300, 60), metavar=("TRAIN", "TEST"))
-    p.add_argument("--out-dir", default=out_dir)
-    p.add_argument("--steps", type=int, default=steps)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--lr", type=float, default=lr)
-    p.add_argument("--device", default="auto")
+    p = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
+    p.add_argument(
+        "--root", help=f"dataset root with {layout}; without it, the embedded espeak-ng corpus"
+    )
+    p.add_argument(
+        "--corpus-dir",
+        default="data/espeak_corpus",
+        help="where the embedded corpus is built and kept (the examples share it)",
+    )
+    p.add_argument(
+        "--corpus-size",
+        type=int,
+        nargs=2,
+        default=(300, 60),
+        metavar=("TRAIN", "TEST"),
+        help="embedded corpus utterances from training / held-out voices",
+    )
+    p.add_argument("--out-dir", default=out_dir, help="checkpoints, metrics and eval.json")
+    p.add_argument("--steps", type=int, default=steps, help="training steps")
+    p.add_argument("--batch-size", type=int, default=8, help="items per step")
+    p.add_argument("--lr", type=float, default=lr, help="peak learning rate")
+    p.add_argument("--device", default="auto", help="auto: cuda > mps > cpu")
     p.add_argument("--amp", action="store_true", help="mixed precision")
-    p.add_argument("--checkpoint-every", type=int, default=250)
+    p.add_argument("--checkpoint-every", type=int, default=250, help="steps between checkpoints")
     p.add_argument("--eval-every", type=int, default=0, help="evaluate during training (0: at end)")
-    p.add_argument("--max-eval-items", type=int, default=max_eval_items)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--max-eval-items",
+        type=int,
+        default=max_eval_items,
+        help="cap on the test items evaluated (no cap when not given)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the training run")
     p.add_argument(
         "--no-resume", action="store_true", help="start over even if out-dir has a checkpoint"
     )
