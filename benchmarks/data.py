@@ -18,7 +18,7 @@ What it measures (every input is generated at start-up in a temp dir):
    ``[32, 3, 224, 224]``:
 
    - ours: ``ParquetSource(shards, columns=["image", "label"]).to_tensors()
-     .map(DecodeRandomResizedCrop(224), input_col="image")`` in
+     .map_batches(DecodeRandomResizedCrop(224), input_col="image")`` in
      ``trivium.data.DataLoader`` (each batch decodes only the crop regions);
    - torchvision: ``ImageFolder(root, Compose([RandomResizedCrop(224), PILToTensor()]))``
      in torch's ``DataLoader`` (torchvision's pure-Python parts, imported through
@@ -305,7 +305,7 @@ def trivium_epoch(shards: Path, persistent: bool) -> Callable[[], Counter]:
 
     crop = DecodeRandomResizedCrop(CROP, generator=torch.Generator().manual_seed(0))
     pipe = ParquetSource(shards, columns=["image", "label"]).to_tensors()
-    pipe = pipe.map(crop, input_col="image")
+    pipe = pipe.map_batches(crop, input_col="image")  # one batched decode per batch
     loader = DataLoader(
         pipe,
         batch_size=BATCH,

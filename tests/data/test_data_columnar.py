@@ -131,3 +131,41 @@ def test_columnar_pipe_ops() -> None:
         list(IterPipe.from_iterable([{"a": 1}]).select(["a"]))
     with pytest.raises(TypeError, match="expression must be"):
         list(src.with_column("z", 3))
+
+
+def test_per_sample_ops_on_batches() -> None:
+    """map, filter and flatmap see one row of a batch at a time, as pyarrow's rows give them."""
+    rb = pa.record_batch({"x": [1, 2, 3, 4], "s": ["a", "b", "c", "d"]})
+    rows = rb.to_pylist()
+    source = IterPipe.from_iterable([rb])
+    assert list(source.map(lambda r: r["x"] * 10)) == [r["x"] * 10 for r in rows]
+    kept = next(iter(source.filter(lambda x: x % 2 == 0, input_col="x")))
+    assert kept.to_pylist() == [r for r in rows if r["x"] % 2 == 0]  # still a RecordBatch
+    assert (
+        list(source.flatmap(lambda r: [r["s"]] * r["x"]))
+        == ["a", "b", "b", "c", "c", "c"] + ["d"] * 4
+    )
+
+    tensors = source.to_tensors()
+    (batch,) = tensors.map(lambda x: x * 2, input_col="x", output_col="y")
+    assert batch["y"].tolist() == [2, 4, 6, 8] and batch["x"].tolist() == [1, 2, 3, 4]
+    assert batch["s"] == ["a", "b", "c", "d"]
+    (batch,) = tensors.map(lambda r: {"x": r["x"] + 1, "t": r["s"] * 2})
+    assert batch["x"].tolist() == [2, 3, 4, 5] and batch["t"] == ["aa", "bb", "cc", "dd"]
+    assert list(tensors.map(lambda r: r["s"])) == ["a", "b", "c", "d"]  # not dicts: rows
+    (batch,) = tensors.filter(lambda r: r["s"] != "b")
+    assert batch["x"].tolist() == [1, 3, 4] and batch["s"] == ["a", "c", "d"]
+    assert [r["s"] for r in tensors.unbatch()] == ["a", "b", "c", "d"]
+
+    def fragile(x: torch.Tensor) -> torch.Tensor:
+        if int(x) == 3:
+            raise ValueError("bad sample")
+        return x
+
+    pipe = tensors.map(fragile, input_col="x", on_error="skip")
+    with pytest.warns(UserWarning, match="1 samples skipped"):
+        (batch,) = list(pipe)
+    assert batch["x"].tolist() == [1, 2, 4] and batch["s"] == ["a", "b", "d"]
+    assert pipe.skipped == 1
+    with pytest.raises(ValueError, match="bad sample"):
+        list(tensors.map(fragile, input_col="x"))

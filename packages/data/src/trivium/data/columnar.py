@@ -33,7 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import torch
 
-from trivium.data.pipes import IterPipe
+from trivium.data.batches import TensorBatch, is_batch
+from trivium.data.pipes import IterPipe, _get_col
 
 __all__ = ["to_tensors"]
 
@@ -228,8 +229,8 @@ class _ColumnarOp(IterPipe):
         raise NotImplementedError
 
 
-class MapBatches(_ColumnarOp):
-    """``pipe.map_batches(fn)``.
+class MapBatches(IterPipe):
+    """``pipe.map_batches(fn, input_col, output_col)``.
 
     Example:
         >>> import pyarrow as pa
@@ -238,13 +239,39 @@ class MapBatches(_ColumnarOp):
         [1]
     """
 
-    op_name = "map_batches"
+    _per_batch = True
 
-    def __init__(self, source: IterPipe, fn: Callable[[Columnar], Any]) -> None:
+    def __init__(
+        self,
+        source: IterPipe,
+        fn: Callable[[Any], Any],
+        input_col: Any = None,
+        output_col: Any = None,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"map_batches: fn must be callable, got {type(fn).__name__}")
+        if output_col is not None and input_col is None:
+            raise ValueError("map_batches: output_col needs input_col")
         self.source, self.fn = source, fn
+        self.input_col, self.output_col = input_col, output_col
 
-    def _transform(self, batch: Columnar) -> Any:
-        return self.fn(batch)
+    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+        for batch in items:
+            if not is_batch(batch):
+                raise TypeError(
+                    "map_batches needs batches (pyarrow RecordBatches, or dicts from "
+                    f"to_tensors()), got {type(batch).__name__}; use map for single samples"
+                )
+            yield self._transform(batch)
+
+    def _transform(self, batch: Any) -> Any:
+        if self.input_col is None:
+            return self.fn(batch)
+        if not isinstance(batch, TensorBatch):
+            raise TypeError("map_batches: input_col needs the dict batches of to_tensors()")
+        out = TensorBatch(batch)
+        out[self.output_col or self.input_col] = self.fn(_get_col(batch, self.input_col))
+        return out
 
 
 class Select(_ColumnarOp):
@@ -340,7 +367,7 @@ class ToTensors(_ColumnarOp):
     Example:
         >>> import pyarrow as pa
         >>> next(iter(ToTensors(IterPipe.from_iterable([pa.record_batch({"x": [1]})]), None)))
-        {'x': tensor([1])}
+        TensorBatch({'x': tensor([1])})
     """
 
     op_name = "to_tensors"
@@ -348,5 +375,5 @@ class ToTensors(_ColumnarOp):
     def __init__(self, source: IterPipe, columns: Sequence[str] | None) -> None:
         self.source, self.columns = source, None if columns is None else list(columns)
 
-    def _transform(self, batch: Columnar) -> dict[str, Any]:
-        return to_tensors(batch, self.columns)
+    def _transform(self, batch: Columnar) -> TensorBatch:
+        return TensorBatch(to_tensors(batch, self.columns))

@@ -26,6 +26,13 @@ after ``to_rows()`` (collated with ``collate_fn``). A ``filter`` (or
 ``on_error="skip"``) makes a batch smaller, never changes the number of batches;
 a batch left empty is not yielded.
 
+Random transforms: each sample is read (``dataset[i]``) and mapped inside its own
+:func:`trivium.core.seeding.sample_scope`, seeded from ``(seed, epoch, the sample's
+position)``, so every sample, worker and epoch draws differently, the draws follow
+from ``seed`` alone, do not depend on the number of workers, and a resumed epoch
+repeats the augmentations of an uninterrupted one (with the same batch size and
+number of ranks: the ops' streams are keyed by the batch's first position).
+
 Example:
     >>> from trivium.data import DataLoader
     >>> loader = DataLoader(list(range(10)), batch_size=4, shuffle=True, seed=0)
@@ -47,7 +54,9 @@ import torch
 from torch.utils.data import IterableDataset, default_collate, get_worker_info
 
 from trivium.core.devices import CUDAPrefetcher
+from trivium.core.seeding import derive_seed, sample_scope
 from trivium.data.arrow_sources import ArrowSource, fragments_for_window
+from trivium.data.batches import TensorBatch, is_batch
 from trivium.data.pipes import IterPipe, Map, Shuffle, SkippedSamplesWarning, _MapToIter
 from trivium.data.sharding import EpochPlan, epoch_order
 from trivium.data.transfer import inline_small_tensors
@@ -94,7 +103,6 @@ class _Chain:
                 "DataLoader needs a map-style dataset (with __getitem__ and __len__) or an "
                 f"IterPipe over an Arrow source, got {type(node).__name__}"
             )
-        self.rows_out = not self.columnar or any(_makes_rows(op) for op in self.ops)
 
     def num_samples(self) -> int:
         if self.columnar:
@@ -107,24 +115,31 @@ class _Chain:
     def skipped(self) -> int:
         return sum(op.skipped for op in self.ops if isinstance(op, Map))
 
-    def read(self, ids: np.ndarray) -> list[Any]:
-        if self.columnar:
-            items: Iterator[Any] = iter([self.root.take(ids)])
-        else:
-            getitems = getattr(self.root, "__getitems__", None)
-            index = ids.tolist()
-            rows = getitems(index) if getitems else [self.root[i] for i in index]
-            items = iter(rows)
-        for op in self.ops:
-            items = op._apply(items)
-        return list(items)
+    def read(self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int) -> list[Any]:
+        """The items of one batch: rows ``ids`` at ``positions`` of the epoch's order.
 
+        Every sample is read and mapped in its own ``sample_scope``, seeded from
+        ``(seed, epoch, position)`` for the dataset's ``__getitem__`` and from the
+        batch's first position, the op and the sample's place in the batch for the
+        ops; what draws outside those draws from the batch's scope.
+        """
+        batch_seed = derive_seed(seed, epoch, int(positions[0]), -1)
+        with sample_scope(batch_seed):
+            if self.columnar:
+                items: Iterator[Any] = iter([self.root.take(ids)])
+            else:
+                items = iter(self._rows(ids, positions, seed, epoch))
+            for i, op in enumerate(self.ops):
+                op_seed = derive_seed(batch_seed, i)
+                items = op._apply(items, op_seed) if op._per_sample else op._apply(items)
+            return list(items)
 
-def _makes_rows(op: IterPipe) -> bool:
-    from trivium.data.columnar import ToRows
-    from trivium.data.pipes import Unbatch
-
-    return isinstance(op, ToRows | Unbatch)
+    def _rows(self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int) -> list[Any]:
+        rows = []
+        for i, p in zip(ids.tolist(), positions.tolist(), strict=True):
+            with sample_scope(derive_seed(seed, epoch, p)):
+                rows.append(self.root[i])
+        return rows
 
 
 class _EpochStream(IterableDataset):
@@ -164,8 +179,8 @@ class _EpochStream(IterableDataset):
         n = len(order)
         before = self.chain.skipped()
         for k in range(worker, plan.num_batches, workers):
-            ids = order[plan.batch_positions(k) % n]
-            out = self.chain.read(ids)
+            positions = plan.batch_positions(k)
+            out = self.chain.read(order[positions % n], positions, seed, epoch)
             now = self.chain.skipped()
             batch = self._finish(out)
             yield k, now - before, batch if info is None else inline_small_tensors(batch)
@@ -174,7 +189,8 @@ class _EpochStream(IterableDataset):
     def _finish(self, out: list[Any]) -> Any:
         if not out:
             return None
-        if not self.chain.rows_out:
+        if self.chain.columnar and all(is_batch(o) for o in out):
+            out = [dict(o) if isinstance(o, TensorBatch) else o for o in out]
             batch = out[0] if len(out) == 1 else out
             return self.collate_fn(batch) if self.collate_fn else batch
         return (self.collate_fn or default_collate)(out)
@@ -193,7 +209,8 @@ class DataLoader:
     Arguments follow ``torch.utils.data.DataLoader``; beyond it:
 
     Args:
-        seed: fixes the order of every epoch together with :meth:`set_epoch`.
+        seed: fixes the order of every epoch together with :meth:`set_epoch`, and what
+            every random transform draws for each sample (see the module docstring).
         shuffle_window: for an Arrow source, rows are shuffled within windows of this
             many rows after the fragments are permuted (default: the pipe's
             ``shuffle(buffer_size)``, else 16384). Map-style data is fully permuted.
@@ -337,6 +354,8 @@ class DataLoader:
         extra: dict[str, Any] = {}
         if self.num_workers > 0:
             extra = {
+                # Workers' torch, random and NumPy seeds then follow from (seed, epoch) too.
+                "generator": torch.Generator().manual_seed(derive_seed(self.seed, self.epoch)),
                 "prefetch_factor": self.prefetch_factor,
                 "persistent_workers": self.persistent_workers,
                 "multiprocessing_context": self.multiprocessing_context,

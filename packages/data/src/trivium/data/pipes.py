@@ -26,7 +26,9 @@ from typing import Any
 from torch.utils.data import Dataset, IterableDataset
 from torch.utils.data import default_collate as torch_default_collate
 
+from trivium.core.seeding import derive_seed, sample_scope
 from trivium.core.threads import get_num_threads, get_thread_pool
+from trivium.data.batches import TensorBatch, collate_column, is_batch, rows_of, take_rows
 
 __all__ = ["IterPipe", "MapPipe", "SkippedSamplesWarning"]
 
@@ -85,6 +87,9 @@ class IterPipe(IterableDataset):
     # Whether the op only transforms items one batch at a time, so that the
     # DataLoader may run it on each batch of the global order inside a worker.
     _per_batch = False
+    # Whether the op calls user code per sample and so takes the seed of the batch's
+    # sample scopes (``_apply(items, seed)``).
+    _per_sample = False
 
     @staticmethod
     def from_iterable(iterable: Iterable[Any]) -> IterPipe:
@@ -117,10 +122,17 @@ class IterPipe(IterableDataset):
         *,
         on_error: str = "raise",
     ) -> IterPipe:
-        """Apply ``fn`` to each item, or to ``item[input_col]`` (stored in ``output_col``).
+        """Apply ``fn`` to each sample, or to ``sample[input_col]`` (stored in ``output_col``).
 
-        ``on_error="skip"`` drops items on which ``fn`` raises; they are counted in
-        ``pipe.skipped`` and reported with a :class:`SkippedSamplesWarning`.
+        Per sample wherever it stands: on a batch (a RecordBatch, or what
+        ``to_tensors()`` makes of one) ``fn`` sees one row at a time. After
+        ``to_tensors()`` the outputs are put back into the batch (stacked when they
+        are tensors of one shape); rows of a RecordBatch come out as rows. To call a
+        function on whole batches, use :meth:`map_batches`.
+
+        ``on_error="skip"`` drops the samples on which ``fn`` raises (only those);
+        they are counted in ``pipe.skipped`` and reported with a
+        :class:`SkippedSamplesWarning`.
 
         Example:
             >>> pipe = IterPipe.from_iterable([{"x": 1}, {"x": 2}])
@@ -319,8 +331,15 @@ class IterPipe(IterableDataset):
         return Mux(self, *others)
 
     # ---- columnar ops (see trivium.data.columnar)
-    def map_batches(self, fn: Callable[[Any], Any]) -> IterPipe:
-        """Apply ``fn`` to each ``pyarrow.RecordBatch`` (must return a RecordBatch or Table).
+    def map_batches(
+        self, fn: Callable[[Any], Any], input_col: Any = None, output_col: Any = None
+    ) -> IterPipe:
+        """Apply ``fn`` to each whole batch (a RecordBatch, or a dict after ``to_tensors()``).
+
+        With ``input_col``, ``fn`` gets that column of the batch (all its rows) and its
+        result is stored in ``output_col`` (default: ``input_col``); a batched kernel
+        such as ``DecodeRandomResizedCrop`` on a list of JPEGs runs here. A random
+        ``fn`` draws once per batch unless it draws per row itself (``per_sample=True``).
 
         Example:
             >>> import pyarrow as pa, pyarrow.compute as pc
@@ -331,7 +350,7 @@ class IterPipe(IterableDataset):
         """
         from trivium.data.columnar import MapBatches
 
-        return MapBatches(self, fn)
+        return MapBatches(self, fn, input_col, output_col)
 
     def select(self, columns: Sequence[str]) -> IterPipe:
         """Keep only ``columns`` of each RecordBatch, in that order.
@@ -395,7 +414,7 @@ class IterPipe(IterableDataset):
             >>> import pyarrow as pa
             >>> rb = pa.record_batch({"x": [1, 2]})
             >>> next(iter(IterPipe.from_iterable([rb]).to_tensors()))
-            {'x': tensor([1, 2])}
+            TensorBatch({'x': tensor([1, 2])})
         """
         from trivium.data.columnar import ToTensors
 
@@ -415,6 +434,30 @@ class _FromIterable(IterPipe):
         return f"IterPipe.from_iterable({type(self.iterable).__name__})"
 
 
+class _SampleSeeds:
+    """The seed of each sample's :func:`~trivium.core.seeding.sample_scope`, in order.
+
+    ``seed`` is None outside :class:`trivium.data.DataLoader`: then no scope is opened
+    and transforms draw from their own generators.
+    """
+
+    def __init__(self, seed: int | None) -> None:
+        self.seed, self.count = seed, 0
+
+    def next(self) -> int | None:
+        if self.seed is None:
+            return None
+        self.count += 1
+        return derive_seed(self.seed, self.count)
+
+
+def _in_scope(seed: int | None, fn: Callable[..., Any], *args: Any) -> Any:
+    if seed is None:
+        return fn(*args)
+    with sample_scope(seed):
+        return fn(*args)
+
+
 class Map(IterPipe):
     """``pipe.map(...)``: see :meth:`IterPipe.map`.
 
@@ -424,6 +467,7 @@ class Map(IterPipe):
     """
 
     _per_batch = True
+    _per_sample = True
 
     def __init__(
         self,
@@ -450,17 +494,55 @@ class Map(IterPipe):
         col = self.input_col if self.output_col is None else self.output_col
         return _set_col(item, col, value)
 
-    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
-        for item in items:
-            if self.on_error == "raise":
-                yield self._call(item)
+    def _apply(self, items: Iterator[Any], seed: int | None = None) -> Iterator[Any]:
+        seeds = _SampleSeeds(seed)
+        for many, group in itertools.groupby(items, key=is_batch):
+            if many:
+                for batch in group:
+                    yield from self._map_batch(batch, seeds)
                 continue
-            try:
-                out = self._call(item)
-            except Exception:
-                self.skipped += 1
-                continue
-            yield out
+            calls = ((self._call, item, seeds.next()) for item in group)
+            yield from (out for ok, out in self._results(calls) if ok)
+
+    def _map_batch(self, batch: Any, seeds: _SampleSeeds) -> Iterator[Any]:
+        """The outputs for each sample of ``batch``: a TensorBatch again where they allow."""
+        if not isinstance(batch, TensorBatch):  # Arrow rows come out as rows
+            calls = ((self._call, row, seeds.next()) for row in rows_of(batch))
+            yield from (out for ok, out in self._results(calls) if ok)
+            return
+        if self.input_col is None:
+            calls = ((self._call, row, seeds.next()) for row in rows_of(batch))
+            outs = [out for ok, out in self._results(calls) if ok]
+            if outs and all(isinstance(o, dict) for o in outs):
+                yield TensorBatch({k: collate_column([o[k] for o in outs]) for k in outs[0]})
+            else:
+                yield from outs
+            return
+        column = _get_col(batch, self.input_col)
+        values = zip(*column, strict=True) if isinstance(self.input_col, list | tuple) else column
+        calls = ((self.fn, value, seeds.next()) for value in values)
+        results = list(self._results(calls))
+        kept = [i for i, (ok, _) in enumerate(results) if ok]
+        if not kept:
+            return
+        out = TensorBatch(take_rows(batch, kept))
+        col = self.input_col if self.output_col is None else self.output_col
+        out[col] = collate_column([value for ok, value in results if ok])
+        yield out
+
+    def _results(self, calls: Iterable[tuple[Callable, Any, int | None]]) -> Iterator[tuple]:
+        """``(True, output)`` per call, in order, or ``(False, None)`` for a skipped one."""
+        for fn, arg, seed in calls:
+            yield self._settle(lambda fn=fn, arg=arg, seed=seed: _in_scope(seed, fn, arg))
+
+    def _settle(self, run: Callable[[], Any]) -> tuple[bool, Any]:
+        if self.on_error == "raise":
+            return True, run()
+        try:
+            return True, run()
+        except Exception:
+            self.skipped += 1
+            return False, None
 
     def __iter__(self) -> Iterator[Any]:
         before = self.skipped
@@ -499,7 +581,7 @@ class ParallelMap(Map):
         self.num_threads = _check_positive(num_threads or get_num_threads(), "num_threads")
         self.max_in_flight = _check_positive(max_in_flight or 4 * self.num_threads, "max_in_flight")
 
-    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+    def _results(self, calls: Iterable[tuple[Callable, Any, int | None]]) -> Iterator[tuple]:
         shared = get_thread_pool()
         pool = shared if shared._max_workers >= self.num_threads else None
         own = None
@@ -509,28 +591,17 @@ class ParallelMap(Map):
             pool = own = ThreadPoolExecutor(self.num_threads, thread_name_prefix="trivium-pmap")
         pending: list[Any] = []
         try:
-            for item in items:
-                pending.append(pool.submit(self._call, item))
+            for fn, arg, seed in calls:  # the scope opens in the pool's thread
+                pending.append(pool.submit(_in_scope, seed, fn, arg))
                 if len(pending) >= self.max_in_flight:
-                    yield from self._collect(pending.pop(0))
+                    yield self._settle(pending.pop(0).result)
             while pending:
-                yield from self._collect(pending.pop(0))
+                yield self._settle(pending.pop(0).result)
         finally:
             for future in pending:
                 future.cancel()
             if own is not None:
                 own.shutdown(wait=False)
-
-    def _collect(self, future: Any) -> Iterator[Any]:
-        if self.on_error == "raise":
-            yield future.result()
-            return
-        try:
-            out = future.result()
-        except Exception:
-            self.skipped += 1
-            return
-        yield out
 
 
 class Filter(IterPipe):
@@ -542,17 +613,27 @@ class Filter(IterPipe):
     """
 
     _per_batch = True
+    _per_sample = True
 
     def __init__(
         self, source: IterPipe, filter_fn: Callable[[Any], bool], input_col: Any = None
     ) -> None:
         self.source, self.filter_fn, self.input_col = source, filter_fn, input_col
 
-    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+    def _keep(self, item: Any, seed: int | None) -> bool:
         col = self.input_col
+        return bool(_in_scope(seed, self.filter_fn, item if col is None else _get_col(item, col)))
+
+    def _apply(self, items: Iterator[Any], seed: int | None = None) -> Iterator[Any]:
+        seeds = _SampleSeeds(seed)
         for item in items:
-            if self.filter_fn(item if col is None else _get_col(item, col)):
-                yield item
+            if not is_batch(item):
+                if self._keep(item, seeds.next()):
+                    yield item
+                continue
+            kept = [i for i, row in enumerate(rows_of(item)) if self._keep(row, seeds.next())]
+            if kept:
+                yield take_rows(item, kept)
 
 
 class FlatMap(IterPipe):
@@ -564,13 +645,19 @@ class FlatMap(IterPipe):
     """
 
     _per_batch = True
+    _per_sample = True
 
     def __init__(self, source: IterPipe, fn: Callable[[Any], Iterable[Any]] | None) -> None:
         self.source, self.fn = source, fn
 
-    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+    def _apply(self, items: Iterator[Any], seed: int | None = None) -> Iterator[Any]:
+        seeds = _SampleSeeds(seed)
         for item in items:
-            yield from (item if self.fn is None else self.fn(item))
+            if self.fn is None:
+                yield from rows_of(item) if is_batch(item) else item
+                continue
+            for row in rows_of(item) if is_batch(item) else [item]:
+                yield from _in_scope(seeds.next(), lambda r=row: list(self.fn(r)))
 
 
 class Enumerate(IterPipe):
@@ -623,10 +710,7 @@ class Unbatch(IterPipe):
 
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
         for batch in items:
-            if hasattr(batch, "to_pylist"):  # a pyarrow RecordBatch / Table
-                yield from batch.to_pylist()
-            else:
-                yield from batch
+            yield from rows_of(batch) if is_batch(batch) else batch
 
 
 class BucketByLength(IterPipe):
