@@ -350,3 +350,33 @@ def test_two_ranks_two_workers_with_torch_distributed(
         single.set_epoch(int(epoch))
         assert global_order(per_rank)[:N] == list(itertools.chain.from_iterable(arrow_ids(single)))
     assert ranks[0]["batches"]["0"] != ranks[0]["batches"]["1"]
+
+
+def test_a_worker_error_leaves_nothing_for_the_next_loader() -> None:
+    """The failed epoch's workers are shut down before the error propagates.
+
+    Otherwise the next loader's forked workers inherit torch's iterator (kept alive by
+    the traceback's reference cycle) and print its failing ``__del__`` on collection.
+    """
+    script = textwrap.dedent(
+        """
+        from trivium.data import DataLoader, MapPipe
+
+        def boom(x):
+            if x == 5:
+                raise ValueError("bad sample")
+            return x
+
+        try:
+            list(DataLoader(MapPipe(list(range(20))).map(boom), 2, num_workers=2))
+        except ValueError:
+            pass
+        assert len(list(DataLoader(MapPipe(list(range(20))), 2, num_workers=2))) == 10
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert "Exception ignored" not in done.stderr, done.stderr

@@ -196,6 +196,19 @@ class _EpochStream(IterableDataset):
         return (self.collate_fn or default_collate)(out)
 
 
+def _shut_down(workers: Iterator[Any]) -> None:
+    """Stop the worker processes of torch's loader iterator now.
+
+    An exception's traceback keeps the iterator alive in a reference cycle. The next
+    loader's workers, forked before the cycle is collected, would inherit it, and their
+    garbage collector would run its ``__del__``, which asserts that it is in the parent
+    ("can only test a child process"). Once shut down, ``__del__`` does nothing.
+    """
+    shutdown = getattr(workers, "_shutdown_workers", None)  # torch's iterator, private
+    if shutdown is not None:
+        shutdown()
+
+
 def _distributed() -> tuple[int, int]:
     dist = torch.distributed
     if dist.is_available() and dist.is_initialized():
@@ -386,14 +399,20 @@ class DataLoader:
     def _batches(self, plan: EpochPlan) -> Iterator[Any]:
         pending: dict[int, tuple[int, Any]] = {}
         next_k = 0
-        for k, skipped, batch in self._epoch_loader(plan):
-            pending[k] = (skipped, batch)
-            while next_k in pending:  # yield in plan order whatever the workers do
-                skipped, batch = pending.pop(next_k)
-                next_k += 1
-                self.skipped += skipped
-                self._epoch_skipped += skipped
-                yield next_k, batch
+        workers = iter(self._epoch_loader(plan))
+        try:
+            for k, skipped, batch in workers:
+                pending[k] = (skipped, batch)
+                while next_k in pending:  # yield in plan order whatever the workers do
+                    skipped, batch = pending.pop(next_k)
+                    next_k += 1
+                    self.skipped += skipped
+                    self._epoch_skipped += skipped
+                    yield next_k, batch
+        except BaseException:
+            if not self.persistent_workers:
+                _shut_down(workers)
+            raise
 
     def __iter__(self) -> Iterator[Any]:
         plan = self._new_plan()
