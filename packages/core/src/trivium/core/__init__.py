@@ -24,6 +24,7 @@ from trivium.core.errors import (
     TriviumError,
     UnsupportedFormatError,
 )
+from trivium.core.forking import ForkSafe, abandon
 from trivium.core.progress import progress, progress_enabled
 from trivium.core.seeding import make_generator, seed_everything, worker_init_fn
 from trivium.core.threads import get_num_threads, get_thread_pool, parallel_map, set_num_threads
@@ -39,6 +40,7 @@ __all__ = [
     "DecodeError",
     "DecodeWarning",
     "EncodeError",
+    "ForkSafe",
     "MetricLogger",
     "RandomApply",
     "RandomChoice",
@@ -48,6 +50,7 @@ __all__ = [
     "TriviumError",
     "UnsupportedFormatError",
     "__version__",
+    "abandon",
     "empty_batch",
     "get_num_threads",
     "get_thread_pool",

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 from torch.utils.data import get_worker_info
 
+from trivium.core.forking import abandon
+
 __all__ = ["get_num_threads", "get_thread_pool", "parallel_map", "set_num_threads"]
 
 T = TypeVar("T")
@@ -119,8 +121,10 @@ def get_thread_pool() -> ThreadPoolExecutor:
 
 def _reset_after_fork() -> None:
     # The parent's worker threads do not exist in the child: forget its pool (and a
-    # lock another thread may have held at fork time) instead of waiting on them.
+    # lock another thread may have held at fork time) instead of waiting on them, and
+    # never shut it down here.
     global _lock, _pool
+    abandon(_pool)
     _lock = threading.Lock()
     _pool = None
     _local.in_pool = False
