@@ -111,6 +111,31 @@ def resolve_max_pixels(max_pixels: int | type[...] | None) -> int:
     return 0 if limit is None else int(limit)
 
 
+def max_pixels_arg(max_pixels: int | type[...] | None) -> int:
+    """``max_pixels`` of the public decoders as the kernels and custom ops take it.
+
+    -1: the process-wide limit, read when decoding (the decoders' default ``...``);
+    0: no limit (``None``, or a limit <= 0 as the native codecs read it); else the limit.
+
+    Example:
+        >>> max_pixels_arg(...), max_pixels_arg(None), max_pixels_arg(1000)
+        (-1, 0, 1000)
+    """
+    if max_pixels is ...:
+        return -1
+    return 0 if max_pixels is None else max(int(max_pixels), 0)
+
+
+def native_max_pixels(max_pixels: int) -> int:
+    """The limit for the native codecs from a :func:`max_pixels_arg` value (0: none).
+
+    Example:
+        >>> native_max_pixels(-1) == (get_max_image_pixels() or 0), native_max_pixels(0)
+        (True, 0)
+    """
+    return resolve_max_pixels(...) if max_pixels < 0 else int(max_pixels)
+
+
 def as_buffer(data: EncodedData, func: str) -> Buffer:
     """A contiguous byte buffer over `data` without copying where possible."""
     if isinstance(data, torch.Tensor):
@@ -129,6 +154,45 @@ def as_buffer(data: EncodedData, func: str) -> Buffer:
     if isinstance(data, np.ndarray):
         return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     raise TypeError(f"{func}: expected encoded bytes (tensor, bytes or array), got {type(data)!r}")
+
+
+# Signatures of formats we recognise but do not decode, for a helpful error.
+_OTHER_FORMATS = {
+    b"GIF87a": "GIF",
+    b"GIF89a": "GIF",
+    b"BM": "BMP",
+    b"II*\x00": "TIFF",
+    b"MM\x00*": "TIFF",
+    b"\x00\x00\x01\x00": "ICO",
+}
+
+
+def sniff_format(data: EncodedData, *, path: PathLike | None = None) -> str:
+    """``"jpeg"`` or ``"png"`` from the first bytes; raises for anything else.
+
+    Example:
+        >>> sniff_format(b"\\x89PNG\\r\\n\\x1a\\n....")
+        'png'
+    """
+    try:
+        return _sniff(bytes(memoryview(as_buffer(data, "decode_image"))[:12]))
+    except DecodeError as e:
+        raise type(e)(e.reason, path=path) from None
+
+
+def _sniff(head: bytes) -> str:
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if not head:
+        raise DecodeError("empty input")
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        raise UnsupportedFormatError("WebP images are not supported (JPEG and PNG are)")
+    for signature, name in _OTHER_FORMATS.items():
+        if head.startswith(signature):
+            raise UnsupportedFormatError(f"{name} images are not supported (JPEG and PNG are)")
+    raise DecodeError("not a JPEG or PNG image (unknown signature)")
 
 
 @contextmanager

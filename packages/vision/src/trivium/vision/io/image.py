@@ -14,8 +14,8 @@ import os
 
 import torch
 
-from trivium.core.errors import DecodeError, UnsupportedFormatError
 from trivium.vision import _C
+from trivium.vision.io import ops
 from trivium.vision.io.codec import (
     EncodedData,
     ImageInfo,
@@ -23,49 +23,12 @@ from trivium.vision.io.codec import (
     PathLike,
     as_buffer,
     decode_batch,
+    max_pixels_arg,
     native_errors,
+    sniff_format,
 )
 from trivium.vision.io.file import read_file
-from trivium.vision.io.jpeg import decode_jpeg
-from trivium.vision.io.png import convert_dtype, decode_png
-
-# Signatures of formats we recognise but do not decode, for a helpful error.
-_OTHER_FORMATS = {
-    b"GIF87a": "GIF",
-    b"GIF89a": "GIF",
-    b"BM": "BMP",
-    b"II*\x00": "TIFF",
-    b"MM\x00*": "TIFF",
-    b"\x00\x00\x01\x00": "ICO",
-}
-
-
-def sniff_format(data: EncodedData, *, path: PathLike | None = None) -> str:
-    """``"jpeg"`` or ``"png"`` from the first bytes; raises for anything else.
-
-    Example:
-        >>> sniff_format(b"\\x89PNG\\r\\n\\x1a\\n....")
-        'png'
-    """
-    try:
-        return _sniff(bytes(memoryview(as_buffer(data, "decode_image"))[:12]))
-    except DecodeError as e:
-        raise type(e)(e.reason, path=path) from None
-
-
-def _sniff(head: bytes) -> str:
-    if head.startswith(b"\xff\xd8\xff"):
-        return "jpeg"
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if not head:
-        raise DecodeError("empty input")
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        raise UnsupportedFormatError("WebP images are not supported (JPEG and PNG are)")
-    for signature, name in _OTHER_FORMATS.items():
-        if head.startswith(signature):
-            raise UnsupportedFormatError(f"{name} images are not supported (JPEG and PNG are)")
-    raise DecodeError("not a JPEG or PNG image (unknown signature)")
+from trivium.vision.io.kernels import decode_image_kernel
 
 
 def image_info(data: EncodedData | PathLike, *, path: PathLike | None = None) -> ImageInfo:
@@ -114,29 +77,28 @@ def decode_image(
         >>> decode_image(data, ImageReadMode.RGB).shape
         torch.Size([3, 3, 3])
     """
+    mode = int(ImageReadMode(mode))
+    options = (bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
     if torch.compiler.is_compiling():
-        from trivium.vision.io import ops
-
-        image = ops.decode_image_op(input, int(mode), apply_exif_orientation)
-        return convert_dtype(image, dtype).to(device)
+        if isinstance(input, str | os.PathLike):
+            raise TypeError(
+                "decode_image: inside torch.compile, pass the file's bytes (read_file(path)) "
+                "rather than its path"
+            )
+        args = (mode, *options)
+        return ops.decode_traced(ops.decode_image_op, input, args, path, device, "decode_image")
+    device = torch.device(device)
     if isinstance(input, str | os.PathLike):
         path, input = input, read_file(input)
     if isinstance(input, list | tuple):
-        options = dict(dtype=dtype, device=device, strict=strict, max_pixels=max_pixels)
-        return decode_batch(
-            lambda data, where: decode_image(
-                data, mode, apply_exif_orientation, path=where, **options
-            ),
-            input,
-            path,
-            None,
-        )
-    fmt = sniff_format(input, path=path)
-    options = dict(device=device, strict=strict, max_pixels=max_pixels, path=path)
-    if fmt == "png":
-        return decode_png(input, mode, apply_exif_orientation, dtype=dtype, **options)
-    image = decode_jpeg(input, mode, apply_exif_orientation=apply_exif_orientation, **options)
-    return convert_dtype(image, dtype)
+
+        def decode_one(data: EncodedData | PathLike, where: PathLike | None) -> torch.Tensor:
+            if isinstance(data, str | os.PathLike):
+                where, data = data, read_file(data)
+            return decode_image_kernel(data, mode, *options, where, device)
+
+        return decode_batch(decode_one, input, path, None)
+    return decode_image_kernel(input, mode, *options, path, device)
 
 
 def read_image(

@@ -13,63 +13,17 @@ from __future__ import annotations
 import torch
 
 from trivium.vision import _C
+from trivium.vision.io import ops
 from trivium.vision.io.codec import (
     EncodedData,
     ImageReadMode,
     PathLike,
-    as_buffer,
-    check_damage,
     decode_batch,
     encode_with,
-    make_output,
-    native_errors,
-    resolve_max_pixels,
+    max_pixels_arg,
 )
 from trivium.vision.io.file import write_file
-from trivium.vision.io.orientation import apply_exif_orientation as _orient
-
-
-def convert_dtype(image: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
-    """Convert decoded uint8/uint16 samples to ``dtype`` (floats scaled to [0, 1]).
-
-    uint16 to uint8 keeps the high byte, as Pillow does.
-
-    Example:
-        >>> import torch
-        >>> convert_dtype(torch.tensor([0, 65535], dtype=torch.uint16), torch.float32)
-        tensor([0., 1.])
-    """
-    if dtype is None or dtype == image.dtype:
-        return image
-    top = 65535.0 if image.dtype == torch.uint16 else 255.0
-    if dtype.is_floating_point:
-        return image.to(dtype).div_(top)
-    if dtype == torch.uint8 and image.dtype == torch.uint16:
-        return (image.to(torch.int32) >> 8).to(torch.uint8)
-    if dtype == torch.uint16 and image.dtype == torch.uint8:
-        return (image.to(torch.int32) * 257).to(torch.uint16)
-    raise TypeError(f"cannot convert decoded {image.dtype} samples to {dtype}")
-
-
-def _decode_one(
-    data: EncodedData,
-    mode: ImageReadMode,
-    device: torch.device,
-    apply_exif_orientation: bool,
-    dtype: torch.dtype | None,
-    strict: bool,
-    max_pixels: int,
-    out: torch.Tensor | None,
-    path: PathLike | None,
-) -> torch.Tensor:
-    buffer = as_buffer(data, "decode_png")
-    with native_errors(path):
-        target, finish = make_output(out, device)
-        array, messages, corrupt = _C.decode_png(buffer, int(mode), not strict, max_pixels, target)
-        orientation = _C.png_info(buffer)["orientation"] if apply_exif_orientation else 0
-    check_damage(messages, corrupt, strict, path)
-    image = convert_dtype(finish(array), dtype)
-    return _orient(image, orientation)
+from trivium.vision.io.kernels import convert_dtype, decode_png_kernel  # noqa: F401
 
 
 def decode_png(
@@ -92,7 +46,9 @@ def decode_png(
     ``dtype=torch.float32`` scales to [0, 1]; ``dtype=torch.uint8`` narrows 16-bit
     samples. ``strict=False`` returns what a damaged file let us decode (rows not
     reached are zero) with a ``DecodeWarning``. Other arguments as
-    :func:`~trivium.vision.io.decode_jpeg`.
+    :func:`~trivium.vision.io.decode_jpeg`. Inside ``torch.compile`` it runs as the
+    custom op ``torch.ops.trivium.decode_png`` (``out`` raises there), and the dtype
+    must be known before decoding: without ``dtype`` a 16-bit PNG raises ``TypeError``.
 
     Example:
         >>> import torch
@@ -102,22 +58,23 @@ def decode_png(
         >>> decode_png(encode_png(image), ImageReadMode.RGB, dtype=torch.float32).shape
         torch.Size([3, 2, 2])
     """
-    mode = ImageReadMode(mode)
-    limit = resolve_max_pixels(max_pixels)
+    mode = int(ImageReadMode(mode))
+    options = (bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
     if torch.compiler.is_compiling():
-        from trivium.vision.io import ops
-
         if out is not None:
             raise ValueError("decode_png: out= is not supported inside torch.compile")
-        image = ops.decode_png_op(input, int(mode), apply_exif_orientation)
-        return convert_dtype(image, dtype).to(device)
+        return ops.decode_traced(
+            ops.decode_png_op, input, (mode, *options), path, device, "decode_png"
+        )
     device = torch.device(device)
-    args = (mode, device, apply_exif_orientation, dtype, strict, limit)
     if isinstance(input, list | tuple):
         return decode_batch(
-            lambda data, where: _decode_one(data, *args, None, where), input, path, out
+            lambda data, where: decode_png_kernel(data, mode, *options, where, device),
+            input,
+            path,
+            out,
         )
-    return _decode_one(input, *args, out, path)
+    return decode_png_kernel(input, mode, *options, path, device, out)
 
 
 def encode_png(input: torch.Tensor, compression_level: int = 6) -> torch.Tensor:
