@@ -12,7 +12,8 @@ audio as interleaved ``f32le``. A seek to frame ``k`` passes ffmpeg an input
 starts exactly at ``k`` whatever its rounding. stderr goes to a temporary file
 (never a pipe that could fill up and block ffmpeg), and every process is killed and
 reaped when its iterator ends, is closed or is collected, and when the backend
-closes.
+closes, by the process that started it only: a forked child never reads, kills or
+waits on the parent's ffmpeg processes, and starts its own.
 
 Example:
     >>> import tempfile, torch
@@ -46,6 +47,7 @@ import numpy as np
 import torch
 
 from trivium.core.errors import DecodeError
+from trivium.core.forking import ForkSafe, abandon
 from trivium.vision.io.video_backend import (
     Frame,
     FrameIndex,
@@ -153,10 +155,11 @@ def _audio_tensor(buffer: np.ndarray, channels: int) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(samples))
 
 
-class FFmpegBackend(VideoBackend):
+class FFmpegBackend(ForkSafe, VideoBackend):
     """Decode in an ``ffmpeg`` subprocess; ``src`` must be a file path.
 
-    ``num_threads`` goes to ffmpeg's ``-threads`` (0: ffmpeg picks).
+    ``num_threads`` goes to ffmpeg's ``-threads`` (0: ffmpeg picks). Fork-safe: the
+    processes are the parent's, and a forked child starts its own.
 
     Example:
         >>> ffmpeg_exe, _ = ffmpeg_binaries()
@@ -192,6 +195,14 @@ class FFmpegBackend(VideoBackend):
             ):
                 self.streams.append(_stream_info(raw, counts[kind], container_duration))
                 counts[kind] += 1
+
+    def _after_fork(self) -> None:
+        super()._after_fork()
+        # The parent's processes: not to be killed here, not even by the finalizer.
+        self._finalizer.detach()
+        abandon(self._processes)
+        self._processes = set()
+        self._finalizer = weakref.finalize(self, _kill, self._processes)
 
     def frame_index(self, stream: StreamInfo) -> FrameIndex:
         """Every packet's pts and keyframe flag from one ``ffprobe -show_entries`` run."""
@@ -249,11 +260,17 @@ class FFmpegBackend(VideoBackend):
         """
         with tempfile.TemporaryFile() as stderr:
             proc = self._popen(argv, stderr)
+            pid = os.getpid()
             try:
                 while True:
                     buffer = np.empty(chunk, dtype=np.uint8)
                     view, got = memoryview(buffer), 0
                     while got < chunk:
+                        if os.getpid() != pid:
+                            raise RuntimeError(
+                                "an ffmpeg frame iterator cannot go on in a forked process "
+                                "(the process is the parent's); start a new one there"
+                            )
                         n = proc.stdout.readinto(view[got:])
                         if not n:
                             break
@@ -269,8 +286,11 @@ class FFmpegBackend(VideoBackend):
                     reason = lines[-1] if lines else f"exit status {proc.returncode}"
                     raise DecodeError(f"ffmpeg failed: {reason}", path=self.path)
             finally:
-                self._processes.discard(proc)
-                _kill({proc})
+                if os.getpid() == pid:
+                    self._processes.discard(proc)
+                    _kill({proc})
+                else:
+                    abandon(proc)  # the parent's process: not to be killed or waited on
 
     def frames(
         self,

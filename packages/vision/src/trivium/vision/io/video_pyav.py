@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from trivium.core.errors import DecodeError
+from trivium.core.forking import ForkSafe
 from trivium.vision.io.video_backend import (
     Frame,
     FrameIndex,
@@ -118,10 +119,12 @@ def _stream_info(stream: Any, container: Any, index: int) -> StreamInfo:
     )
 
 
-class PyAVBackend(VideoBackend):
+class PyAVBackend(ForkSafe, VideoBackend):
     """Decode in this process through PyAV; ``src`` is a path, bytes or a file object.
 
-    ``num_threads`` is the decoder's thread count (0: FFmpeg picks).
+    ``num_threads`` is the decoder's thread count (0: FFmpeg picks). Fork-safe: a forked
+    child leaves the parent's container alone (closing it would wait on decoder
+    threads that do not exist there) and opens its own on first use.
 
     Example:
         >>> import tempfile, torch
@@ -135,23 +138,45 @@ class PyAVBackend(VideoBackend):
     """
 
     name = "pyav"
+    _fork_handles = ("_container", "_av_streams")
 
     def __init__(self, src: VideoSource, num_threads: int = 0) -> None:
         self._src = check_source(src)
         self.path = source_name(src)
         self._num_threads = num_threads
         self._indexes: dict[str, FrameIndex] = {}
-        self._container = self._open()
+        self._closed = False
+        container = self._container = self._open()
         self._fresh = True  # nothing demuxed yet
         counts = {"video": 0, "audio": 0}
         self.streams = []
-        self._av_streams: dict[str, Any] = {}
-        for stream in self._container.streams:
+        self._av_streams: dict[str, Any] | None = {}
+        for stream in container.streams:
             if stream.type in counts:
-                info = _stream_info(stream, self._container, counts[stream.type])
+                info = _stream_info(stream, container, counts[stream.type])
                 counts[stream.type] += 1
                 self.streams.append(info)
                 self._av_streams[info.name] = stream
+
+    def _opened(self) -> Any:
+        """The open container: this process's own (opened here after a fork)."""
+        if self._closed:
+            raise ValueError("I/O operation on a closed video backend")
+        if self._container is None:
+            self._container = self._open()
+            self._av_streams = {
+                info.name: self._av_stream_in(self._container, info) for info in self.streams
+            }
+            self._fresh = True
+        return self._container
+
+    @staticmethod
+    def _check_process(pid: int) -> None:
+        """Refuse to go on decoding with a container of process ``pid`` (the parent's)."""
+        if os.getpid() != pid:
+            raise RuntimeError(
+                "a PyAV frame iterator cannot go on in a forked process; start a new one there"
+            )
 
     def _open(self) -> Any:
         av = import_optional("av")
@@ -171,11 +196,10 @@ class PyAVBackend(VideoBackend):
 
     def _reopen(self) -> None:
         """A fresh container (for streams that cannot seek back)."""
-        self._container.close()
-        self._container = self._open()
-        self._av_streams = {
-            info.name: self._av_stream_in(self._container, info) for info in self.streams
-        }
+        container, self._container = self._container, None
+        if container is not None:
+            container.close()
+        self._opened()
 
     @staticmethod
     def _av_stream_in(container: Any, info: StreamInfo) -> Any:
@@ -243,22 +267,30 @@ class PyAVBackend(VideoBackend):
         Only non-reference frames are skipped (FFmpeg's ``skip_frame = NONREF``, set
         packet by packet), so every frame that is decoded has exactly its pixels.
         """
-        av_stream = self._av_streams[stream.name]
+        container = self._opened()
+        self._fresh = False
+        av_stream = self._av_streams[stream.name]  # type: ignore[index]
+        pid = os.getpid()  # the process that opened `container`
         if wanted is None or stream.codec not in _SKIP_FRAME_CODECS:
             with av_errors(self.path):
-                yield from self._container.decode(av_stream)
+                for frame in container.decode(av_stream):
+                    yield frame
+                    self._check_process(pid)
             return
         context, skipping = av_stream.codec_context, False
         try:
             with av_errors(self.path):
-                for packet in self._container.demux(av_stream):
+                for packet in container.demux(av_stream):
                     skip = packet.pts is not None and not wanted(packet.pts)
                     if skip != skipping:
                         context.skip_frame = "NONREF" if skip else "DEFAULT"
                         skipping = skip
-                    yield from packet.decode()
+                    for frame in packet.decode():
+                        yield frame
+                        self._check_process(pid)
         finally:
-            context.skip_frame = "DEFAULT"
+            if os.getpid() == pid:  # a forked child leaves the parent's decoder alone
+                context.skip_frame = "DEFAULT"
 
     def _seek(self, stream: StreamInfo, ticks: int) -> None:
         """Position the demuxer at the keyframe at or before ``ticks``.
@@ -267,6 +299,7 @@ class PyAVBackend(VideoBackend):
         encoder priming packets (AAC) that a fresh demuxer skips.
         """
         av = import_optional("av")
+        container = self._opened()
         if ticks <= 0:
             if not self._fresh:
                 self._reopen()
@@ -274,7 +307,7 @@ class PyAVBackend(VideoBackend):
             return
         self._fresh = False
         try:
-            self._container.seek(ticks, stream=self._av_streams[stream.name], backward=True)
+            container.seek(ticks, stream=self._av_streams[stream.name], backward=True)  # type: ignore[index]
         except av.error.FFmpegError:  # not seekable: decode again from the start
             self._reopen()
 
@@ -319,7 +352,8 @@ class PyAVBackend(VideoBackend):
                 yield partial(video_to_tensor, frame), pts
 
     def close(self) -> None:
-        """Close the container."""
+        """Close the container (never one a forked child inherited: that is the parent's)."""
+        self._closed = True
         container, self._container = getattr(self, "_container", None), None
         if container is not None:
             container.close()

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from trivium.core.errors import DecodeError
+from trivium.core.forking import ForkSafe
 from trivium.vision.io.video_backend import (
     FrameIndex,
     StreamInfo,
@@ -80,7 +81,7 @@ def open_backend(src: VideoSource, backend: str = "pyav", num_threads: int = 0) 
     return FFmpegBackend(src, num_threads)
 
 
-class VideoReader:
+class VideoReader(ForkSafe):
     """Iterate over one stream of a video, as ``torchvision.io.VideoReader``.
 
     Each step yields ``{"data": tensor, "pts": seconds}``: video frames as uint8
@@ -91,7 +92,9 @@ class VideoReader:
 
     The reader holds at most a few decoded frames at a time, closes with ``close()``
     or a ``with`` block, and pickles as its source, stream and position (a
-    DataLoader worker re-opens the file and carries on from there).
+    DataLoader worker re-opens the file and carries on from there). It is fork-safe:
+    in a forked worker it leaves the parent's decoder (container or ffmpeg process)
+    alone, opens its own and carries on from the same position.
 
     Example:
         >>> import tempfile, torch
@@ -105,6 +108,10 @@ class VideoReader:
         [5.0]
         >>> reader.close()
     """
+
+    # The frame iterator runs on the parent's decoder: a forked child drops it (the
+    # backend reopens itself) and goes on from ``_start``.
+    _fork_handles = ("_iterator",)
 
     def __init__(
         self,
