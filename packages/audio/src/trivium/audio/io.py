@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from trivium.core.errors import DecodeError, EncodeError, UnsupportedFormatError
+from trivium.core.forking import ForkSafe
 from trivium.core.threads import get_num_threads, parallel_map
 
 __all__ = ["AudioMetaData", "AudioStream", "info", "load", "save", "stream"]
@@ -514,13 +515,17 @@ def save(
         raise EncodeError(f"cannot encode {fmt}/{chosen}: {e}", path=name) from None
 
 
-class AudioStream:
+class AudioStream(ForkSafe):
     """Chunks of an audio file read one at a time; made by :func:`stream`.
 
     Iterating yields waveforms of ``frames_per_chunk`` frames (the last may be
     shorter). ``sample_rate``, ``num_channels`` and ``num_frames`` are known up front.
     The file is closed when iteration ends, on :meth:`close`, or when leaving a
     ``with`` block. It can be iterated once.
+
+    A stream is fork-safe and pickles: in a forked or spawned DataLoader worker it
+    opens the source again (never reading the parent's open file, whose offset the
+    two processes would share) and goes on from the frame the parent had reached.
 
     Example:
         >>> import io, torch
@@ -539,8 +544,17 @@ class AudioStream:
         frames: int,
         normalize: bool,
         channels_first: bool,
+        *,
+        source: AudioSource | None = None,
+        format: str | None = None,
+        frame_offset: int = 0,
+        origin: int = 0,
     ) -> None:
-        self._file = f
+        self._file: sf.SoundFile | None = f
+        self._source = source  # to open the file again in another process (None: cannot)
+        self._origin = origin  # where the audio starts in a file object source
+        self._format = format
+        self._frame_offset = frame_offset
         self._name = name
         self._chunk = frames_per_chunk
         self._left = frames
@@ -550,11 +564,31 @@ class AudioStream:
         self.num_channels: int = f.channels
         self.num_frames: int = frames
 
+    _fork_handles = ("_file",)
+
+    def _opened(self) -> sf.SoundFile:
+        """The open file: this process's own (opened again after a fork or unpickling)."""
+        if self._file is None:
+            if self._source is None:
+                raise DecodeError(
+                    "cannot open the stream again in this process: it was made without its source",
+                    path=self._name,
+                )
+            f, _ = _open(_own_source(self._source, self._origin), self._format)
+            position = self._frame_offset + self.num_frames - self._left
+            if position:
+                f.seek(position)
+            self._file = f
+        return self._file
+
     def __iter__(self) -> Iterator[Tensor]:
         try:
-            while self._left > 0 and not self._file.closed:
+            while self._left > 0:
+                f = self._opened()
+                if f.closed:
+                    break
                 n = min(self._chunk, self._left)
-                data, scale = _read(self._file, self._name, n, self._normalize)
+                data, scale = _read(f, self._name, n, self._normalize)
                 self._left -= n
                 yield _to_tensor(data, self._channels_first, scale)
         finally:
@@ -573,7 +607,14 @@ class AudioStream:
             []
         """
         self._left = 0
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["_source"] = _portable_source(self._source, self._origin)
+        state["_origin"] = 0
+        return state
 
     def __enter__(self) -> AudioStream:
         return self
@@ -616,9 +657,67 @@ def stream(
     if frames_per_chunk <= 0:
         raise ValueError(f"frames_per_chunk must be > 0, got {frames_per_chunk}")
     _check_range(frame_offset, num_frames)
+    origin = _position(uri)
     f, name = _open(uri, format)
     available = max(f.frames - frame_offset, 0)
     frames = available if num_frames == -1 else min(num_frames, available)
     if frames and frame_offset:
         f.seek(frame_offset)
-    return AudioStream(f, name, frames_per_chunk, frames, normalize, channels_first)
+    return AudioStream(
+        f,
+        name,
+        frames_per_chunk,
+        frames,
+        normalize,
+        channels_first,
+        source=uri,
+        format=format,
+        frame_offset=frame_offset,
+        origin=origin,
+    )
+
+
+def _position(src: AudioSource) -> int:
+    """Where a file object stands (the audio starts there); 0 for other sources."""
+    try:
+        return int(src.tell()) if hasattr(src, "read") else 0  # type: ignore[union-attr]
+    except (OSError, AttributeError, ValueError):
+        return 0
+
+
+def _own_source(src: AudioSource, origin: int) -> AudioSource:
+    """``src`` as this process can open it without moving another process's file offset.
+
+    ``origin`` is where the audio starts in a file object. One over a file descriptor
+    shares its offset with the process it was inherited from: it is opened again by
+    name, or read with ``pread`` (which moves no offset). An in-memory file object is
+    this process's own copy already.
+    """
+    if not hasattr(src, "read"):
+        return src
+    try:
+        fd = src.fileno()  # type: ignore[union-attr]
+    except (OSError, ValueError, AttributeError):  # in memory (io.BytesIO, ...)
+        src.seek(origin)  # type: ignore[union-attr]
+        return src
+    name = getattr(src, "name", None)
+    if origin == 0 and isinstance(name, str) and os.path.isfile(name):
+        return name
+    return os.pread(fd, max(os.fstat(fd).st_size - origin, 0), origin)
+
+
+def _portable_source(src: AudioSource | None, origin: int) -> AudioSource | None:
+    """``src`` as something that pickles (a path, bytes or a tensor), in this process."""
+    if src is None or isinstance(src, (str, os.PathLike, bytes, bytearray, Tensor)):
+        return src
+    if isinstance(src, memoryview):
+        return src.tobytes()
+    name = getattr(src, "name", None)
+    if origin == 0 and isinstance(name, str) and os.path.isfile(name):
+        return name
+    position = src.tell()
+    src.seek(origin)
+    try:
+        return src.read()
+    finally:
+        src.seek(position)
