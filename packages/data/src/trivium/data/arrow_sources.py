@@ -28,6 +28,7 @@ import copy
 import itertools
 import math
 import os
+import pickle
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ import pyarrow.parquet as pq
 from torch.utils.data import get_worker_info
 
 from trivium.core.errors import DatasetError, DecodeError, TriviumError
+from trivium.core.forking import ForkSafe, abandon
 from trivium.data.pipes import IterPipe
 
 __all__ = ["ArrowIPCSource", "ArrowSource", "CSVSource", "Fragment", "ParquetSource"]
@@ -79,6 +81,18 @@ def _split_uri(path: str, filesystem: pafs.FileSystem | None) -> tuple[pafs.File
         except (pa.ArrowException, OSError, ValueError) as e:
             raise DatasetError(f"cannot open filesystem: {e}", path=path) from e
     return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def _own_copy(fs: pafs.FileSystem | None) -> pafs.FileSystem | None:
+    """A remote filesystem rebuilt from its options (a client of this process's own).
+
+    The one it replaces is the parent's (inherited through fork): abandoned, never freed
+    here, as freeing it would close the parent's connections.
+    """
+    if fs is None or isinstance(fs, pafs.LocalFileSystem):
+        return fs
+    abandon(fs)
+    return pickle.loads(pickle.dumps(fs))
 
 
 def _list_files(
@@ -118,7 +132,7 @@ def _list_files(
     return fs_out, files
 
 
-class ArrowSource(IterPipe):
+class ArrowSource(ForkSafe, IterPipe):
     """Base of the Arrow sources: files → fragments → ``pyarrow.RecordBatch``es.
 
     Args:
@@ -131,6 +145,10 @@ class ArrowSource(IterPipe):
         filesystem: a ``pyarrow.fs.FileSystem`` to read ``paths`` with (for example an
             ``S3FileSystem`` with your endpoint and credentials).
 
+    Sources are fork-safe: in a forked DataLoader worker the parent's open file (and a
+    remote filesystem's client, with its connections) is left alone and the worker
+    opens its own; a pickled source (spawn / forkserver) goes without them.
+
     Example:
         >>> issubclass(ParquetSource, ArrowSource)
         True
@@ -138,6 +156,7 @@ class ArrowSource(IterPipe):
 
     suffixes: tuple[str, ...] = ()
     format_name = "Arrow"
+    _fork_handles = ("_open_file",)
 
     def __init__(
         self,
@@ -169,10 +188,25 @@ class ArrowSource(IterPipe):
         return f"{type(self).__name__}({self.paths!r}, columns={self.columns})"
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state["_cache"] = OrderedDict()  # workers read their own fragments
-        state.pop("_open_file", None)
         return state
+
+    def _after_fork(self) -> None:
+        super()._after_fork()
+        # A remote filesystem's client (connections, threads) is the parent's: the child
+        # reads through a copy made from its options on first use (not here, where the
+        # child has not run any code of its own yet).
+        self._fs_from_parent = True
+
+    def _filesystem(self) -> pafs.FileSystem:
+        """The filesystem the files are read with (this process's own after a fork)."""
+        if self._fs is None:
+            self._list()
+        elif self.__dict__.pop("_fs_from_parent", False):
+            self._fs = _own_copy(self._fs)
+        assert self._fs is not None
+        return self._fs
 
     # ---- listing
     @property
@@ -192,7 +226,11 @@ class ArrowSource(IterPipe):
         return self._schema
 
     def _list(self) -> None:
-        fs, files = _list_files(self.paths, self.filesystem, self.suffixes)
+        forked = self.__dict__.pop("_fs_from_parent", False)
+        filesystem = _own_copy(self.filesystem) if forked else self.filesystem
+        fs, files = _list_files(self.paths, filesystem, self.suffixes)
+        if forked and isinstance(self.paths, pds.FileSystemDataset):
+            fs = _own_copy(fs)
         self._fs = fs
         fragments: list[Fragment] = []
         schema = None
@@ -237,8 +275,7 @@ class ArrowSource(IterPipe):
             >>> src.read_fragment(src.fragments[0]).num_rows
             2
         """
-        if self._fs is None:
-            self._list()
+        self._filesystem()
         try:
             return self._read(fragment)
         except (pa.ArrowException, OSError, ValueError) as e:
@@ -425,7 +462,7 @@ class ParquetSource(ArrowSource):
     def _fragment(self, fragment: Fragment) -> pds.Fragment:
         options = pds.ParquetFragmentScanOptions(page_checksum_verification=self.verify_checksums)
         fmt = pds.ParquetFileFormat(default_fragment_scan_options=options)
-        return fmt.make_fragment(fragment.path, self._fs, row_groups=[fragment.index])
+        return fmt.make_fragment(fragment.path, self._filesystem(), row_groups=[fragment.index])
 
     def _read(self, fragment: Fragment) -> pa.Table:
         if self.filter is not None:  # the dataset scanner pushes it down to row groups/pages
@@ -451,7 +488,7 @@ class ParquetSource(ArrowSource):
         """An open reader per file (its footer parsed once), kept for the next row group."""
         cached = getattr(self, "_open_file", None)
         if cached is None or cached[0] != path:
-            handle = _open_input(self._fs, path)  # type: ignore[arg-type]
+            handle = _open_input(self._filesystem(), path)
             reader = pq.ParquetFile(handle, page_checksum_verification=self.verify_checksums)
             self._open_file = cached = (path, reader)
         return cached[1]
@@ -512,7 +549,7 @@ class ArrowIPCSource(ArrowSource):
             raise DecodeError(f"not a readable Arrow IPC file or stream: {e}", path=path) from e
 
     def _read(self, fragment: Fragment) -> pa.Table:
-        reader = _open_ipc(self._fs, fragment.path)  # type: ignore[arg-type]
+        reader = _open_ipc(self._filesystem(), fragment.path)
         if isinstance(reader, pa.ipc.RecordBatchFileReader):
             table = pa.Table.from_batches([reader.get_batch(fragment.index)])
         else:
@@ -579,7 +616,7 @@ class CSVSource(ArrowSource):
         return table.schema, [table.num_rows]
 
     def _read(self, fragment: Fragment) -> pa.Table:
-        table = self._read_file(self._fs, fragment.path)  # type: ignore[arg-type]
+        table = self._read_file(self._filesystem(), fragment.path)
         return _select_filter(table, self.columns, self.filter)
 
 
