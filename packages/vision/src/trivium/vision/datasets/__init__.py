@@ -1,0 +1,43 @@
+"""Datasets: torchvision's ``DatasetFolder`` and ``ImageFolder`` on the native decoders.
+
+Example:
+    >>> import pathlib, tempfile, torch
+    >>> from trivium.vision.datasets import ImageFolder
+    >>> from trivium.vision.io import write_png
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> (root / "cat").mkdir()
+    >>> write_png(torch.zeros(3, 4, 6, dtype=torch.uint8), str(root / "cat" / "a.png"))
+    >>> image, label = ImageFolder(root)[0]
+    >>> image.dtype, image.shape, label
+    (torch.uint8, torch.Size([3, 4, 6]), 0)
+"""
+
+from trivium.vision.datasets.folder import (
+    IMG_EXTENSIONS,
+    DatasetFolder,
+    DatasetNotFoundError,
+    ImageFolder,
+    SkippedSamplesWarning,
+    default_loader,
+    find_classes,
+    has_file_allowed_extension,
+    is_image_file,
+    loader_for,
+    make_dataset,
+    starts_with_decode,
+)
+
+__all__ = [
+    "IMG_EXTENSIONS",
+    "DatasetFolder",
+    "DatasetNotFoundError",
+    "ImageFolder",
+    "SkippedSamplesWarning",
+    "default_loader",
+    "find_classes",
+    "has_file_allowed_extension",
+    "is_image_file",
+    "loader_for",
+    "make_dataset",
+    "starts_with_decode",
+]

@@ -1,0 +1,524 @@
+"""``DatasetFolder`` and ``ImageFolder``: one sub-folder per class, as in torchvision.
+
+Classes, their indices and the order of the samples are torchvision's (sorted), and
+so are the constructor arguments and attributes (``classes``, ``class_to_idx``,
+``samples``, ``targets``, ``imgs``). What differs is what a sample is by default and
+what happens on a bad file:
+
+* **The default sample** follows the transform (see :func:`loader_for`). A transform
+  that starts with a fused decode (``DecodeRandomResizedCrop``, ``DecodeResize``,
+  ``DecodeCenterCrop``, or a ``Compose`` whose first transform is one) gets the
+  file's *encoded bytes* (a 1-D uint8 tensor from :func:`trivium.vision.io.read_file`):
+  the fused decode reads the header first and then decodes only the crop's region at
+  the smallest DCT scale it needs, which it cannot do from decoded pixels. Any other
+  transform (or none) gets the decoded image, a uint8 ``[3, H, W]`` RGB tensor (the
+  pixels Pillow's ``convert("RGB")`` gives, which torchvision's default loader uses).
+  A ``loader`` you pass always wins.
+* **Bad files** (unreadable, corrupt, truncated, not an image) raise a
+  ``trivium.core`` error naming the file and the reason, whether the loader or a
+  fused-decode transform found the damage. With ``on_error="skip"`` see
+  :class:`DatasetFolder`.
+
+Example:
+    >>> import pathlib, tempfile, torch
+    >>> from trivium.vision.io import write_jpeg
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("dog", "cat"):
+    ...     (root / name).mkdir()
+    ...     write_jpeg(torch.zeros(3, 8, 8, dtype=torch.uint8), str(root / name / "1.jpg"))
+    >>> ds = ImageFolder(root)
+    >>> ds.classes, ds[0][0].shape, ds.targets
+    (['cat', 'dog'], torch.Size([3, 8, 8]), [0, 1])
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+from trivium.core import Compose
+from trivium.core.errors import DatasetError, TriviumError
+from trivium.vision.io import ImageReadMode, decode_image, read_file
+from trivium.vision.transforms.fused_decode import (
+    DecodeCenterCrop,
+    DecodeRandomResizedCrop,
+    DecodeResize,
+)
+
+__all__ = [
+    "IMG_EXTENSIONS",
+    "DatasetFolder",
+    "DatasetNotFoundError",
+    "ImageFolder",
+    "SkippedSamplesWarning",
+    "default_loader",
+    "find_classes",
+    "has_file_allowed_extension",
+    "is_image_file",
+    "loader_for",
+    "make_dataset",
+    "starts_with_decode",
+]
+
+# torchvision's list. Only JPEG and PNG decode here; pass a loader for the others.
+IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+_FUSED_DECODES = (DecodeRandomResizedCrop, DecodeResize, DecodeCenterCrop)
+_ON_ERROR = ("raise", "skip")
+
+
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
+    """A dataset folder has no class folders or a class has no files.
+
+    Also a ``FileNotFoundError``, which torchvision raises in the same cases.
+
+    Example:
+        >>> isinstance(DatasetNotFoundError("no class folders", path="x"), FileNotFoundError)
+        True
+    """
+
+
+class SkippedSamplesWarning(UserWarning):
+    """A sample could not be read and another took its place (``on_error="skip"``).
+
+    Example:
+        >>> issubclass(SkippedSamplesWarning, UserWarning)
+        True
+    """
+
+
+def has_file_allowed_extension(filename: str, extensions: str | tuple[str, ...]) -> bool:
+    """Whether ``filename`` ends with one of ``extensions`` (lower-case), ignoring case.
+
+    Example:
+        >>> has_file_allowed_extension("a/B.JPG", (".jpg", ".png"))
+        True
+    """
+    return filename.lower().endswith(
+        extensions if isinstance(extensions, str) else tuple(extensions)
+    )
+
+
+def is_image_file(filename: str) -> bool:
+    """Whether ``filename`` has one of :data:`IMG_EXTENSIONS`.
+
+    Example:
+        >>> is_image_file("cat.webp"), is_image_file("notes.txt")
+        (True, False)
+    """
+    return has_file_allowed_extension(filename, IMG_EXTENSIONS)
+
+
+def find_classes(directory: str | os.PathLike[str]) -> tuple[list[str], dict[str, int]]:
+    """The class folders of ``directory`` in sorted order, and their indices.
+
+    Raises :class:`DatasetNotFoundError` (a ``FileNotFoundError``) naming
+    ``directory`` when it is missing or has no sub-folders.
+
+    Example:
+        >>> import os, tempfile
+        >>> root = tempfile.mkdtemp()
+        >>> for name in ("dog", "cat"):
+        ...     os.makedirs(os.path.join(root, name))
+        >>> find_classes(root)
+        (['cat', 'dog'], {'cat': 0, 'dog': 1})
+    """
+    try:
+        with os.scandir(directory) as entries:
+            classes = sorted(entry.name for entry in entries if entry.is_dir())
+    except FileNotFoundError:
+        raise DatasetNotFoundError("no such directory", path=directory) from None
+    except OSError as e:
+        raise DatasetError(
+            f"cannot list the class folders: {e.strerror or e}", path=directory
+        ) from e
+    if not classes:
+        raise DatasetNotFoundError(
+            "no class folders (expected ROOT/<class>/<file>)", path=directory
+        )
+    return classes, {name: i for i, name in enumerate(classes)}
+
+
+def make_dataset(
+    directory: str | os.PathLike[str],
+    class_to_idx: dict[str, int] | None = None,
+    extensions: str | tuple[str, ...] | None = None,
+    is_valid_file: Callable[[str], bool] | None = None,
+    allow_empty: bool = False,
+) -> list[tuple[str, int]]:
+    """``(path, class_index)`` of every valid file under the class folders, as torchvision.
+
+    Classes in sorted order; within a class, folders (``os.walk``, following links)
+    and files sorted. Exactly one of ``extensions`` and ``is_valid_file`` selects
+    the files. A class without files raises :class:`DatasetNotFoundError` unless
+    ``allow_empty``.
+
+    Example:
+        >>> import os, tempfile
+        >>> root = tempfile.mkdtemp()
+        >>> os.makedirs(os.path.join(root, "cat"))
+        >>> for name in ("b.jpg", "a.png", "c.txt"):
+        ...     open(os.path.join(root, "cat", name), "wb").close()
+        >>> [(os.path.basename(p), c) for p, c in make_dataset(root, extensions=(".jpg", ".png"))]
+        [('a.png', 0), ('b.jpg', 0)]
+    """
+    directory = os.path.expanduser(directory)
+    if class_to_idx is None:
+        _, class_to_idx = find_classes(directory)
+    elif not class_to_idx:
+        raise ValueError("'class_to_index' must have at least one entry to collect any samples.")
+    if (extensions is None) == (is_valid_file is None):
+        raise ValueError(
+            "Both extensions and is_valid_file cannot be None or not None at the same time"
+        )
+    if extensions is not None:
+        allowed = extensions
+
+        def is_valid_file(path: str) -> bool:
+            return has_file_allowed_extension(path, allowed)
+
+    instances = []
+    available = set()
+    for target_class in sorted(class_to_idx):
+        class_index = class_to_idx[target_class]
+        target_dir = os.path.join(directory, target_class)
+        if not os.path.isdir(target_dir):
+            continue
+        for root, _, fnames in sorted(os.walk(target_dir, followlinks=True)):
+            for fname in sorted(fnames):
+                path = os.path.join(root, fname)
+                if is_valid_file(path):
+                    instances.append((path, class_index))
+                    available.add(target_class)
+    empty = set(class_to_idx) - available
+    if empty and not allow_empty:
+        reason = f"found no valid file for the classes {', '.join(sorted(empty))}"
+        if extensions is not None:
+            listed = extensions if isinstance(extensions, str) else ", ".join(extensions)
+            reason += f" (supported extensions: {listed})"
+        raise DatasetNotFoundError(
+            reason + "; allow_empty=True keeps empty classes", path=directory
+        )
+    return instances
+
+
+def default_loader(path: str | os.PathLike[str]) -> torch.Tensor:
+    """Decode the image at ``path`` to a uint8 ``[3, H, W]`` RGB tensor.
+
+    Gray images are repeated over three channels and alpha is dropped, as Pillow's
+    ``convert("RGB")`` in torchvision's default loader; 16-bit PNGs are scaled to
+    8 bits; EXIF orientation is not applied (Pillow does not either). JPEG and PNG
+    only.
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> from trivium.vision.io import write_png
+        >>> path = os.path.join(tempfile.mkdtemp(), "g.png")
+        >>> write_png(torch.zeros(1, 4, 5, dtype=torch.uint8), path)
+        >>> default_loader(path).shape
+        torch.Size([3, 4, 5])
+    """
+    return decode_image(read_file(path), ImageReadMode.RGB, dtype=torch.uint8, path=path)
+
+
+def starts_with_decode(transform: Callable | None) -> bool:
+    """Whether ``transform`` takes encoded bytes: it is, or starts with, a fused decode.
+
+    ``Compose`` (also nested, and ``nn.Sequential``) counts by its first transform.
+
+    Example:
+        >>> from trivium.vision import transforms as T
+        >>> starts_with_decode(T.Compose([T.DecodeResize(32), T.RandomHorizontalFlip()]))
+        True
+        >>> starts_with_decode(T.Resize(32)), starts_with_decode(None)
+        (False, False)
+    """
+    while isinstance(transform, Compose | nn.Sequential) and len(_steps(transform)):
+        transform = _steps(transform)[0]
+    return isinstance(transform, _FUSED_DECODES)
+
+
+def _steps(transform: Compose | nn.Sequential) -> Any:
+    return transform.transforms if isinstance(transform, Compose) else transform
+
+
+def loader_for(transform: Callable | None) -> Callable[[str], torch.Tensor]:
+    """The default loader for ``transform``: the file's bytes for a fused decode, else pixels.
+
+    :func:`trivium.vision.io.read_file` when :func:`starts_with_decode`, else
+    :func:`default_loader`.
+
+    Example:
+        >>> from trivium.vision import transforms as T
+        >>> loader_for(T.DecodeRandomResizedCrop(64)).__name__, loader_for(None).__name__
+        ('read_file', 'default_loader')
+    """
+    return read_file if starts_with_decode(transform) else default_loader
+
+
+def _with_path(error: TriviumError | OSError, path: str) -> TriviumError:
+    """``error`` as a ``trivium.core`` error naming ``path``."""
+    if isinstance(error, TriviumError):
+        if error.path is not None:
+            return error
+        try:
+            return type(error)(error.reason, path=path)
+        except TypeError:  # a subclass with its own constructor
+            return DatasetError(error.reason, path=path)
+    if isinstance(error, FileNotFoundError):
+        return DatasetNotFoundError("no such file", path=path)
+    return DatasetError(f"cannot load the file: {error.strerror or error}", path=path)
+
+
+class DatasetFolder(Dataset):
+    """``(transform(loader(path)), target_transform(class_index))`` from ``root/<class>/**``.
+
+    Arguments and attributes are torchvision's: ``classes`` (sorted folder names),
+    ``class_to_idx``, ``samples`` (``(path, class_index)`` in torchvision's order),
+    ``targets``, and the overridable ``find_classes`` / static ``make_dataset``.
+    ``loader=None`` picks :func:`loader_for` the current ``transform`` (read at each
+    item, so a transform set later counts); ``loader`` reads back the one in use.
+
+    Errors: a file the loader or the transform cannot read raises a
+    ``trivium.core`` error naming it (``DecodeError`` for damaged data,
+    ``DatasetError`` for I/O), never a bare decoder message.
+
+    ``on_error="skip"``: a map-style dataset cannot drop an index (the sampler has
+    already chosen it), so a bad sample is *replaced* by the next readable one in
+    index order, wrapping around: ``dataset[i]`` gives ``dataset[j]`` (its pixels and
+    its label) for the smallest ``j`` after ``i`` that reads. The choice depends
+    only on which files are bad, so it is the same on every run and in every
+    worker; an epoch then holds the replacement twice. Bad files are tried again
+    each time (their attempt draws the same random numbers every run: resumed runs
+    repeat), and found ones are kept in shared memory: ``skipped`` counts the
+    distinct bad files found so far, by any DataLoader worker, and
+    ``skipped_files`` lists them. Each is reported once with a
+    :class:`SkippedSamplesWarning` naming it. Only data errors are skipped
+    (``trivium.core`` errors and ``OSError``); a bug in a transform still raises. If
+    no file reads, a ``DatasetError`` is raised.
+
+    Example:
+        >>> import pathlib, tempfile, torch
+        >>> from trivium.vision.io import write_png
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "a").mkdir()
+        >>> write_png(torch.zeros(3, 4, 4, dtype=torch.uint8), str(root / "a" / "1.png"))
+        >>> _ = (root / "a" / "2.png").write_bytes(b"not a png")
+        >>> ds = DatasetFolder(root, None, (".png",), on_error="skip")
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True):
+        ...     image, label = ds[1]
+        >>> image.shape, label, ds.skipped
+        (torch.Size([3, 4, 4]), 0, 1)
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        loader: Callable[[str], Any] | None,
+        extensions: tuple[str, ...] | None = None,
+        transform: Callable | None = None,
+        target_transform: Callable | None = None,
+        is_valid_file: Callable[[str], bool] | None = None,
+        allow_empty: bool = False,
+        *,
+        on_error: str = "raise",
+    ) -> None:
+        if on_error not in _ON_ERROR:
+            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        self.root = os.path.expanduser(root) if isinstance(root, str) else root
+        self.transform = transform
+        self.target_transform = target_transform
+        classes, class_to_idx = self.find_classes(self.root)
+        self.samples = self.make_dataset(
+            self.root,
+            class_to_idx=class_to_idx,
+            extensions=extensions,
+            is_valid_file=is_valid_file,
+            allow_empty=allow_empty,
+        )
+        self.loader = loader
+        self.extensions = extensions
+        self.classes = classes
+        self.class_to_idx = class_to_idx
+        self.targets = [s[1] for s in self.samples]
+        self.on_error = on_error
+        # One flag per sample in shared memory: workers' findings reach the parent.
+        self._bad = torch.zeros(len(self.samples), dtype=torch.uint8)
+        if on_error == "skip":
+            self._bad.share_memory_()
+
+    @property
+    def loader(self) -> Callable[[str], Any]:
+        """The loader in use: the one given, else :func:`loader_for` the current transform."""
+        return self._loader if self._loader is not None else loader_for(self.transform)
+
+    @loader.setter
+    def loader(self, loader: Callable[[str], Any] | None) -> None:
+        self._loader = loader
+
+    @staticmethod
+    def make_dataset(
+        directory: str | os.PathLike[str],
+        class_to_idx: dict[str, int],
+        extensions: tuple[str, ...] | None = None,
+        is_valid_file: Callable[[str], bool] | None = None,
+        allow_empty: bool = False,
+    ) -> list[tuple[str, int]]:
+        """The samples (see :func:`make_dataset`); override to read another layout.
+
+        Example:
+            >>> import os, tempfile
+            >>> root = tempfile.mkdtemp()
+            >>> os.makedirs(os.path.join(root, "cat"))
+            >>> DatasetFolder.make_dataset(root, {"cat": 0}, (".jpg",), allow_empty=True)
+            []
+        """
+        if class_to_idx is None:
+            raise ValueError("The class_to_idx parameter cannot be None.")
+        return make_dataset(directory, class_to_idx, extensions, is_valid_file, allow_empty)
+
+    def find_classes(self, directory: str | os.PathLike[str]) -> tuple[list[str], dict[str, int]]:
+        """The classes and their indices (see :func:`find_classes`); override to pick others.
+
+        Example:
+            >>> import os, tempfile
+            >>> root = tempfile.mkdtemp()
+            >>> os.makedirs(os.path.join(root, "b", "x"))
+            >>> os.makedirs(os.path.join(root, "a"))
+            >>> DatasetFolder(root, None, (".jpg",), allow_empty=True).find_classes(root)
+            (['a', 'b'], {'a': 0, 'b': 1})
+        """
+        return find_classes(directory)
+
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        """``(sample, target)`` number ``index`` (see the class docstring for bad files).
+
+        Example:
+            >>> import pathlib, tempfile, torch
+            >>> from trivium.vision.io import write_png
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "a").mkdir()
+            >>> write_png(torch.zeros(3, 2, 2, dtype=torch.uint8), str(root / "a" / "1.png"))
+            >>> ImageFolder(root)[0][0].shape
+            torch.Size([3, 2, 2])
+        """
+        if self.on_error == "raise":
+            return self._load(index)
+        count = len(self.samples)
+        index = operator.index(index)
+        if not -count <= index < count:
+            raise IndexError(f"index {index} is out of range for {count} samples")
+        first_bad = None
+        for step in range(count):
+            j = (index + step) % count
+            try:
+                item = self._load(j)
+            except TriviumError as e:
+                self._note_bad(j, e)
+                first_bad = e if first_bad is None else first_bad
+                continue
+            return item
+        raise DatasetError(
+            f"on_error='skip': none of the {count} samples could be read (the first: {first_bad})",
+            path=self.root,
+        )
+
+    def _load(self, index: int) -> tuple[Any, Any]:
+        path, target = self.samples[index]
+        try:
+            sample = self.loader(path)
+            if self.transform is not None:  # a fused decode finds damage here
+                sample = self.transform(sample)
+        except (TriviumError, OSError) as e:
+            raise _with_path(e, path) from e
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return sample, target
+
+    def _note_bad(self, index: int, error: TriviumError) -> None:
+        if len(self._bad) != len(self.samples):  # samples replaced after construction
+            self._bad = torch.zeros(len(self.samples), dtype=torch.uint8)
+        if self._bad[index]:
+            return
+        self._bad[index] = 1
+        warnings.warn(
+            f"{error} (on_error='skip': the next readable sample takes its place)",
+            SkippedSamplesWarning,
+            stacklevel=3,
+        )
+
+    @property
+    def skipped(self) -> int:
+        """How many distinct bad files ``on_error="skip"`` has found (in any worker)."""
+        return int(self._bad.sum())
+
+    @property
+    def skipped_files(self) -> list[str]:
+        """The bad files ``on_error="skip"`` has found (in any worker), in sample order."""
+        return [self.samples[i][0] for i in self._bad.nonzero().flatten().tolist()]
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __repr__(self) -> str:
+        lines = [f"Number of datapoints: {len(self)}", f"Root location: {self.root}"]
+        if self.on_error != "raise":
+            lines.append(f"on_error: {self.on_error!r}")
+        for name in ("transform", "target_transform"):
+            value = getattr(self, name)
+            if value is not None:
+                lines += f"{name.replace('_', ' ').capitalize()}: {value!r}".splitlines()
+        return "\n".join([f"Dataset {type(self).__name__}", *("    " + line for line in lines)])
+
+
+class ImageFolder(DatasetFolder):
+    """Images ``root/<class>/**/<image>`` with class indices, as torchvision's ``ImageFolder``.
+
+    Files with one of :data:`IMG_EXTENSIONS` (or those ``is_valid_file`` accepts).
+    A sample is the decoded uint8 ``[3, H, W]`` RGB image, or the encoded bytes when
+    ``transform`` starts with a fused decode (see :func:`loader_for`); a ``loader``
+    given wins. ``imgs`` is ``samples``. See :class:`DatasetFolder` for
+    ``on_error``.
+
+    Example:
+        >>> import pathlib, tempfile, torch
+        >>> from trivium.vision import transforms as T
+        >>> from trivium.vision.io import write_jpeg
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "cat").mkdir()
+        >>> write_jpeg(torch.zeros(3, 48, 64, dtype=torch.uint8), str(root / "cat" / "1.jpg"))
+        >>> ds = ImageFolder(root, transform=T.DecodeRandomResizedCrop(32))
+        >>> ds.loader.__name__, ds[0][0].shape
+        ('read_file', torch.Size([3, 32, 32]))
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        transform: Callable | None = None,
+        target_transform: Callable | None = None,
+        loader: Callable[[str], Any] | None = None,
+        is_valid_file: Callable[[str], bool] | None = None,
+        allow_empty: bool = False,
+        *,
+        on_error: str = "raise",
+    ) -> None:
+        super().__init__(
+            root,
+            loader,
+            IMG_EXTENSIONS if is_valid_file is None else None,
+            transform=transform,
+            target_transform=target_transform,
+            is_valid_file=is_valid_file,
+            allow_empty=allow_empty,
+            on_error=on_error,
+        )
+        self.imgs = self.samples

@@ -1,0 +1,324 @@
+"""DatasetFolder / ImageFolder, checked against torchvision's ImageFolder, Pillow and
+`trivium-data convert image-folder` on a tree of real images."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import shutil
+import warnings
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+from image_assets import CORRUPT_DIR, JPEG_DIR, PNG_DIR, pillow_array
+from peers import require_torchvision
+
+from trivium.core import DatasetError, DecodeError, TriviumError
+from trivium.vision import transforms as T
+from trivium.vision.datasets import (
+    IMG_EXTENSIONS,
+    DatasetFolder,
+    DatasetNotFoundError,
+    ImageFolder,
+    SkippedSamplesWarning,
+    default_loader,
+)
+from trivium.vision.io import ImageReadMode, decode_image, read_file
+
+# (class folder/file name in the tree, asset): gray, palette, RGBA, 16-bit, progressive,
+# upper-case extension, a nested folder, and a file that is not an image.
+TREE = {
+    "bird/a.jpg": JPEG_DIR / "ljt-testorig.jpg",
+    "bird/b.PNG": PNG_DIR / "basn3p08.png",
+    "bird/zz_more/c.jpeg": JPEG_DIR / "jd-moz-jpg-progressive.jpg",
+    "cat/grace.jpg": JPEG_DIR / "tv-grace_hopper_517x606.jpg",
+    "cat/gray.jpg": JPEG_DIR / "jd-moz-jpg-gray.jpg",
+    "cat/rgba.png": PNG_DIR / "basn6a08.png",
+    "cat/notes.txt": None,
+    "dog/hopper.jpg": JPEG_DIR / "pil-hopper.jpg",
+    "dog/deep16.png": PNG_DIR / "basn2c16.png",
+}
+# Damaged files: what the decoders refuse, and why (for the message).
+CORRUPT = ["pil-truncated_jpeg.jpg", "jd-empty.jpg", "tv-heapbof.png", "pil-broken_data_stream.png"]
+
+
+def make_tree(root: pathlib.Path, files: dict[str, pathlib.Path | None] = TREE) -> pathlib.Path:
+    for name, source in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if source is None:
+            path.write_text("not an image")
+        else:
+            shutil.copyfile(source, path)
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path: pathlib.Path) -> pathlib.Path:
+    return make_tree(tmp_path / "tree")
+
+
+def test_classes_and_samples_match_torchvision(tree: pathlib.Path) -> None:
+    tv = require_torchvision()
+    for root in (str(tree), tree):
+        ours, theirs = ImageFolder(root), tv.datasets.ImageFolder(root)
+        assert ours.classes == theirs.classes == ["bird", "cat", "dog"]
+        assert ours.class_to_idx == theirs.class_to_idx
+        assert ours.samples == theirs.samples
+        assert ours.imgs == theirs.imgs == ours.samples
+        assert ours.targets == theirs.targets == [0, 0, 0, 1, 1, 1, 2, 2]
+        assert len(ours) == len(theirs) == 8
+
+
+def test_default_sample_is_pillows_rgb_decode(tree: pathlib.Path) -> None:
+    tv = require_torchvision()
+    ours, theirs = ImageFolder(tree), tv.datasets.ImageFolder(tree)
+    assert ours.loader is default_loader
+    for i, (path, label) in enumerate(ours.samples):
+        image, target = ours[i]
+        assert image.dtype == torch.uint8 and image.shape[0] == 3 and target == label
+        if not path.endswith("deep16.png"):  # Pillow clips 16-bit to 8 bits; we scale
+            np.testing.assert_array_equal(image.numpy(), pillow_array(pathlib.Path(path), "RGB"))
+        pil, tv_target = theirs[i]
+        assert tv_target == target and (pil.height, pil.width) == tuple(image.shape[1:])
+
+
+def test_sixteen_bit_png_is_scaled_to_uint8(tree: pathlib.Path) -> None:
+    path = str(tree / "dog" / "deep16.png")
+    image = default_loader(path)
+    reference = pillow_array(PNG_DIR / "basn2c16.png", "RGB")  # RGB 16-bit: Pillow takes MSBs
+    assert image.dtype == torch.uint8
+    np.testing.assert_array_equal(image.numpy(), reference)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        T.DecodeResize((24, 20)),
+        T.Compose([T.DecodeCenterCrop(16), T.RandomHorizontalFlip(p=0.0)]),
+        T.Compose([T.Compose([T.DecodeRandomResizedCrop(12)]), T.ToDtype(torch.float32)]),
+    ],
+    ids=["fused", "compose", "nested"],
+)
+def test_fused_decode_transform_gets_the_bytes(tree: pathlib.Path, transform) -> None:
+    ds = ImageFolder(tree, transform=transform)
+    assert ds.loader is read_file
+    path = ds.samples[0][0]
+    assert torch.equal(ds.loader(path), torch.from_numpy(np.fromfile(path, dtype=np.uint8)))
+    image, _ = ds[0]
+    assert image.shape[0] == 3 and image.shape[1:] in ((24, 20), (16, 16), (12, 12))
+
+
+def test_fused_decode_sample_equals_decoding_the_file(tree: pathlib.Path) -> None:
+    ds = ImageFolder(tree, transform=T.DecodeResize((24, 20)))
+    for i, (path, _) in enumerate(ds.samples):
+        if path.endswith("deep16.png"):  # the fused decodes take 8-bit images only
+            continue
+        expected = T.DecodeResize((24, 20))(read_file(path))
+        assert torch.equal(ds[i][0], expected)
+
+
+def test_other_transforms_get_pixels_and_a_given_loader_wins(tree: pathlib.Path) -> None:
+    ds = ImageFolder(tree, transform=T.Compose([T.Resize((8, 8)), T.DecodeResize(4)]))
+    assert ds.loader is default_loader  # the fused decode is not first
+    ds = ImageFolder(tree, transform=T.Resize((8, 8)))
+    assert ds[0][0].shape == (3, 8, 8)
+
+    seen = []
+
+    def loader(path: str) -> torch.Tensor:
+        seen.append(path)
+        return read_file(path)
+
+    ds = ImageFolder(tree, transform=T.DecodeResize((8, 8)), loader=loader)
+    assert ds.loader is loader
+    assert ds[0][0].shape == (3, 8, 8) and seen == [ds.samples[0][0]]
+    ds = ImageFolder(tree, transform=T.DecodeResize(8), loader=default_loader)
+    assert ds.loader is default_loader
+    # The default follows the transform, also when it is set after construction.
+    ds = ImageFolder(tree)
+    ds.transform = T.DecodeCenterCrop(8)
+    assert ds.loader is read_file and ds[3][0].shape == (3, 8, 8)
+
+
+def test_dataset_folder_with_a_loader_and_extensions(tree: pathlib.Path) -> None:
+    tv = require_torchvision()
+    ours = DatasetFolder(tree, read_file, extensions=(".txt", ".jpeg"), allow_empty=True)
+    theirs = tv.datasets.DatasetFolder(tree, read_file, (".txt", ".jpeg"), allow_empty=True)
+    assert ours.samples == theirs.samples and ours.classes == theirs.classes
+    assert [os.path.basename(p) for p, _ in ours.samples] == ["c.jpeg", "notes.txt"]
+    assert ours[1][0].numpy().tobytes() == b"not an image"
+
+
+def test_is_valid_file_matches_torchvision(tree: pathlib.Path) -> None:
+    tv = require_torchvision()
+
+    def is_png(path: str) -> bool:
+        return path.lower().endswith(".png")
+
+    ours = ImageFolder(tree, is_valid_file=is_png)
+    theirs = tv.datasets.ImageFolder(tree, is_valid_file=is_png)
+    assert ours.samples == theirs.samples
+    assert [os.path.basename(p) for p, _ in ours.samples] == ["b.PNG", "rgba.png", "deep16.png"]
+    with pytest.raises(ValueError, match="Both extensions and is_valid_file"):
+        DatasetFolder(tree, None, extensions=(".png",), is_valid_file=is_png)
+
+
+def test_an_empty_class_raises_unless_allow_empty(tree: pathlib.Path) -> None:
+    tv = require_torchvision()
+    (tree / "empty").mkdir()
+    with pytest.raises(FileNotFoundError):
+        tv.datasets.ImageFolder(tree)
+    with pytest.raises(DatasetNotFoundError, match="classes empty") as caught:
+        ImageFolder(tree)
+    assert isinstance(caught.value, FileNotFoundError | TriviumError)
+    assert caught.value.path == str(tree) and "allow_empty" in str(caught.value)
+
+    ours = ImageFolder(tree, allow_empty=True)
+    theirs = tv.datasets.ImageFolder(tree, allow_empty=True)
+    assert ours.classes == theirs.classes == ["bird", "cat", "dog", "empty"]
+    assert ours.samples == theirs.samples and 3 not in ours.targets
+
+
+def test_a_missing_root_or_no_class_folder_names_the_folder(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(DatasetNotFoundError, match="no such directory") as caught:
+        ImageFolder(tmp_path / "missing")
+    assert caught.value.path == str(tmp_path / "missing")
+    with pytest.raises(DatasetNotFoundError, match="no class folders"):
+        ImageFolder(tmp_path)
+
+
+@pytest.mark.parametrize("name", CORRUPT)
+@pytest.mark.parametrize("fused", [False, True], ids=["pixels", "fused"])
+def test_a_corrupt_file_raises_naming_it(tree: pathlib.Path, name: str, fused: bool) -> None:
+    bad = tree / "cat" / ("bad" + pathlib.Path(name).suffix)
+    shutil.copyfile(CORRUPT_DIR / name, bad)
+    ds = ImageFolder(tree, transform=T.DecodeResize(16) if fused else None)
+    index = [p for p, _ in ds.samples].index(str(bad))
+    with pytest.raises(DecodeError) as caught:
+        ds[index]
+    assert caught.value.path == str(bad)
+    assert str(caught.value).startswith(f"{bad}: ") and caught.value.reason
+    ds[index + 1]  # the dataset still works
+
+
+def test_an_unreadable_file_raises_naming_it(tree: pathlib.Path) -> None:
+    gone = tree / "cat" / "gone.jpg"
+    gone.symlink_to(tree / "nowhere.jpg")  # listed, but cannot be opened
+    ds = ImageFolder(tree)
+    index = [p for p, _ in ds.samples].index(str(gone))
+    with pytest.raises(DatasetError, match="no such file") as caught:
+        ds[index]
+    assert caught.value.path == str(gone) and isinstance(caught.value, FileNotFoundError)
+
+
+def bad_tree(root: pathlib.Path) -> tuple[ImageFolder, list[int]]:
+    """The tree with a truncated JPEG in the middle and a broken PNG as the last sample."""
+    make_tree(root, {k: v for k, v in TREE.items() if "deep16" not in k})  # fused: 8-bit only
+    shutil.copyfile(CORRUPT_DIR / "pil-truncated_jpeg.jpg", root / "cat" / "h_bad.jpg")
+    shutil.copyfile(CORRUPT_DIR / "pil-broken_data_stream.png", root / "dog" / "zz_bad.png")
+    ds = ImageFolder(root, transform=T.DecodeResize((16, 16)), on_error="skip")
+    bad = [i for i, (p, _) in enumerate(ds.samples) if "bad" in os.path.basename(p)]
+    assert bad == [5, 8] and len(ds) == 9
+    return ds, bad
+
+
+def expected_items(ds: ImageFolder) -> list[tuple[torch.Tensor, int]]:
+    """Every index's item: a bad one replaced by the next readable one, wrapping around."""
+    clean = ImageFolder(ds.root, transform=ds.transform)
+    good = {}
+    for i in range(len(clean)):
+        with contextlib.suppress(DecodeError):
+            good[i] = clean[i]
+    n = len(clean)
+    return [good[next(j % n for j in range(i, i + n) if j % n in good)] for i in range(n)]
+
+
+def test_on_error_skip_replaces_a_bad_sample_by_the_next(tmp_path: pathlib.Path) -> None:
+    ds, bad = bad_tree(tmp_path / "tree")
+    expected = expected_items(ds)
+    with pytest.warns(SkippedSamplesWarning, match="h_bad.jpg: corrupt image data"):
+        image, label = ds[5]
+    assert torch.equal(image, ds[6][0]) and label == ds.targets[6] == 1
+    with pytest.warns(SkippedSamplesWarning, match="zz_bad.png"):
+        image, label = ds[-1]  # the last: wraps around to the first
+    assert torch.equal(image, expected[0][0]) and label == 0
+    assert ds.skipped == 2 and ds.skipped_files == [ds.samples[i][0] for i in bad]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # each file is reported once
+        items = [ds[i] for i in range(len(ds))]
+    for (image, label), (want_image, want_label) in zip(items, expected, strict=True):
+        assert torch.equal(image, want_image) and label == want_label
+    with pytest.raises(IndexError):
+        ds[9]
+
+
+def test_on_error_skip_with_every_file_bad_raises(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "a").mkdir()
+    for name in ("x.jpg", "y.jpg"):
+        shutil.copyfile(CORRUPT_DIR / "tv-corrupt.jpg", tmp_path / "a" / name)
+    ds = ImageFolder(tmp_path, on_error="skip")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SkippedSamplesWarning)
+        with pytest.raises(DatasetError, match="none of the 2 samples could be read"):
+            ds[0]
+    assert ds.skipped == 2
+    with pytest.raises(ValueError, match="on_error"):
+        ImageFolder(tmp_path, on_error="ignore")
+
+
+def test_on_error_skip_in_torch_dataloader_workers(tmp_path: pathlib.Path) -> None:
+    ds, bad = bad_tree(tmp_path / "tree")
+    expected = expected_items(ds)
+    loader = torch.utils.data.DataLoader(ds, batch_size=3, num_workers=2)
+    images, labels = zip(*loader, strict=True)
+    assert torch.equal(torch.cat(images), torch.stack([image for image, _ in expected]))
+    assert torch.cat(labels).tolist() == [label for _, label in expected]
+    # Found by the workers, counted here: the flags live in shared memory.
+    assert ds.skipped == 2 and ds.skipped_files == [ds.samples[i][0] for i in bad]
+
+
+def test_on_error_skip_in_trivium_dataloader_workers(tmp_path: pathlib.Path) -> None:
+    from trivium.data import DataLoader
+
+    ds, bad = bad_tree(tmp_path / "tree")
+    expected = expected_items(ds)
+    loader = DataLoader(ds, batch_size=4, shuffle=True, num_workers=2, seed=1)
+    seen = 0
+    for images, labels in loader:
+        for image, label in zip(images, labels.tolist(), strict=True):
+            assert any(torch.equal(image, e) and label == t for e, t in expected)
+            seen += 1
+    assert seen == len(ds) and ds.skipped == 2
+    assert ds.skipped_files == [ds.samples[i][0] for i in bad]
+
+
+def test_convert_image_folder_gives_imagefolders_samples(
+    tree: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    from trivium.data.cli import main
+
+    (tree / "cat" / "notes.txt").unlink()  # convert and ImageFolder list the same files
+    assert main(["convert", "image-folder", str(tree), str(tmp_path / "shards")]) == 0
+    table = pq.read_table(tmp_path / "shards")
+    ds = ImageFolder(tree)
+    assert table.num_rows == len(ds)
+    rows = list(zip(table["label"].to_pylist(), table["image"].to_pylist(), strict=True))
+    assert rows == [(label, read_file(path).numpy().tobytes()) for path, label in ds.samples]
+    assert table["class_name"].to_pylist() == [ds.classes[t] for t in ds.targets]
+    assert table["path"].to_pylist() == [os.path.relpath(p, tree) for p, _ in ds.samples]
+    # Decoded from the shards, the pixels are ImageFolder's.
+    for data, (image, _) in zip(table["image"].to_pylist(), ds, strict=True):
+        from_shard = decode_image(bytearray(data), ImageReadMode.RGB, dtype=torch.uint8)
+        assert torch.equal(from_shard, image)
+
+
+def test_repr_and_extensions() -> None:
+    assert IMG_EXTENSIONS[:3] == (".jpg", ".jpeg", ".png")
+    root = JPEG_DIR.parent
+    ds = ImageFolder(root, transform=T.Resize(8), is_valid_file=lambda p: False, allow_empty=True)
+    text = repr(ds)
+    assert text.startswith("Dataset ImageFolder\n    Number of datapoints: 0\n    Root location:")
