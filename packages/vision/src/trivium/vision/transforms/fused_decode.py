@@ -23,6 +23,17 @@ parallel on the ``trivium.core`` thread pool, each resized straight into its slo
 of the batch (inside a DataLoader worker the batch is in shared memory: sending it
 copies nothing).
 
+Under ``torch.compile`` (``fullgraph=True`` too) each transform runs as one custom
+op (``trivium::decode_center_crop``, ``trivium::decode_resize``,
+``trivium::decode_random_resized_crop``): the header, the plan and the decode
+depend on the file's bytes, so they run inside the op, the same code as in eager
+mode. ``DecodeResize`` and ``DecodeCenterCrop`` give exactly the eager output;
+``DecodeRandomResizedCrop`` draws its uniforms in the graph from torch's default
+generator (as ``RandomResizedCrop`` does under compile: seed with
+``torch.manual_seed``, the ``generator`` is not used there) and turns them into a
+box with ``random_resized_crop_boxes``. Inputs must then be uint8 tensors of the
+encoded bytes (not bytes or arrays).
+
 Example:
     >>> import torch
     >>> from trivium.vision.io import encode_jpeg
@@ -46,10 +57,16 @@ from trivium.core import Transform, empty_batch, stack_batch
 from trivium.core.threads import parallel_map
 from trivium.vision.io import ImageReadMode, decode_image, image_info
 from trivium.vision.io.codec import as_buffer, resolve_max_pixels, to_chw
-from trivium.vision.io.jpeg import decode_buffer
+from trivium.vision.io.kernels import decode_buffer
+from trivium.vision.io.ops import check_traceable
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms.functional.geometry import _channels_last_batch, _resize_image
-from trivium.vision.transforms.geometry import CenterCrop, RandomResizedCrop, Resize
+from trivium.vision.transforms.geometry import (
+    CenterCrop,
+    RandomResizedCrop,
+    Resize,
+    random_resized_crop_boxes,
+)
 from trivium.vision.transforms.interpolation import InterpolationMode
 
 __all__ = ["DecodeCenterCrop", "DecodePlan", "DecodeRandomResizedCrop", "DecodeResize"]
@@ -122,10 +139,27 @@ class _FusedDecode(Transform):
             >>> DecodeCenterCrop(4)(encode_png(torch.zeros(3, 8, 8, dtype=torch.uint8))).shape
             torch.Size([3, 4, 4])
         """
+        if torch.compiler.is_compiling():
+            return self._traced(data)
         if isinstance(data, list | tuple):
             plans = [self.plan(item) for item in data]  # draws happen in input order
             return self._batch(plans)
         return self.execute(self.plan(data))
+
+    def _traced(self, data: Encoded | Sequence[Encoded]) -> Any:
+        """Inside ``torch.compile``: this transform's custom op on a list of encoded tensors."""
+        many = isinstance(data, list | tuple)
+        items = list(data) if many else [data]
+        name = type(self).__name__
+        if not items:
+            raise ValueError(f"{name}: expected at least one encoded image, got an empty list")
+        for item in items:
+            check_traceable(item, name)
+        result = self._op(items)
+        return result if many else result[0]
+
+    def _op(self, items: list[torch.Tensor]) -> Any:
+        raise NotImplementedError
 
     def _batch(self, plans: list[DecodePlan]) -> torch.Tensor:
         """Decode the plans into one channels-last batch, each image written into its slot."""
@@ -149,6 +183,10 @@ class _FusedDecode(Transform):
             >>> DecodeResize(16).plan(data).eighths
             4
         """
+        return self._plan(*self._header(data))
+
+    def _header(self, data: Encoded) -> tuple[Any, int, int, bool]:
+        """The buffer, the height and width the transform sees, and whether it can fuse."""
         data = as_buffer(data, type(self).__name__)  # converted once, read twice
         info = image_info(data)
         orientation_matters = self.apply_exif_orientation and info.orientation not in (0, 1)
@@ -163,7 +201,7 @@ class _FusedDecode(Transform):
             )
         else:
             height, width = info.height, info.width
-        return self._plan(data, height, width, _is_jpeg(info) and not orientation_matters)
+        return data, height, width, _is_jpeg(info) and not orientation_matters
 
     def execute(self, plan: DecodePlan, out: torch.Tensor | None = None) -> torch.Tensor:
         """Decode and transform following a plan from :meth:`plan` (into ``out`` if given).
@@ -289,7 +327,32 @@ class DecodeRandomResizedCrop(_FusedDecode):
         )
 
     def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
-        box = self.crop.sample_box(height, width)
+        return self._plan_box(data, self.crop.sample_box(height, width), jpeg)
+
+    def _plan_drawn(self, data: Encoded, u: torch.Tensor) -> DecodePlan:
+        """The plan for a box made of uniforms ``u`` [10, 4] (the compiled path's draws)."""
+        data, height, width, jpeg = self._header(data)
+        boxes = random_resized_crop_boxes(u[None], height, width, self.crop.scale, self.crop.ratio)
+        return self._plan_box(data, tuple(int(v) for v in boxes), jpeg)
+
+    def _op(self, items: list[torch.Tensor]) -> torch.Tensor:
+        # RandomResizedCrop's draws under compile: uniforms from the default generator.
+        u = self.crop._draw((len(items), 10, 4))
+        crop = self.crop
+        return _decode_random_resized_crop_op(
+            items,
+            u,
+            list(crop.size),
+            list(crop.scale),
+            list(crop.ratio),
+            crop.interpolation.value,
+            crop.antialias,
+            int(self.mode),
+            self.apply_exif_orientation,
+        )
+
+    def _plan_box(self, data: Encoded, box: Sequence[int], jpeg: bool) -> DecodePlan:
+        box = tuple(box)
         size = tuple(self.crop.size)
         eighths = 8
         if jpeg and _scales_with_antialias(self.crop.interpolation, self.crop.antialias):
@@ -342,9 +405,23 @@ class DecodeResize(_FusedDecode):
             >>> [t.shape for t in DecodeResize(20)([data])]
             [torch.Size([3, 20, 40])]
         """
+        if torch.compiler.is_compiling():
+            return self._traced(data)
         if isinstance(data, list | tuple):
             return parallel_map(self.execute, [self.plan(item) for item in data])
         return self.execute(self.plan(data))
+
+    def _op(self, items: list[torch.Tensor]) -> list[torch.Tensor]:
+        resize = self.resize
+        return _decode_resize_op(
+            items,
+            resize.size,
+            resize.interpolation.value,
+            resize.max_size,
+            resize.antialias,
+            int(self.mode),
+            self.apply_exif_orientation,
+        )
 
     def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
         size = tuple(self.resize.output_size(height, width))
@@ -387,6 +464,10 @@ class DecodeCenterCrop(_FusedDecode):
         super().__init__(mode, apply_exif_orientation, None)
         self.center_crop = CenterCrop(size)
 
+    def _op(self, items: list[torch.Tensor]) -> torch.Tensor:
+        size = list(self.center_crop.size)
+        return _decode_center_crop_op(items, size, int(self.mode), self.apply_exif_orientation)
+
     def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
         crop_h, crop_w = self.center_crop.size
         inside = crop_h <= height and crop_w <= width
@@ -401,3 +482,132 @@ class DecodeCenterCrop(_FusedDecode):
         self, region: torch.Tensor, plan: DecodePlan, out: torch.Tensor | None
     ) -> torch.Tensor:
         return region
+
+
+# The custom ops of the compiled path. Each runs the eager code of its transform on
+# plain arguments; outputs are [..., C, H, W] views of [..., H, W, C] memory (the
+# decoder's order), as the fake kernels promise.
+
+_CENTER_CROP_SCHEMA = "(Tensor[] data, int[] size, int mode, bool apply_exif_orientation) -> Tensor"
+_RESIZE_SCHEMA = (
+    "(Tensor[] data, int[]? size, str interpolation, int? max_size, bool antialias, int mode, "
+    "bool apply_exif_orientation) -> Tensor[]"
+)
+_RANDOM_RESIZED_CROP_SCHEMA = (
+    "(Tensor[] data, Tensor draws, int[] size, float[] scale, float[] ratio, "
+    "str interpolation, bool antialias, int mode, bool apply_exif_orientation) -> Tensor"
+)
+
+
+def _hwc_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    *lead, c, h, w = shape
+    strides = [1, w * c, c]
+    step = h * w * c
+    for n in reversed(lead):
+        strides.insert(0, step)
+        step *= n
+    return tuple(strides)
+
+
+def _hwc_layout(image: torch.Tensor) -> torch.Tensor:
+    """``image`` [..., C, H, W] over [..., H, W, C] memory (copied only when it is not)."""
+    if image.stride() == _hwc_strides(image.shape):
+        return image
+    memory = torch.empty(image.movedim(-3, -1).shape, dtype=image.dtype, device=image.device)
+    return memory.movedim(-1, -3).copy_(image)
+
+
+def _fake_images(shape: Sequence[Any], like: torch.Tensor) -> torch.Tensor:
+    hwc = like.new_empty((*shape[:-3], shape[-2], shape[-1], shape[-3]), device="cpu")
+    return hwc.movedim(-1, -3)
+
+
+def _channels(mode: int) -> Any:
+    channels = ImageReadMode(mode).channels
+    return torch.library.get_ctx().new_dynamic_size(min=1, max=4) if channels is None else channels
+
+
+@torch.library.custom_op("trivium::decode_center_crop", mutates_args=(), schema=_CENTER_CROP_SCHEMA)
+def _decode_center_crop_op(
+    data: list[torch.Tensor], size: list[int], mode: int, apply_exif_orientation: bool
+) -> torch.Tensor:
+    """``DecodeCenterCrop(size, ...)`` of a list of encoded images, as a batch."""
+    transform = DecodeCenterCrop(
+        size, mode=ImageReadMode(mode), apply_exif_orientation=apply_exif_orientation
+    )
+    return _hwc_layout(transform(list(data)))
+
+
+@_decode_center_crop_op.register_fake
+def _(data, size, mode, apply_exif_orientation):
+    return _fake_images((len(data), _channels(mode), *size), data[0])
+
+
+@torch.library.custom_op("trivium::decode_resize", mutates_args=(), schema=_RESIZE_SCHEMA)
+def _decode_resize_op(
+    data: list[torch.Tensor],
+    size: list[int] | None,
+    interpolation: str,
+    max_size: int | None,
+    antialias: bool,
+    mode: int,
+    apply_exif_orientation: bool,
+) -> list[torch.Tensor]:
+    """``DecodeResize(size, ...)`` of a list of encoded images, one output each."""
+    transform = DecodeResize(
+        size,
+        InterpolationMode(interpolation),
+        max_size,
+        antialias,
+        mode=ImageReadMode(mode),
+        apply_exif_orientation=apply_exif_orientation,
+    )
+    return [_hwc_layout(image) for image in transform(list(data))]
+
+
+@_decode_resize_op.register_fake
+def _(data, size, interpolation, max_size, antialias, mode, apply_exif_orientation):
+    ctx = torch.library.get_ctx()
+    outputs = []
+    for item in data:
+        if size is not None and len(size) == 2:
+            height, width = size
+        else:  # the shorter side is size[0] (unless max_size caps the longer one)
+            low = size[0] if size is not None and max_size is None else 1
+            height, width = (ctx.new_dynamic_size(min=low, max=max_size) for _ in range(2))
+        outputs.append(_fake_images((_channels(mode), height, width), item))
+    return outputs
+
+
+@torch.library.custom_op(
+    "trivium::decode_random_resized_crop", mutates_args=(), schema=_RANDOM_RESIZED_CROP_SCHEMA
+)
+def _decode_random_resized_crop_op(
+    data: list[torch.Tensor],
+    draws: torch.Tensor,
+    size: list[int],
+    scale: list[float],
+    ratio: list[float],
+    interpolation: str,
+    antialias: bool,
+    mode: int,
+    apply_exif_orientation: bool,
+) -> torch.Tensor:
+    """``DecodeRandomResizedCrop`` of a list of encoded images, item i's box from ``draws[i]``."""
+    transform = DecodeRandomResizedCrop(
+        size,
+        tuple(scale),  # type: ignore[arg-type]
+        tuple(ratio),  # type: ignore[arg-type]
+        InterpolationMode(interpolation),
+        antialias,
+        mode=ImageReadMode(mode),
+        apply_exif_orientation=apply_exif_orientation,
+    )
+    u = draws.cpu()
+    plans = [transform._plan_drawn(item, u[i]) for i, item in enumerate(data)]
+    return _hwc_layout(transform._batch(plans))
+
+
+@_decode_random_resized_crop_op.register_fake
+def _(data, draws, size, scale, ratio, interpolation, antialias, mode, apply_exif_orientation):
+    return _fake_images((len(data), _channels(mode), *size), data[0])
