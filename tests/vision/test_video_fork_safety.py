@@ -158,21 +158,26 @@ class ReaderRandomAccess(Dataset):
         return self.reader.get_frames_at([i]).data[0]
 
 
-def build_random_access(path: str, backend: str) -> ReaderRandomAccess:
-    return ReaderRandomAccess(VideoReader(path, backend=backend))
+def build_random_access(path: str, backend: str, source: str) -> ReaderRandomAccess:
+    # An open file's offset is shared with forked workers: they must not read through it.
+    src = open(path, "rb") if source == "file" else path  # noqa: SIM115 - the reader's now
+    return ReaderRandomAccess(VideoReader(src, backend=backend))
 
 
 def read_random_access(frames: ReaderRandomAccess) -> list[torch.Tensor]:
     return [frames[i] for i in range(len(frames))]
 
 
-@pytest.mark.parametrize(("backend", "context"), [("pyav", "fork"), ("pyav", "forkserver")])
+@pytest.mark.parametrize(
+    ("backend", "source", "context"),
+    [("pyav", "path", "fork"), ("pyav", "file", "fork"), ("pyav", "file", "forkserver")],
+)
 def test_video_reader_random_access_in_workers(
-    videos: list[Path], backend: str, context: str, tmp_path: Path
+    videos: list[Path], backend: str, source: str, context: str, tmp_path: Path
 ) -> None:
     got = load_in_workers(
         MODULE,
-        {"path": str(videos[1]), "backend": backend},
+        {"path": str(videos[1]), "backend": backend, "source": source},
         context,
         tmp_path / "out.pt",
         build="build_random_access",

@@ -35,7 +35,7 @@ import torch
 from torch import Tensor
 
 from trivium.core.errors import DecodeError, EncodeError, UnsupportedFormatError
-from trivium.core.forking import ForkSafe
+from trivium.core.forking import ForkSafe, own_file
 from trivium.core.threads import get_num_threads, parallel_map
 
 __all__ = ["AudioMetaData", "AudioStream", "info", "load", "save", "stream"]
@@ -688,22 +688,10 @@ def _position(src: AudioSource) -> int:
 def _own_source(src: AudioSource, origin: int) -> AudioSource:
     """``src`` as this process can open it without moving another process's file offset.
 
-    ``origin`` is where the audio starts in a file object. One over a file descriptor
-    shares its offset with the process it was inherited from: it is opened again by
-    name, or read with ``pread`` (which moves no offset). An in-memory file object is
-    this process's own copy already.
+    ``origin`` is where the audio starts in a file object (see
+    :func:`trivium.core.forking.own_file`).
     """
-    if not hasattr(src, "read"):
-        return src
-    try:
-        fd = src.fileno()  # type: ignore[union-attr]
-    except (OSError, ValueError, AttributeError):  # in memory (io.BytesIO, ...)
-        src.seek(origin)  # type: ignore[union-attr]
-        return src
-    name = getattr(src, "name", None)
-    if origin == 0 and isinstance(name, str) and os.path.isfile(name):
-        return name
-    return os.pread(fd, max(os.fstat(fd).st_size - origin, 0), origin)
+    return own_file(src, origin) if hasattr(src, "read") else src
 
 
 def _portable_source(src: AudioSource | None, origin: int) -> AudioSource | None:

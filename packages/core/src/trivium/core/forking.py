@@ -35,7 +35,7 @@ import traceback
 import weakref
 from typing import Any, ClassVar
 
-__all__ = ["ForkSafe", "abandon"]
+__all__ = ["ForkSafe", "abandon", "own_file"]
 
 # Handles inherited from the parent, kept referenced so that they are never finalised here.
 _abandoned: list[Any] = []
@@ -74,6 +74,37 @@ def _leak_reference(obj: Any) -> None:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
     except (ImportError, AttributeError):  # not CPython: the list is all there is
         pass
+
+
+def own_file(file: Any, origin: int = 0) -> Any:
+    """``file`` (a binary file object) as this process can read it without moving another's offset.
+
+    A file object over a descriptor inherited through fork shares its offset with the
+    parent: reading it moves the parent's position. This gives its path where it is a
+    named regular file read from the start (``origin`` 0), else its bytes from
+    ``origin`` on, read with ``os.pread`` (which moves no offset). An in-memory file
+    object (no descriptor, e.g. ``io.BytesIO``) is this process's own copy: it comes
+    back as is, positioned at ``origin``.
+
+    Example:
+        >>> import io, tempfile
+        >>> with tempfile.NamedTemporaryFile() as f:
+        ...     _ = f.write(b"data")
+        ...     f.flush()
+        ...     own_file(f) == f.name, own_file(f, origin=2)
+        (True, b'ta')
+        >>> own_file(io.BytesIO(b"abc"), origin=1).read()
+        b'bc'
+    """
+    try:
+        fd = file.fileno()
+    except (OSError, ValueError, AttributeError):  # in memory
+        file.seek(origin)
+        return file
+    name = getattr(file, "name", None)
+    if origin == 0 and isinstance(name, str) and os.path.isfile(name):
+        return name
+    return os.pread(fd, max(os.fstat(fd).st_size - origin, 0), origin)
 
 
 class ForkSafe:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from trivium.core.errors import DecodeError
-from trivium.core.forking import ForkSafe
+from trivium.core.forking import ForkSafe, own_file
 from trivium.vision.io.video_backend import (
     Frame,
     FrameIndex,
@@ -163,12 +163,19 @@ class PyAVBackend(ForkSafe, VideoBackend):
         if self._closed:
             raise ValueError("I/O operation on a closed video backend")
         if self._container is None:
+            if self.__dict__.pop("_src_from_parent", False):
+                self._src = own_file(self._src)  # its offset is the parent's too
             self._container = self._open()
             self._av_streams = {
                 info.name: self._av_stream_in(self._container, info) for info in self.streams
             }
             self._fresh = True
         return self._container
+
+    def _after_fork(self) -> None:
+        super()._after_fork()
+        if hasattr(self._src, "read"):
+            self._src_from_parent = True
 
     @staticmethod
     def _check_process(pid: int) -> None:
