@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from trivium.core import ForkSafe, abandon, forking, threads
+from trivium.core.forking import own_file
 
 
 class Pipe(ForkSafe):
@@ -168,3 +169,19 @@ def test_thread_pool_is_abandoned_in_a_forked_child() -> None:
 def _default_threads() -> Any:
     yield
     threads._num_threads = None
+
+
+def _own_bytes(file: Any) -> Any:
+    return own_file(file, origin=1)
+
+
+def test_own_file_reads_an_inherited_file_without_moving_its_offset() -> None:
+    import tempfile
+
+    with tempfile.TemporaryFile() as f:  # no name: read with pread
+        f.write(b"0123456789")
+        f.seek(3)
+        assert _in_forked_child(_own_bytes, f) == b"123456789"
+        assert f.tell() == 3 and f.read(2) == b"34"
+    with tempfile.NamedTemporaryFile() as f:
+        assert own_file(f) == f.name and own_file(f, origin=1) == b""
