@@ -7,7 +7,8 @@ waiting on it in the child hangs or corrupts the parent's work. So a child drops
 handles without touching them (:func:`abandon`) and opens its own on first use; a
 pickled object (``spawn`` / ``forkserver`` workers) travels without its handles.
 
-:class:`ForkSafe` does both for a class that lists its handle attributes.
+:class:`ForkSafe` does both for a class that lists its handle attributes;
+:func:`own_file` reads a file object without moving the offset it shares with the parent.
 
 Example:
     >>> import copy, io

@@ -163,8 +163,6 @@ class PyAVBackend(ForkSafe, VideoBackend):
         if self._closed:
             raise ValueError("I/O operation on a closed video backend")
         if self._container is None:
-            if self.__dict__.pop("_src_from_parent", False):
-                self._src = own_file(self._src)  # its offset is the parent's too
             self._container = self._open()
             self._av_streams = {
                 info.name: self._av_stream_in(self._container, info) for info in self.streams
@@ -187,6 +185,8 @@ class PyAVBackend(ForkSafe, VideoBackend):
 
     def _open(self) -> Any:
         av = import_optional("av")
+        if self.__dict__.pop("_src_from_parent", False):
+            self._src = own_file(self._src)  # the file object's offset is the parent's too
         src = self._src
         if isinstance(src, bytes | bytearray | memoryview):
             src = io.BytesIO(src)
