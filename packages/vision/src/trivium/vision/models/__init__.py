@@ -1,0 +1,51 @@
+"""Image classification models with torchvision's builders, module names and initialisation.
+
+The ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide ResNet): state
+dicts load to and from ``torchvision.models`` of the same names with
+``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
+downloaded). :class:`IntermediateLayerGetter` returns intermediate feature maps
+for detection backbones.
+
+Example:
+    >>> import torch
+    >>> from trivium.vision.models import resnet50
+    >>> model = resnet50(num_classes=10).eval()
+    >>> model(torch.zeros(1, 3, 64, 64)).shape
+    torch.Size([1, 10])
+"""
+
+from trivium.vision.models.feature_extraction import IntermediateLayerGetter
+from trivium.vision.models.resnet import (
+    BasicBlock,
+    Bottleneck,
+    ResNet,
+    resnet18,
+    resnet34,
+    resnet50,
+    resnet101,
+    resnet152,
+    resnext50_32x4d,
+    resnext101_32x8d,
+    resnext101_64x4d,
+    wide_resnet50_2,
+    wide_resnet101_2,
+)
+from trivium.vision.models.weights import load_weights
+
+__all__ = [
+    "BasicBlock",
+    "Bottleneck",
+    "IntermediateLayerGetter",
+    "ResNet",
+    "load_weights",
+    "resnet18",
+    "resnet34",
+    "resnet50",
+    "resnet101",
+    "resnet152",
+    "resnext50_32x4d",
+    "resnext101_32x8d",
+    "resnext101_64x4d",
+    "wide_resnet50_2",
+    "wide_resnet101_2",
+]
