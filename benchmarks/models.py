@@ -1,0 +1,200 @@
+"""Speed of ``trivium.vision.models`` (ResNet) against torchvision's models, in one process.
+
+Workloads, each at every thread count of ``--threads`` (default 1 and 2):
+
+1. ``eval``: ResNet-50 forward in ``torch.inference_mode`` on a batch of 8 random
+   3x224x224 float images.
+2. ``train``: one ResNet-18 training step on 16 random 3x128x128 images (zero_grad,
+   forward, cross-entropy, backward, SGD with momentum).
+
+Both models hold the same weights (torchvision's loads ours). The layers are the
+same ops, so what can differ is the memory layout: ours is timed as the vision
+README recommends running it, converted to channels-last (the model with
+``model.to(memory_format=torch.channels_last)`` and the input with
+``x.contiguous(memory_format=torch.channels_last)``), against torchvision as its
+documentation runs it (contiguous, NCHW). Two rows per workload are reported
+without a target: both libraries in the same layout (contiguous, then
+channels-last), where the ratio should be 1 up to noise.
+
+torchvision comes from ``tests/peers.py``: where its C++ extension (a CUDA build)
+cannot load, its pure-Python models are imported without it. Every side is
+warmed up, then timed in ``--repeats`` interleaved repeats; the median is kept.
+Ratio = peer time / our time (above 1: we are faster).
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/models.py [--repeats N] [--min-time S] [--json PATH]
+        [--only eval,train] [--threads 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from harness import (
+    Row,
+    Side,
+    benchmark_parser,
+    cpu_busy_seconds,
+    cpu_model,
+    measure,
+    parse_benchmark_args,
+    print_header,
+    report,
+    row_from,
+)
+from torch import nn
+
+from trivium.vision import models
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from peers import import_torchvision
+
+CL = torch.channels_last
+NCHW = torch.contiguous_format
+LAYOUTS = {"channels-last": CL, "contiguous": NCHW}
+WORKLOADS = ["eval", "train"]
+
+
+def in_layout(model: nn.Module, fmt: torch.memory_format) -> nn.Module:
+    """A copy of `model` (same weights) with its 4-d weights in memory format `fmt`."""
+    return copy.deepcopy(model).to(memory_format=fmt)
+
+
+def infer(model: nn.Module, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """Inference on `x`."""
+
+    def run() -> torch.Tensor:
+        with torch.inference_mode():
+            return model(x)
+
+    return run
+
+
+def train_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """One SGD step (momentum 0.9) of `model` on `(x, y)`; returns the loss."""
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+
+    def step() -> torch.Tensor:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return step
+
+
+def sides_for(
+    workload: str, tv: Any, checks: list[str]
+) -> tuple[str, dict[str, Callable[[], torch.Tensor]]]:
+    """The workload's label and its calls: ours and torchvision's, in both layouts."""
+    torch.manual_seed(0)
+    if workload == "eval":
+        ours, theirs = models.resnet50().eval(), tv.models.resnet50().eval()
+        x, label = torch.rand(8, 3, 224, 224), "ResNet-50 eval forward, 8x3x224x224"
+    else:
+        ours, theirs = models.resnet18(), tv.models.resnet18()
+        x, label = torch.rand(16, 3, 128, 128), "ResNet-18 training step, 16x3x128x128"
+    theirs.load_state_dict(ours.state_dict())
+    y = torch.randint(0, 1000, (x.shape[0],), generator=torch.Generator().manual_seed(0))
+    calls = {}
+    for lib, model in (("ours", ours), ("torchvision", theirs)):
+        for tag, fmt in LAYOUTS.items():
+            net, inp = in_layout(model, fmt), x.contiguous(memory_format=fmt)
+            calls[f"{lib} {tag}"] = (
+                infer(net, inp) if workload == "eval" else train_step(net, inp, y)
+            )
+    # The same result from the timed pair before timing it (first call: same weights).
+    a, b = calls["ours channels-last"](), calls["torchvision contiguous"]()
+    checks.append(
+        f"{label}: max |ours channels-last - torchvision contiguous| = "
+        f"{float((a - b).abs().max()):.1e} ({'logits' if workload == 'eval' else 'loss'})"
+    )
+    return label, calls
+
+
+def workload_rows(workload: str, tv: Any, args: argparse.Namespace, checks: list[str]) -> list[Row]:
+    """Rows of one workload at every thread count."""
+    label, calls = sides_for(workload, tv, checks)
+    rows = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        sides = [
+            Side(name, fn, lambda n=threads: torch.set_num_threads(n)) for name, fn in calls.items()
+        ]
+        timings = measure(sides, args.repeats, args.min_time)
+        at = f"{label}, {threads} thread(s)"
+        rows += [
+            row_from(
+                f"{at}: ours channels-last vs torchvision as documented",
+                timings,
+                "ours channels-last",
+                "torchvision contiguous",
+                "torchvision contiguous",
+                target=1.0,
+            ),
+            row_from(
+                f"{at}: both contiguous", timings, "ours contiguous", "torchvision contiguous"
+            ),
+            row_from(
+                f"{at}: both channels-last",
+                timings,
+                "ours channels-last",
+                "torchvision channels-last",
+            ),
+        ]
+    return rows
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = benchmark_parser(__doc__.splitlines()[0], WORKLOADS, repeats=5, min_time=0.2)
+    parser.add_argument(
+        "--threads", default="1,2", help="comma-separated torch thread counts (default 1,2)"
+    )
+    args = parse_benchmark_args(parser, WORKLOADS, argv)
+    try:
+        args.threads = [int(n) for n in args.threads.split(",") if n.strip()]
+    except ValueError:
+        parser.error(f"--threads must be comma-separated integers, got {args.threads!r}")
+    if not args.threads or min(args.threads) < 1:
+        parser.error("--threads needs at least one count, each >= 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the workloads and print the table (and JSON with --json)."""
+    args = parse_args(argv)
+    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
+    tv = import_torchvision()
+    info = {
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "torch": f"{torch.__version__} (threads: {', '.join(map(str, args.threads))})",
+        "torchvision": tv.__version__ if tv is not None else "not installed",
+    }
+    print_header("trivium.vision.models benchmark", info, args)
+    if tv is None:
+        print("torchvision is not installed: nothing to compare against")
+        return 0
+    rows: list[Row] = []
+    checks: list[str] = []
+    for workload in WORKLOADS:
+        if workload in args.only:
+            rows += workload_rows(workload, tv, args, checks)
+    report(rows, checks, info, args, started, cpu_start)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
