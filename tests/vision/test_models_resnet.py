@@ -42,6 +42,16 @@ def tv():
     return require_torchvision()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # The inputs are small: a second thread gains little, and on a CPU shared with
+    # other jobs OpenMP threads wait on each other (the file ran 4x slower).
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in model.state_dict().items()}
 
@@ -213,6 +223,21 @@ def test_torch_jit_script_matches_eager():
         torch.testing.assert_close(scripted(image()), model(image()))
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+def test_cuda_matches_cpu():
+    model = randomize_norms(models.resnet50(norm_layer=FrozenBatchNorm2d)).eval()
+    x = image(2)
+    with torch.no_grad(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        expected = model(x)
+        model = model.cuda()
+        torch.testing.assert_close(model(x.cuda()).cpu(), expected, atol=1e-3, rtol=1e-3)
+        features = IntermediateLayerGetter(model, {"layer4": "c5"})(x.cuda())["c5"]
+    assert features.device.type == "cuda"
+    reloaded = models.resnet50(weights=model.state_dict(), norm_layer=FrozenBatchNorm2d)
+    assert next(reloaded.parameters()).device.type == "cpu"  # weights never move the model
+
+
 # ----------------------------------------------------------------------- weights=
 
 
@@ -226,6 +251,9 @@ def test_weights_from_file_and_dict(tv, tmp_path):
         assert model.fc.out_features == 5  # num_classes follows the weights
         assert_same_output(model, theirs, image())
     assert models.resnet18(weights=path, num_classes=5).fc.out_features == 5
+    # torchvision's first weight files predate BatchNorm's num_batches_tracked
+    old = {k: v for k, v in state.items() if not k.endswith("num_batches_tracked")}
+    assert_same_output(models.resnet18(weights=old).eval(), theirs, image())
 
 
 def test_weights_num_classes_mismatch_names_both_sizes():

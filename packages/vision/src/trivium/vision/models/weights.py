@@ -20,6 +20,7 @@ import os
 import pickle
 import re
 import zipfile
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
@@ -117,7 +118,11 @@ def _checked_state(
         if source is not None:
             raise DecodeError(reason, path=source)
         raise ValueError(reason)
-    return dict(state)
+    out = OrderedDict(state)
+    metadata = getattr(state, "_metadata", None)
+    if metadata is not None:  # module versions, which steer loading (e.g. BatchNorm's)
+        out._metadata = metadata  # type: ignore[attr-defined]
+    return out
 
 
 def num_classes_of(state: Mapping[str, Tensor], key: str) -> int | None:
