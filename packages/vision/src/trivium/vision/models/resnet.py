@@ -379,7 +379,7 @@ def _resnet(
         classes = num_classes_of(state, "fc.weight")
         if classes is not None:
             override_named_param(
-                kwargs, "num_classes", classes, f"the weights' fc has {classes} outputs"
+                kwargs, "num_classes", classes, f"the {name} weights' fc has {classes} outputs"
             )
     model = ResNet(block, layers, **kwargs)
     if state is not None:
