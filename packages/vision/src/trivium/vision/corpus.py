@@ -1,0 +1,498 @@
+"""An embedded image-classification corpus: shapes with textures on real photos, no download.
+
+:func:`build_image_corpus` writes a deterministic ``ImageFolder`` tree,
+``root/train/<class>/*.jpg`` and a held-out ``root/val/<class>/*.jpg``, that
+:class:`trivium.vision.datasets.ImageFolder` (or torchvision's, or
+``trivium-data convert image-folder``) reads. Each image is one object on a crop
+of a real photo (shipped in ``corpus_backgrounds/``, see its README):
+
+* Classes ``<shape>_<texture>``, by default the 10 of 2 shapes (circle, cross) x
+  5 textures: ``plain`` (one colour, softly shaded), ``striped``, ``checkered``,
+  ``dotted`` and ``speckled`` (two colours of different brightness, in a pattern
+  of random scale and direction). Telling them apart needs the outline *and* the
+  inside of the object. Other shapes (``square``, ``star``, ``triangle``) and
+  subsets of the textures can be asked for (``shapes=``, ``textures=``): more
+  shapes make a harder task, learned more slowly (the textures are learned first).
+* Colours are drawn independently of the class (only contrast with the background
+  and between the two colours of a pattern is enforced), so colour alone cannot
+  tell the classes apart; size (the object spans 55-90 % of the shorter side),
+  position and rotation vary too.
+* Backgrounds: a random crop of one of the photos, flipped at random, its contrast
+  softened (the object is the subject), brightness and colour balance jittered,
+  sometimes gray; light noise on top.
+* Images of mixed sizes (sides drawn from ``size``) and JPEG qualities (from
+  ``quality``), encoded with :func:`trivium.vision.io.encode_jpeg`.
+
+It is meant to be learned in minutes on a CPU: a 7-layer CNN trained for 15
+epochs on the default 2000 images at 64x64 reached 95.6 % top-1 on the 500
+held-out ones (about 1.5 min on 2 cores). Crops for augmentation should keep most
+of the object (e.g. ``RandomResizedCrop(scale=(0.35, 1))``): the outline is half
+of every class.
+
+The split, class, size and quality of every image come from :func:`plan_image_corpus`
+and its pixels from :func:`render_image`, both deterministic in ``seed``: the same
+arguments give the same bytes on every run (on one machine and torch build). A
+finished corpus is reused when ``corpus.json`` records the same settings and every
+file is there.
+
+Example:
+    >>> import tempfile
+    >>> from trivium.vision.datasets import ImageFolder
+    >>> root = build_image_corpus(tempfile.mkdtemp(), num_train=20, num_val=10)
+    >>> train = ImageFolder(root / "train")
+    >>> len(train), len(train.classes), train[0][0].dtype
+    (20, 10, torch.uint8)
+"""
+
+from __future__ import annotations
+
+import colorsys
+import hashlib
+import importlib.resources
+import json
+import math
+import os
+import random
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from trivium.core.errors import DatasetError
+from trivium.core.progress import progress
+from trivium.core.threads import parallel_map
+from trivium.vision.io import ImageReadMode, decode_image, encode_jpeg, write_file
+
+__all__ = [
+    "DEFAULT_SHAPES",
+    "IMAGE_CLASSES",
+    "SHAPES",
+    "TEXTURES",
+    "ImageSpec",
+    "background_photos",
+    "build_image_corpus",
+    "image_classes",
+    "plan_image_corpus",
+    "render_image",
+]
+
+SHAPES = ("circle", "cross", "square", "star", "triangle")
+TEXTURES = ("checkered", "dotted", "plain", "speckled", "striped")
+DEFAULT_SHAPES = ("circle", "cross")
+SPLITS = ("train", "val")
+
+_FORMAT_VERSION = 1
+_MANIFEST = "corpus.json"
+_BACKGROUNDS = "corpus_backgrounds"
+# Size of each shape in units of the drawn radius r, so that all shapes cover
+# roughly the same area (~2 r^2).
+_CIRCLE, _SQUARE_HALF, _TRIANGLE, _STAR, _STAR_INNER = 0.8, 0.7, 1.05, 1.1, 0.5
+_CROSS_ARM, _CROSS_HALF_WIDTH = 0.95, 0.3
+# How far each shape reaches from its centre, in units of r.
+_REACH = {"circle": 0.8, "cross": 1.0, "square": 0.99, "star": 1.1, "triangle": 1.05}
+_CHUNK = 64  # images per progress update
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """One image of the corpus: where it goes, its class, size, JPEG quality and seed.
+
+    Example:
+        >>> spec = plan_image_corpus(1, 0)[0]
+        >>> spec.path, spec.label
+        ('train/circle_checkered/00000.jpg', 'circle_checkered')
+    """
+
+    split: str
+    index: int
+    label: str
+    height: int
+    width: int
+    quality: int
+    seed: int
+
+    @property
+    def path(self) -> str:
+        """``<split>/<class>/<index:05d>.jpg``, relative to the corpus root."""
+        return f"{self.split}/{self.label}/{self.index:05d}.jpg"
+
+
+def _check_range(name: str, value: int | tuple[int, int], low: int, high: int) -> tuple[int, int]:
+    lo, hi = (value, value) if isinstance(value, int) else tuple(value)
+    if not low <= lo <= hi <= high:
+        raise ValueError(f"{name} must be a range within [{low}, {high}], got {value!r}")
+    return int(lo), int(hi)
+
+
+def image_classes(
+    shapes: Sequence[str] = DEFAULT_SHAPES, textures: Sequence[str] = TEXTURES
+) -> tuple[str, ...]:
+    """The class names ``<shape>_<texture>`` of ``shapes`` x ``textures``, sorted.
+
+    Example:
+        >>> image_classes(["cross", "circle"], ["striped", "plain"])
+        ('circle_plain', 'circle_striped', 'cross_plain', 'cross_striped')
+    """
+    for kind, names, known in (("shape", shapes, SHAPES), ("texture", textures, TEXTURES)):
+        unknown = [n for n in names if n not in known]
+        if unknown or not names or len(set(names)) != len(names):
+            raise ValueError(f"{kind}s must be distinct names from {known}, got {list(names)}")
+    return tuple(sorted(f"{shape}_{texture}" for shape in shapes for texture in textures))
+
+
+IMAGE_CLASSES = image_classes()
+
+
+def plan_image_corpus(
+    num_train: int = 2000,
+    num_val: int = 500,
+    size: int | tuple[int, int] = (96, 160),
+    quality: int | tuple[int, int] = (60, 95),
+    seed: int = 0,
+    *,
+    shapes: Sequence[str] = DEFAULT_SHAPES,
+    textures: Sequence[str] = TEXTURES,
+) -> list[ImageSpec]:
+    """The images of the corpus, train then val; image ``i`` of a split has class ``i % K``.
+
+    Classes are :func:`image_classes` ``(shapes, textures)`` (``K`` of them).
+    Heights and widths are drawn apart from ``size`` (a side, or a range of
+    sides), qualities from ``quality``; every image gets its own seed.
+
+    Example:
+        >>> plan = plan_image_corpus(12, 3, size=(96, 160))
+        >>> [s.label for s in plan[:2]], plan[-1].split, plan[10].label == plan[0].label
+        (['circle_checkered', 'circle_dotted'], 'val', True)
+        >>> all(96 <= s.height <= 160 and 96 <= s.width <= 160 for s in plan)
+        True
+    """
+    if num_train < 0 or num_val < 0:
+        raise ValueError(f"image counts must be >= 0, got {num_train}, {num_val}")
+    sides = _check_range("size", size, 32, 4096)
+    qualities = _check_range("quality", quality, 1, 100)
+    classes = image_classes(shapes, textures)
+    plan = []
+    for split, count in zip(SPLITS, (num_train, num_val), strict=True):
+        rng = random.Random(f"trivium-image-corpus/{seed}/{split}")
+        for i in range(count):
+            plan.append(
+                ImageSpec(
+                    split=split,
+                    index=i,
+                    label=classes[i % len(classes)],
+                    height=rng.randint(*sides),
+                    width=rng.randint(*sides),
+                    quality=rng.randint(*qualities),
+                    seed=rng.getrandbits(63),
+                )
+            )
+    return plan
+
+
+@lru_cache(maxsize=1)
+def _photos() -> tuple[tuple[str, bytes], ...]:
+    folder = importlib.resources.files("trivium.vision") / _BACKGROUNDS
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".jpg"))
+    if not names:
+        raise DatasetError("the background photos are missing from the package", path=str(folder))
+    return tuple((name, (folder / name).read_bytes()) for name in names)
+
+
+@lru_cache(maxsize=1)
+def _decoded_photos() -> tuple[Tensor, ...]:
+    return tuple(
+        decode_image(data, ImageReadMode.RGB, path=name).float().div_(255)
+        for name, data in _photos()
+    )
+
+
+def background_photos() -> list[str]:
+    """The names of the photos the backgrounds are cut from (package data).
+
+    Example:
+        >>> len(background_photos()) >= 5
+        True
+    """
+    return [name for name, _ in _photos()]
+
+
+def _background(rng: random.Random, height: int, width: int) -> Tensor:
+    """A jittered crop of a random photo, resized to ``height`` x ``width``, in [0, 1]."""
+    photo = rng.choice(_decoded_photos())
+    ph, pw = photo.shape[-2:]
+    box_w = min(pw, ph * width / height)  # the largest box of the image's aspect ratio
+    scale = rng.uniform(0.35, 1.0)
+    crop_h = max(8, round(scale * box_w * height / width))
+    crop_w = max(8, round(scale * box_w))
+    top, left = rng.randint(0, ph - crop_h), rng.randint(0, pw - crop_w)
+    crop = photo[None, :, top : top + crop_h, left : left + crop_w]
+    out = F.interpolate(crop, (height, width), mode="bilinear", antialias=True, align_corners=False)
+    out = out[0]
+    if rng.random() < 0.5:
+        out = out.flip(-1)
+    if rng.random() < 0.15:
+        out = (out * torch.tensor([0.299, 0.587, 0.114])[:, None, None]).sum(0, keepdim=True)
+    # Softer than the photo (the object is the subject), brightness and tint jittered.
+    mean = out.mean((1, 2), keepdim=True)
+    out = mean + rng.uniform(0.35, 0.75) * (out - mean)
+    brightness = rng.uniform(0.7, 1.3)
+    gains = torch.tensor([brightness * rng.uniform(0.85, 1.15) for _ in range(3)])
+    return (out * gains[:, None, None]).clamp_(0, 1)
+
+
+def _signed_distance(shape: str, u: Tensor, v: Tensor, r: float) -> Tensor:
+    """Approximate signed distance in pixels to the shape's outline (positive inside)."""
+    if shape == "circle":
+        return _CIRCLE * r - torch.sqrt(u * u + v * v)
+    if shape == "square":
+        return _SQUARE_HALF * r - torch.maximum(u.abs(), v.abs())
+    if shape == "triangle":  # equilateral; edges at distance R/2 from the centre
+        big = _TRIANGLE * r
+        edges = [u * math.cos(a) + v * math.sin(a) for a in (math.pi / 2, 7 * math.pi / 6)]
+        edges.append(u * math.cos(11 * math.pi / 6) + v * math.sin(11 * math.pi / 6))
+        return big / 2 - torch.stack(edges).amax(0)
+    if shape == "star":  # 5 points; fold every point into the half-sector of one point
+        outer, inner = _STAR * r, _STAR * _STAR_INNER * r
+        half = math.pi / 5
+        phi = torch.remainder(torch.atan2(v, u), 2 * half)
+        phi = torch.minimum(phi, 2 * half - phi)
+        rho = torch.sqrt(u * u + v * v)
+        qx, qy = rho * torch.cos(phi), rho * torch.sin(phi)
+        # The edge from the outer point (outer, 0) to the inner one at angle `half`.
+        nx, ny = inner * math.sin(half), outer - inner * math.cos(half)
+        norm = math.hypot(nx, ny)
+        return (nx * outer - nx * qx - ny * qy) / norm
+    if shape == "cross":
+        arm, half_width = _CROSS_ARM * r, _CROSS_HALF_WIDTH * r
+        across = torch.minimum(arm - u.abs(), half_width - v.abs())
+        down = torch.minimum(half_width - u.abs(), arm - v.abs())
+        return torch.maximum(across, down)
+    raise ValueError(f"unknown shape {shape!r}")
+
+
+def _luma(colour: Tensor) -> float:
+    return float(0.299 * colour[0] + 0.587 * colour[1] + 0.114 * colour[2])
+
+
+def _random_colour(rng: random.Random) -> Tensor:
+    rgb = colorsys.hsv_to_rgb(rng.random(), rng.uniform(0.25, 1.0), rng.uniform(0.15, 1.0))
+    return torch.tensor(rgb)
+
+
+def _colours(rng: random.Random, texture: str, behind: Tensor) -> list[Tensor]:
+    """Object colours drawn at random (not from the class) until they stand out."""
+    best, best_score = None, -1.0
+    for _ in range(64):
+        colours = [_random_colour(rng) for _ in range(1 if texture == "plain" else 2)]
+        contrast = max(float(torch.dist(c, behind)) for c in colours)
+        score = min(contrast / 0.5, 1.0)
+        if texture != "plain":  # the pattern must show in brightness, not only in hue
+            score = min(score, abs(_luma(colours[0]) - _luma(colours[1])) / 0.3)
+        if score >= 1.0:
+            return colours
+        if score > best_score:
+            best, best_score = colours, score
+    return best
+
+
+def _first_colour_weight(
+    texture: str, rng: random.Random, u: Tensor, v: Tensor, r: float
+) -> Tensor:
+    """Where a pattern shows its first colour (1) or its second (0), antialiased.
+
+    Each pattern is built from a signed distance in pixels to its nearest edge,
+    in the object's frame turned by a random angle.
+    """
+    turn = rng.uniform(0, 2 * math.pi)
+    a = u * math.cos(turn) + v * math.sin(turn)
+    b = v * math.cos(turn) - u * math.sin(turn)
+
+    def band(x: Tensor, period: float) -> Tensor:  # > 0 on half of each period
+        phase = torch.remainder(x / period + rng.random(), 1.0)
+        return (0.25 - (phase - 0.5).abs()) * period
+
+    if texture == "striped":
+        distance = band(a, rng.uniform(0.35, 0.6) * r)
+    elif texture == "checkered":
+        period = rng.uniform(0.5, 0.8) * r
+        across, down = band(a, period), band(b, period)
+        distance = torch.sign(across * down) * torch.minimum(across.abs(), down.abs())
+    elif texture == "dotted":
+        period = rng.uniform(0.4, 0.6) * r
+        fa = torch.remainder(a / period + rng.random(), 1.0) - 0.5
+        fb = torch.remainder(b / period + rng.random(), 1.0) - 0.5
+        distance = (0.3 - torch.sqrt(fa * fa + fb * fb)) * period
+    elif texture == "speckled":  # blobs: thresholded smooth noise on a coarse grid
+        cell = rng.uniform(0.15, 0.22) * r
+        height, width = u.shape
+        grid = (math.ceil(height / cell) + 2, math.ceil(width / cell) + 2)
+        noise = torch.rand(grid, generator=torch.Generator().manual_seed(rng.getrandbits(63)))
+        noise = F.interpolate(noise[None, None], scale_factor=cell, mode="bicubic")[0, 0]
+        distance = (noise[:height, :width] - 0.5) * 3 * cell  # ~ pixels to the edge
+    else:
+        raise ValueError(f"unknown texture {texture!r}")
+    return (distance + 0.5).clamp_(0, 1)
+
+
+def render_image(spec: ImageSpec) -> Tensor:
+    """The pixels of ``spec``: a uint8 ``[3, height, width]`` tensor, the same on every run.
+
+    Example:
+        >>> spec = plan_image_corpus(1, 0, size=64)[0]
+        >>> image = render_image(spec)
+        >>> image.shape, image.dtype, bool(torch.equal(image, render_image(spec)))
+        (torch.Size([3, 64, 64]), torch.uint8, True)
+    """
+    rng = random.Random(spec.seed)
+    height, width = spec.height, spec.width
+    shape, texture = spec.label.split("_")
+    background = _background(rng, height, width)
+
+    # The object spans 55-90 % of the shorter side, whatever its shape.
+    r = rng.uniform(0.55, 0.9) * min(height, width) / (2 * _REACH[shape])
+    reach = 0.9 * _REACH[shape] * r  # a little of the object may leave the frame
+    cx = rng.uniform(min(reach, width / 2), max(width - reach, width / 2))
+    cy = rng.uniform(min(reach, height / 2), max(height - reach, height / 2))
+    angle = rng.uniform(0, 2 * math.pi)
+    ys = torch.arange(height, dtype=torch.float32)[:, None] + 0.5 - cy
+    xs = torch.arange(width, dtype=torch.float32)[None, :] + 0.5 - cx
+    u = xs * math.cos(angle) + ys * math.sin(angle)
+    v = ys * math.cos(angle) - xs * math.sin(angle)
+    alpha = (_signed_distance(shape, u, v, r) + 0.5).clamp_(0, 1)  # antialiased edge
+
+    behind = (background * alpha).sum((1, 2)) / alpha.sum().clamp_min(1.0)
+    colours = _colours(rng, texture, behind)
+    if texture == "plain":
+        direction = rng.uniform(0, 2 * math.pi)
+        along = u * math.cos(direction) + v * math.sin(direction)
+        fill = colours[0][:, None, None] * (1 + rng.uniform(-0.25, 0.25) * along / r)
+    else:
+        first = _first_colour_weight(texture, rng, u, v, r)
+        fill = colours[0][:, None, None] * first + colours[1][:, None, None] * (1 - first)
+
+    image = background * (1 - alpha) + fill * alpha
+    noise = torch.Generator().manual_seed(rng.getrandbits(63))
+    image += torch.randn(image.shape, generator=noise) * rng.uniform(0.0, 0.03)
+    return image.mul_(255).round_().clamp_(0, 255).to(torch.uint8)
+
+
+def _settings(plan_args: dict) -> dict:
+    digest = hashlib.sha256()
+    for name, data in _photos():
+        digest.update(name.encode() + b"\0" + data)
+    return {"version": _FORMAT_VERSION, **plan_args, "backgrounds_sha256": digest.hexdigest()}
+
+
+def _read_manifest(root: Path) -> dict | None:
+    try:
+        record = json.loads((root / _MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # none or damaged: rebuild
+    return record if isinstance(record, dict) else None
+
+
+def _write_manifest(root: Path, settings: dict | None) -> None:
+    # Written before (settings None) and after the build: an interrupted build is
+    # never taken for a finished one.
+    tmp = root / f".{_MANIFEST}.{os.getpid()}"
+    tmp.write_text(json.dumps({"settings": settings}, indent=1), encoding="utf-8")
+    os.replace(tmp, root / _MANIFEST)
+
+
+def _write_image(root: Path, spec: ImageSpec) -> None:
+    write_file(root / spec.path, encode_jpeg(render_image(spec), spec.quality))
+
+
+def build_image_corpus(
+    root: str | os.PathLike[str],
+    num_train: int = 2000,
+    num_val: int = 500,
+    size: int | tuple[int, int] = (96, 160),
+    quality: int | tuple[int, int] = (60, 95),
+    seed: int = 0,
+    *,
+    shapes: Sequence[str] = DEFAULT_SHAPES,
+    textures: Sequence[str] = TEXTURES,
+    num_threads: int | None = None,
+    progress_bar: bool | None = None,
+) -> Path:
+    """Write the corpus under ``root`` (``train/`` and ``val/``), reusing a finished one.
+
+    Args:
+        root: the corpus folder; it gets ``train/<class>/``, ``val/<class>/`` and
+            ``corpus.json``.
+        num_train, num_val: images in the training and held-out splits, spread
+            evenly over the classes (by default the 10 of :data:`IMAGE_CLASSES`).
+        size: a side, or the range ``(min, max)`` heights and widths are drawn from.
+        quality: a JPEG quality, or the range qualities are drawn from.
+        seed: everything random follows it; the same arguments give the same bytes.
+        shapes, textures: the classes are every ``<shape>_<texture>`` of these
+            (see :data:`SHAPES`, :data:`TEXTURES`).
+        num_threads: threads drawing and encoding (default: ``trivium.core``'s).
+        progress_bar: show a bar (default: ``trivium.core.progress``'s rule).
+
+    A corpus built before with the same settings (``corpus.json``) and all of
+    whose files are there is returned as it is; otherwise ``train/`` and ``val/``
+    are rebuilt. A ``root`` holding ``train/`` or ``val/`` without a
+    ``corpus.json`` is refused (:class:`trivium.core.DatasetError`) rather than
+    overwritten. Returns ``root`` as a ``Path``.
+
+    Example:
+        >>> import tempfile
+        >>> root = build_image_corpus(tempfile.mkdtemp(), num_train=10, num_val=10, size=64)
+        >>> sorted(p.name for p in root.iterdir())
+        ['corpus.json', 'train', 'val']
+        >>> len(list((root / "val").glob("*/*.jpg")))
+        10
+    """
+    root = Path(root)
+    plan = plan_image_corpus(
+        num_train, num_val, size, quality, seed, shapes=shapes, textures=textures
+    )
+    settings = _settings(
+        {
+            "num_train": num_train,
+            "num_val": num_val,
+            "size": list(_check_range("size", size, 32, 4096)),
+            "quality": list(_check_range("quality", quality, 1, 100)),
+            "seed": seed,
+            "classes": list(image_classes(shapes, textures)),
+        }
+    )
+    record = _read_manifest(root)
+    finished = record is not None and record.get("settings") == settings
+    if finished and all((root / spec.path).is_file() for spec in plan):
+        return root
+    if record is None and any((root / split).exists() for split in SPLITS):
+        raise DatasetError(
+            "holds train/ or val/ but no corpus.json: not a corpus build_image_corpus made; "
+            "choose an empty or new folder",
+            path=root,
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    _write_manifest(root, None)
+    for split in SPLITS:
+        shutil.rmtree(root / split, ignore_errors=True)
+        for label in settings["classes"]:
+            (root / split / label).mkdir(parents=True)
+    disable = None if progress_bar is None else not progress_bar
+    _decoded_photos()  # once, before the threads need them
+    torch_threads = torch.get_num_threads()
+    # Images are small: splitting each op over torch's threads costs more than it
+    # saves (x20 slower on a busy machine); the images are drawn in parallel instead.
+    torch.set_num_threads(1)
+    try:
+        with progress(total=len(plan), desc="image corpus", unit="img", disable=disable) as bar:
+            for start in range(0, len(plan), _CHUNK):
+                chunk = plan[start : start + _CHUNK]
+                parallel_map(lambda spec: _write_image(root, spec), chunk, num_threads)
+                bar.update(len(chunk))
+    finally:
+        torch.set_num_threads(torch_threads)
+    _write_manifest(root, settings)
+    return root
