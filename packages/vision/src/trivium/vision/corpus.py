@@ -118,7 +118,12 @@ class ImageSpec:
 
     @property
     def path(self) -> str:
-        """``<split>/<class>/<index:05d>.jpg``, relative to the corpus root."""
+        """``<split>/<class>/<index:05d>.jpg``, relative to the corpus root.
+
+        Example:
+            >>> plan_image_corpus(0, 12)[11].path
+            'val/circle_dotted/00011.jpg'
+        """
         return f"{self.split}/{self.label}/{self.index:05d}.jpg"
 
 

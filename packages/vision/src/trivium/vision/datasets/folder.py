@@ -357,7 +357,22 @@ class DatasetFolder(Dataset):
 
     @property
     def loader(self) -> Callable[[str], Any]:
-        """The loader in use: the one given, else :func:`loader_for` the current transform."""
+        """The loader in use: the one given, else :func:`loader_for` the current transform.
+
+        Example:
+            >>> import pathlib, tempfile, torch
+            >>> from trivium.vision import transforms as T
+            >>> from trivium.vision.io import write_png
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "a").mkdir()
+            >>> write_png(torch.zeros(3, 2, 2, dtype=torch.uint8), str(root / "a" / "1.png"))
+            >>> ds = ImageFolder(root)
+            >>> ds.loader.__name__
+            'default_loader'
+            >>> ds.transform = T.DecodeResize(1)
+            >>> ds.loader.__name__
+            'read_file'
+        """
         return self._loader if self._loader is not None else loader_for(self.transform)
 
     @loader.setter
@@ -457,12 +472,36 @@ class DatasetFolder(Dataset):
 
     @property
     def skipped(self) -> int:
-        """How many distinct bad files ``on_error="skip"`` has found (in any worker)."""
+        """How many distinct bad files ``on_error="skip"`` has found (in any worker).
+
+        Example:
+            >>> import pathlib, tempfile
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "a").mkdir()
+            >>> ImageFolder(root, allow_empty=True, on_error="skip").skipped
+            0
+        """
         return int(self._bad.sum())
 
     @property
     def skipped_files(self) -> list[str]:
-        """The bad files ``on_error="skip"`` has found (in any worker), in sample order."""
+        """The bad files ``on_error="skip"`` has found (in any worker), in sample order.
+
+        Example:
+            >>> import pathlib, tempfile, warnings
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "a").mkdir()
+            >>> _ = (root / "a" / "bad.png").write_bytes(b"")
+            >>> ds = ImageFolder(root, on_error="skip")
+            >>> with warnings.catch_warnings(record=True):
+            ...     try:
+            ...         ds[0]
+            ...     except OSError as e:  # no sample reads
+            ...         print(type(e).__name__)
+            DatasetError
+            >>> [pathlib.Path(p).name for p in ds.skipped_files]
+            ['bad.png']
+        """
         return [self.samples[i][0] for i in self._bad.nonzero().flatten().tolist()]
 
     def __len__(self) -> int:
