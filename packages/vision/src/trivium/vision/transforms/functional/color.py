@@ -190,7 +190,9 @@ def adjust_contrast(img: torch.Tensor, contrast_factor: Factor) -> torch.Tensor:
             gray = gray.floor_()
     else:
         gray = img.to(_compute_dtype(img))
-    mean = gray.mean(dim=(-3, -2, -1), keepdim=True)
+    # Row means, then their mean: every image reduces in the same order whether it comes
+    # alone or in a batch (one mean over a whole large image is split differently).
+    mean = gray.mean(dim=-1, keepdim=True).mean(dim=-2, keepdim=True)
     return _blend(img, mean, f)
 
 

@@ -76,6 +76,12 @@ def erase(
         return out
     if not all(isinstance(c, torch.Tensor) for c in (i, j, h, w)):
         raise TypeError("erase: i, j, h, w must be all ints or all tensors")
+    if i.numel() == 1 and img.device.type == "cpu" and not torch.compiler.is_compiling():
+        # One box on the CPU (a chunk of a per-sample batch): a slice, not a mask.
+        i, j, h, w = (int(c) for c in (i, j, h, w))
+        if v.shape[-2:] == img.shape[-2:] and v.ndim >= 3:  # noise over the whole image
+            v = v[..., i : i + h, j : j + w]
+        return erase(img, i, j, h, w, v.to(img.dtype), inplace)
     mask = erase_mask(img, i, j, h, w)
     values = v.to(device=img.device, dtype=img.dtype).expand_as(img)
     erased = torch.where(mask, values, img)

@@ -515,7 +515,8 @@ def crop_batched(
     """*Batched* crop: image ``n`` of the flattened batch is cropped at (top[n], left[n]).
 
     All boxes have the same ``height`` x ``width`` and must lie inside the image.
-    Gathers rows then columns, so it runs on every dtype and under ``torch.compile``.
+    Gathers rows then columns, so it runs on every dtype and under ``torch.compile``;
+    one image on the CPU is sliced instead (a view, as :func:`crop` returns).
 
     Example:
         >>> import torch
@@ -531,6 +532,9 @@ def crop_batched(
     c, h, w = shape[-3], shape[-2], shape[-1]
     x = img.reshape(-1, c, h, w)
     n = x.shape[0]
+    if n == 1 and img.device.type == "cpu" and not torch.compiler.is_compiling():
+        y, x0 = int(top.reshape(-1)[0]), int(left.reshape(-1)[0])
+        return img[..., y : y + height, x0 : x0 + width]
     top = top.to(device=img.device, dtype=torch.long).reshape(-1).expand(n)
     left = left.to(device=img.device, dtype=torch.long).reshape(-1).expand(n)
     rows = top.view(n, 1, 1, 1) + torch.arange(height, device=img.device).view(1, 1, height, 1)
@@ -559,17 +563,23 @@ def _box_grid(
     # Source pixel (in the full image, pixel centres at k + 0.5) of each output pixel centre.
     src_y = top + ys * (height / out_h)
     src_x = left + xs * (width / out_w)
-    gy = (src_y * (2.0 / in_h) - 1.0).unsqueeze(2).expand(-1, out_h, out_w)
-    gx = (src_x * (2.0 / in_w) - 1.0).unsqueeze(1).expand(-1, out_h, out_w)
-    return torch.stack((gx, gy), dim=-1)
+    grid = torch.empty((top.shape[0], 2, out_h, out_w), dtype=dtype, device=top.device)
+    grid[:, 0] = (src_x * (2.0 / in_w) - 1.0).unsqueeze(1)
+    grid[:, 1] = (src_y * (2.0 / in_h) - 1.0).unsqueeze(2)
+    # x and y planes (broadcast copies along whole rows), seen as [N, oh, ow, 2]:
+    # grid_sample reads either layout as fast, and interleaving costs ~6x more to write.
+    return grid.permute(0, 2, 3, 1)
 
 
 def _pyramid_levels(
     height: torch.Tensor, width: torch.Tensor, out_h: int, out_w: int
 ) -> torch.Tensor:
     """Per box, the k of the 2**k area reduction that leaves less than 2x for the bilinear step."""
-    shrink = torch.minimum(height.double() / out_h, width.double() / out_w)
-    return torch.floor(torch.log2(shrink.clamp(min=1.0))).long().clamp(max=6)
+    # floor(log2(shrink)) capped at 6, by integer comparisons (exact, whatever the batch):
+    # shrink >= 2**k exactly when both integer quotients are.
+    quotient = torch.minimum(height.long() // out_h, width.long() // out_w)
+    powers = torch.tensor([2, 4, 8, 16, 32, 64], device=quotient.device)
+    return torch.bucketize(quotient, powers, right=True)
 
 
 def _sample_boxes(
@@ -647,5 +657,7 @@ def resized_crop_batched(
             scaled = tuple(b.index_select(0, index) / factor for b in boxes)
             out.index_copy_(0, index, _sample_boxes(part, scaled, out_h, out_w, mode))
     if out.dtype != dtype:
-        out = out.round_().clamp_(0, 255).to(dtype)
+        if mode == "bicubic":  # the only mode that can overshoot the input's range
+            out = out.clamp_(0, 255)
+        out = out.round_().to(dtype)
     return out.reshape((*shape[:-2], out_h, out_w))

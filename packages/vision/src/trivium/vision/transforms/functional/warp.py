@@ -81,21 +81,21 @@ def _apply_grid(
 
 
 def _affine_grid(theta: torch.Tensor, w: int, h: int, ow: int, oh: int) -> torch.Tensor:
-    """Grid [N, oh, ow, 2] for inverse matrices ``theta`` [N, 2, 3] in centred pixel units."""
+    """Grid [N, oh, ow, 2] for inverse matrices ``theta`` [N, 2, 3] in centred pixel units.
+
+    ``grid[n, i, j] = m[n] @ (x_j, y_i, 1)``, as a sum of a row term and a column term
+    broadcast into the grid: one pass over it (the [oh * ow, 3] @ [3, 2] matrix
+    product torchvision uses took 4x longer than the nearest-neighbour sampling).
+    """
     dtype, device = theta.dtype, theta.device
     xs = torch.linspace((1.0 - ow) * 0.5, (ow - 1.0) * 0.5, steps=ow, device=device, dtype=dtype)
     ys = torch.linspace((1.0 - oh) * 0.5, (oh - 1.0) * 0.5, steps=oh, device=device, dtype=dtype)
-    base = torch.stack(
-        (
-            xs.expand(oh, ow),
-            ys.unsqueeze(-1).expand(oh, ow),
-            torch.ones_like(ys).unsqueeze(-1).expand(oh, ow),
-        ),
-        dim=-1,
-    ).view(1, oh * ow, 3)
     scale = torch.tensor([0.5 * w, 0.5 * h], dtype=dtype, device=device)
-    rescaled = theta.transpose(1, 2) / scale  # [N, 3, 2]
-    return torch.matmul(base, rescaled).view(-1, oh, ow, 2)
+    m = theta / scale.view(1, 2, 1)  # [N, 2, 3]
+    along_x = m[:, :, 0].view(-1, 2, 1, 1) * xs.view(1, 1, 1, ow)
+    along_y = (m[:, :, 1].view(-1, 2, 1, 1) * ys.view(1, 1, oh, 1)).add_(m[:, :, 2, None, None])
+    # x and y planes, seen as [N, oh, ow, 2] (grid_sample reads either layout as fast).
+    return (along_x + along_y).permute(0, 2, 3, 1)
 
 
 def inverse_affine_matrix(
@@ -200,6 +200,41 @@ def _batch_size(img: torch.Tensor) -> int:
     return n
 
 
+def _affine_thetas(
+    img: torch.Tensor,
+    angle: float | torch.Tensor,
+    translate: float | Sequence[float] | torch.Tensor,
+    scale: float | torch.Tensor,
+    shear: float | Sequence[float] | torch.Tensor,
+    center: Sequence[float] | None,
+) -> torch.Tensor:
+    """Inverse matrices [N, 2, 3] of the batched ``affine`` of ``img`` (any number broadcasts).
+
+    ``angle`` is clockwise, as in :func:`affine`; computed in the dtype the warp of
+    ``img`` samples in.
+    """
+    h, w = img.shape[-2], img.shape[-1]
+    center_f = _centre_offset("affine", center, w, h)
+    dtype = img.dtype if img.is_floating_point() else torch.float32
+    n, dev = _batch_size(img), img.device
+    return inverse_affine_matrices(
+        torch.tensor(center_f, dtype=dtype, device=dev).expand(n, 2),
+        _column(angle, n, 1, dtype, dev),
+        _column(translate, n, 2, dtype, dev),
+        _column(scale, n, 1, dtype, dev),
+        _column(shear, n, 2, dtype, dev),
+    )
+
+
+def _warp_affine(
+    img: torch.Tensor, theta: torch.Tensor, mode: str, fill: list[float] | None
+) -> torch.Tensor:
+    """``img`` [..., C, H, W] warped by inverse matrices ``theta`` [1 or N, 2, 3] (same size)."""
+    h, w = img.shape[-2], img.shape[-1]
+    dtype = img.dtype if img.is_floating_point() else torch.float32
+    return _apply_grid(img, _affine_grid(theta.to(dtype), w, h, w, h), mode, fill)
+
+
 def affine(
     img: torch.Tensor,
     angle: float | torch.Tensor,
@@ -233,14 +268,7 @@ def affine(
     dtype = img.dtype if img.is_floating_point() else torch.float32
     batched = any(isinstance(v, torch.Tensor) for v in (angle, translate, scale, shear))
     if batched:
-        n, dev = _batch_size(img), img.device
-        theta = inverse_affine_matrices(
-            torch.tensor(center_f, dtype=dtype, device=dev).expand(n, 2),
-            _column(angle, n, 1, dtype, dev),
-            _column(translate, n, 2, dtype, dev),
-            _column(scale, n, 1, dtype, dev),
-            _column(shear, n, 2, dtype, dev),
-        )
+        theta = _affine_thetas(img, angle, translate, scale, shear, center)
     else:
         if not isinstance(scale, (int, float)) or scale <= 0:
             raise ValueError(f"affine: scale must be a positive number, got {scale!r}")
@@ -297,14 +325,7 @@ def rotate(
     if isinstance(angle, torch.Tensor):
         if expand:
             raise ValueError("rotate: expand=True needs one angle for the whole batch")
-        n, dev = _batch_size(img), img.device
-        theta = inverse_affine_matrices(
-            torch.tensor(center_f, dtype=dtype, device=dev).expand(n, 2),
-            -_column(angle, n, 1, dtype, dev),
-            torch.zeros(n, 2, dtype=dtype, device=dev),
-            torch.ones(n, dtype=dtype, device=dev),
-            torch.zeros(n, 2, dtype=dtype, device=dev),
-        )
+        theta = _affine_thetas(img, -angle, 0.0, 1.0, 0.0, center)
         return _apply_grid(img, _affine_grid(theta, w, h, w, h), mode, fill_values)
     angle = float(angle) % 360
     if center is None:
@@ -356,7 +377,7 @@ def _perspective_grid(coeffs: torch.Tensor, ow: int, oh: int) -> torch.Tensor:
     den = c[:, 6] * xs + c[:, 7] * ys + 1.0
     gx = (c[:, 0] * xs + c[:, 1] * ys + c[:, 2]) / den / (0.5 * ow) - 1.0
     gy = (c[:, 3] * xs + c[:, 4] * ys + c[:, 5]) / den / (0.5 * oh) - 1.0
-    return torch.stack((gx, gy), dim=-1)
+    return torch.stack((gx, gy), dim=1).permute(0, 2, 3, 1)  # planes: fast to write
 
 
 def perspective(
@@ -434,8 +455,9 @@ def elastic(
         dtype = torch.float32
     xs = torch.linspace((1.0 - w) / w, (w - 1.0) / w, w, device=img.device, dtype=dtype)
     ys = torch.linspace((1.0 - h) / h, (h - 1.0) / h, h, device=img.device, dtype=dtype)
-    identity = torch.stack((xs.expand(h, w), ys.unsqueeze(-1).expand(h, w)), dim=-1)
-    grid = identity.unsqueeze(0) + displacement.to(dtype=dtype, device=img.device)
+    identity = torch.stack((xs.expand(h, w), ys.unsqueeze(-1).expand(h, w)))  # planes
+    displacement = displacement.to(dtype=dtype, device=img.device).permute(0, 3, 1, 2)
+    grid = (identity.unsqueeze(0) + displacement).permute(0, 2, 3, 1)
     if img.dtype != dtype and img.is_floating_point():
         return _apply_grid(img.to(dtype), grid, mode, fill_values).to(img.dtype)
     return _apply_grid(img, grid, mode, fill_values)
