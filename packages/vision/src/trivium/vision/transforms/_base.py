@@ -7,7 +7,11 @@ It adds to :class:`trivium.core.Transform`:
   mode), every other input passes through unchanged;
 * ``per_sample``: with ``per_sample=True`` a random transform draws independent
   parameters for every image of a batch, as tensors with one row per image of the
-  flattened batch, and applies them in one batched kernel call (no Python loop);
+  flattened batch. How the batch is then computed depends on the device: on CUDA
+  (and under ``torch.compile``) ``transform`` runs once on the whole batch (one
+  kernel launch per step); on CPU it runs on cache-sized chunks of images, each
+  with its rows of the parameters, written into one output (see
+  :meth:`ImageTransform._apply`). Both give the same result from the same draws;
 * compile-safe randomness: :meth:`ImageTransform._draw` samples from the
   transform's ``generator``; under ``torch.compile`` (which cannot trace a
   ``torch.Generator``) it samples from torch's default generator instead, so seed
@@ -25,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,14 +88,15 @@ class ImageTransform(Transform):
                 f"among the inputs, got {', '.join(type(x).__name__ for x in flat)}"
             )
         params = self.make_params(images)
+        done = iter(self._apply(images, params))
         outputs = [
-            self._transform_one(x, t, params) if is_image(x) else x
+            self._output(x, t, next(done)) if is_image(x) else x
             for x, t in zip(flat, as_tensors, strict=True)
         ]
         return rebuild(outputs)
 
-    def _transform_one(self, original: Any, tensor: torch.Tensor, params: dict[str, Any]) -> Any:
-        out = self.transform(tensor, params)
+    def _output(self, original: Any, tensor: torch.Tensor, out: Any) -> Any:
+        """What ``forward`` returns for ``original`` (``tensor`` as given to ``transform``)."""
         if not is_pil(original):
             return out
         if isinstance(out, (tuple, list)):  # e.g. FiveCrop: one PIL image per crop
@@ -102,6 +108,110 @@ class ImageTransform(Transform):
         if not isinstance(out, torch.Tensor):
             return out
         return to_pil_image(out, mode=original.mode if out.shape[-3] == tensor.shape[-3] else None)
+
+    # Applying the parameters: one batched call, or on CPU chunk by chunk.
+
+    # Names of the ``make_params`` entries that hold one row per image (with ``per_sample``):
+    # a tensor [N, ...] (or [*batch, ...], shaped like the batch), or a tuple of them.
+    _per_image_params: tuple[str, ...] = ()
+    # Values (C * H * W of the input) per chunk on CPU; None: always one batched call. A
+    # chunk of one to a few 224 x 224 images stays in the caches through all of the
+    # kernel's passes, while a whole batch streams through memory on every pass and
+    # page-faults every fresh batch-sized buffer. The default is one such image per
+    # chunk, which also lets kernels take their one-image paths (slices instead of
+    # gathers and masks); kernels with a fixed cost per call take a few.
+    _cpu_chunk_values: int | None = 3 * 224 * 224
+
+    def _images_per_chunk(self, images: list[torch.Tensor]) -> int:
+        """How many images one call of ``transform`` gets on CPU (0: the whole batch at once)."""
+        if (
+            self._cpu_chunk_values is None
+            or not self.per_sample
+            or torch.compiler.is_compiling()  # a traced loop would unroll over the batch
+        ):
+            return 0
+        batch = images[0].shape[:-3]
+        if any(img.device.type != "cpu" or img.shape[:-3] != batch for img in images):
+            return 0  # CUDA: one launch per step for the whole batch
+        values = max(math.prod(img.shape[-3:]) for img in images)
+        per_chunk = max(1, self._cpu_chunk_values // max(values, 1))
+        return per_chunk if per_chunk < math.prod(batch) else 0
+
+    def _apply(self, images: list[torch.Tensor], params: dict[str, Any]) -> list[Any]:
+        """``transform`` every image with ``params``: chunk by chunk for a per-sample CPU batch.
+
+        Each chunk of the flattened batch gets its rows of the per-image parameters
+        (:attr:`_per_image_params`) and its result is written into one output per
+        input, so the result is the one batched call's, from the same draws. On CUDA
+        and under ``torch.compile`` every image is one batched call.
+
+        Example:
+            >>> import torch
+            >>> class Shift(ImageTransform):
+            ...     _per_image_params = ("shift",)
+            ...     _cpu_chunk_values = 1  # one image per chunk
+            ...     def transform(self, inpt, params):
+            ...         return inpt + params["shift"].view(-1, 1, 1, 1)
+            >>> out = Shift(per_sample=True)._apply([torch.zeros(3, 1, 1, 1)],
+            ...                                      {"shift": torch.arange(3.0)})
+            >>> out[0].flatten().tolist()
+            [0.0, 1.0, 2.0]
+        """
+        per_chunk = self._images_per_chunk(images)
+        batch = images[0].shape[:-3]
+        if per_chunk == 0:
+            params = self._params_for_chunk(params, None, batch)
+            return [self.transform(img, params) for img in images]
+        n = math.prod(batch)
+        flats = [img.reshape(n, *img.shape[-3:]) for img in images]
+        outs: list[torch.Tensor | None] = [None] * len(images)
+        for start in range(0, n, per_chunk):
+            rows = slice(start, min(start + per_chunk, n))
+            chunk_params = self._params_for_chunk(params, rows, batch)
+            for k, flat in enumerate(flats):
+                part = flat[rows]
+                done = self.transform(part, chunk_params)
+                out = outs[k]
+                if out is None:
+                    if _same_view(done, part):
+                        continue  # the chunk came back as itself (unchanged, or changed in place)
+                    out = outs[k] = done.new_empty((n, *done.shape[1:]))
+                    if start:
+                        out[:start] = flat[:start]  # the chunks before came back as themselves
+                out[rows] = done
+        # An input no chunk changed comes back as itself, as from the batched call.
+        return [
+            img if out is None else out.reshape(*batch, *out.shape[1:])
+            for img, out in zip(images, outs, strict=True)
+        ]
+
+    def _params_for_chunk(
+        self, params: dict[str, Any], rows: slice | None, batch: torch.Size
+    ) -> dict[str, Any]:
+        """The params of one ``transform`` call, shared by the inputs: the images ``rows``.
+
+        The per-image entries are cut to the images ``rows`` of the flattened batch
+        ``batch`` (all of them when None). A subclass may add values computed from
+        the draws here, once per chunk instead of once per input.
+        """
+        if rows is None:
+            return params
+        n = math.prod(batch)
+
+        def cut(value: Any) -> Any:
+            if isinstance(value, tuple):
+                return tuple(cut(v) for v in value)
+            if not isinstance(value, torch.Tensor) or value.ndim == 0:
+                return value  # one value for every image
+            if len(batch) != 1 and value.shape[: len(batch)] == batch:
+                value = value.reshape(n, *value.shape[len(batch) :])
+            return value[rows] if value.shape[0] == n else value
+
+        sliced = dict(params)
+        for name in self._per_image_params:
+            if name in sliced:
+                sliced[name] = cut(sliced[name])
+        return sliced
 
     # Parameter sampling helpers.
 
@@ -137,3 +247,13 @@ class ImageTransform(Transform):
             return torch.rand(tuple(shape), device=device)
         values = self._rand(shape)
         return values if device is None else values.to(device, non_blocking=True)
+
+
+def _same_view(a: Any, b: torch.Tensor) -> bool:
+    """Whether ``a`` is ``b`` itself or a view with the same memory, shape and strides."""
+    return (
+        isinstance(a, torch.Tensor)
+        and a.data_ptr() == b.data_ptr()
+        and a.shape == b.shape
+        and a.stride() == b.stride()
+    )

@@ -91,6 +91,7 @@ class _RandomOp(ImageTransform):
     """Apply ``_op`` with probability ``p`` (per image when ``per_sample=True``)."""
 
     _channels: tuple[int, ...] | None = None
+    _per_image_params = ("apply",)
 
     def __init__(
         self, p: float = 0.5, *, per_sample: bool = False, generator: torch.Generator | None = None
@@ -118,6 +119,8 @@ class _RandomOp(ImageTransform):
 
     def _apply_to_chosen(self, img: torch.Tensor, apply: torch.Tensor) -> torch.Tensor:
         """Run ``_op`` on the chosen images only (one batched call on the gathered subset)."""
+        if apply.numel() == 1:  # one image (a CPU chunk of a per-sample batch)
+            return self._op(img) if bool(apply) else img
         flat = img.reshape(-1, *img.shape[-3:])
         chosen = apply.nonzero().flatten()
         if chosen.numel() == 0:
@@ -326,6 +329,8 @@ class ColorJitter(ImageTransform):
     """
 
     _OPS = ("brightness", "contrast", "saturation", "hue")
+    _per_image_params = _OPS
+    _cpu_chunk_values = 2 * 3 * 224 * 224  # ~40 passes of small ops: 2 images per call
 
     def __init__(
         self,
@@ -400,6 +405,10 @@ class GaussianBlur(ImageTransform):
         >>> GaussianBlur(5, per_sample=True)(torch.rand(4, 3, 16, 16)).shape
         torch.Size([4, 3, 16, 16])
     """
+
+    _per_image_params = ("sigma",)
+    # The depthwise convolutions vectorise across the chunk's N x C channels: 4 images.
+    _cpu_chunk_values = 4 * 3 * 224 * 224
 
     def __init__(
         self,

@@ -90,8 +90,8 @@ class PILToTensor(ToImage):
 class _TensorOut(ImageTransform):
     """Base of transforms whose output cannot be a PIL image (a PIL input gives a tensor)."""
 
-    def _transform_one(self, original: Any, tensor: torch.Tensor, params: dict[str, Any]) -> Any:
-        return self.transform(tensor, params)
+    def _output(self, original: Any, tensor: torch.Tensor, out: Any) -> Any:
+        return out
 
 
 class ToDtype(_TensorOut):

@@ -87,6 +87,11 @@ class RandomErasing(ImageTransform):
             )
         self.inplace = bool(inplace)
 
+    @property
+    def _per_image_params(self) -> tuple[str, ...]:  # type: ignore[override]
+        # "v" is per image only as noise; a fill value [C, 1, 1] is shared.
+        return ("i", "j", "h", "w") if self.value is not None else ("i", "j", "h", "w", "v")
+
     def _normal(self, shape: Sequence[int], device: torch.device) -> torch.Tensor:
         if torch.compiler.is_compiling():
             return torch.randn(tuple(shape), device=device)

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Sequence
@@ -107,11 +108,26 @@ def _where_per_image(
 def _flip_per_image(img: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
     """Flip along ``dim`` (-1 or -2) the images where ``mask``.
 
-    Flipping the whole batch, then selecting whole images into it (as wide words),
-    beats both a gather with per-image reversed indices and copying only the flipped
-    images in (``index_copy_``/``index_put_`` on uint8 run element by element).
+    On CUDA (and under ``torch.compile``), flipping the whole batch, then selecting
+    whole images into it (as wide words), beats both a gather with per-image reversed
+    indices and copying only the flipped images in (``index_copy_``/``index_put_`` on
+    uint8 run element by element). On the CPU each run of images flipped alike is
+    copied (flipped or not) straight into the output: every pixel is read and written
+    once, as a loop over the images would, with a call per run instead of per image.
     """
-    return _where_per_image(mask, img.flip(dim), img, overwrite_a=True)
+    if img.device.type != "cpu" or torch.compiler.is_compiling():
+        return _where_per_image(mask, img.flip(dim), img, overwrite_a=True)
+    x = img.reshape(-1, *img.shape[-3:])
+    flags = mask.reshape(-1).expand(x.shape[0]).tolist()
+    if all(flags) or not any(flags):
+        return img.flip(dim) if flags[0] else img
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    start = 0
+    for flag, run in itertools.groupby(flags):
+        stop = start + len(list(run))
+        out[start:stop] = x[start:stop].flip(dim) if flag else x[start:stop]
+        start = stop
+    return out.reshape(img.shape)
 
 
 # Resize.
@@ -311,6 +327,8 @@ class _RandomFlip(ImageTransform):
     """Flip along ``_dim`` with probability ``p`` (per image with ``per_sample``)."""
 
     _dim = -1
+    _per_image_params = ("flip",)
+    _cpu_chunk_values = None  # the kernel goes run by run on the CPU (_flip_per_image)
 
     def __init__(
         self, p: float = 0.5, *, per_sample: bool = False, generator: torch.Generator | None = None
@@ -371,6 +389,8 @@ class RandomCrop(ImageTransform):
         >>> RandomCrop(4, padding=2, per_sample=True)(torch.zeros(8, 3, 6, 6)).shape
         torch.Size([8, 3, 4, 4])
     """
+
+    _per_image_params = ("top", "left")
 
     def __init__(
         self,
@@ -563,6 +583,9 @@ class RandomResizedCrop(ImageTransform):
         >>> t(torch.zeros(3, 480, 640, dtype=torch.uint8)).shape
         torch.Size([3, 224, 224])
     """
+
+    _per_image_params = ("box",)
+    _cpu_chunk_values = 4 * 3 * 224 * 224  # the sampling's fixed costs, shared by 4 images
 
     def __init__(
         self,
