@@ -14,8 +14,11 @@ Pillow and saved at quality 90, 4:2:0):
    fast) and the classic Pillow pipeline (``Image.open`` + torchvision v1
    RandomResizedCrop / RandomHorizontalFlip / ToTensor / Normalize on PIL images,
    or the same steps written with Pillow when torchvision is absent).
-3. ``per_sample``: ``per_sample=True`` on a [64, 3, 224, 224] uint8 batch against
-   the same transform applied image by image in a Python loop.
+3. ``per_sample``: every transform that takes ``per_sample=True``, on a
+   [64, 3, 224, 224] batch (uint8, then float32 in [0, 1]) of the photos, against
+   the same transform without ``per_sample`` applied image by image in a Python
+   loop (``torch.stack`` of the results). Both sides draw the same parameters (two
+   generators seeded alike).
 
 torchvision comes from ``tests/peers.py``: where its C++ extension (a CUDA build)
 cannot load, its pure-Python transforms are imported without it. Every side is
@@ -226,23 +229,30 @@ def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> l
     return rows
 
 
-def per_sample_cases(g: torch.Generator) -> dict[str, tuple[Any, Any]]:
-    """(batched per-sample transform, the same transform for one image) per workload."""
-
-    def pair(make: Callable[..., Any]) -> tuple[Any, Any]:
-        return make(per_sample=True, generator=g), make(generator=g)
-
+def per_sample_cases(dtype: torch.dtype) -> dict[str, Callable[..., Any]]:
+    """Every transform that takes ``per_sample``, as a factory of keyword arguments."""
+    threshold = 128 if dtype == torch.uint8 else 0.5  # on the image's scale
     return {
-        "RandomResizedCrop(224)": pair(lambda **kw: T.RandomResizedCrop(224, **kw)),
-        "RandomHorizontalFlip": pair(lambda **kw: T.RandomHorizontalFlip(**kw)),
-        "RandomAffine(15, (0.1, 0.1), (0.9, 1.1))": pair(
-            lambda **kw: T.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), **kw)
+        "RandomResizedCrop(224)": lambda **kw: T.RandomResizedCrop(224, **kw),
+        "RandomCrop(192, padding=16)": lambda **kw: T.RandomCrop(192, padding=16, **kw),
+        "RandomHorizontalFlip": lambda **kw: T.RandomHorizontalFlip(**kw),
+        "RandomVerticalFlip": lambda **kw: T.RandomVerticalFlip(**kw),
+        "RandomAffine(15, (0.1, 0.1), (0.9, 1.1))": lambda **kw: T.RandomAffine(
+            15, (0.1, 0.1), (0.9, 1.1), **kw
         ),
-        "ColorJitter(0.4, 0.4, 0.4, 0.1)": pair(
-            lambda **kw: T.ColorJitter(0.4, 0.4, 0.4, 0.1, **kw)
-        ),
-        "GaussianBlur(9, (0.1, 2.0))": pair(lambda **kw: T.GaussianBlur(9, (0.1, 2.0), **kw)),
-        "RandomErasing(p=1)": pair(lambda **kw: T.RandomErasing(1.0, **kw)),
+        "RandomRotation(30)": lambda **kw: T.RandomRotation(30, **kw),
+        "RandomPerspective(0.3)": lambda **kw: T.RandomPerspective(0.3, **kw),
+        "ElasticTransform()": lambda **kw: T.ElasticTransform(**kw),
+        "ColorJitter(0.4, 0.4, 0.4, 0.1)": lambda **kw: T.ColorJitter(0.4, 0.4, 0.4, 0.1, **kw),
+        "GaussianBlur(9, (0.1, 2.0))": lambda **kw: T.GaussianBlur(9, (0.1, 2.0), **kw),
+        "RandomErasing(p=1)": lambda **kw: T.RandomErasing(1.0, **kw),
+        "RandomGrayscale(p=0.5)": lambda **kw: T.RandomGrayscale(0.5, **kw),
+        "RandomInvert": lambda **kw: T.RandomInvert(**kw),
+        "RandomPosterize(4)": lambda **kw: T.RandomPosterize(4, **kw),
+        f"RandomSolarize({threshold})": lambda **kw: T.RandomSolarize(threshold, **kw),
+        "RandomAdjustSharpness(2)": lambda **kw: T.RandomAdjustSharpness(2.0, **kw),
+        "RandomAutocontrast": lambda **kw: T.RandomAutocontrast(**kw),
+        "RandomEqualize": lambda **kw: T.RandomEqualize(**kw),
     }
 
 
@@ -250,15 +260,19 @@ def bench_per_sample(jpegs: list[bytes], tv: Any | None, args: argparse.Namespac
     crop = T.CenterCrop(224)
     batch = torch.stack([crop(T.Resize(256)(decode_jpeg(d))) for d in jpegs])
     rows = []
-    for name, (batched, single) in per_sample_cases(torch.Generator().manual_seed(0)).items():
-        x = batch if "Erasing" not in name and "Jitter" not in name else batch.float() / 255
-        sides = [
-            Side("ours", lambda b=batched, x=x: b(x)),
-            Side("loop", lambda s=single, x=x: torch.stack([s(img) for img in x])),
-        ]
-        t = measure(sides, args.repeats, args.min_time)
-        label = f"{name}, per_sample=True on [64, 3, 224, 224]"
-        rows.append(Row(label, t["ours"].median, "image by image", t["loop"].median, 3.0))
+    for dtype in (torch.uint8, torch.float32):
+        x = batch if dtype == torch.uint8 else batch.to(dtype) / 255
+        for name, make in per_sample_cases(dtype).items():
+            # Two generators seeded alike: both sides draw the same stream of parameters.
+            batched = make(per_sample=True, generator=torch.Generator().manual_seed(0))
+            single = make(generator=torch.Generator().manual_seed(0))
+            sides = [
+                Side("ours", lambda b=batched, x=x: b(x)),
+                Side("loop", lambda s=single, x=x: torch.stack([s(img) for img in x])),
+            ]
+            t = measure(sides, args.repeats, args.min_time)
+            label = f"{name}, per_sample=True on [64, 3, 224, 224] {str(dtype)[6:]}"
+            rows.append(Row(label, t["ours"].median, "image by image", t["loop"].median, 1.0))
     return rows
 
 
