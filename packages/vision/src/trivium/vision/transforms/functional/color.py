@@ -104,6 +104,30 @@ def per_image_factor(
     return float(factor)
 
 
+# Integer types of each width: the bit patterns _select moves.
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _select(mask: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``torch.where(mask, a, b)`` for ``a`` and ``b`` of one dtype: the same values, bit for bit.
+
+    On the CPU it moves the bits through integer views (``b ^ ((a ^ b) & -mask)``):
+    torch's CPU ``where`` and ``masked_fill`` run element by element, ~6x slower.
+    """
+    if (
+        a.device.type != "cpu"
+        or torch.compiler.is_compiling()
+        or a.dtype != b.dtype
+        or a.element_size() not in _BITS
+        or a.dtype == torch.bool
+    ):
+        return torch.where(mask, a, b)
+    bits = _BITS[a.element_size()]
+    a_bits, b_bits = a.view(bits), b.view(bits)
+    ones = mask.to(bits).neg_()  # every bit set where mask
+    return ((a_bits ^ b_bits) & ones).bitwise_xor_(b_bits).view(a.dtype)
+
+
 def _blend(img1: torch.Tensor, img2: torch.Tensor, ratio: Factor) -> torch.Tensor:
     """``img1 * ratio + img2 * (1 - ratio)``, clamped and cast back to ``img1.dtype``.
 
@@ -231,13 +255,18 @@ def _rotate_hue(img: torch.Tensor, turns: Factor) -> torch.Tensor:
     # Where max == min the hue is 0 and so is num: any positive divisor keeps NaNs out.
     safe = delta.clamp_min(torch.finfo(delta.dtype).tiny)
     red_max, green_max = maxc == r, maxc == g
-    num = torch.where(red_max, g - b, torch.where(green_max, b - r, r - g))
-    offset = torch.where(green_max, 2.0, 4.0).masked_fill_(red_max, 0.0)
+    num = _select(red_max, g - b, _select(green_max, b - r, r - g))
+    # 0 where red is the max, else 2 where green is, else 4 (exact small integers).
+    not_red = red_max.logical_not().to(img.dtype)
+    offset = green_max.to(img.dtype).mul_(-2.0).add_(4.0).mul_(not_red)
     if isinstance(turns, torch.Tensor) and turns.dim() > 0:
         turns = turns[..., 0, :, :]
     h6 = num.div_(safe).add_(offset).add_(turns * 6.0).unsqueeze(-3)
     n = torch.tensor([5.0, 3.0, 1.0], dtype=img.dtype, device=img.device).view(3, 1, 1)
-    k = (h6 + n).remainder_(6.0)
+    k = h6 + n
+    # k mod 6 (k in [-3, 14)), 5x faster than remainder_ on the CPU; where k / 6 rounds up
+    # to a whole number k lands on 0 instead of 6, and the ramp is 0 at both.
+    k = k.sub_(k.div(6.0).floor_().mul_(6.0))
     ramp = k.sub_(2.0).abs_().neg_().add_(2.0).clamp_(0.0, 1.0)  # min(k, 4 - k), clamped
     return ramp.mul_(delta.unsqueeze(-3)).neg_().add_(maxc.unsqueeze(-3))
 
@@ -336,7 +365,7 @@ def solarize(img: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor
         t = per_image_factor("solarize", img, threshold, "threshold")
     else:
         t = per_image_factor("solarize", img, threshold, "threshold", -float("inf"), _bound(img))
-    return torch.where(img >= t, invert(img), img)
+    return _select(img >= t, invert(img), img)
 
 
 def autocontrast(img: torch.Tensor) -> torch.Tensor:
