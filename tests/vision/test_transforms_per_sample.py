@@ -206,3 +206,16 @@ def test_cpu_flips_run_by_run_give_the_batched_select(photo: torch.Tensor, dim: 
     assert torch.equal(_flip_per_image(x, flags, dim), select)
     assert torch.equal(_flip_per_image(x, torch.ones(9, dtype=torch.bool), dim), x.flip(dim))
     assert _flip_per_image(x, torch.zeros(9, dtype=torch.bool), dim) is x
+
+
+def test_big_per_image_draws_come_chunk_by_chunk_with_the_values_of_one_draw(photo):
+    # ElasticTransform's noise: one draw per chunk on the CPU, no batch-sized buffer.
+    x = batch_of(photo, (5, 3, 224, 224), torch.uint8)
+    t = T.ElasticTransform(per_sample=True, generator=seeded(4))
+    noise = t.make_params([x])["noise"]
+    assert [piece.shape[0] for piece in noise] == [2, 2, 1]
+    assert torch.equal(torch.cat(noise), torch.rand(5, 2, 224, 224, generator=seeded(4)))
+    # transform() straight on make_params' output, as torchvision's API allows.
+    t.generator = seeded(4)
+    direct = t.transform(x, t.make_params([x]))
+    assert torch.equal(direct, run(lambda **kw: T.ElasticTransform(**kw), x, None, seed=4)[0])

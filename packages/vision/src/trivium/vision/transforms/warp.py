@@ -475,12 +475,10 @@ class ElasticTransform(_Warp):
         return values
 
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
-        img = inputs[0]
-        h, w = img.shape[-2], img.shape[-1]
-        n = self._num_draws(img)
+        h, w = inputs[0].shape[-2], inputs[0].shape[-1]
         # Uniform in [0, 1): mapped to [-1, 1] and smoothed per chunk of images
         # (_params_for_chunk), where the buffers stay in cache, not for the whole batch.
-        return {"noise": self._draw((n, 2, h, w), img.device)}
+        return {"noise": self._draw_per_image(inputs, (2, h, w))}
 
     def _displacement(self, noise: torch.Tensor) -> torch.Tensor:
         """The displacement field [N, H, W, 2] of uniform ``noise`` [N, 2, H, W] in [0, 1)."""
@@ -505,6 +503,9 @@ class ElasticTransform(_Warp):
         """Warp one image tensor by the drawn displacement field."""
         self._check(inpt)
         displacement = params.get("displacement")
-        if displacement is None:
-            displacement = self._displacement(params["noise"])
+        if displacement is None:  # params straight from make_params
+            noise = params["noise"]
+            displacement = self._displacement(
+                torch.cat(noise) if isinstance(noise, tuple) else noise
+            )
         return elastic(inpt, displacement, self.interpolation, self.fill)
