@@ -76,3 +76,15 @@ def test_draw_under_compile_uses_the_default_generator() -> None:
     a = compiled(torch.zeros(3, 1, 2, 2))
     torch.manual_seed(3)
     assert torch.equal(a, compiled(torch.zeros(3, 1, 2, 2)))
+
+
+def test_transforms_move_like_any_module() -> None:
+    """``nn.Module.to`` and friends reach the transforms (nothing shadows ``Module._apply``)."""
+    from trivium.vision import transforms as T
+
+    pipeline = torch.nn.Sequential(T.ColorJitter(0.4, per_sample=True), T.Normalize([0.5], [0.5]))
+    assert pipeline.to("cpu") is pipeline
+    assert pipeline.to(torch.float64).float() is pipeline
+    assert T.ImageClassificationEval(crop_size=8, resize_size=10).to("cpu")(
+        torch.zeros(3, 12, 12, dtype=torch.uint8)
+    ).shape == (3, 8, 8)

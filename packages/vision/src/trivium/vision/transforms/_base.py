@@ -11,7 +11,7 @@ It adds to :class:`trivium.core.Transform`:
   (and under ``torch.compile``) ``transform`` runs once on the whole batch (one
   kernel launch per step); on CPU it runs on cache-sized chunks of images, each
   with its rows of the parameters, written into one output (see
-  :meth:`ImageTransform._apply`). Both give the same result from the same draws;
+  :meth:`ImageTransform._transform_images`). Both give the same result from the same draws;
 * compile-safe randomness: :meth:`ImageTransform._draw` samples from the
   transform's ``generator``; under ``torch.compile`` (which cannot trace a
   ``torch.Generator``) it samples from torch's default generator instead, so seed
@@ -88,7 +88,7 @@ class ImageTransform(Transform):
                 f"among the inputs, got {', '.join(type(x).__name__ for x in flat)}"
             )
         params = self.make_params(images)
-        done = iter(self._apply(images, params))
+        done = iter(self._transform_images(images, params))
         outputs = [
             self._output(x, t, next(done)) if is_image(x) else x
             for x, t in zip(flat, as_tensors, strict=True)
@@ -137,7 +137,7 @@ class ImageTransform(Transform):
         per_chunk = max(1, self._cpu_chunk_values // max(values, 1))
         return per_chunk if per_chunk < math.prod(batch) else 0
 
-    def _apply(self, images: list[torch.Tensor], params: dict[str, Any]) -> list[Any]:
+    def _transform_images(self, images: list[torch.Tensor], params: dict[str, Any]) -> list[Any]:
         """``transform`` every image with ``params``: chunk by chunk for a per-sample CPU batch.
 
         Each chunk of the flattened batch gets its rows of the per-image parameters
@@ -152,7 +152,7 @@ class ImageTransform(Transform):
             ...     _cpu_chunk_values = 1  # one image per chunk
             ...     def transform(self, inpt, params):
             ...         return inpt + params["shift"].view(-1, 1, 1, 1)
-            >>> out = Shift(per_sample=True)._apply([torch.zeros(3, 1, 1, 1)],
+            >>> out = Shift(per_sample=True)._transform_images([torch.zeros(3, 1, 1, 1)],
             ...                                      {"shift": torch.arange(3.0)})
             >>> out[0].flatten().tolist()
             [0.0, 1.0, 2.0]
