@@ -39,8 +39,10 @@ $(STAMPS)/packages: $(STAMPS)/deps $(PYPROJECTS) $(NATIVE_SOURCES)
 	$(PIP) install --no-build-isolation -c constraints.txt $(foreach p,$(PACKAGES),-e packages/$(p))
 	@touch $@
 
+# The main job: build the embedded image corpus, train a ResNet-18 on it through the
+# fused-decode loader, evaluate on the held-out split, print the summary.
 demo: setup
-	$(PY) examples/image_io_tour/tour.py tests/assets/images
+	$(PY) examples/image_classification/train.py --demo --output-dir runs/demo
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -53,7 +55,7 @@ format: setup
 test: setup lint
 	$(PY) -m pytest -q
 
-BENCHMARKS := image_io transforms video audio audio_models data
+BENCHMARKS := image_io transforms video audio audio_models data models classification
 
 bench: setup
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || exit 1; done

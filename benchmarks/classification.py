@@ -1,0 +1,148 @@
+"""The image-classification training input pipeline against torchvision's, in one process.
+
+One epoch of 1024 JPEGs (~500x400, 8 class folders) read as a training loop reads
+them with the model step replaced by a no-op: an ImageFolder tree, RandomResizedCrop
+224 + horizontal flip + float + Normalize, batches of 64, 2 loader workers kept
+across epochs (``persistent_workers=True``) on both sides.
+
+- ours: what ``trivium.vision.pipelines.classification`` trains on:
+  ``ImageFolder`` giving the encoded bytes, ``DecodeRandomResizedCrop`` (decodes only
+  the crop's region, at a DCT scale) + flip + ``ToDtype`` + ``Normalize`` in
+  ``trivium.data.DataLoader``;
+- torchvision: ``torchvision.datasets.ImageFolder`` with the ``transforms.v2``
+  pipeline ``RandomResizedCrop(224)``, ``RandomHorizontalFlip``, ``ToImage``,
+  ``ToDtype(float32, scale=True)``, ``Normalize`` in torch's ``DataLoader`` (the
+  reference scripts' pipeline; Pillow decodes).
+
+Ratio = torchvision's epoch time / ours (above 1: we are faster). Run from the
+repository root::
+
+    .venv/bin/python benchmarks/classification.py [--repeats N] [--min-time S] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+from harness import (
+    Row,
+    Side,
+    benchmark_parser,
+    cpu_busy_seconds,
+    cpu_model,
+    load_peer,
+    measure,
+    parse_benchmark_args,
+    print_header,
+    report,
+    row_from,
+)
+
+from data import make_image_folder
+from trivium.vision.pipelines.classification_data import make_loader, train_transform
+from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from peers import import_torchvision  # noqa: E402
+
+BATCH = 64
+WORKERS = 2
+CROP = 224
+
+
+def ours(folder: Path) -> Callable[[], Counter]:
+    """One call: one epoch of the pipeline's own training loader."""
+    from trivium.vision.datasets import ImageFolder
+    from trivium.vision.pipelines.classification_data import _read_bytes
+
+    dataset = ImageFolder(str(folder), transform=train_transform(CROP), loader=_read_bytes)
+    loader = make_loader(dataset, BATCH, train=True, workers=WORKERS, seed=0)
+    epoch = iter(range(10**9))
+
+    def run() -> Counter:
+        loader.set_epoch(next(epoch))
+        return labels_of(loader)
+
+    return run
+
+
+def torchvision_side(tv, folder: Path) -> Callable[[], Counter]:
+    """One call: one epoch of torchvision's ImageFolder + v2 pipeline in torch's loader."""
+    T = tv.transforms.v2
+    transform = T.Compose(
+        [
+            T.RandomResizedCrop(CROP, antialias=True),
+            T.RandomHorizontalFlip(),
+            T.ToImage(),
+            T.ToDtype(torch.float32, scale=True),
+            T.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+        ]
+    )
+    dataset = tv.datasets.ImageFolder(str(folder), transform)
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        BATCH,
+        shuffle=True,
+        drop_last=True,
+        num_workers=WORKERS,
+        persistent_workers=True,
+    )
+    return lambda: labels_of(loader)
+
+
+def labels_of(batches) -> Counter:
+    """The labels of an epoch's ``(images, labels)`` batches (the model step is a no-op)."""
+    seen: Counter = Counter()
+    for images, labels in batches:
+        if images.dtype != torch.float32 or tuple(images.shape[1:]) != (3, CROP, CROP):
+            raise AssertionError(f"bad batch {images.dtype} {tuple(images.shape)}")
+        seen.update(labels.tolist())
+    return seen
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Time both pipelines, print the table (and write JSON with ``--json``)."""
+    parser = benchmark_parser(__doc__.splitlines()[0], ["epoch"], repeats=5, min_time=0.5)
+    args = parse_benchmark_args(parser, ["epoch"], argv)
+    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
+    tv, tv_status = load_peer(import_torchvision)
+    info = {"cpu": cpu_model(), "torch": torch.__version__, "torchvision": tv_status}
+    print_header("image-classification input pipeline", info, args)
+    torch.set_num_threads(1)  # the work is in the loader workers
+    rows: list[Row] = []
+    checks: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="trivium-cls-bench-") as tmp:
+        folder = Path(tmp) / "images"
+        files = make_image_folder(folder)
+        sides = [Side("ours", ours(folder))]
+        if tv is not None:
+            sides.append(Side("torchvision", torchvision_side(tv, folder)))
+        per_epoch = len(files) // BATCH * BATCH
+        counts = {side.name: sum(side.fn().values()) for side in sides}
+        checks.append(f"images per epoch (drop_last): {counts} of {per_epoch}")
+        timings = measure(sides, args.repeats, args.min_time)
+        workload = (
+            f"1 epoch, {len(files)} JPEGs ~500x400: ImageFolder, RandomResizedCrop {CROP} + "
+            f"flip + float + Normalize, batch {BATCH}, {WORKERS} workers, model step no-op"
+        )
+        if tv is None:
+            rows.append(Row(workload, timings["ours"].median, f"torchvision: {tv_status}"))
+        else:
+            label = f"torchvision {tv.__version__} ImageFolder + v2"
+            rows.append(row_from(workload, timings, "ours", "torchvision", label, 2.0))
+        for side in sides:
+            rate = per_epoch / timings[side.name].median
+            checks.append(f"{side.name}: {rate:.0f} images/s")
+    report(rows, checks, info, args, started, cpu_start)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
