@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -355,3 +357,106 @@ def test_public_names() -> None:
     import trivium.audio as ta
 
     assert ta.load is aio.load and ta.save is aio.save and ta.info is aio.info
+
+
+# --- Lossy files whose length libsndfile estimates (MP3, Ogg Vorbis / Opus) ---------------
+
+needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg CLI")
+
+
+def _ffmpeg_mp3(path: Path, *options: str) -> Path:
+    """An 11 kHz mono MP3 made by ffmpeg's libmp3lame (a Xing/Info header unless told not to)."""
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
+         "sine=frequency=440:sample_rate=11025:duration=7.27", "-ac", "1",
+         "-c:a", "libmp3lame", *options, str(path)],
+        check=True,
+    )  # fmt: skip
+    return path
+
+
+def _soundfile_lossy(path: Path, fmt: str, subtype: str, rate: int) -> Path:
+    noise = np.random.default_rng(0).uniform(-0.5, 0.5, (rate * 3, 1)).astype(np.float32)
+    sf.write(path, noise, rate, format=fmt, subtype=subtype)
+    return path
+
+
+def _lossy_file(kind: str, tmp_path: Path) -> Path:
+    if kind == "mp3-estimated-length":
+        return _ffmpeg_mp3(tmp_path / "estimated.mp3", "-write_xing", "0")
+    if kind == "mp3-xing":
+        return _ffmpeg_mp3(tmp_path / "xing.mp3")
+    if kind == "mp3-libsndfile":
+        return _soundfile_lossy(tmp_path / "sndfile.mp3", "MP3", "MPEG_LAYER_III", 11025)
+    if kind == "vorbis":
+        return _soundfile_lossy(tmp_path / "vorbis.ogg", "OGG", "VORBIS", 11025)
+    return _soundfile_lossy(tmp_path / "opus.opus", "OGG", "OPUS", 16000)
+
+
+LOSSY = ["mp3-estimated-length", "mp3-xing", "mp3-libsndfile", "vorbis", "opus"]
+
+
+@needs_ffmpeg
+@pytest.mark.parametrize("kind", LOSSY)
+def test_lossy_files_load_like_soundfile(kind: str, tmp_path: Path) -> None:
+    path = _lossy_file(kind, tmp_path)
+    reference = sf_reference(path)
+    assert reference.shape[1] > 10000
+    for source in (path, path.read_bytes()):
+        waveform, sample_rate = load(source)
+        assert waveform.shape == reference.shape
+        # mpg123 after sf.read's seek to 0 differs from a fresh decoder by an ulp or so.
+        np.testing.assert_allclose(waveform.numpy(), reference, rtol=0, atol=1e-6)
+        assert sample_rate == sf.info(path).samplerate
+    chunks = torch.cat(list(stream(path, 4096)), -1)
+    torch.testing.assert_close(chunks, load(path)[0], rtol=0, atol=1e-6)
+    with sf.SoundFile(path) as f:  # a seek in a lossy stream decodes from an earlier frame
+        f.seek(1000)
+        ranged = f.read(2000, dtype="float32", always_2d=True).T
+    np.testing.assert_allclose(load(path, 1000, 2000)[0].numpy(), ranged, rtol=0, atol=1e-6)
+
+
+def test_mp3_without_xing_header_is_an_estimate(tmp_path: Path) -> None:
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("needs the ffmpeg CLI")
+    path = _ffmpeg_mp3(tmp_path / "estimated.mp3", "-write_xing", "0")
+    # The header gives no frame count: libsndfile guesses from the file size and the
+    # first frame's bitrate (here a little more than decodes); load returns what decodes.
+    assert info(path).num_frames > load(path)[0].shape[-1] == sf_reference(path).shape[1]
+
+
+@needs_ffmpeg
+@pytest.mark.parametrize("kind", ["mp3-xing", "mp3-libsndfile"])
+def test_truncated_mp3_with_a_frame_count_is_refused(kind: str, tmp_path: Path) -> None:
+    data = _lossy_file(kind, tmp_path).read_bytes()
+    cut = tmp_path / "cut.mp3"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(DecodeError, match=r"cut\.mp3: truncated: expected \d+ frames"):
+        load(cut)
+    with pytest.raises(DecodeError, match=r"<bytes>: truncated"):
+        load(cut.read_bytes())
+    with pytest.raises(DecodeError, match=r"cut\.mp3: truncated"):
+        list(stream(cut, 4096))
+
+
+@needs_ffmpeg
+@pytest.mark.parametrize("kind", ["mp3-estimated-length", "vorbis", "opus"])
+def test_truncated_file_without_a_length_gives_what_decodes(kind: str, tmp_path: Path) -> None:
+    # Ogg keeps no total (libsndfile takes the last page's position) and an MP3 without a
+    # Xing/VBRI header only an estimate: a cut at a page or frame boundary looks like a
+    # shorter file, so load returns the audio that is there, as soundfile.read does.
+    path = _lossy_file(kind, tmp_path)
+    data = path.read_bytes()
+    cut = tmp_path / f"cut{path.suffix}"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    waveform, _ = load(cut)
+    reference = sf_reference(cut)
+    assert 0 < reference.shape[1] < sf_reference(path).shape[1]
+    assert waveform.shape == reference.shape
+    np.testing.assert_allclose(waveform.numpy(), reference, rtol=0, atol=1e-6)
+    torch.testing.assert_close(torch.cat(list(stream(cut, 4096)), -1), waveform, rtol=0, atol=1e-6)
+    # Cut inside the headers, nothing decodes: refused, naming the file.
+    stub = tmp_path / f"stub{path.suffix}"
+    stub.write_bytes(data[:60])
+    with pytest.raises(DecodeError, match=r"stub\."):
+        load(stub)

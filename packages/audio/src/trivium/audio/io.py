@@ -7,7 +7,14 @@ a 1-D ``uint8`` tensor), so a column of FLAC bytes decodes without a temp file.
 
 Bad input raises a :class:`trivium.core.DecodeError` naming the file: an unknown
 format (:class:`~trivium.core.UnsupportedFormatError`, a ``DecodeError``), a corrupt
-header or stream, or a file shorter than its header says.
+header or stream, or a file shorter than its header says. That last check needs a
+header that states the length: WAV, AIFF, FLAC and the like do, and so does an MP3
+with a Xing/Info or VBRI header. Ogg (Vorbis, Opus) has no such header (libsndfile
+takes the length from the last page) and a bare MP3 only an estimate from its size:
+for those the frame count of :func:`info` is approximate and ``load`` returns what
+decodes, so a file cut at a page or frame boundary reads as a shorter file. (An
+estimate can also fall short, for a variable-bitrate MP3 without a Xing header:
+libsndfile stops decoding at it, and ``load`` returns what ``soundfile.read`` does.)
 
 Example:
     >>> import io, torch
@@ -113,6 +120,14 @@ _PART_MIN_FRAMES = 1 << 16
 _PARTS_MAX_FRAMES = 1 << 26
 # libsndfile's log line for a WAV/RF64 data chunk longer than the file.
 _SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
+_C_TYPES = {"float32": "float", "float64": "double", "int16": "short", "int32": "int"}
+_MP3_SCAN_BYTES = 4096  # how far past the ID3v2 tag to look for the first MPEG frame
+
+
+class _SoundFile(sf.SoundFile):
+    """A ``SoundFile`` that knows whether its frame count is exact or an estimate."""
+
+    exact_frames: bool = True
 
 
 @dataclass(frozen=True)
@@ -172,8 +187,9 @@ def _as_readable(src: AudioSource) -> tuple[Any, str]:
 def _open(src: AudioSource, format: str | None = None) -> tuple[sf.SoundFile, str]:
     """Open ``src`` for reading, turning libsndfile's complaints into ``DecodeError``."""
     obj, name = _as_readable(src)
+    start = _position(obj)
     try:
-        f = sf.SoundFile(obj, mode="r", format=format)
+        f = _SoundFile(obj, mode="r", format=format)
     except sf.LibsndfileError as e:
         if isinstance(obj, str):  # checked only on failure: no stat calls on the fast path
             if not os.path.exists(obj):
@@ -187,7 +203,52 @@ def _open(src: AudioSource, format: str | None = None) -> tuple[sf.SoundFile, st
     except (sf.SoundFileError, RuntimeError, TypeError) as e:
         raise DecodeError(f"cannot decode: {e}", path=name) from None
     _check_complete(f, name)
+    if f.format == "OGG":
+        f.exact_frames = False
+    elif f.format == "MP3":
+        f.exact_frames = _mp3_states_length(lambda at, n: _read_at(obj, start + at, n))
     return f, name
+
+
+def _read_at(obj: Any, offset: int, size: int) -> bytes:
+    """``size`` bytes at ``offset`` of a path or file object, leaving its position alone."""
+    if isinstance(obj, str):
+        with open(obj, "rb") as file:
+            file.seek(offset)
+            return file.read(size)
+    position = obj.tell()
+    try:
+        obj.seek(offset)
+        return obj.read(size)
+    finally:
+        obj.seek(position)
+
+
+def _mp3_states_length(read_at: Any) -> bool:
+    """Whether an MP3's first frame is a Xing/Info or VBRI header with a frame count.
+
+    Without one, libsndfile (mpg123) estimates the length from the file size and the
+    first frame's bitrate. ``read_at(offset, size)`` reads the file's bytes.
+    """
+    tag = read_at(0, 10)
+    start = 0
+    if tag[:3] == b"ID3" and len(tag) == 10:  # skip an ID3v2 tag (syncsafe size)
+        start = 10 + sum((b & 0x7F) << (7 * (3 - i)) for i, b in enumerate(tag[6:10]))
+        start += 10 if tag[5] & 0x10 else 0  # a footer
+    head = read_at(start, _MP3_SCAN_BYTES)
+    for i in range(len(head) - 40):
+        if head[i] != 0xFF or head[i + 1] & 0xE6 != 0xE2:  # sync + layer III
+            continue
+        version, bitrate, rate = (head[i + 1] >> 3) & 3, head[i + 2] >> 4, (head[i + 2] >> 2) & 3
+        if version == 1 or bitrate in (0, 15) or rate == 3:
+            continue
+        mono = head[i + 3] >> 6 == 3
+        side = (17 if mono else 32) if version == 3 else (9 if mono else 17)
+        xing = i + 4 + side + (0 if head[i + 1] & 1 else 2)  # + 2 after a CRC
+        if head[xing : xing + 4] in (b"Xing", b"Info"):
+            return bool(head[xing + 7] & 1)  # the frames field is present
+        return head[i + 36 : i + 40] == b"VBRI"  # always carries a frame count
+    return False
 
 
 def _check_complete(f: sf.SoundFile, name: str) -> None:
@@ -218,10 +279,20 @@ def _check_range(frame_offset: int, num_frames: int) -> None:
 
 
 def _read_block(f: sf.SoundFile, name: str, frames: int, dtype: str) -> np.ndarray:
+    # Straight to libsndfile: SoundFile.read seeks to the end of what it read after every
+    # call, and in an MP3 that seek drops mpg123's bit reservoir, so the next read decodes
+    # wrong samples (chunked reads, streams). Reads past the frame count return nothing.
+    if f.closed:
+        raise DecodeError("the file is closed", path=name)
+    out = np.empty((frames, f.channels), dtype)
+    ctype = _C_TYPES[dtype]
+    read = getattr(sf._snd, f"sf_readf_{ctype}")
     try:
-        return f.read(frames, dtype=dtype, always_2d=True)
+        got = read(f._file, sf._ffi.cast(f"{ctype} *", out.ctypes.data), frames)
+        sf._error_check(f._errorcode)
     except (sf.SoundFileError, RuntimeError) as e:
         raise DecodeError(f"corrupt audio data: {e}", path=name) from None
+    return out if got == frames else out[:got]
 
 
 def _read_dtype(f: sf.SoundFile, normalize: bool) -> tuple[str, float | None]:
@@ -259,7 +330,7 @@ def _read(
             if len(blocks[-1]) < want:
                 break
         data = np.concatenate(blocks)
-    if len(data) < frames:
+    if len(data) < frames and getattr(f, "exact_frames", True):
         raise DecodeError(f"truncated: expected {frames} frames, decoded {len(data)}", path=name)
     raw = None if normalize else _RAW_INT.get(f.subtype)
     if raw is not None and raw[1]:
@@ -589,8 +660,10 @@ class AudioStream(ForkSafe):
                     break
                 n = min(self._chunk, self._left)
                 data, scale = _read(f, self._name, n, self._normalize)
-                self._left -= n
-                yield _to_tensor(data, self._channels_first, scale)
+                # Short only where the frame count was an estimate (see the module doc).
+                self._left = self._left - n if len(data) == n else 0
+                if len(data):
+                    yield _to_tensor(data, self._channels_first, scale)
         finally:
             self.close()
 
