@@ -2,7 +2,8 @@
 
 ``ColorJitter``, ``GaussianBlur`` and every ``Random*`` transform here take
 ``generator=`` and ``per_sample=True`` (independent parameters, or coin flips,
-for every image of a batch, applied in one batched kernel call).
+for every image of a batch, applied by the batched kernel: in one call on CUDA,
+chunk by chunk on CPU, see :class:`~trivium.vision.transforms.ImageTransform`).
 
 Example:
     >>> import torch
@@ -398,7 +399,8 @@ class GaussianBlur(ImageTransform):
     """Gaussian blur with ``sigma`` drawn uniformly from ``sigma = (min, max)`` (or fixed).
 
     ``kernel_size`` is one odd int or ``(kx, ky)``. With ``per_sample=True`` every
-    image gets its own sigma and the batch is blurred in one grouped convolution.
+    image gets its own sigma and the batch (on CPU: each chunk of four 224 x 224
+    images) is blurred in one grouped convolution.
 
     Example:
         >>> import torch

@@ -45,7 +45,8 @@ class RandomErasing(ImageTransform):
     ``scale`` bounds the box area as a fraction of the image, ``ratio`` its aspect
     ratio (drawn log-uniformly); ``value`` is a number, one number per channel, or
     ``"random"`` (standard normal noise). With ``per_sample=True`` every image
-    gets its own coin flip and box, erased at once through a mask.
+    gets its own coin flip and box, erased at once through a mask (on CPU, where
+    the batch goes image by image, by slices).
 
     Example:
         >>> import torch

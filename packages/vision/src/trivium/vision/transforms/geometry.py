@@ -1,7 +1,8 @@
 """Geometry transforms: resize, crops, padding and flips (``torchvision.transforms.v2`` names).
 
 Random ones take ``generator=`` and ``per_sample=True`` (independent parameters for
-every image of a batch, applied in one batched kernel call).
+every image of a batch, applied by the batched kernel: in one call on CUDA, chunk by
+chunk on CPU, see :class:`~trivium.vision.transforms.ImageTransform`).
 
 Example:
     >>> import torch
@@ -382,7 +383,7 @@ class RandomCrop(ImageTransform):
 
     ``pad_if_needed`` pads images smaller than ``size`` (``fill``/``padding_mode``
     as :class:`Pad`). With ``per_sample=True`` every image of a batch gets its own
-    offset (one gather for the batch).
+    offset (one gather for the batch on CUDA; slices of each image on CPU).
 
     Example:
         >>> import torch
@@ -573,9 +574,10 @@ class RandomResizedCrop(ImageTransform):
 
     ``size``: ``[h, w]`` or one int for a square. The box is drawn by
     :meth:`get_params` (torchvision's algorithm). With ``per_sample=True`` every
-    image of a batch gets its own box, and all are resampled in one
-    ``grid_sample`` call (see :func:`~trivium.vision.transforms.functional.resized_crop_batched`
-    for how antialiasing is approximated there); ``torch.compile`` takes that path too.
+    image of a batch gets its own box, and all are resampled in one ``grid_sample``
+    call (on CPU, one per chunk of four images; see
+    :func:`~trivium.vision.transforms.functional.resized_crop_batched` for how
+    antialiasing is approximated there); ``torch.compile`` takes that path too.
 
     Example:
         >>> import torch

@@ -1,7 +1,7 @@
 """Warps: ``RandomRotation``, ``RandomAffine``, ``RandomPerspective``, ``ElasticTransform``.
 
 With ``per_sample=True`` every image of a batch gets its own warp (one
-``grid_sample`` call for the batch).
+``grid_sample`` call for the batch on CUDA, one per chunk of images on CPU).
 
 Example:
     >>> import torch
