@@ -45,7 +45,7 @@ from trivium.vision.io.video_reader import VideoReader
 
 __all__ = ["RandomClipSampler", "UniformClipSampler", "VideoClips"]
 
-_CACHE_VERSION = 2  # 2: keyframe positions and the timed flag
+_CACHE_VERSION = 3  # 2: keyframe positions and the timed flag; 3: AVI times rise in display order
 
 
 def compact_pts(pts: np.ndarray) -> np.ndarray:

@@ -178,6 +178,9 @@ class FFmpegBackend(ForkSafe, VideoBackend):
         self.path = source_name(check_source(src))
         self._num_threads = num_threads
         self._indexes: dict[str, FrameIndex] = {}
+        # Streams whose seeks decode from the start: in an AVI with B-frames ffmpeg's -ss
+        # can land on a non-keyframe and give grey frames.
+        self._seek_from_start: set[str] = set()
         self._processes: set[subprocess.Popen] = set()
         self._finalizer = weakref.finalize(self, _kill, self._processes)
         probe = json.loads(_run_probe(["-show_streams", "-show_format", "-of", "json"], self.path))
@@ -195,6 +198,8 @@ class FFmpegBackend(ForkSafe, VideoBackend):
             ):
                 self.streams.append(_stream_info(raw, counts[kind], container_duration))
                 counts[kind] += 1
+                if "avi" in fmt.get("format_name", "").split(",") and raw.get("has_b_frames"):
+                    self._seek_from_start.add(self.streams[-1].name)
 
     def _after_fork(self) -> None:
         super()._after_fork()
@@ -205,7 +210,12 @@ class FFmpegBackend(ForkSafe, VideoBackend):
         self._finalizer = weakref.finalize(self, _kill, self._processes)
 
     def frame_index(self, stream: StreamInfo) -> FrameIndex:
-        """Every packet's pts and keyframe flag from one ``ffprobe -show_entries`` run."""
+        """Every packet's pts and keyframe flag from one ``ffprobe -show_entries`` run.
+
+        Where packets lack a pts (AVI with B-frames: the container keeps none) the
+        index holds the decoded frames' best-effort timestamps instead, which rise in
+        display order and are the times ``ffmpeg`` itself seeks and trims by.
+        """
         if stream.name not in self._indexes:
             out = _run_probe(
                 [
@@ -226,8 +236,41 @@ class FFmpegBackend(ForkSafe, VideoBackend):
                     continue
                 pts.append(int(fields[0]) if fields[0].lstrip("-").isdigit() else None)
                 keys.append("K" in fields[-1])
+            if stream.kind == "video" and None in pts and any(p is not None for p in pts):
+                pts, keys = self._best_effort_times(stream)
             self._indexes[stream.name] = build_index(pts, keys, stream.time_base, stream.fps)
         return self._indexes[stream.name]
+
+    def _best_effort_times(self, stream: StreamInfo) -> tuple[list[int | None], list[bool]]:
+        """Decoded frames' best-effort timestamps (ffprobe decodes the stream once).
+
+        A frame without one (the last of a packed-B-frame AVI) is placed a frame step
+        after the one before it.
+        """
+        out = _run_probe(
+            [
+                "-select_streams",
+                f"v:{stream.index}",
+                "-show_entries",
+                "frame=best_effort_timestamp,key_frame",
+                "-of",
+                "compact=p=0",
+            ],
+            self.path,
+        )
+        pts: list[int | None] = []
+        keys: list[bool] = []
+        for line in out.splitlines():
+            fields = dict(field.partition("=")[::2] for field in line.strip().split("|"))
+            if "best_effort_timestamp" not in fields:
+                continue
+            value = fields["best_effort_timestamp"]
+            if value.lstrip("-").isdigit():
+                pts.append(int(value))
+            else:
+                pts.append(None if not pts or pts[-1] is None else pts[-1] + frame_step(stream))
+            keys.append(fields.get("key_frame") == "1")
+        return pts, keys
 
     def _command(self, stream: StreamInfo, seek: float | None) -> list[str]:
         ffmpeg = import_optional("ffmpeg")
@@ -316,7 +359,7 @@ class FFmpegBackend(ForkSafe, VideoBackend):
             at_or_before = int(np.searchsorted(index.pts, start, side="right")) - 1
             position = index.keyframe_before(max(at_or_before, 0))
         skip, seek = 0, None
-        if not index.timed:
+        if not index.timed or stream.name in self._seek_from_start:
             skip = position  # cannot seek: decode from the start and drop
         elif position > 0:
             midway = (index.seconds(position - 1) + index.seconds(position)) / 2

@@ -43,6 +43,13 @@ from trivium.vision.io.video_backend import (
 # other frame references with it set to NONREF (checked against full decodes in tests).
 _SKIP_FRAME_CODECS = frozenset({"h264", "hevc", "mpeg1video", "mpeg2video", "mpeg4", "vp8", "vp9"})
 
+# Containers without presentation timestamps: a packet's time is its place in the file
+# (dts). With B-frames the pts FFmpeg infers for them are those of the packets, which a
+# packed bitstream (MPEG-4 Part 2 in AVI: UCF101, HMDB51) pairs with the wrong decoded
+# frames; the decoded frame's dts rises in display order and is what FFmpeg's
+# best-effort timestamp settles on.
+_DTS_CLOCK_FORMATS = frozenset({"avi"})
+
 # Integer sample formats and the divisor that maps them to [-1, 1].
 _INT_SCALE = {"u8": 128.0, "s16": 32768.0, "s32": 2147483648.0, "s64": 9.223372036854776e18}
 
@@ -148,6 +155,7 @@ class PyAVBackend(ForkSafe, VideoBackend):
         self._closed = False
         container = self._container = self._open()
         self._fresh = True  # nothing demuxed yet
+        self._dts_clock = container.format.name in _DTS_CLOCK_FORMATS
         counts = {"video": 0, "audio": 0}
         self.streams = []
         self._av_streams: dict[str, Any] | None = {}
@@ -263,6 +271,10 @@ class PyAVBackend(ForkSafe, VideoBackend):
         else:
             position = index.position_of(start + 1) - 1
         keyframe = index.keyframe_before(position)
+        if self._dts_clock and keyframe > 0:
+            # The index holds packet pts; the frame a keyframe packet decodes to can show
+            # a frame later (packed B-frames): seek one keyframe earlier.
+            keyframe = index.keyframe_before(keyframe - 1)
         seek_to = int(index.pts[keyframe]) if keyframe > 0 else 0
         return self._timed_frames(stream, start, exact, seek_to, wanted if exact else None)
 
@@ -278,7 +290,8 @@ class PyAVBackend(ForkSafe, VideoBackend):
         self._fresh = False
         av_stream = self._av_streams[stream.name]  # type: ignore[index]
         pid = os.getpid()  # the process that opened `container`
-        if wanted is None or stream.codec not in _SKIP_FRAME_CODECS:
+        if wanted is None or stream.codec not in _SKIP_FRAME_CODECS or self._dts_clock:
+            # (on a dts clock a packet's pts does not say which frame it holds)
             with av_errors(self.path):
                 for frame in container.decode(av_stream):
                     yield frame
@@ -331,9 +344,9 @@ class PyAVBackend(ForkSafe, VideoBackend):
         first, step, previous = True, frame_step(stream), None
         decoded = self._decoded(stream, wanted)
         for frame in decoded:
-            pts = frame.pts
+            pts = self._frame_time(frame, stream)
             if pts is None:
-                if start is not None:  # cannot place it relative to the target
+                if previous is None and start is not None:  # cannot place it
                     continue
                 pts = 0 if previous is None else previous + step
             previous = pts
@@ -349,6 +362,16 @@ class PyAVBackend(ForkSafe, VideoBackend):
                 if end <= start:
                     continue
             yield partial(convert, frame), pts
+
+    def _frame_time(self, frame: Any, stream: StreamInfo) -> int | None:
+        """A decoded frame's time in ticks, rising in display order (None: unknown).
+
+        The frame's pts, except for video in a container without presentation
+        timestamps (AVI), where it is the frame's dts (see ``_DTS_CLOCK_FORMATS``).
+        """
+        if self._dts_clock and stream.kind == "video":
+            return frame.dts
+        return frame.pts
 
     def _untimed_frames(self, stream: StreamInfo, start: int | None) -> Iterator[Frame]:
         self._reopen()
