@@ -172,3 +172,57 @@ def test_convert_audio_folder_matches_soundfile(tmp_path: pathlib.Path) -> None:
             info.channels,
         )
         assert row["audio"] == (root / row["path"]).read_bytes()
+
+
+def test_verify_refuses_a_truncated_jpeg_and_names_it_once(
+    image_root: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
+) -> None:
+    jpeg = (ASSETS / "images" / "jpeg" / "tv-grace_hopper_517x606.jpg").read_bytes()
+    cut = image_root / "dog" / "cut.jpg"
+    cut.write_bytes(jpeg[: len(jpeg) // 2])  # the header is whole: only a decode sees it
+    with Image.open(cut) as im, pytest.raises(OSError):
+        im.load()  # Pillow agrees that it is truncated
+    # Without --verify it converts, as documented (headers only).
+    assert convert_image_folder(image_root, tmp_path / "plain", progress_bar=False).rows == 7
+    with pytest.raises(DecodeError) as info:
+        convert_image_folder(image_root, tmp_path / "a", verify=True, progress_bar=False)
+    assert info.value.path == str(cut)
+    summary = convert_image_folder(
+        image_root, tmp_path / "b", on_error="skip", verify=True, progress_bar=False
+    )
+    assert summary.rows == 6 and [p for p, _ in summary.skipped] == [str(cut)]
+    assert pq.read_table(tmp_path / "b").num_rows == 6
+    argv = ["convert", "image-folder", str(image_root), str(tmp_path / "c"), "--verify"]
+    assert main([*argv, "--on-error", "skip"]) == 0
+    out = capsys.readouterr().out
+    assert "6 rows" in out and "refused 1 of 7 files" in out
+    assert out.count("cut.jpg") == 1 and "Premature end of JPEG file" in out
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("cut.jpg") == 1 and "Premature end" in err
+
+
+def test_skipped_files_are_named_once(image_root: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    bad = image_root / "cat" / "broken.jpg"
+    bad.write_bytes(b"\xff\xd8\xff\xe0 not really")
+    summary = convert_image_folder(image_root, tmp_path / "o", on_error="skip", progress_bar=False)
+    assert str(summary).count("broken.jpg") == 1
+
+
+def test_audio_folder_errors_name_the_file(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "audio" / "speaker0"
+    root.mkdir(parents=True)
+    shutil.copy(ASSETS / "audio" / "ds-LDC93S1.wav", root / "ok.wav")
+    (root / "a-empty.wav").write_bytes(b"")
+    wav = (ASSETS / "audio" / "ds-LDC93S1.wav").read_bytes()
+    (root / "cut.wav").write_bytes(wav[: len(wav) // 2])  # header fine, data cut short
+    with pytest.raises(DecodeError) as info:
+        convert_audio_folder(root.parent, tmp_path / "a", progress_bar=False)
+    assert info.value.path == str(root / "a-empty.wav")
+    summary = convert_audio_folder(
+        root.parent, tmp_path / "b", on_error="skip", verify=True, progress_bar=False
+    )
+    assert [p for p, _ in summary.skipped] == [str(root / "a-empty.wav"), str(root / "cut.wav")]
+    text = str(summary)
+    assert "<bytes>" not in text and text.count("a-empty.wav") == 1 and "empty input" in text
+    assert "truncated" in text and summary.rows == 1

@@ -2,7 +2,8 @@
 
 ``trivium-data convert image-folder ROOT OUT`` and ``trivium-data convert audio-folder
 ROOT OUT`` write Parquet shards (see :mod:`trivium.data.convert`), showing a progress
-bar and printing a summary.
+bar and printing a summary. ``--verify`` decodes every file in full and refuses those
+that fail (headers alone miss a truncated JPEG).
 
 Example:
     >>> main(["--help"])  # doctest: +ELLIPSIS
@@ -40,6 +41,11 @@ def _parser() -> argparse.ArgumentParser:
             default="raise",
             help="stop at an unreadable file, or skip it and list it in the summary",
         )
+        sub.add_argument(
+            "--verify",
+            action="store_true",
+            help="decode every file in full (not only its header) and refuse those that fail",
+        )
     return parser
 
 
@@ -63,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.row_group_size,
             args.compression,
             on_error=args.on_error,
+            verify=args.verify,
+            progress_bar=None,
         )
     except (TriviumError, ImportError, ValueError) as e:
         print(f"trivium-data: error: {e}", file=sys.stderr)

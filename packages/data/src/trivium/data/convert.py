@@ -4,8 +4,11 @@ The layout is torchvision's ``ImageFolder``: ``ROOT/<class>/<file>``; the label 
 index of the class folder in sorted order. The encoded bytes are stored as they are
 (no re-encoding), with what the header says: width and height for images (from
 ``trivium.vision.io.image_info``), sample rate, frames and channels for audio (from
-``trivium.audio.io.info``). Read the shards back with
-:class:`trivium.data.ParquetSource` and decode in ``parallel_map``.
+``trivium.audio.io.info``). Only headers are read by default, so a file cut short
+after a whole header (a truncated JPEG) converts and fails when decoded at training
+time; ``verify=True`` (``--verify``) decodes every file in full first, on the
+``trivium.core`` thread pool, and refuses those that do not decode. Read the shards
+back with :class:`trivium.data.ParquetSource` and decode in ``parallel_map``.
 
 Example:
     >>> import os, tempfile, torch
@@ -22,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -30,14 +34,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from trivium.core.errors import DatasetError, TriviumError
+from trivium.core.errors import DatasetError, DecodeError, TriviumError
 from trivium.core.progress import progress
+from trivium.core.threads import parallel_map
 from trivium.data.writers import write_parquet
 
 __all__ = ["ConversionSummary", "convert_audio_folder", "convert_image_folder"]
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".mp3", ".opus")
+_BATCH = 64  # files read (and verified) together on the thread pool
+_Check = Callable[[bytes, str], dict[str, Any]]
 
 IMAGE_SCHEMA = pa.schema(
     [
@@ -78,6 +85,7 @@ class ConversionSummary:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     bytes_in: int = 0
     seconds: float = 0.0
+    verified: bool = False
 
     def __str__(self) -> str:
         lines = [
@@ -85,7 +93,11 @@ class ConversionSummary:
             f"({self.bytes_in / 1e6:.1f} MB of encoded data) in {self.seconds:.1f} s",
         ]
         if self.skipped:
-            lines.append(f"skipped {len(self.skipped)} files:")
+            if self.verified:
+                seen = self.rows + len(self.skipped)
+                lines.append(f"refused {len(self.skipped)} of {seen} files (full decode):")
+            else:
+                lines.append(f"skipped {len(self.skipped)} files:")
             lines += [f"  {path}: {reason}" for path, reason in self.skipped[:20]]
             if len(self.skipped) > 20:
                 lines.append(f"  ... and {len(self.skipped) - 20} more")
@@ -107,6 +119,15 @@ def _image_header() -> Callable[[bytes, str], dict[str, Any]]:
     return header
 
 
+def _image_decode(data: bytes, path: str) -> dict[str, Any]:
+    import torch
+
+    from trivium.vision.io import decode_image
+
+    decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8), path=path)
+    return {}
+
+
 def _audio_header() -> Callable[[bytes, str], dict[str, Any]]:
     try:
         from trivium.audio.io import info as audio_info
@@ -116,7 +137,7 @@ def _audio_header() -> Callable[[bytes, str], dict[str, Any]]:
         ) from e
 
     def header(data: bytes, path: str) -> dict[str, Any]:
-        meta = audio_info(data)
+        meta = audio_info(_named(data, path))
         return {
             "sample_rate": meta.sample_rate,
             "num_frames": meta.num_frames,
@@ -124,6 +145,42 @@ def _audio_header() -> Callable[[bytes, str], dict[str, Any]]:
         }
 
     return header
+
+
+def _named(data: bytes, path: str) -> io.BytesIO:
+    """``data`` as a file object that audio errors name ``path`` by."""
+    if not data:
+        raise DecodeError("empty input (0 bytes)", path=path)
+    buffer = io.BytesIO(data)
+    buffer.name = path
+    return buffer
+
+
+def _audio_decode(data: bytes, path: str) -> dict[str, Any]:
+    from trivium.audio.io import load
+
+    load(_named(data, path))
+    return {}
+
+
+def _examine(path: str, header: _Check, decode: _Check | None) -> tuple[bytes, Any]:
+    """The file's bytes and its header fields, or the error that refused it."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        meta = header(data, path)
+        if decode is not None:
+            decode(data, path)
+    except (TriviumError, OSError, ValueError, RuntimeError) as e:
+        return b"", e
+    return data, meta
+
+
+def _named_error(e: Exception, path: str) -> TriviumError:
+    """``e`` as a ``trivium.core`` error naming ``path`` (once)."""
+    if isinstance(e, TriviumError):
+        return e if e.path == path else type(e)(e.reason, path=path)
+    return DatasetError(f"cannot convert: {e}", path=path)
 
 
 def find_classes(root: str) -> list[str]:
@@ -167,7 +224,8 @@ def _convert(
     kind: str,
     column: str,
     schema: pa.Schema,
-    header: Callable[[bytes, str], dict[str, Any]],
+    header: _Check,
+    decode: _Check | None,
     extensions: tuple[str, ...],
     rows_per_file: int,
     row_group_size: int,
@@ -181,26 +239,28 @@ def _convert(
     root = os.fspath(root)
     classes = find_classes(root)
     files = _files(root, classes, extensions)
-    summary = ConversionSummary(classes=classes)
+    summary = ConversionSummary(classes=classes, verified=decode is not None)
 
     def rows() -> Iterator[dict[str, Any]]:
         disable = None if progress_bar is None else not progress_bar
-        for path, label in progress(files, desc=f"convert {kind}", unit="file", disable=disable):
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-                meta = header(data, path)
-            except (TriviumError, OSError, ValueError, RuntimeError) as e:
-                if on_error == "raise":
-                    if isinstance(e, TriviumError) and e.path:
-                        raise
-                    raise DatasetError(f"cannot convert: {e}", path=path) from e
-                summary.skipped.append((path, str(e)))
-                continue
-            summary.rows += 1
-            summary.bytes_in += len(data)
-            rel = os.path.relpath(path, root)
-            yield {column: data, "label": label, "class_name": classes[label], "path": rel, **meta}
+        desc = f"{'verify and ' if decode else ''}convert {kind}"
+        with progress(total=len(files), desc=desc, unit="file", disable=disable) as bar:
+            for first in range(0, len(files), _BATCH):
+                batch = files[first : first + _BATCH]
+                examined = parallel_map(lambda f: _examine(f[0], header, decode), batch)
+                for (path, label), (data, meta) in zip(batch, examined, strict=True):
+                    bar.update(1)
+                    if isinstance(meta, Exception):
+                        error = _named_error(meta, path)
+                        if on_error == "raise":
+                            raise error from meta
+                        summary.skipped.append((path, error.reason))
+                        continue
+                    summary.rows += 1
+                    summary.bytes_in += len(data)
+                    rel = os.path.relpath(path, root)
+                    yield {column: data, "label": label, "class_name": classes[label],
+                           "path": rel, **meta}  # fmt: skip
 
     summary.files = write_parquet(
         rows(),
@@ -223,6 +283,7 @@ def convert_image_folder(
     compression: str | None = None,
     *,
     on_error: str = "raise",
+    verify: bool = False,
     progress_bar: bool | None = None,
 ) -> ConversionSummary:
     """Write ``ROOT/<class>/<image>`` as Parquet shards of (image bytes, label, size, ...).
@@ -231,7 +292,10 @@ def convert_image_folder(
     ``path`` (relative to ``root``), ``format``, ``width``, ``height``. Files whose
     header cannot be read raise :class:`trivium.core.DatasetError` /
     ``DecodeError`` naming them, or with ``on_error="skip"`` are listed in the
-    summary. JPEG/PNG bytes do not compress further, hence no compression by default.
+    summary. Only headers are read unless ``verify=True``: then every file is decoded
+    in full (on the ``trivium.core`` thread pool) and one that does not decode, such
+    as a truncated JPEG, is refused in the same way. JPEG/PNG bytes do not compress
+    further, hence no compression by default.
 
     Example:
         >>> import tempfile
@@ -248,6 +312,7 @@ def convert_image_folder(
         column="image",
         schema=IMAGE_SCHEMA,
         header=_image_header(),
+        decode=_image_decode if verify else None,
         extensions=IMAGE_EXTENSIONS,
         rows_per_file=rows_per_file,
         row_group_size=row_group_size,
@@ -265,13 +330,14 @@ def convert_audio_folder(
     compression: str | None = None,
     *,
     on_error: str = "raise",
+    verify: bool = False,
     progress_bar: bool | None = None,
 ) -> ConversionSummary:
     """Write ``ROOT/<class>/<audio file>`` as Parquet shards of (audio bytes, label, info).
 
     Columns: ``audio`` (the file's bytes), ``label``, ``class_name``, ``path``,
     ``sample_rate``, ``num_frames``, ``num_channels``. See
-    :func:`convert_image_folder` for errors and ``on_error``.
+    :func:`convert_image_folder` for errors, ``on_error`` and ``verify``.
 
     Example:
         >>> import os, tempfile, numpy as np, soundfile as sf
@@ -288,6 +354,7 @@ def convert_audio_folder(
         column="audio",
         schema=AUDIO_SCHEMA,
         header=_audio_header(),
+        decode=_audio_decode if verify else None,
         extensions=AUDIO_EXTENSIONS,
         rows_per_file=rows_per_file,
         row_group_size=row_group_size,
