@@ -34,7 +34,7 @@ import pyarrow.dataset as pds
 import torch
 
 from trivium.data.batches import TensorBatch, is_batch
-from trivium.data.pipes import IterPipe, _get_col
+from trivium.data.pipes import IterPipe, _check_map, _get_col
 
 __all__ = ["to_tensors"]
 
@@ -248,10 +248,7 @@ class MapBatches(IterPipe):
         input_col: Any = None,
         output_col: Any = None,
     ) -> None:
-        if not callable(fn):
-            raise TypeError(f"map_batches: fn must be callable, got {type(fn).__name__}")
-        if output_col is not None and input_col is None:
-            raise ValueError("map_batches: output_col needs input_col")
+        _check_map("map_batches", fn, input_col, output_col)
         self.source, self.fn = source, fn
         self.input_col, self.output_col = input_col, output_col
 

@@ -56,6 +56,13 @@ def _check_positive(value: int, name: str) -> int:
     return value
 
 
+def _check_map(name: str, fn: Any, input_col: Any, output_col: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"{name}: fn must be callable, got {type(fn).__name__}")
+    if output_col is not None and input_col is None:
+        raise ValueError(f"{name}: output_col needs input_col")
+
+
 def _get_col(item: Any, col: Any) -> Any:
     if isinstance(col, list | tuple):
         return tuple(item[c] for c in col)
@@ -478,10 +485,7 @@ class Map(IterPipe):
         *,
         on_error: str = "raise",
     ) -> None:
-        if not callable(fn):
-            raise TypeError(f"map: fn must be callable, got {type(fn).__name__}")
-        if output_col is not None and input_col is None:
-            raise ValueError("map: output_col needs input_col")
+        _check_map("map", fn, input_col, output_col)
         self.source, self.fn = source, fn
         self.input_col, self.output_col = input_col, output_col
         self.on_error = _check_on_error(on_error)
