@@ -213,3 +213,27 @@ def test_map_batches_sees_the_whole_batch(jpeg_dir: pathlib.Path) -> None:
     assert [b["image"].tolist() for b in batches] == [[10] * 10] * 4
     with pytest.raises(TypeError, match="map_batches needs batches"):
         list(MapPipe([1]).to_iter_pipe().map_batches(len))
+
+
+class JitterBatch:
+    """A collate_fn that draws (torchvision's reference mixes batches there)."""
+
+    def __init__(self) -> None:
+        self.jitter = T.ColorJitter(brightness=0.9, generator=torch.Generator().manual_seed(0))
+
+    def __call__(self, samples: list) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.tensor([i for i, _ in samples])
+        return ids, self.jitter(torch.stack([image for _, image in samples]))
+
+
+def test_trivium_loader_collate_fn_draws_from_the_batch_scope() -> None:
+    data = MapPipe([(i, torch.full((3, 2, 2), 0.5)) for i in range(N)])
+
+    def run(workers: int) -> list[float]:
+        loader = DataLoader(
+            data, 4, shuffle=True, num_workers=workers, seed=0, collate_fn=JitterBatch()
+        )
+        return [round(float(images.mean()), 6) for _, images in loader]
+
+    draws = run(0)
+    assert run(2) == draws and len(set(draws)) == len(draws)

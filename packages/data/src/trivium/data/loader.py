@@ -120,19 +120,17 @@ class _Chain:
 
         Every sample is read and mapped in its own ``sample_scope``, seeded from
         ``(seed, epoch, position)`` for the dataset's ``__getitem__`` and from the
-        batch's first position, the op and the sample's place in the batch for the
-        ops; what draws outside those draws from the batch's scope.
+        batch's scope seed, the op and the sample's place in the batch for the ops.
         """
-        batch_seed = derive_seed(seed, epoch, int(positions[0]), -1)
-        with sample_scope(batch_seed):
-            if self.columnar:
-                items: Iterator[Any] = iter([self.root.take(ids)])
-            else:
-                items = iter(self._rows(ids, positions, seed, epoch))
-            for i, op in enumerate(self.ops):
-                op_seed = derive_seed(batch_seed, i)
-                items = op._apply(items, op_seed) if op._per_sample else op._apply(items)
-            return list(items)
+        batch_seed = batch_scope_seed(seed, epoch, positions)
+        if self.columnar:
+            items: Iterator[Any] = iter([self.root.take(ids)])
+        else:
+            items = iter(self._rows(ids, positions, seed, epoch))
+        for i, op in enumerate(self.ops):
+            op_seed = derive_seed(batch_seed, i)
+            items = op._apply(items, op_seed) if op._per_sample else op._apply(items)
+        return list(items)
 
     def _rows(self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int) -> list[Any]:
         rows = []
@@ -180,9 +178,12 @@ class _EpochStream(IterableDataset):
         before = self.chain.skipped()
         for k in range(worker, plan.num_batches, workers):
             positions = plan.batch_positions(k)
-            out = self.chain.read(order[positions % n], positions, seed, epoch)
+            # What draws outside a sample's scope (collate_fn: MixUp, batched crops, ...)
+            # draws from the batch's.
+            with sample_scope(batch_scope_seed(seed, epoch, positions)):
+                out = self.chain.read(order[positions % n], positions, seed, epoch)
+                batch = self._finish(out)
             now = self.chain.skipped()
-            batch = self._finish(out)
             yield k, now - before, batch if info is None else inline_small_tensors(batch)
             before = now
 
@@ -207,6 +208,11 @@ def _shut_down(workers: Iterator[Any]) -> None:
     shutdown = getattr(workers, "_shutdown_workers", None)  # torch's iterator, private
     if shutdown is not None:
         shutdown()
+
+
+def batch_scope_seed(seed: int, epoch: int, positions: np.ndarray) -> int:
+    """The seed of a batch's scope: its first position in the epoch, not who reads it."""
+    return derive_seed(seed, epoch, int(positions[0]), -1)
 
 
 def _distributed() -> tuple[int, int]:
