@@ -6,9 +6,10 @@ them with the model step replaced by a no-op: an ImageFolder tree, RandomResized
 across epochs (``persistent_workers=True``) on both sides.
 
 - ours: what ``trivium.vision.pipelines.classification`` trains on:
-  ``ImageFolder`` giving the encoded bytes, ``DecodeRandomResizedCrop`` (decodes only
-  the crop's region, at a DCT scale) + flip + ``ToDtype`` + ``Normalize`` in
-  ``trivium.data.DataLoader``;
+  ``ImageFolder`` giving the encoded bytes and ``TrainBatch`` as the collate function
+  in ``trivium.data.DataLoader`` workers: ``DecodeRandomResizedCrop`` on the batch
+  (each image decodes only its crop's region, at a DCT scale, into its slot), a
+  per-image flip, and one pass of scale + Normalize into the float batch;
 - torchvision: ``torchvision.datasets.ImageFolder`` with the ``transforms.v2``
   pipeline ``RandomResizedCrop(224)``, ``RandomHorizontalFlip``, ``ToImage``,
   ``ToDtype(float32, scale=True)``, ``Normalize`` in torch's ``DataLoader`` (the
@@ -45,7 +46,7 @@ from harness import (
 )
 
 from data import make_image_folder
-from trivium.vision.pipelines.classification_data import make_loader, train_transform
+from trivium.vision.pipelines.classification_data import TrainBatch, make_loader, open_split
 from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,11 +60,10 @@ CROP = 224
 
 def ours(folder: Path) -> Callable[[], Counter]:
     """One call: one epoch of the pipeline's own training loader."""
-    from trivium.vision.datasets import ImageFolder
-    from trivium.vision.pipelines.classification_data import _read_bytes
-
-    dataset = ImageFolder(str(folder), transform=train_transform(CROP), loader=_read_bytes)
-    loader = make_loader(dataset, BATCH, train=True, workers=WORKERS, seed=0)
+    dataset = open_split(folder.parent, folder.name)  # (JPEG bytes, label) samples
+    loader = make_loader(
+        dataset, BATCH, train=True, workers=WORKERS, seed=0, collate_fn=TrainBatch(CROP)
+    )
     epoch = iter(range(10**9))
 
     def run() -> Counter:

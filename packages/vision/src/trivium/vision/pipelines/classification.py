@@ -44,11 +44,11 @@ from trivium.core.seeding import derive_seed, sample_scope
 from trivium.core.training import MetricLogger, get_rng_state, set_rng_state
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.pipelines.classification_data import (
+    TrainBatch,
     eval_transform,
     find_classes,
     make_loader,
     open_split,
-    train_transform,
 )
 from trivium.vision.transforms import CenterCrop, CutMix, MixUp, RandomChoice, Resize
 
@@ -205,18 +205,19 @@ class _Run:
         self.dir = Path(config.out_dir)
         self.classes = find_classes(config.data_path, "train")
         seed_everything(config.seed)  # the model's initial weights
-        transform = train_transform(
+        batches = TrainBatch(
             config.train_crop_size,
             config.auto_augment,
             generator=torch.Generator().manual_seed(config.seed),
             scale_min=config.train_crop_scale_min,
         )
         self.loader = make_loader(
-            open_split(config.data_path, "train", transform),
+            open_split(config.data_path, "train"),
             config.batch_size,
             train=True,
             workers=config.workers,
             seed=config.seed,
+            collate_fn=batches,
         )
         self.model = build_model(config.model, len(self.classes)).to(self.device)
         if config.channels_last:
@@ -429,6 +430,8 @@ def _evaluate_model(
     loss_sum = 0.0
     for images, labels in loader:
         images, labels = images.to(device), labels.to(device)
+        if config.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
         logits = model(images).float()
         loss_sum += float(F.cross_entropy(logits, labels, reduction="sum"))
         top = logits.topk(min(5, len(classes)), dim=1).indices
