@@ -16,7 +16,7 @@ Several processes (DDP, one data shard each)::
 
     .venv/bin/torchrun --nproc-per-node 2 examples/image_classification/train.py --workers 1
 
-The recipe of ``make demo`` (the embedded corpus: 95 % held-out top-1 in about 3 minutes on
+The recipe of ``make demo`` (the embedded corpus: ~95 % held-out top-1 in about 3 minutes on
 2 CPU cores)::
 
     .venv/bin/python examples/image_classification/train.py --model resnet18 --epochs 20 \
