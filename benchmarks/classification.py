@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
+from data import make_image_folder
 from harness import (
     Row,
     Side,
@@ -45,7 +46,6 @@ from harness import (
     row_from,
 )
 
-from data import make_image_folder
 from trivium.vision.pipelines.classification_data import TrainBatch, make_loader, open_split
 from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD
 
