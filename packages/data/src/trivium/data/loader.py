@@ -115,14 +115,15 @@ class _Chain:
     def skipped(self) -> int:
         return sum(op.skipped for op in self.ops if isinstance(op, Map))
 
-    def read(self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int) -> list[Any]:
+    def read(
+        self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int, batch_seed: int
+    ) -> list[Any]:
         """The items of one batch: rows ``ids`` at ``positions`` of the epoch's order.
 
         Every sample is read and mapped in its own ``sample_scope``, seeded from
-        ``(seed, epoch, position)`` for the dataset's ``__getitem__`` and from the
-        batch's scope seed, the op and the sample's place in the batch for the ops.
+        ``(seed, epoch, position)`` for the dataset's ``__getitem__`` and from
+        ``batch_seed``, the op and the sample's place in the batch for the ops.
         """
-        batch_seed = batch_scope_seed(seed, epoch, positions)
         if self.columnar:
             items: Iterator[Any] = iter([self.root.take(ids)])
         else:
@@ -180,8 +181,9 @@ class _EpochStream(IterableDataset):
             positions = plan.batch_positions(k)
             # What draws outside a sample's scope (collate_fn: MixUp, batched crops, ...)
             # draws from the batch's.
-            with sample_scope(batch_scope_seed(seed, epoch, positions)):
-                out = self.chain.read(order[positions % n], positions, seed, epoch)
+            batch_seed = _batch_seed(seed, epoch, positions)
+            with sample_scope(batch_seed):
+                out = self.chain.read(order[positions % n], positions, seed, epoch, batch_seed)
                 batch = self._finish(out)
             now = self.chain.skipped()
             yield k, now - before, batch if info is None else inline_small_tensors(batch)
@@ -210,7 +212,7 @@ def _shut_down(workers: Iterator[Any]) -> None:
         shutdown()
 
 
-def batch_scope_seed(seed: int, epoch: int, positions: np.ndarray) -> int:
+def _batch_seed(seed: int, epoch: int, positions: np.ndarray) -> int:
     """The seed of a batch's scope: its first position in the epoch, not who reads it."""
     return derive_seed(seed, epoch, int(positions[0]), -1)
 
