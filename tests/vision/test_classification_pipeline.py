@@ -103,7 +103,8 @@ def assert_same_weights(a: pathlib.Path, b: pathlib.Path) -> None:
 
 
 def test_train_writes_the_run_folder_and_learns(tree: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    summary = train(config(tree, tmp_path, epochs=4, workers=2), show_progress=False)
+    run = config(tree, tmp_path, epochs=4, workers=2, opt="adamw", lr=1e-3)
+    summary = train(run, show_progress=False)
     for name in ("checkpoint.pt", "metrics.csv", "metrics.json", "metrics.png", "predictions.png"):
         assert (tmp_path / name).stat().st_size > 0, name
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
