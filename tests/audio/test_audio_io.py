@@ -416,9 +416,8 @@ def test_lossy_files_load_like_soundfile(kind: str, tmp_path: Path) -> None:
     np.testing.assert_allclose(load(path, 1000, 2000)[0].numpy(), ranged, rtol=0, atol=1e-6)
 
 
+@needs_ffmpeg
 def test_mp3_without_xing_header_is_an_estimate(tmp_path: Path) -> None:
-    if shutil.which("ffmpeg") is None:
-        pytest.skip("needs the ffmpeg CLI")
     path = _ffmpeg_mp3(tmp_path / "estimated.mp3", "-write_xing", "0")
     # The header gives no frame count: libsndfile guesses from the file size and the
     # first frame's bitrate (here a little more than decodes); load returns what decodes.

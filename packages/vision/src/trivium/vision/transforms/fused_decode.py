@@ -159,7 +159,8 @@ class _FusedDecode(Transform):
         return result if many else result[0]
 
     def _op(self, items: list[torch.Tensor]) -> Any:
-        raise NotImplementedError
+        """This transform's custom op on ``items`` (each subclass calls its own)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _op")
 
     def _batch(self, plans: list[DecodePlan]) -> torch.Tensor:
         """Decode the plans into one channels-last batch, each image written into its slot."""
