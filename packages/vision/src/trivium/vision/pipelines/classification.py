@@ -42,7 +42,7 @@ from trivium.core import load_checkpoint, progress, save_checkpoint, seed_everyt
 from trivium.core.devices import resolve_device
 from trivium.core.seeding import derive_seed, sample_scope
 from trivium.core.training import MetricLogger, get_rng_state, set_rng_state
-from trivium.vision.io import ImageReadMode, decode_image, read_file
+from trivium.vision.io import ImageReadMode, decode_image
 from trivium.vision.pipelines.classification_data import (
     TrainBatch,
     eval_transform,
@@ -230,6 +230,7 @@ class _Run:
         amp16 = config.amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=amp16)
         self.mix = _mixer(config, len(self.classes))
+        self.val_loader: Any = None
         self.epoch, self.step, self.train_seconds, self.images = 0, 0, 0.0, 0
         self.logger = MetricLogger(self.dir if self.rank == 0 else None)
         self.forward = self._wrap()
@@ -378,7 +379,9 @@ def train(
 
 def _end_of_epoch(run: _Run) -> None:
     if run.rank == 0:
-        metrics = _evaluate_model(run.model, run.config, run.device, "val", run.classes)
+        if run.val_loader is None:  # built once: its workers persist across epochs
+            run.val_loader = _eval_loader(run.config, "val")
+        metrics = _evaluate_model(run.model, run.val_loader, run.config, run.device, run.classes)
         run.logger.log(run.step, **{f"val_{k}": v for k, v in metrics.items() if k != "images"})
         run.logger.log(run.step, train_images_per_s=run.images / max(run.train_seconds, 1e-9))
     run.save(epoch_done=True)
@@ -410,20 +413,23 @@ def _finish(run: _Run) -> dict[str, Any]:
     return summary
 
 
-@torch.no_grad()
-def _evaluate_model(
-    model: nn.Module,
-    config: ClassificationConfig,
-    device: torch.device,
-    split: str,
-    classes: Sequence[str],
-) -> dict[str, float]:
+def _eval_loader(config: ClassificationConfig, split: str) -> Any:
     dataset = open_split(
         config.data_path, split, eval_transform(config.val_crop_size, config.val_resize_size)
     )
-    loader = make_loader(
+    return make_loader(
         dataset, config.batch_size, train=False, workers=config.workers, seed=config.seed
     )
+
+
+@torch.no_grad()
+def _evaluate_model(
+    model: nn.Module,
+    loader: Any,
+    config: ClassificationConfig,
+    device: torch.device,
+    classes: Sequence[str],
+) -> dict[str, float]:
     was_training = model.training
     model.eval()
     correct1 = correct5 = total = 0
@@ -475,7 +481,8 @@ def evaluate(
         val_resize_size=pipeline.resize_size,
     )
     device = next(pipeline.model.parameters()).device
-    return _evaluate_model(pipeline.model, config, device, split, pipeline.classes)
+    loader = _eval_loader(config, split)
+    return _evaluate_model(pipeline.model, loader, config, device, pipeline.classes)
 
 
 class ClassificationPipeline(nn.Module):
@@ -501,11 +508,7 @@ class ClassificationPipeline(nn.Module):
         self.preprocess = eval_transform(crop_size, resize_size).transform
 
     def _image(self, item: Any) -> Tensor:
-        if isinstance(item, str | os.PathLike):
-            item = read_file(item)
-        if isinstance(item, bytes | bytearray | memoryview):
-            item = torch.frombuffer(bytearray(item), dtype=torch.uint8)
-        if isinstance(item, Tensor) and item.dim() == 1:
+        if not (isinstance(item, Tensor) and item.dim() == 3):  # a path or encoded bytes
             item = decode_image(item, ImageReadMode.RGB)
         return self.preprocess(item)
 

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from trivium.core import DatasetError, empty_batch, stack_batch
-from trivium.vision.io import ImageReadMode, decode_image
+from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.transforms import (
     DecodeRandomResizedCrop,
     ImageClassificationEval,
@@ -149,7 +149,9 @@ def find_classes(data_path: str | Path, split: str = "train") -> list[str]:
     folder = _split_folder(data_path, split)
     shards = _shards(folder)
     if not shards:
-        return sorted(entry.name for entry in folder.iterdir() if entry.is_dir())
+        from trivium.vision.datasets import find_classes as folder_classes
+
+        return folder_classes(folder)[0]
     import pyarrow.parquet as pq
 
     names: dict[int, str] = {}
@@ -199,18 +201,12 @@ def open_split(
     if not shards:
         from trivium.vision.datasets import ImageFolder
 
-        return ImageFolder(str(Path(data_path) / split), loader=_read_bytes, transform=transform)
+        return ImageFolder(str(Path(data_path) / split), loader=read_file, transform=transform)
     from trivium.data import ArrowDataset, MapPipe
 
     return MapPipe(ArrowDataset([str(s) for s in shards], columns=["image", "label"])).map(
         _Row(transform)
     )
-
-
-def _read_bytes(path: str) -> torch.Tensor:
-    from trivium.vision.io import read_file
-
-    return read_file(path)
 
 
 def make_loader(
