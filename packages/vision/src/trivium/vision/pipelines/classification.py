@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -50,6 +49,7 @@ from trivium.vision.pipelines.classification_data import (
     make_loader,
     open_split,
 )
+from trivium.vision.pipelines.common import autocast, distributed, lr_factor, make_optimizer
 from trivium.vision.transforms import CenterCrop, CutMix, MixUp, RandomChoice, Resize
 
 __all__ = [
@@ -139,33 +139,6 @@ def build_model(name: str, num_classes: int) -> nn.Module:
     return builder(num_classes=num_classes)
 
 
-def _optimizer(config: ClassificationConfig, model: nn.Module) -> torch.optim.Optimizer:
-    if config.opt == "adamw":
-        return torch.optim.AdamW(model.parameters(), config.lr, weight_decay=config.weight_decay)
-    return torch.optim.SGD(
-        model.parameters(), config.lr, momentum=config.momentum, weight_decay=config.weight_decay
-    )
-
-
-def lr_factor(config: ClassificationConfig, step: int, steps_per_epoch: int) -> float:
-    """The learning rate at iteration ``step`` as a fraction of ``config.lr``.
-
-    Example:
-        >>> c = ClassificationConfig(epochs=2, lr_warmup_epochs=1, lr_warmup_decay=0.1)
-        >>> [round(lr_factor(c, s, 2), 3) for s in range(4)]
-        [0.1, 0.55, 1.0, 0.5]
-    """
-    warm = config.lr_warmup_epochs * steps_per_epoch
-    if step < warm:
-        return config.lr_warmup_decay + (1 - config.lr_warmup_decay) * step / warm
-    if config.lr_scheduler == "constant":
-        return 1.0
-    if config.lr_scheduler == "step":
-        return config.lr_gamma ** (step // (config.lr_step_size * steps_per_epoch))
-    total = max(1, config.epochs * steps_per_epoch - warm)
-    return 0.5 * (1 + math.cos(math.pi * (step - warm) / total))
-
-
 def _mixer(config: ClassificationConfig, num_classes: int) -> nn.Module | None:
     """torchvision's reference: MixUp and/or CutMix, one of them picked per batch."""
     mixes: list[nn.Module] = []
@@ -176,29 +149,12 @@ def _mixer(config: ClassificationConfig, num_classes: int) -> nn.Module | None:
     return RandomChoice(mixes) if mixes else None
 
 
-def _autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
-    if not enabled:
-        return contextlib.nullcontext()
-    dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
-    return torch.autocast(device.type, dtype=dtype)
-
-
-def _distributed() -> tuple[int, int]:
-    """Join the process group ``torchrun`` describes (gloo on CPU, NCCL on CUDA)."""
-    dist = torch.distributed
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
 class _Run:
     """What one training run holds; :func:`train` drives it."""
 
     def __init__(self, config: ClassificationConfig, show_progress: bool) -> None:
         self.config, self.show_progress = config, show_progress
-        self.rank, self.world = _distributed()
+        self.rank, self.world = distributed()
         self.device = resolve_device(config.device)
         if self.device.type == "cuda" and self.world > 1:
             self.device = torch.device("cuda", self.rank % torch.cuda.device_count())
@@ -222,7 +178,7 @@ class _Run:
         self.model = build_model(config.model, len(self.classes)).to(self.device)
         if config.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
-        self.optimizer = _optimizer(config, self.model)
+        self.optimizer = make_optimizer(config, self.model)
         steps = len(self.loader)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: lr_factor(config, s, steps)
@@ -293,7 +249,7 @@ class _Run:
         if self.mix is not None:
             with sample_scope(derive_seed(config.seed, self.step)):  # resumable draws
                 images, labels = self.mix(images, labels)
-        with _autocast(self.device, config.amp):
+        with autocast(self.device, config.amp):
             logits = self.forward(images)
             loss = F.cross_entropy(logits.float(), labels, label_smoothing=config.label_smoothing)
         self.optimizer.zero_grad(set_to_none=True)
