@@ -501,3 +501,12 @@ def build_image_corpus(
         torch.set_num_threads(torch_threads)
     _write_manifest(root, settings)
     return root
+
+
+def __getattr__(name: str) -> object:
+    # The detection corpus has its own module, which imports this one's helpers.
+    if name == "build_detection_corpus":
+        from trivium.vision.detection_corpus import build_detection_corpus
+
+        return build_detection_corpus
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
