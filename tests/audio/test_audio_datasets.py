@@ -192,7 +192,7 @@ def test_audio_folder(tmp_path: Path) -> None:
     assert onehot[2][2].tolist() == [0.0, 1.0]
     with pytest.raises(DatasetError, match="no files"):
         AudioFolder(tmp_path, extensions=(".mp3",))
-    with pytest.raises(DatasetError, match="not a folder"):
+    with pytest.raises(DatasetError, match="no such file or directory"):
         AudioFolder(tmp_path / "missing")
 
 

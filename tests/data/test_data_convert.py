@@ -147,7 +147,7 @@ def test_cli_image_folder(
     assert "6 rows, 3 classes -> 1 Parquet files" in capsys.readouterr().out
     assert pq.read_table(tmp_path / "o").num_rows == 6
     assert main(["convert", "image-folder", str(tmp_path / "missing"), str(tmp_path / "x")]) == 1
-    assert "no such directory" in capsys.readouterr().err
+    assert "no such file or directory" in capsys.readouterr().err
     script = pathlib.Path(sys.executable).with_name("trivium-data")
     if script.exists():  # the console script from packages/data/pyproject.toml
         done = subprocess.run([str(script), "convert", "--help"], capture_output=True, text=True)

@@ -184,7 +184,7 @@ def test_an_empty_class_raises_unless_allow_empty(tree: pathlib.Path) -> None:
 
 
 def test_a_missing_root_or_no_class_folder_names_the_folder(tmp_path: pathlib.Path) -> None:
-    with pytest.raises(DatasetNotFoundError, match="no such directory") as caught:
+    with pytest.raises(DatasetNotFoundError, match="no such file or directory") as caught:
         ImageFolder(tmp_path / "missing")
     assert caught.value.path == str(tmp_path / "missing")
     with pytest.raises(DatasetNotFoundError, match="no class folders"):

@@ -41,7 +41,13 @@ import soundfile as sf
 import torch
 from torch import Tensor
 
-from trivium.core.errors import DecodeError, EncodeError, UnsupportedFormatError
+from trivium.core.errors import (
+    DecodeError,
+    EmptyInputError,
+    EncodeError,
+    PathNotFoundError,
+    UnsupportedFormatError,
+)
 from trivium.core.forking import ForkSafe, own_file
 from trivium.core.threads import get_num_threads, parallel_map
 
@@ -170,11 +176,13 @@ def _as_readable(src: AudioSource) -> tuple[Any, str]:
                 "expected encoded audio as a 1-D uint8 tensor, got "
                 f"{src.dtype} of shape {tuple(src.shape)}"
             )
+        if src.numel() == 0:
+            raise EmptyInputError()
         return io.BytesIO(src.detach().cpu().contiguous().numpy().tobytes()), "<uint8 tensor>"
     if isinstance(src, (bytes, bytearray, memoryview)):
         data = bytes(src)
         if not data:
-            raise DecodeError("empty input (0 bytes)", path=f"<{type(src).__name__}>")
+            raise EmptyInputError()
         return io.BytesIO(data), f"<{type(src).__name__}>"
     if hasattr(src, "read") and hasattr(src, "seek"):
         return src, _describe(src)
@@ -193,9 +201,11 @@ def _open(src: AudioSource, format: str | None = None) -> tuple[sf.SoundFile, st
     except sf.LibsndfileError as e:
         if isinstance(obj, str):  # checked only on failure: no stat calls on the fast path
             if not os.path.exists(obj):
-                raise FileNotFoundError(f"{obj}: no such file") from None
+                raise PathNotFoundError(path=obj) from None
             if os.path.isdir(obj):
                 raise IsADirectoryError(f"{obj}: is a directory, not an audio file") from None
+            if os.path.getsize(obj) == 0:
+                raise EmptyInputError(path=obj) from None
         reason = e.error_string or str(e)
         if "not recognised" in reason or "unimplemented format" in reason:
             raise UnsupportedFormatError(f"cannot decode: {reason}", path=name) from None
@@ -426,8 +436,10 @@ def load(
     the ``trivium.core`` thread pool (one thread inside a DataLoader worker); the
     samples are the same as one sequential read.
 
-    Raises ``FileNotFoundError`` for a missing path and :class:`DecodeError` naming the
-    file for unknown formats, corrupt or truncated data.
+    Raises :class:`~trivium.core.errors.PathNotFoundError` (a ``FileNotFoundError``)
+    for a missing path, :class:`~trivium.core.errors.EmptyInputError` for an empty file
+    or empty bytes, and :class:`DecodeError` naming the file for unknown formats,
+    corrupt or truncated data.
 
     Example:
         >>> import io, torch

@@ -14,7 +14,13 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
+
+#: The reason :class:`PathNotFoundError` gives (``os.strerror(ENOENT)``, lower-cased).
+NO_SUCH_PATH = "no such file or directory"
+#: The reason :class:`EmptyInputError` gives.
+EMPTY_INPUT = "empty input (0 bytes)"
 
 
 class TriviumError(Exception):
@@ -31,7 +37,11 @@ class TriviumError(Exception):
     def __init__(self, reason: str, *, path: str | os.PathLike[str] | None = None) -> None:
         self.reason = reason
         self.path = None if path is None else os.fspath(path)
-        super().__init__(reason if self.path is None else f"{self.path}: {reason}")
+        self.message = reason if self.path is None else f"{self.path}: {reason}"
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # OSError's own str() would reformat from errno and filename
+        return self.message
 
     def __reduce__(self):  # keep `path` across pickling (DataLoader workers)
         return (_rebuild, (type(self), self.reason, self.path))
@@ -80,6 +90,61 @@ class DatasetError(TriviumError, OSError):
     """
 
 
+class PathNotFoundError(DatasetError, FileNotFoundError):
+    """A path given to a loader or dataset does not exist.
+
+    A ``FileNotFoundError`` as ``open()`` raises it (``errno`` is ENOENT, ``filename``
+    the path) and a :class:`DatasetError`, which the data package raised before.
+    The message is ``"{path}: no such file or directory"``, optionally followed by
+    ``"; "`` and what to do (for example, how to download a dataset).
+
+    Example:
+        >>> import errno
+        >>> e = PathNotFoundError(path="data/train.parquet")
+        >>> str(e), e.errno == errno.ENOENT, e.filename
+        ('data/train.parquet: no such file or directory', True, 'data/train.parquet')
+        >>> isinstance(e, FileNotFoundError) and isinstance(e, DatasetError)
+        True
+    """
+
+    def __init__(
+        self,
+        reason: str = NO_SUCH_PATH,
+        *,
+        path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        super().__init__(reason, path=path)
+        self.errno = errno.ENOENT
+        self.strerror = os.strerror(errno.ENOENT)
+        self.filename = self.path
+
+
+class EmptyInputError(DecodeError):
+    """The input holds no bytes at all: an empty file, or empty ``bytes``.
+
+    The message is ``"{path}: empty input (0 bytes)"`` for a file and
+    ``"empty input (0 bytes)"`` for in-memory data, whichever loader reads it.
+
+    Example:
+        >>> str(EmptyInputError(path="a.wav")), str(EmptyInputError())
+        ('a.wav: empty input (0 bytes)', 'empty input (0 bytes)')
+    """
+
+    def __init__(
+        self, reason: str = EMPTY_INPUT, *, path: str | os.PathLike[str] | None = None
+    ) -> None:
+        super().__init__(reason, path=path)
+
+
+class SkippedSamplesWarning(UserWarning):
+    """A sample could not be read and was skipped (a dataset's ``on_error="skip"``).
+
+    Example:
+        >>> issubclass(SkippedSamplesWarning, UserWarning)
+        True
+    """
+
+
 class DecodeWarning(UserWarning):
     """Data was damaged but partly decodable, and the caller asked for what could be read.
 
@@ -94,10 +159,15 @@ class DecodeWarning(UserWarning):
 
 
 __all__ = [
+    "EMPTY_INPUT",
+    "NO_SUCH_PATH",
     "DatasetError",
     "DecodeError",
     "DecodeWarning",
+    "EmptyInputError",
     "EncodeError",
+    "PathNotFoundError",
+    "SkippedSamplesWarning",
     "TriviumError",
     "UnsupportedFormatError",
 ]

@@ -5,7 +5,8 @@ getter over a NumPy view of its buffers, so ``ds[i]`` touches only row ``i``'s b
 DataLoader workers therefore share the page cache instead of each copying the data
 (reopened by path when pickled into a worker). A Parquet input is converted once to
 an IPC file in ``cache_dir`` (keyed by the file's path, size, modification time and
-the columns) and memory-mapped from there.
+the columns) and memory-mapped from there; see :func:`default_cache_dir` for where
+that is and how to move it.
 
 What ``ds[i]`` returns (a dict, one entry per column): Python ``int`` / ``float`` /
 ``bool`` / ``str`` / ``bytes`` for scalars, a NumPy *view* of the mapped file for
@@ -31,34 +32,105 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import torch
 
-from trivium.core.errors import DatasetError, DecodeError
-from trivium.data.columnar import column_to_tensor
+from trivium.core.errors import DatasetError, DecodeError, EmptyInputError, PathNotFoundError
+from trivium.data.columnar import column_to_tensor, to_tensors
 from trivium.data.pipes import MapPipe
 from trivium.data.sharding import epoch_rng
 
-__all__ = ["ArrowDataset", "default_cache_dir"]
+__all__ = ["ArrowDataset", "TrainTestSplit", "default_cache_dir"]
+
+#: The files an ``ArrowDataset`` directory contributes (hidden and ``_``-prefixed skipped).
+DATASET_SUFFIXES = (".arrow", ".feather", ".ipc", ".parquet")
 
 Getter = Callable[[int], Any]
 
 
 def default_cache_dir() -> str:
-    """Where converted Parquet inputs go: ``$TRIVIUM_CACHE/arrow`` or ``~/.cache/trivium/arrow``.
+    """Where :class:`ArrowDataset` keeps Parquet inputs converted to Arrow IPC.
+
+    The first that is set of:
+
+    1. ``$TRIVIUM_CACHE_DIR/arrow``;
+    2. ``$XDG_CACHE_HOME/trivium/arrow``;
+    3. ``~/.cache/trivium/arrow``.
+
+    Each converted file is named ``<stem>-<key>.arrow``; deleting the folder is safe
+    (files are converted again when next opened).
 
     Example:
-        >>> default_cache_dir().endswith("arrow")
+        >>> import os
+        >>> os.environ["TRIVIUM_CACHE_DIR"] = os.path.join("scratch", "cache")
+        >>> default_cache_dir() == os.path.join("scratch", "cache", "arrow")
         True
+        >>> del os.environ["TRIVIUM_CACHE_DIR"]
     """
-    root = os.environ.get("TRIVIUM_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "trivium"
+    root = os.environ.get("TRIVIUM_CACHE_DIR")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (
+            xdg if xdg and os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+        )
+        root = os.path.join(base, "trivium")
+    return os.path.join(os.path.expanduser(root), "arrow")
+
+
+def _dataset_files(path: str) -> list[str]:
+    """``path`` itself, or the Arrow / Parquet files under a directory, sorted."""
+    if os.path.isfile(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise PathNotFoundError(path=path)
+    found = sorted(
+        os.path.join(root, name)
+        for root, _, names in os.walk(path, followlinks=True)
+        for name in names
+        if name.endswith(DATASET_SUFFIXES) and not name.startswith((".", "_"))
     )
-    return os.path.join(root, "arrow")
+    if not found:
+        raise DatasetError(f"no {'/'.join(DATASET_SUFFIXES)} files in directory", path=path)
+    return found
+
+
+class TrainTestSplit(NamedTuple):
+    """What :meth:`ArrowDataset.train_test_split` returns: ``(train, test)``.
+
+    A tuple, so ``train, test = ds.train_test_split(...)`` binds the datasets; also
+    indexable by ``"train"`` / ``"test"`` and with ``keys()`` / ``items()``, as the
+    dict of HF ``datasets`` (iterating it yields the datasets, not the keys).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> ds = ArrowDataset.from_table(pa.table({"x": list(range(4))}))
+        >>> train, test = ds.train_test_split(test_size=1, shuffle=False)
+        >>> len(train), len(test), ds.train_test_split(test_size=1)["test"] is not None
+        (3, 1, True)
+    """
+
+    train: ArrowDataset
+    test: ArrowDataset
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            if key not in self._fields:
+                raise KeyError(f"{key!r}: a split is 'train' or 'test'")
+            return getattr(self, key)
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> tuple[str, ...]:
+        """``("train", "test")``."""
+        return self._fields
+
+    def items(self) -> Iterator[tuple[str, ArrowDataset]]:
+        """``("train", train)`` and ``("test", test)``."""
+        return iter(zip(self._fields, self, strict=True))
 
 
 def _cache_path(path: str, columns: list[str] | None, cache_dir: str) -> str:
@@ -99,8 +171,8 @@ def _open_mapped(path: str) -> pa.Table:
             table = pa.ipc.open_file(source).read_all()  # buffers point into the map
         table.validate()
         return table
-    except FileNotFoundError as e:
-        raise DatasetError("no such file", path=path) from e
+    except FileNotFoundError:
+        raise PathNotFoundError(path=path) from None
     except (pa.ArrowException, OSError, ValueError) as e:
         raise DecodeError(f"not a readable Arrow IPC file: {e}", path=path) from e
 
@@ -141,8 +213,10 @@ class ArrowDataset(MapPipe):
     """Map-style dataset over memory-mapped Arrow IPC files (Parquet converted once).
 
     Args:
-        paths: an Arrow IPC file (``.arrow``) or Parquet file, or a list of them
-            (their schemas must agree).
+        paths: an Arrow IPC file (``.arrow``) or Parquet file, a directory (its
+            ``.arrow`` / ``.feather`` / ``.ipc`` / ``.parquet`` files, recursively, in
+            sorted order, as :class:`~trivium.data.ParquetSource`), or a list of
+            these (their schemas must agree).
         columns: the columns to keep (all by default).
         cache_dir: where Parquet inputs are converted to (default
             :func:`default_cache_dir`).
@@ -150,9 +224,14 @@ class ArrowDataset(MapPipe):
             ``default_collate`` turns them into tensors), ``"torch"`` as tensor views
             (a tensor per row costs about twice the time of the whole NumPy lookup).
 
-    ``ds[i]`` gives a dict (see the module docstring), ``ds[a:b]`` a zero-copy
-    ``pyarrow.Table`` of those rows, ``len(ds)`` the row count. It works with any
+    ``ds[i]`` gives a dict (see the module docstring) and ``len(ds)`` the row count.
+    ``ds[a:b]`` and ``ds[[i, j, ...]]`` give those rows: a ``pyarrow.Table`` (zero
+    copy for a step-1 slice) with ``format="numpy"``, a dict of column tensors (as
+    :func:`trivium.data.to_tensors`) with ``format="torch"``. It works with any
     sampler and with :class:`trivium.data.DataLoader`.
+
+    Errors: a missing path raises :class:`~trivium.core.errors.PathNotFoundError`,
+    an empty file :class:`~trivium.core.errors.EmptyInputError`, both naming it.
 
     Example:
         >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
@@ -174,8 +253,12 @@ class ArrowDataset(MapPipe):
         if format not in ("torch", "numpy"):
             raise ValueError(f"format must be 'torch' or 'numpy', got {format!r}")
         self.format = format
+        if isinstance(paths, bytes):
+            raise TypeError("ArrowDataset takes paths (str or os.PathLike), not bytes")
         items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-        self.paths = [os.fspath(p) for p in items]
+        if not items:
+            raise ValueError("ArrowDataset: no paths given")
+        self.paths = [f for p in items for f in _dataset_files(os.fspath(p))]
         self.columns = None if columns is None else list(columns)
         self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
         self._ipc_paths = [self._as_ipc(p) for p in self.paths]
@@ -184,10 +267,13 @@ class ArrowDataset(MapPipe):
 
     # ---- opening
     def _as_ipc(self, path: str) -> str:
-        if not os.path.isfile(path):
-            raise DatasetError("no such file", path=path)
-        with open(path, "rb") as f:
-            magic = f.read(4)
+        try:
+            with open(path, "rb") as f:
+                magic = f.read(4)
+        except FileNotFoundError:
+            raise PathNotFoundError(path=path) from None
+        if not magic:
+            raise EmptyInputError(path=path)
         if magic != b"PAR1":
             return path
         out = _cache_path(path, self.columns, self.cache_dir)
@@ -269,17 +355,32 @@ class ArrowDataset(MapPipe):
         index = int(index) % n
         return index if self._indices is None else int(self._indices[index])
 
-    def __getitem__(self, index: int | slice) -> Any:
+    def __getitem__(self, index: int | slice | Sequence[int]) -> Any:
         if type(index) is int and self._indices is None and 0 <= index < self.table.num_rows:
             return self._row(index)  # the common case, kept short
+        if isinstance(index, slice | list | np.ndarray | torch.Tensor):
+            rows = self._rows_table(index)
+            return to_tensors(rows) if self.format == "torch" else rows
+        return self._row(self._resolve(index))
+
+    def _rows_table(self, index: slice | Sequence[int] | np.ndarray) -> pa.Table:
         if isinstance(index, slice):
             if self._indices is None:
                 start, stop, step = index.indices(len(self))
                 if step == 1:
                     return self.table.slice(start, max(0, stop - start))
             rows = np.arange(len(self))[index]
-            return self.table.take(pa.array(self._base(rows)))
-        return self._row(self._resolve(index))
+        else:
+            rows = np.asarray(index).reshape(-1)
+            if rows.dtype == np.bool_ or not (
+                rows.size == 0 or np.issubdtype(rows.dtype, np.integer)
+            ):
+                raise TypeError(f"ArrowDataset row lists must hold ints, got {rows.dtype}")
+            n = len(self)
+            if rows.size and (rows.min() < -n or rows.max() >= n):
+                raise IndexError(f"row indices out of range for {n} rows")
+            rows = rows.astype(np.int64) % max(n, 1)
+        return self.table.take(pa.array(self._base(rows), pa.int64()))
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """Rows ``indices`` as a list of dicts (torch's DataLoader fetches batches so)."""
@@ -326,15 +427,19 @@ class ArrowDataset(MapPipe):
         *,
         shuffle: bool = True,
         seed: int | None = None,
-    ) -> dict[str, ArrowDataset]:
-        """``{"train": ..., "test": ...}`` views (``test_size``: a fraction or a count).
+    ) -> TrainTestSplit:
+        """``(train, test)`` views (``test_size``: a fraction or a count).
+
+        The result is a :class:`TrainTestSplit`: unpack it (``train, test = ...``) or
+        index it by name (``split["train"]``, ``split.test``).
 
         Example:
             >>> import pyarrow as pa
             >>> ds = ArrowDataset.from_table(pa.table({"x": list(range(10))}))
+            >>> train, test = ds.train_test_split(test_size=0.2, seed=0)
             >>> split = ds.train_test_split(test_size=0.2, seed=0)
-            >>> len(split["train"]), len(split["test"])
-            (8, 2)
+            >>> len(train), len(test), len(split["train"]), len(split.test)
+            (8, 2, 8, 2)
         """
         n = len(self)
         n_test = round(test_size * n) if isinstance(test_size, float) else int(test_size)
@@ -344,7 +449,7 @@ class ArrowDataset(MapPipe):
         if shuffle:
             rng = np.random.default_rng() if seed is None else epoch_rng(seed, 0)
             rows = rng.permutation(n)
-        return {"train": self.select(rows[: n - n_test]), "test": self.select(rows[n - n_test :])}
+        return TrainTestSplit(self.select(rows[: n - n_test]), self.select(rows[n - n_test :]))
 
     @staticmethod
     def from_table(table: pa.Table) -> ArrowDataset:

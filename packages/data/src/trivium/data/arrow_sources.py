@@ -47,7 +47,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from torch.utils.data import get_worker_info
 
-from trivium.core.errors import DatasetError, DecodeError, TriviumError
+from trivium.core.errors import (
+    DatasetError,
+    DecodeError,
+    EmptyInputError,
+    PathNotFoundError,
+    TriviumError,
+)
 from trivium.core.forking import ForkSafe, abandon
 from trivium.data.pipes import IterPipe
 
@@ -100,6 +106,8 @@ def _list_files(
 ) -> tuple[pafs.FileSystem, list[str]]:
     if isinstance(paths, pds.FileSystemDataset):
         return paths.filesystem, list(paths.files)
+    if isinstance(paths, bytes):
+        raise TypeError("expected paths (str or os.PathLike), not bytes")
     items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     if not items:
         raise DatasetError("no paths given")
@@ -113,6 +121,8 @@ def _list_files(
         except (pa.ArrowException, OSError) as e:
             raise DatasetError(f"cannot stat: {e}", path=os.fspath(item)) from e
         if info.type == pafs.FileType.File:
+            if info.size == 0:
+                raise EmptyInputError(path=os.fspath(item))
             files.append(path)
         elif info.type == pafs.FileType.Directory:
             found = fs.get_file_info(pafs.FileSelector(path, recursive=True))
@@ -123,11 +133,14 @@ def _list_files(
                 and f.path.endswith(suffixes)
                 and not os.path.basename(f.path).startswith((".", "_"))
             )
+            empty = [f.path for f in found if f.path in names and f.size == 0]
+            if empty:
+                raise EmptyInputError(path=empty[0])
             if not names:
                 raise DatasetError(f"no {'/'.join(suffixes)} files in directory", path=path)
             files += names
         else:
-            raise DatasetError("no such file or directory", path=os.fspath(item))
+            raise PathNotFoundError(path=os.fspath(item))
     assert fs_out is not None
     return fs_out, files
 

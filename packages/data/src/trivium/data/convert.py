@@ -34,7 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trivium.core.errors import DatasetError, DecodeError, TriviumError
+from trivium.core.errors import DatasetError, DecodeError, PathNotFoundError, TriviumError
 from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
 from trivium.data.writers import write_parquet
@@ -194,8 +194,10 @@ def find_classes(root: str) -> list[str]:
         >>> find_classes(root)
         ['cat', 'dog']
     """
+    if not os.path.exists(root):
+        raise PathNotFoundError(path=root)
     if not os.path.isdir(root):
-        raise DatasetError("no such directory", path=root)
+        raise DatasetError("not a directory", path=root)
     classes = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
     if not classes:
         raise DatasetError("no class folders (expected ROOT/<class>/<file>)", path=root)

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 
 from torch.utils.data import IterableDataset
 
-from trivium.core.errors import DatasetError
+from trivium.core.errors import DatasetError, PathNotFoundError
 
 __all__ = ["FileLister"]
 
@@ -37,6 +37,8 @@ def _check_masks(masks: str | Sequence[str]) -> list[str]:
 
 
 def _walk_error(err: OSError) -> None:
+    if isinstance(err, FileNotFoundError):  # removed while listing
+        raise PathNotFoundError(path=err.filename) from err
     raise DatasetError(err.strerror or str(err), path=err.filename) from err
 
 
@@ -55,8 +57,9 @@ class FileLister(IterableDataset[str]):
         non_deterministic: skip sorting (files, and the walk order of subdirectories,
             are sorted by name otherwise).
 
-    A root that does not exist, or a directory that cannot be read, raises
-    :class:`trivium.core.DatasetError` naming the path when iterated. In a
+    A root that does not exist raises :class:`trivium.core.PathNotFoundError` (a
+    ``FileNotFoundError`` and a ``DatasetError``), a directory that cannot be read
+    :class:`trivium.core.DatasetError`, naming the path when iterated. In a
     ``DataLoader`` with several workers each worker lists every file; shard
     the paths if that is not what you want.
 
@@ -104,7 +107,7 @@ class FileLister(IterableDataset[str]):
                 yield path
             return
         if not os.path.isdir(root):
-            raise DatasetError("no such file or directory", path=root)
+            raise PathNotFoundError(path=root)
         yield from self._walk(root)
 
     def _walk(self, root: str) -> Iterator[str]:

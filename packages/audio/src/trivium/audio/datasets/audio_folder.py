@@ -14,20 +14,29 @@ Example:
 
 from __future__ import annotations
 
+import operator
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
 from trivium.audio.io import load
-from trivium.core.errors import DatasetError
+from trivium.core.errors import (
+    DatasetError,
+    PathNotFoundError,
+    SkippedSamplesWarning,
+    TriviumError,
+)
 
 __all__ = ["AUDIO_EXTENSIONS", "AudioFolder"]
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au")
+_ON_ERROR = ("raise", "skip")
 
 
 class AudioFolder(Dataset):
@@ -36,8 +45,20 @@ class AudioFolder(Dataset):
     Classes are the sorted sub-folder names (``classes``, ``class_to_idx``); files
     are those with one of ``extensions`` (case-insensitive), sorted, in ``samples``
     as ``(path, class_index)``. ``transform`` is applied to the waveform and
-    ``target_transform`` to the class index; ``loader(path) -> (waveform, sample_rate)``
+    ``target_transform`` to the class index; ``loader`` (path -> (waveform, rate))
     defaults to :func:`trivium.audio.load`.
+
+    Errors: a missing ``root`` raises :class:`~trivium.core.errors.PathNotFoundError`.
+    A file that cannot be read (empty, truncated, corrupt) raises a
+    ``trivium.core`` error naming it when its item is loaded (``on_error="raise"``).
+
+    ``on_error="skip"``: as vision's ``ImageFolder``, a bad sample is *replaced* by
+    the next readable one in index order (wrapping around), and reported once with
+    a :class:`~trivium.core.errors.SkippedSamplesWarning` naming the file. The
+    bad files found are kept in shared memory, so ``skipped`` / ``skipped_files``
+    count those found by any DataLoader worker. Only data errors are skipped
+    (``trivium.core`` errors and ``OSError``); if no file reads, a ``DatasetError``
+    is raised.
 
     Example:
         >>> import pathlib, tempfile, torch
@@ -57,8 +78,14 @@ class AudioFolder(Dataset):
         transform: Callable[[Tensor], Any] | None = None,
         target_transform: Callable[[int], Any] | None = None,
         loader: Callable[[Path], tuple[Tensor, int]] = load,
+        *,
+        on_error: str = "raise",
     ) -> None:
+        if on_error not in _ON_ERROR:
+            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         self.root = Path(root)
+        if not self.root.exists():
+            raise PathNotFoundError(path=self.root)
         if not self.root.is_dir():
             raise DatasetError("AudioFolder root is not a folder", path=self.root)
         self.extensions = tuple(e.lower() for e in extensions)
@@ -78,16 +105,112 @@ class AudioFolder(Dataset):
         self.transform = transform
         self.target_transform = target_transform
         self.loader = loader
+        self.on_error = on_error
+        # One flag per sample in shared memory: workers' findings reach the parent.
+        self._bad = torch.zeros(len(self.samples), dtype=torch.uint8)
+        if on_error == "skip":
+            self._bad.share_memory_()
 
     def __getitem__(self, index: int) -> tuple[Any, int, Any]:
-        """Load ``(waveform, sample_rate, class_index)`` number ``index``."""
+        """Load ``(waveform, sample_rate, class_index)`` number ``index``.
+
+        Example:
+            >>> import pathlib, tempfile, torch, warnings
+            >>> from trivium.audio.io import save
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "yes").mkdir()
+            >>> _ = (root / "yes" / "a.wav").write_bytes(b"")
+            >>> save(root / "yes" / "b.wav", torch.zeros(1, 8), 8000)
+            >>> ds = AudioFolder(root, on_error="skip")
+            >>> with warnings.catch_warnings(record=True):
+            ...     waveform, sr, label = ds[0]  # a.wav is empty: b.wav takes its place
+            >>> waveform.shape, [p.name for p in ds.skipped_files]
+            (torch.Size([1, 8]), ['a.wav'])
+        """
+        if self.on_error == "raise":
+            return self._load(index)
+        count = len(self.samples)
+        index = operator.index(index)
+        if not -count <= index < count:
+            raise IndexError(f"index {index} is out of range for {count} samples")
+        first_bad: TriviumError | None = None
+        for step in range(count):
+            j = (index + step) % count
+            try:
+                return self._load(j)
+            except TriviumError as e:
+                self._note_bad(j, e)
+                first_bad = first_bad or e
+        raise DatasetError(
+            f"on_error='skip': none of the {count} samples could be read (the first: {first_bad})",
+            path=self.root,
+        )
+
+    def _load(self, index: int) -> tuple[Any, int, Any]:
         path, target = self.samples[index]
-        waveform, sample_rate = self.loader(path)
+        try:
+            waveform, sample_rate = self.loader(path)
+        except (TriviumError, OSError) as e:
+            raise _with_path(e, path) from e
         if self.transform is not None:
             waveform = self.transform(waveform)
         if self.target_transform is not None:
             target = self.target_transform(target)
         return waveform, sample_rate, target
 
+    def _note_bad(self, index: int, error: TriviumError) -> None:
+        if self._bad[index]:
+            return
+        self._bad[index] = 1
+        warnings.warn(
+            f"{error} (on_error='skip': the next readable sample takes its place)",
+            SkippedSamplesWarning,
+            stacklevel=3,
+        )
+
+    @property
+    def skipped(self) -> int:
+        """How many distinct bad files ``on_error="skip"`` has found (in any worker).
+
+        Example:
+            >>> import pathlib, tempfile, torch
+            >>> from trivium.audio.io import save
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "yes").mkdir()
+            >>> save(root / "yes" / "a.wav", torch.zeros(1, 8), 8000)
+            >>> AudioFolder(root, on_error="skip").skipped
+            0
+        """
+        return int(self._bad.sum())
+
+    @property
+    def skipped_files(self) -> list[Path]:
+        """The bad files ``on_error="skip"`` has found (in any worker), in sample order.
+
+        Example:
+            >>> import pathlib, tempfile, torch
+            >>> from trivium.audio.io import save
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "yes").mkdir()
+            >>> save(root / "yes" / "a.wav", torch.zeros(1, 8), 8000)
+            >>> AudioFolder(root, on_error="skip").skipped_files
+            []
+        """
+        return [self.samples[i][0] for i in self._bad.nonzero().flatten().tolist()]
+
     def __len__(self) -> int:
         return len(self.samples)
+
+
+def _with_path(error: TriviumError | OSError, path: Path) -> TriviumError:
+    """``error`` as a ``trivium.core`` error naming ``path``."""
+    if isinstance(error, TriviumError):
+        if error.path is not None:
+            return error
+        try:
+            return type(error)(error.reason, path=path)
+        except TypeError:  # a subclass with its own constructor
+            return DatasetError(error.reason, path=path)
+    if isinstance(error, FileNotFoundError):
+        return PathNotFoundError(path=path)
+    return DatasetError(f"cannot load the file: {error.strerror or error}", path=path)

@@ -21,7 +21,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from trivium.audio.io import load
-from trivium.core.errors import DatasetError
+from trivium.core.errors import NO_SUCH_PATH, DatasetError, PathNotFoundError
 
 __all__ = ["LibriMix", "WSJ0Mix"]
 
@@ -141,7 +141,7 @@ class LibriMix(_Mixtures):
             remedy = librimix_remedy(root, mix_dir) or (
                 f"generate it with the LibriMix scripts so that {mix_dir} exists"
             )
-            raise DatasetError(f"LibriMix folder not found; {remedy}", path=mix_dir)
+            raise PathNotFoundError(f"{NO_SUCH_PATH}; LibriMix folder: {remedy}", path=mix_dir)
         if task == "enh_both":
             src_dirs = [subset_dir / "mix_clean"]
         else:

@@ -7,9 +7,9 @@ Example:
     >>> import tempfile
     >>> try:
     ...     LIBRISPEECH(tempfile.mkdtemp(), url="dev-clean")
-    ... except OSError as e:
+    ... except FileNotFoundError as e:
     ...     print(type(e).__name__)
-    DatasetError
+    PathNotFoundError
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ Example:
     >>> import tempfile
     >>> try:
     ...     LIBRITTS(tempfile.mkdtemp(), url="dev-clean")
-    ... except OSError as e:
+    ... except FileNotFoundError as e:
     ...     print(type(e).__name__)
-    DatasetError
+    PathNotFoundError
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from torch.utils.data import Dataset
 
 from trivium.audio.datasets.openslr import list_split
 from trivium.audio.io import load
-from trivium.core.errors import DatasetError
+from trivium.core.errors import NO_SUCH_PATH, DatasetError, PathNotFoundError
 
 __all__ = ["LIBRITTS"]
 
@@ -49,7 +49,7 @@ def _first_line(path: Path) -> str:
         with open(path, encoding="utf-8") as f:
             return f.readline()
     except FileNotFoundError:
-        raise DatasetError("transcript file missing", path=path) from None
+        raise PathNotFoundError(f"{NO_SUCH_PATH}; the utterance's transcript", path=path) from None
 
 
 class LIBRITTS(Dataset):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trivium.audio.datasets.download import download_and_extract, split_url
-from trivium.core.errors import DatasetError
+from trivium.core.errors import NO_SUCH_PATH, DatasetError, PathNotFoundError
 
 __all__ = ["LIBRI_SUBSETS", "Split", "ensure_split", "list_split", "resolve_split"]
 
@@ -85,8 +85,8 @@ def ensure_split(
     archive_name = os.path.basename(base)
     hint = f"extract {archive_name} into {os.fspath(root)} so that {path} exists."
     if not download:
-        raise DatasetError(
-            f"{dataset} split {split.name!r} not found. Pass download=True to fetch "
+        raise PathNotFoundError(
+            f"{NO_SUCH_PATH}; {dataset} split {split.name!r}: pass download=True to fetch "
             f"{split.url}, or {hint}",
             path=str(path),
         )

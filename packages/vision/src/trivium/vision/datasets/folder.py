@@ -44,7 +44,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from trivium.core import Compose
-from trivium.core.errors import DatasetError, TriviumError
+from trivium.core.errors import DatasetError, PathNotFoundError, TriviumError
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.transforms.fused_decode import (
     DecodeCenterCrop,
@@ -74,10 +74,11 @@ _FUSED_DECODES = (DecodeRandomResizedCrop, DecodeResize, DecodeCenterCrop)
 _ON_ERROR = ("raise", "skip")
 
 
-class DatasetNotFoundError(DatasetError, FileNotFoundError):
-    """A dataset folder has no class folders or a class has no files.
+class DatasetNotFoundError(PathNotFoundError):
+    """A dataset folder is missing, has no class folders, or a class has no files.
 
-    Also a ``FileNotFoundError``, which torchvision raises in the same cases.
+    A :class:`~trivium.core.errors.PathNotFoundError`: also a ``FileNotFoundError``,
+    which torchvision raises in the same cases.
 
     Example:
         >>> isinstance(DatasetNotFoundError("no class folders", path="x"), FileNotFoundError)
@@ -134,7 +135,7 @@ def find_classes(directory: str | os.PathLike[str]) -> tuple[list[str], dict[str
         with os.scandir(directory) as entries:
             classes = sorted(entry.name for entry in entries if entry.is_dir())
     except FileNotFoundError:
-        raise DatasetNotFoundError("no such directory", path=directory) from None
+        raise DatasetNotFoundError(path=directory) from None
     except OSError as e:
         raise DatasetError(
             f"cannot list the class folders: {e.strerror or e}", path=directory
@@ -273,7 +274,7 @@ def _with_path(error: TriviumError | OSError, path: str) -> TriviumError:
         except TypeError:  # a subclass with its own constructor
             return DatasetError(error.reason, path=path)
     if isinstance(error, FileNotFoundError):
-        return DatasetNotFoundError("no such file", path=path)
+        return PathNotFoundError(path=path)
     return DatasetError(f"cannot load the file: {error.strerror or error}", path=path)
 
 

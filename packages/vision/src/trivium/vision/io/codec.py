@@ -21,7 +21,13 @@ import numpy as np
 import torch
 from torch._subclasses.fake_tensor import is_fake
 
-from trivium.core.errors import DecodeError, DecodeWarning, EncodeError, UnsupportedFormatError
+from trivium.core.errors import (
+    DecodeError,
+    DecodeWarning,
+    EmptyInputError,
+    EncodeError,
+    UnsupportedFormatError,
+)
 from trivium.core.threads import parallel_map
 from trivium.vision import _C
 
@@ -186,7 +192,7 @@ def _sniff(head: bytes) -> str:
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return "png"
     if not head:
-        raise DecodeError("empty input")
+        raise EmptyInputError()
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         raise UnsupportedFormatError("WebP images are not supported (JPEG and PNG are)")
     for signature, name in _OTHER_FORMATS.items():

@@ -15,12 +15,14 @@ import os
 import numpy as np
 import torch
 
+from trivium.core.errors import PathNotFoundError
+
 
 def read_file(path: str | os.PathLike[str]) -> torch.Tensor:
     """Read a file's bytes into a 1-D uint8 tensor (as torchvision.io.read_file).
 
-    A missing file raises ``FileNotFoundError`` naming it; a directory raises
-    ``IsADirectoryError``.
+    A missing file raises :class:`trivium.core.errors.PathNotFoundError` (a
+    ``FileNotFoundError``) naming it; a directory raises ``IsADirectoryError``.
 
     Example:
         >>> import tempfile, os
@@ -29,7 +31,11 @@ def read_file(path: str | os.PathLike[str]) -> torch.Tensor:
         >>> read_file(path)
         tensor([104, 105], dtype=torch.uint8)
     """
-    with open(os.fspath(path), "rb") as f:
+    try:
+        f = open(os.fspath(path), "rb")  # noqa: SIM115 - closed by the with below
+    except FileNotFoundError:
+        raise PathNotFoundError(path=path) from None
+    with f:
         size = os.fstat(f.fileno()).st_size
         buffer = np.empty(size, dtype=np.uint8)
         read = f.readinto(memoryview(buffer))  # straight into the tensor's memory

@@ -29,6 +29,8 @@ from typing import IO, Any, TypeAlias
 import numpy as np
 import torch
 
+from trivium.core.errors import EmptyInputError, PathNotFoundError
+
 #: A decoded frame not yet converted (call it for the tensor) and its pts in ticks.
 Frame: TypeAlias = tuple[Callable[[], torch.Tensor], int]
 
@@ -78,15 +80,15 @@ def check_source(src: VideoSource) -> VideoSource:
     if isinstance(src, str | os.PathLike):
         path = os.fspath(src)
         if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no such video file")
+            raise PathNotFoundError(path=path)
         if os.path.isdir(path):
             raise IsADirectoryError(f"{path}: is a directory, not a video file")
+        if os.path.getsize(path) == 0:
+            raise EmptyInputError(path=path)
         return src
     if isinstance(src, bytes | bytearray | memoryview):
         if len(src) == 0:
-            from trivium.core.errors import DecodeError
-
-            raise DecodeError("empty input: no video data")
+            raise EmptyInputError()
         return src
     if isinstance(src, io.IOBase) or hasattr(src, "read"):
         return src

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from trivium.core.errors import DatasetError, DecodeWarning
+from trivium.core.errors import DatasetError, DecodeWarning, PathNotFoundError
 from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
 from trivium.vision.io.video_backend import FrameIndex
@@ -185,7 +185,7 @@ class VideoClips(Dataset):
     def _build_index(self, num_workers: int) -> list[_VideoEntry | None]:
         for path in self.video_paths:
             if not os.path.isfile(path):
-                raise FileNotFoundError(f"{path}: no such video file")
+                raise PathNotFoundError(path=path)
         threads = num_workers if num_workers > 0 else None
         with progress(total=len(self.video_paths), desc="indexing videos", unit="video") as bar:
 

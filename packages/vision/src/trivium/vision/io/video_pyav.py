@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trivium.core.errors import DecodeError
+from trivium.core.errors import DecodeError, PathNotFoundError
 from trivium.core.forking import ForkSafe, own_file
 from trivium.vision.io.video_backend import (
     Frame,
@@ -61,7 +61,7 @@ def av_errors(path: str | None) -> Iterator[None]:
     try:
         yield
     except av.error.FileNotFoundError as e:
-        raise FileNotFoundError(f"{path}: no such video file") from e
+        raise PathNotFoundError(path=path) from e
     except av.error.FFmpegError as e:
         reason = getattr(e, "strerror", None) or str(e)
         raise DecodeError(f"cannot decode video: {reason}", path=path) from e

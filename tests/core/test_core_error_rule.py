@@ -1,0 +1,129 @@
+"""One error rule for every loader (docs/design.md, "Errors").
+
+A missing path raises ``PathNotFoundError``: a ``FileNotFoundError`` with the errno and
+filename that the builtin ``open()`` gives (the reference), and a ``DatasetError``.
+Empty input raises ``EmptyInputError`` with the same wording from a path or from bytes.
+"""
+
+from __future__ import annotations
+
+import errno
+import pickle
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trivium.core.errors import (
+    EMPTY_INPUT,
+    NO_SUCH_PATH,
+    DatasetError,
+    EmptyInputError,
+    PathNotFoundError,
+)
+
+
+def _vision() -> Any:
+    return pytest.importorskip("trivium.vision.io")
+
+
+def _video_reader(src: Any) -> Any:
+    pytest.importorskip("av", reason="VideoReader's default backend needs PyAV")
+    return _vision().VideoReader(src)
+
+
+def _audio() -> Any:
+    return pytest.importorskip("trivium.audio")
+
+
+def _data() -> Any:
+    return pytest.importorskip("trivium.data")
+
+
+def _arrow_dataset(path: Any) -> Any:
+    return _data().ArrowDataset(path, cache_dir=Path(path).parent / "cache")
+
+
+def _image_folder(root: Any) -> Any:
+    return pytest.importorskip("trivium.vision.datasets").ImageFolder(root)
+
+
+def _audio_folder(root: Any) -> Any:
+    return pytest.importorskip("trivium.audio.datasets").AudioFolder(root)
+
+
+def _librispeech(root: Any) -> Any:
+    return pytest.importorskip("trivium.audio.datasets").LIBRISPEECH(root, "test-clean")
+
+
+def _librimix(root: Any) -> Any:
+    return pytest.importorskip("trivium.audio.datasets").LibriMix(root)
+
+
+# name -> (call, whether it reads the input's bytes)
+LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
+    "vision.decode_image": (lambda p: _vision().decode_image(p), True),
+    "vision.read_file": (lambda p: _vision().read_file(p), False),
+    "vision.image_info": (lambda p: _vision().image_info(p), True),
+    "vision.VideoReader": (_video_reader, True),
+    "audio.load": (lambda p: _audio().load(p), True),
+    "audio.info": (lambda p: _audio().info(p), True),
+    "data.ParquetSource": (lambda p: list(_data().ParquetSource(p)), True),
+    "data.ArrowDataset": (_arrow_dataset, True),
+    "data.FileLister": (lambda p: list(_data().FileLister(p)), False),
+    "vision.datasets.ImageFolder": (_image_folder, False),
+    "audio.datasets.AudioFolder": (_audio_folder, False),
+}
+BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
+BYTES_LOADERS += ["audio.load", "audio.info"]
+
+
+@pytest.mark.parametrize("name", [*LOADERS, "audio.datasets.LIBRISPEECH"])
+def test_a_missing_path_raises_what_open_raises(name: str, tmp_path: Path) -> None:
+    call = _librispeech if name.endswith("LIBRISPEECH") else LOADERS[name][0]
+    missing = tmp_path / "missing"
+    with pytest.raises(FileNotFoundError) as reference:
+        open(missing, "rb")  # noqa: SIM115 - the builtin is the reference
+    with pytest.raises(PathNotFoundError) as caught:
+        call(missing)
+    error = caught.value
+    assert isinstance(error, FileNotFoundError) and isinstance(error, DatasetError)
+    assert error.errno == reference.value.errno == errno.ENOENT
+    assert error.path is not None and error.filename == error.path
+    assert re.fullmatch(rf"{re.escape(error.path)}: {NO_SUCH_PATH}(; .+)?", str(error))
+    # A dataset's hint may name the split's own folder under the root.
+    assert Path(error.path) == missing or missing in Path(error.path).parents
+
+
+def test_a_missing_librimix_folder_names_it_and_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(PathNotFoundError) as caught:
+        _librimix(tmp_path)
+    assert str(caught.value).startswith(f"{caught.value.path}: {NO_SUCH_PATH}; ")
+
+
+@pytest.mark.parametrize("name", [n for n, (_, reads) in LOADERS.items() if reads])
+def test_an_empty_file_says_empty_input_naming_it(name: str, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    with pytest.raises(EmptyInputError) as caught:
+        LOADERS[name][0](empty)
+    assert caught.value.path == str(empty)
+    assert str(caught.value) == f"{empty}: {EMPTY_INPUT}"
+
+
+@pytest.mark.parametrize("name", BYTES_LOADERS)
+@pytest.mark.parametrize("data", [b"", bytearray(), memoryview(b"")], ids=type)
+def test_empty_bytes_say_the_same_without_a_path(name: str, data: Any) -> None:
+    with pytest.raises(EmptyInputError) as caught:
+        LOADERS[name][0](data)
+    assert caught.value.path is None and str(caught.value) == EMPTY_INPUT
+
+
+def test_the_rule_survives_pickling_into_a_worker() -> None:
+    error = pickle.loads(pickle.dumps(PathNotFoundError(path="a/b.wav")))
+    assert (type(error), error.errno, error.filename) == (PathNotFoundError, errno.ENOENT, "a/b.wav")
+    assert str(error) == f"a/b.wav: {NO_SUCH_PATH}"
+    empty = pickle.loads(pickle.dumps(EmptyInputError(path="c.png")))
+    assert type(empty) is EmptyInputError and str(empty) == f"c.png: {EMPTY_INPUT}"
