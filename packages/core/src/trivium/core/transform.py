@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.modules import module as _nn_module
+from torch.utils import _pytree
 
 from trivium.core.seeding import keep_in_worker, transform_generator
 
@@ -38,17 +40,22 @@ _REPR_SKIP = frozenset({"training", "generator", "transforms"})
 
 
 def _flatten(owner: nn.Module, inputs: tuple[Any, ...]) -> tuple[list[Any], Callable]:
-    """Split ``forward``'s arguments into a flat list and a function that rebuilds the output."""
+    """Split ``forward``'s arguments into their leaves and a function that rebuilds the output.
+
+    Any nesting of tuples, lists, dicts and namedtuples is walked (torch's pytree);
+    tensors (typed ones included), PIL images, numbers and strings are leaves.
+    Several arguments come back as a tuple, a single one as itself.
+    """
     if not inputs:
         raise TypeError(f"{type(owner).__name__} expects at least one input")
-    if len(inputs) > 1:
-        return list(inputs), tuple
-    (single,) = inputs
-    if isinstance(single, tuple) and hasattr(single, "_fields"):  # namedtuple
-        return list(single), lambda outs: type(single)(*outs)
-    if isinstance(single, (tuple, list)):
-        return list(single), type(single)
-    return [single], lambda outs: outs[0]
+    if len(inputs) == 1 and isinstance(inputs[0], torch.Tensor):
+        return [inputs[0]], _first  # the common case, without the tree walk
+    flat, spec = _pytree.tree_flatten(inputs if len(inputs) > 1 else inputs[0])
+    return flat, functools.partial(_pytree.tree_unflatten, treespec=spec)
+
+
+def _first(outs: list[Any]) -> Any:
+    return outs[0]
 
 
 def _chain(transforms: Sequence[Callable], inputs: tuple[Any, ...]) -> Any:
@@ -98,7 +105,9 @@ class Transform(nn.Module):
     Subclasses implement ``make_params(inputs) -> dict`` (random parameters,
     sampled once per call; the default samples nothing) and
     ``transform(inpt, params)`` (the deterministic kernel). ``forward`` accepts one
-    input, several inputs, or one tuple/list of inputs; all get the same params.
+    input, several inputs, or any nesting of tuples, lists, dicts and namedtuples
+    of them (a sample such as ``(image, {"boxes": ..., "labels": ...})``); every
+    leaf gets the same params and the output keeps the structure.
     Draw randoms with ``self._rand``, ``self._randint``, ``self._uniform`` and
     ``self._randperm`` (or pass ``self._active_generator()`` to torch) so that
     draws follow the seeding rule of :mod:`trivium.core.seeding`: a seeded
@@ -157,6 +166,8 @@ class Transform(nn.Module):
             ...         return 2 * inpt
             >>> Double()(1), Double()(1, 2), Double()([1, 2])
             (2, (2, 4), [2, 4])
+            >>> Double()((1, {"a": 2, "b": [3]}))
+            (2, {'a': 4, 'b': [6]})
         """
         flat, rebuild = _flatten(self, inputs)
         params = self.make_params(flat)

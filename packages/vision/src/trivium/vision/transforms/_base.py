@@ -2,16 +2,22 @@
 
 It adds to :class:`trivium.core.Transform`:
 
-* images in, images out: tensors ``[..., C, H, W]`` and PIL images are transformed
-  (a PIL image goes through its tensor and comes back as a PIL image of the same
-  mode), every other input passes through unchanged;
+* samples of any nesting (tuples, lists, dicts, namedtuples): images are
+  transformed (tensors ``[..., C, H, W]``, ``tv_tensors.Image``/``Video``, PIL
+  images, which go through their tensor and come back as a PIL image of the same
+  mode; typed images come back typed), ``BoundingBoxes``, ``Mask`` and other
+  tv_tensors go through the kernel registered for the transform and their type
+  (:mod:`trivium.vision.transforms._dispatch`; none registered: ``TypeError``),
+  every other input passes through unchanged. A plain tensor counts as an image
+  unless the sample holds a ``tv_tensors.Image``/``Video`` (torchvision v2's rule);
 * ``per_sample``: with ``per_sample=True`` a random transform draws independent
   parameters for every image of a batch, as tensors with one row per image of the
   flattened batch. How the batch is then computed depends on the device: on CUDA
   (and under ``torch.compile``) ``transform`` runs once on the whole batch (one
   kernel launch per step); on CPU it runs on cache-sized chunks of images, each
   with its rows of the parameters, written into one output (see
-  :meth:`ImageTransform._transform_images`). Both give the same result from the same draws;
+  :meth:`ImageTransform._transform_images`). Both give the same result from the same draws.
+  A sample with boxes or masks is one image: ``per_sample=True`` raises ``ValueError`` there;
 * compile-safe randomness: :meth:`ImageTransform._draw` samples from the
   transform's ``generator``; under ``torch.compile`` (which cannot trace a
   ``torch.Generator``) it samples from torch's default generator instead, so seed
@@ -37,6 +43,8 @@ import torch
 
 from trivium.core import Transform
 from trivium.core.transform import _flatten
+from trivium.vision import tv_tensors
+from trivium.vision.transforms._dispatch import apply_kernel, is_image_type
 from trivium.vision.transforms._image import is_image, is_pil, pil_to_tensor, to_pil_image
 
 __all__ = ["ImageTransform"]
@@ -69,7 +77,11 @@ class ImageTransform(Transform):
         self.per_sample = per_sample
 
     def forward(self, *inputs: Any) -> Any:
-        """Transform every image among ``inputs`` with one draw of parameters.
+        """Transform every leaf of the sample ``inputs`` with one draw of parameters.
+
+        Images go through ``transform``; boxes, masks and other tv_tensors through
+        the kernel registered for this transform and their type (see
+        :mod:`trivium.vision.transforms._dispatch`); the rest passes through.
 
         Example:
             >>> import torch
@@ -80,23 +92,39 @@ class ImageTransform(Transform):
             'keep'
         """
         flat, rebuild = _flatten(self, inputs)
-        as_tensors = [pil_to_tensor(x) if is_pil(x) else x for x in flat]
-        images = [t for x, t in zip(flat, as_tensors, strict=True) if is_image(x)]
+        kinds = _leaf_kinds(flat)
+        as_tensors = [
+            _as_image_tensor(x) if k == _IMAGE else x for x, k in zip(flat, kinds, strict=True)
+        ]
+        images = [t for t, k in zip(as_tensors, kinds, strict=True) if k == _IMAGE]
         if not images:
             raise TypeError(
-                f"{type(self).__name__}: expected an image tensor [..., C, H, W] or a PIL image "
-                f"among the inputs, got {', '.join(type(x).__name__ for x in flat)}"
+                f"{type(self).__name__}: expected an image tensor [..., C, H, W], a "
+                f"tv_tensors.Image/Video or a PIL image among the inputs, got "
+                f"{', '.join(type(x).__name__ for x in flat)}"
+            )
+        if self.per_sample and _TYPED in kinds:
+            raise ValueError(
+                f"{type(self).__name__}: per_sample=True draws parameters per image of a batch, "
+                f"but the sample holds {_typed_names(flat, kinds)}, which belong to one image; "
+                f"use per_sample=False for detection and segmentation samples"
             )
         params = self.make_params(images)
         done = iter(self._transform_images(images, params))
-        outputs = [
-            self._output(x, t, next(done)) if is_image(x) else x
-            for x, t in zip(flat, as_tensors, strict=True)
-        ]
+        outputs = []
+        for x, t, kind in zip(flat, as_tensors, kinds, strict=True):
+            if kind == _IMAGE:
+                outputs.append(self._output(x, t, next(done)))
+            elif kind == _TYPED:
+                outputs.append(apply_kernel(self, x, params))
+            else:
+                outputs.append(x)
         return rebuild(outputs)
 
     def _output(self, original: Any, tensor: torch.Tensor, out: Any) -> Any:
         """What ``forward`` returns for ``original`` (``tensor`` as given to ``transform``)."""
+        if isinstance(original, tv_tensors.TVTensor):
+            return _rewrap(out, original)
         if not is_pil(original):
             return out
         if isinstance(out, (tuple, list)):  # e.g. FiveCrop: one PIL image per crop
@@ -267,6 +295,50 @@ class ImageTransform(Transform):
             return torch.rand(tuple(shape), device=device)
         values = self._rand(shape)
         return values if device is None else values.to(device, non_blocking=True)
+
+
+# How ImageTransform.forward treats each leaf of a sample.
+_IMAGE, _TYPED, _OTHER = "image", "typed", "other"
+
+
+def _leaf_kinds(flat: list[Any]) -> list[str]:
+    """The kind of every leaf: an image, a tv_tensor with a kernel of its own, or other.
+
+    ``tv_tensors.Image``/``Video`` and PIL images are images. A plain tensor with 3 or
+    more dims is an image too, unless a ``tv_tensors.Image``/``Video`` is in the
+    sample: then, as in torchvision v2, the typed ones are the images and plain
+    tensors pass through.
+    """
+    typed_image = any(is_image_type(x) for x in flat)
+    kinds = []
+    for x in flat:
+        if isinstance(x, tv_tensors.TVTensor):
+            kinds.append(_IMAGE if is_image_type(x) else _TYPED)
+        elif is_pil(x) or (not typed_image and is_image(x)):
+            kinds.append(_IMAGE)
+        else:
+            kinds.append(_OTHER)
+    return kinds
+
+
+def _as_image_tensor(x: Any) -> torch.Tensor:
+    """The plain tensor the image kernels get for the image ``x``."""
+    if is_pil(x):
+        return pil_to_tensor(x)
+    return x.as_subclass(torch.Tensor) if isinstance(x, tv_tensors.TVTensor) else x
+
+
+def _rewrap(out: Any, like: tv_tensors.TVTensor) -> Any:
+    """``out`` (a tensor, or a tuple of them for e.g. FiveCrop) with the type of ``like``."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(_rewrap(o, like) for o in out)
+    return tv_tensors.wrap(out, like=like) if isinstance(out, torch.Tensor) else out
+
+
+def _typed_names(flat: list[Any], kinds: list[str]) -> str:
+    return ", ".join(
+        sorted({type(x).__name__ for x, k in zip(flat, kinds, strict=True) if k == _TYPED})
+    )
 
 
 class _ChunkRows(tuple):
