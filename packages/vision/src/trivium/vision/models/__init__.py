@@ -14,7 +14,14 @@ Example:
     torch.Size([1, 10])
 """
 
+from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
+from trivium.vision.models.fpn import (
+    ExtraFPNBlock,
+    FeaturePyramidNetwork,
+    LastLevelMaxPool,
+    LastLevelP6P7,
+)
 from trivium.vision.models.resnet import (
     BasicBlock,
     Bottleneck,
@@ -33,9 +40,14 @@ from trivium.vision.models.resnet import (
 from trivium.vision.models.weights import load_weights
 
 __all__ = [
+    "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
+    "ExtraFPNBlock",
+    "FeaturePyramidNetwork",
     "IntermediateLayerGetter",
+    "LastLevelMaxPool",
+    "LastLevelP6P7",
     "ResNet",
     "load_weights",
     "resnet18",
@@ -43,6 +55,7 @@ __all__ = [
     "resnet50",
     "resnet101",
     "resnet152",
+    "resnet_fpn_backbone",
     "resnext50_32x4d",
     "resnext101_32x8d",
     "resnext101_64x4d",
