@@ -26,6 +26,14 @@ after ``to_rows()`` (collated with ``collate_fn``). A ``filter`` (or
 ``on_error="skip"``) makes a batch smaller, never changes the number of batches;
 a batch left empty is not yielded.
 
+``batch_size=None`` (torch's way to load a dataset whose items already are batches):
+each item of the dataset, after the chain's ops, is yielded as it is, passed through
+``collate_fn`` (default: torch's ``default_convert``, NumPy arrays to tensors), never
+collated. Sharding, ``drop_last``, equal counts per rank and resume then count items.
+An op that turns one item into several (``flatmap``) is refused, as the state could
+not say which of them were consumed; an Arrow source is refused too (its items are
+rows: pass ``batch_size=N`` for ``N``-row batches).
+
 Random transforms: each sample is read (``dataset[i]``) and mapped inside its own
 :func:`trivium.core.seeding.sample_scope`, seeded from ``(seed, epoch, the sample's
 position)``, so every sample, worker and epoch draws differently, the draws follow
@@ -51,7 +59,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import IterableDataset, default_collate, get_worker_info
+from torch.utils.data import IterableDataset, default_collate, default_convert, get_worker_info
 
 from trivium.core.devices import CUDAPrefetcher
 from trivium.core.seeding import derive_seed, sample_scope
@@ -155,9 +163,11 @@ class _EpochStream(IterableDataset):
         plan: EpochPlan,
         window: int | None,
         collate_fn: Callable[[Any], Any] | None,
+        unbatched: bool = False,
     ) -> None:
         self.chain, self.plan = chain, plan
         self.window, self.collate_fn = window, collate_fn
+        self.unbatched = unbatched
         self.epoch_state = torch.zeros(4, dtype=torch.int64)
 
     def start_epoch(self, seed: int, epoch: int, shuffle: bool, start: int) -> None:
@@ -192,6 +202,14 @@ class _EpochStream(IterableDataset):
     def _finish(self, out: list[Any]) -> Any:
         if not out:
             return None
+        if self.unbatched:  # one item, wrapped: a None item is not an empty batch
+            if len(out) > 1:
+                raise ValueError(
+                    f"DataLoader(batch_size=None): one item of the dataset gave {len(out)} "
+                    "(a flatmap); the loader's state counts items, so each must give at most "
+                    "one. Flatten inside the dataset, or pass batch_size=N to batch the outputs"
+                )
+            return ((self.collate_fn or default_convert)(out[0]),)
         if self.chain.columnar and all(is_batch(o) for o in out):
             out = [dict(o) if isinstance(o, TensorBatch) else o for o in out]
             batch = out[0] if len(out) == 1 else out
@@ -230,6 +248,9 @@ class DataLoader:
     Arguments follow ``torch.utils.data.DataLoader``; beyond it:
 
     Args:
+        batch_size: samples per batch, or ``None`` to yield the items of a dataset
+            whose items already are batches, unbatched, as torch does (see the module
+            docstring).
         seed: fixes the order of every epoch together with :meth:`set_epoch`, and what
             every random transform draws for each sample (see the module docstring).
         shuffle_window: for an Arrow source, rows are shuffled within windows of this
@@ -259,12 +280,19 @@ class DataLoader:
         >>> resumed.load_state_dict(state)
         >>> [b.tolist() for b in resumed]
         [[2, 3], [4, 5]]
+
+        Items that already are batches:
+
+        >>> import numpy as np
+        >>> batches = [np.arange(3), np.arange(3, 5)]
+        >>> [b.tolist() for b in DataLoader(batches, batch_size=None)]
+        [[0, 1, 2], [3, 4]]
     """
 
     def __init__(
         self,
         dataset: Any,
-        batch_size: int = 1,
+        batch_size: int | None = 1,
         shuffle: bool = False,
         num_workers: int = 0,
         collate_fn: Callable[[Any], Any] | None = None,
@@ -282,8 +310,10 @@ class DataLoader:
         world_size: int | None = None,
         device: str | torch.device | None = None,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
         if num_workers < 0:
             raise ValueError(f"num_workers must be >= 0, got {num_workers}")
         if persistent_workers and num_workers == 0:
@@ -292,6 +322,11 @@ class DataLoader:
             raise ValueError(f"seed must be in [0, 2**63), got {seed}")
         self.dataset = dataset
         self._chain = _Chain(dataset)
+        if batch_size is None and self._chain.columnar:
+            raise ValueError(
+                "DataLoader(batch_size=None) over an Arrow source: the loader shards its rows, "
+                "not the source's RecordBatches; pass batch_size=N to get N-row batches"
+            )
         self.batch_size = batch_size
         self.shuffle = shuffle or self._chain.pipe_shuffle
         self.num_workers = num_workers
@@ -335,7 +370,7 @@ class DataLoader:
     def _new_plan(self) -> EpochPlan:
         return EpochPlan(
             num_samples=self.num_samples,
-            batch_size=self.batch_size,
+            batch_size=1 if self.batch_size is None else self.batch_size,
             world_size=self.world_size,
             rank=self.rank,
             start=self._resume,
@@ -369,7 +404,8 @@ class DataLoader:
             rows = self._chain.fragment_rows()
             cached = fragments_for_window(rows, window if self.shuffle else self.batch_size)
             self._chain.root.cache_fragments = min(cached + 1, _MAX_CACHED_FRAGMENTS)
-        return _EpochStream(self._chain, plan, window, self.collate_fn)
+        unbatched = self.batch_size is None
+        return _EpochStream(self._chain, plan, window, self.collate_fn, unbatched)
 
     def _torch_loader(self, stream: _EpochStream) -> torch.utils.data.DataLoader:
         extra: dict[str, Any] = {}
@@ -432,7 +468,7 @@ class DataLoader:
         for done, batch in batches:
             self._yielded = done  # counted before the caller sees it: it is consumed
             if batch is not None:
-                yield batch
+                yield batch[0] if self.batch_size is None else batch
         self._end_epoch()
 
     def _end_epoch(self) -> None:
