@@ -157,11 +157,18 @@ def test_rotate_expand_canvas_is_the_image_size(angle, center):
 
 
 @pytest.mark.parametrize("angle", [90.0, 33.0, -57.0, 138.0, 251.0])
-def test_rotate_expand_boxes_move_with_the_pixels(angle):
+@pytest.mark.parametrize("center", [None, [20.0, 10.0]])
+def test_rotate_expand_boxes_move_with_the_pixels(angle, center):
+    # torchvision's boxes land ~8 px off its rotated image with this center (not tested there).
     box = [12, 8, 30, 21]
-    mask = K.rotate_mask(filled(box), angle, expand=True)
+    mask = K.rotate_mask(filled(box), angle, expand=True, center=center)
     moved, size = K.rotate_bounding_boxes(
-        torch.tensor([box], dtype=torch.float32), "XYXY", (H, W), angle, expand=True
+        torch.tensor([box], dtype=torch.float32),
+        "XYXY",
+        (H, W),
+        angle,
+        expand=True,
+        center=center,
     )
     assert size == tuple(mask.shape)
     torch.testing.assert_close(moved[0], box_of_mask(mask), atol=1.0, rtol=0)
@@ -295,3 +302,124 @@ def test_bad_boxes_raise_clear_errors():
         K.perspective_bounding_boxes(boxes, "XYXY", (H, W), None, None, [0.0] * 8)
     with pytest.raises(ValueError, match=r"\[\.\.\., H, W\]"):
         K.rotate_mask(torch.zeros(5), 10.0)
+
+
+# The transforms on detection samples.
+
+
+def detection_sample(seed: int = 0):
+    from trivium.vision import tv_tensors
+
+    g = torch.Generator().manual_seed(seed)
+    image = tv_tensors.Image((torch.rand(3, H, W, generator=g) * 255).to(torch.uint8))
+    xyxy = torch.tensor([[14.0, 9.0, 33.0, 24.0], [3.0, 20.0, 12.0, 35.0]])
+    boxes = tv_tensors.BoundingBoxes(xyxy, format="XYXY", canvas_size=(H, W))
+    masks = tv_tensors.Mask(torch.stack([filled([14, 9, 33, 24]), filled([3, 20, 12, 35])]))
+    return image, {"boxes": boxes, "masks": masks, "labels": torch.tensor([1, 2])}
+
+
+def as_tv(tv, sample):
+    image, target = sample
+    tvt = tv.tv_tensors
+    boxes = target["boxes"]
+    return (
+        tvt.Image(image.as_subclass(torch.Tensor)),
+        {
+            "boxes": tvt.BoundingBoxes(
+                boxes.as_subclass(torch.Tensor), format="XYXY", canvas_size=boxes.canvas_size
+            ),
+            "masks": tvt.Mask(target["masks"].as_subclass(torch.Tensor)),
+            "labels": target["labels"],
+        },
+    )
+
+
+def fixed_warps(T, V):
+    """Pairs (ours, torchvision's) of warps whose ranges hold one value."""
+    return [
+        (T.RandomRotation((33, 33)), V.RandomRotation((33, 33))),
+        (
+            T.RandomRotation((-50, -50), expand=True),
+            V.RandomRotation((-50, -50), expand=True),
+        ),
+        (
+            T.RandomAffine((25, 25), scale=(0.8, 0.8), shear=(6, 6, -4, -4)),
+            V.RandomAffine((25, 25), scale=(0.8, 0.8), shear=(6, 6, -4, -4)),
+        ),
+        (T.RandomPerspective(0.0, p=1.0), V.RandomPerspective(0.0, p=1.0)),
+        (T.ElasticTransform(alpha=0.0), V.ElasticTransform(alpha=0.0)),
+    ]
+
+
+def test_warp_transforms_match_torchvision_on_detection_samples():
+    tv = require_torchvision()
+    from trivium.vision import transforms as T
+
+    for ours_t, theirs_t in fixed_warps(T, tv.transforms.v2):
+        sample = detection_sample()
+        image, target = ours_t(sample)
+        their_image, theirs = theirs_t(as_tv(tv, sample))
+        name = type(ours_t).__name__
+        assert type(target["boxes"]).__name__ == "BoundingBoxes", name
+        assert type(target["masks"]).__name__ == "Mask", name
+        assert tuple(image.shape) == tuple(their_image.shape), name
+        assert target["boxes"].canvas_size == tuple(image.shape[-2:]), name
+        atol = 1.0 if getattr(ours_t, "expand", False) else 1e-4  # see the expand tests
+        torch.testing.assert_close(
+            target["boxes"].as_subclass(torch.Tensor),
+            theirs["boxes"].as_subclass(torch.Tensor),
+            atol=atol,
+            rtol=0,
+        )
+        differ = target["masks"].as_subclass(torch.Tensor) != theirs["masks"]
+        assert differ.float().mean() <= 0.005, name
+        assert torch.equal(target["labels"], theirs["labels"])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_drawn_warps_move_boxes_as_the_kernels(seed):
+    from trivium.vision import transforms as T
+
+    g = torch.Generator().manual_seed(seed)
+    transforms = [
+        T.RandomRotation(40, generator=g),
+        T.RandomAffine(
+            20, translate=(0.1, 0.2), scale=(0.7, 1.3), shear=(-5, 5, -5, 5), generator=g
+        ),
+        T.RandomPerspective(0.4, p=1.0, generator=g),
+        T.ElasticTransform(alpha=30.0, sigma=6.0, generator=g),
+    ]
+    for t in transforms:
+        sample = detection_sample(seed)
+        _, target = t(sample)
+        boxes = target["boxes"].as_subclass(torch.Tensor)
+        assert (boxes[:, 0::2] >= 0).all() and (boxes[:, 0::2] <= W).all()
+        assert (boxes[:, 1::2] >= 0).all() and (boxes[:, 1::2] <= H).all()
+        for box, mask in zip(boxes, target["masks"], strict=True):
+            if mask.any():  # the drawn box moved with its mask, within ~1 px
+                tol = 2.5 if isinstance(t, T.ElasticTransform) else 1.0  # approximate inverse
+                torch.testing.assert_close(box, box_of_mask(mask), atol=tol, rtol=0)
+
+
+def test_seeded_warps_repeat_on_detection_samples():
+    from trivium.vision import transforms as T
+
+    def run():
+        g = torch.Generator().manual_seed(5)
+        t = T.Compose(
+            [
+                T.RandomAffine(30, translate=(0.2, 0.2), generator=g),
+                T.RandomPerspective(0.5, p=0.7, generator=g),
+            ]
+        )
+        return [t(detection_sample())[1] for _ in range(4)]
+
+    for a, b in zip(run(), run(), strict=True):
+        assert torch.equal(a["boxes"], b["boxes"]) and torch.equal(a["masks"], b["masks"])
+
+
+def test_warps_refuse_per_sample_with_boxes():
+    from trivium.vision import transforms as T
+
+    with pytest.raises(ValueError, match="per_sample"):
+        T.RandomAffine(10, per_sample=True)(detection_sample())

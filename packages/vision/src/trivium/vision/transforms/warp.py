@@ -3,11 +3,25 @@
 With ``per_sample=True`` every image of a batch gets its own warp (one
 ``grid_sample`` call for the batch on CUDA, one per chunk of images on CPU).
 
+In a detection or segmentation sample (``per_sample=False``) ``BoundingBoxes``
+and ``Mask`` move with the image, as in torchvision v2: each box becomes the
+smallest box holding its warped corners, clamped to the canvas
+(:mod:`~trivium.vision.transforms.warp_box_kernels`); masks are warped by nearest
+neighbour and filled with 0 (background) where the image gets ``fill``.
+``RandomRotation(expand=True)`` gives the boxes the rotated image's canvas size.
+``ElasticTransform`` moves box corners by the displacement at the corner (an
+approximate inverse of the warp, as torchvision's: good while the field is smooth).
+
 Example:
     >>> import torch
     >>> t = RandomAffine(degrees=15, translate=(0.1, 0.1), per_sample=True)
     >>> t(torch.zeros(4, 3, 16, 16, dtype=torch.uint8)).shape
     torch.Size([4, 3, 16, 16])
+    >>> from trivium.vision import tv_tensors
+    >>> boxes = tv_tensors.BoundingBoxes([[2, 4, 6, 10]], format="XYXY", canvas_size=(16, 16))
+    >>> img, target = RandomRotation((90, 90))(torch.zeros(3, 16, 16), {"boxes": boxes})
+    >>> target["boxes"].tolist()
+    [[4, 10, 10, 14]]
 """
 
 from __future__ import annotations
@@ -20,7 +34,9 @@ from typing import Any
 
 import torch
 
+from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms._image import check_image
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
@@ -40,6 +56,16 @@ from trivium.vision.transforms.functional.warp import (
 )
 from trivium.vision.transforms.geometry import _probability, _where_per_image
 from trivium.vision.transforms.interpolation import InterpolationMode
+from trivium.vision.transforms.warp_box_kernels import (
+    affine_bounding_boxes,
+    affine_mask,
+    elastic_bounding_boxes,
+    elastic_mask,
+    perspective_bounding_boxes,
+    perspective_mask,
+    rotate_bounding_boxes,
+    rotate_mask,
+)
 
 __all__ = ["ElasticTransform", "RandomAffine", "RandomPerspective", "RandomRotation"]
 
@@ -509,3 +535,132 @@ class ElasticTransform(_Warp):
                 torch.cat(noise) if isinstance(noise, tuple) else noise
             )
         return elastic(inpt, displacement, self.interpolation, self.fill)
+
+
+# Boxes and masks: the warps move them with the image (registered in the kernel registry).
+# A sample with boxes or masks is one image (per_sample=False), so the params are one draw:
+# Python numbers, or one-element tensors under torch.compile.
+
+
+def _number(value: Any) -> float:
+    return float(value.reshape(-1)[0]) if isinstance(value, torch.Tensor) else float(value)
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, torch.Tensor):
+        return [float(v) for v in value.reshape(-1)]
+    return [float(v) for v in value]
+
+
+def _plain(inpt: torch.Tensor) -> torch.Tensor:
+    return inpt.as_subclass(torch.Tensor)
+
+
+def _box_meta(boxes: tv_tensors.BoundingBoxes) -> dict[str, Any]:
+    return {
+        "format": boxes.format,
+        "canvas_size": boxes.canvas_size,
+        "clamping_mode": boxes.clamping_mode,
+    }
+
+
+@register_kernel(RandomRotation, tv_tensors.BoundingBoxes)
+def _rotation_boxes(
+    t: RandomRotation, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    out, size = rotate_bounding_boxes(
+        _plain(boxes),
+        angle=_number(params["angle"]),
+        expand=t.expand,
+        center=t.center,
+        **_box_meta(boxes),
+    )
+    return tv_tensors.wrap(out, like=boxes, canvas_size=size)
+
+
+@register_kernel(RandomRotation, tv_tensors.Mask)
+def _rotation_mask(t: RandomRotation, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
+    out = rotate_mask(_plain(mask), _number(params["angle"]), t.expand, t.center, fill=0)
+    return tv_tensors.wrap(out, like=mask)
+
+
+def _affine_args(params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "angle": _number(params["angle"]),
+        "translate": _numbers(params["translate"]),
+        "scale": _number(params["scale"]),
+        "shear": _numbers(params["shear"]),
+    }
+
+
+@register_kernel(RandomAffine, tv_tensors.BoundingBoxes)
+def _affine_boxes(
+    t: RandomAffine, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    out = affine_bounding_boxes(
+        _plain(boxes), center=t.center, **_affine_args(params), **_box_meta(boxes)
+    )
+    return tv_tensors.wrap(out, like=boxes)
+
+
+@register_kernel(RandomAffine, tv_tensors.Mask)
+def _affine_mask(t: RandomAffine, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
+    out = affine_mask(_plain(mask), fill=0, center=t.center, **_affine_args(params))
+    return tv_tensors.wrap(out, like=mask)
+
+
+def _perspective_coefficients(params: dict[str, Any]) -> list[float] | None:
+    """The drawn coefficients, or None when the coin said no."""
+    apply = params["apply"]
+    if apply is False or (isinstance(apply, torch.Tensor) and not bool(apply.reshape(-1)[0])):
+        return None
+    return _numbers(params["coefficients"][0])
+
+
+@register_kernel(RandomPerspective, tv_tensors.BoundingBoxes)
+def _perspective_boxes(
+    t: RandomPerspective, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    coefficients = _perspective_coefficients(params)
+    if coefficients is None:
+        return boxes
+    out = perspective_bounding_boxes(
+        _plain(boxes),
+        startpoints=None,
+        endpoints=None,
+        coefficients=coefficients,
+        **_box_meta(boxes),
+    )
+    return tv_tensors.wrap(out, like=boxes)
+
+
+@register_kernel(RandomPerspective, tv_tensors.Mask)
+def _perspective_mask(t: RandomPerspective, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
+    coefficients = _perspective_coefficients(params)
+    if coefficients is None:
+        return mask
+    out = perspective_mask(_plain(mask), None, None, fill=0, coefficients=coefficients)
+    return tv_tensors.wrap(out, like=mask)
+
+
+def _elastic_displacement(t: ElasticTransform, params: dict[str, Any]) -> torch.Tensor:
+    displacement = params.get("displacement")
+    if displacement is None:
+        noise = params["noise"]
+        displacement = t._displacement(torch.cat(noise) if isinstance(noise, tuple) else noise)
+    return displacement
+
+
+@register_kernel(ElasticTransform, tv_tensors.BoundingBoxes)
+def _elastic_boxes(
+    t: ElasticTransform, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    displacement = _elastic_displacement(t, params)
+    out = elastic_bounding_boxes(_plain(boxes), displacement=displacement, **_box_meta(boxes))
+    return tv_tensors.wrap(out, like=boxes)
+
+
+@register_kernel(ElasticTransform, tv_tensors.Mask)
+def _elastic_mask(t: ElasticTransform, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
+    out = elastic_mask(_plain(mask), _elastic_displacement(t, params), fill=0)
+    return tv_tensors.wrap(out, like=mask)

@@ -235,8 +235,8 @@ def _affine_with_expand(
     if expand:
         # The canvas and placement of the image kernel: its size (whole pixels), and the
         # input's centre at the output's centre. torchvision's box kernel sizes the canvas
-        # from a matrix about another origin and shifts by the exact extent, which puts its
-        # boxes up to a pixel off the rotated image (and its canvas off the image size).
+        # from a matrix about another origin and shifts by the exact extent of the warped
+        # frame, which puts its boxes off the rotated image (and its canvas off its size).
         centred = [pivot[0] - width * 0.5, pivot[1] - height * 0.5]
         if center is None and angle % 90 == 0 and (translate, scale, shear) == ([0, 0], 1, [0, 0]):
             quarter_turns = int(angle // 90) % 2  # rotate's exact rot90 path
@@ -308,7 +308,9 @@ def rotate_bounding_boxes(
     """Boxes after :func:`~trivium.vision.transforms.functional.rotate`, and the canvas size.
 
     ``angle`` counter-clockwise in degrees. With ``expand=True`` the canvas grows to
-    hold the whole rotated image (the size ``rotate`` gives) and the boxes move onto it.
+    hold the whole rotated image (the size ``rotate`` gives) and the boxes move onto it
+    where ``rotate`` puts their pixels (torchvision's box kernel sizes and places them
+    by another rule: up to a pixel off its rotated image, more with ``center``).
 
     Example:
         >>> import torch
