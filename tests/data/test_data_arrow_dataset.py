@@ -154,3 +154,93 @@ def test_pickles_by_path_and_works_with_samplers(tmp_path: pathlib.Path) -> None
     assert sorted(ids) == list(range(0, ROWS, 2))
     mem = ArrowDataset.from_table(make_table(0, 10))
     assert pickle.loads(pickle.dumps(mem))[4]["name"] == "n4"
+
+
+def test_a_directory_reads_its_files_in_sorted_order_as_pyarrow(tmp_path: pathlib.Path) -> None:
+    import pyarrow.dataset as pds
+
+    root = tmp_path / "data"
+    (root / "sub").mkdir(parents=True)
+    pq.write_table(make_table(0, 40), root / "b.parquet", row_group_size=16)
+    pq.write_table(make_table(40, 30), root / "sub" / "c.parquet")
+    write_ipc(root / "a.arrow", make_table(70, 20))
+    (root / "_SUCCESS").write_bytes(b"")  # marker files are skipped, as ParquetSource does
+    (root / "notes.txt").write_text("not data")
+    ds = ArrowDataset(root, cache_dir=tmp_path / "cache")
+    files = sorted(str(p) for p in root.rglob("*") if p.suffix in (".arrow", ".parquet"))
+    assert ds.paths == files
+    reference = pa.concat_tables(
+        [
+            pds.dataset(f, format="ipc" if f.endswith(".arrow") else "parquet").to_table()
+            for f in files
+        ]
+    )
+    assert ds.data.equals(reference)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DatasetError, match=r"no .* files in directory"):
+        ArrowDataset(empty)
+
+
+def test_rows_in_torch_format_are_tensors_as_to_tensors(tmp_path: pathlib.Path) -> None:
+    from trivium.data import to_tensors
+
+    table = make_table()
+    ds = ArrowDataset(write_ipc(tmp_path / "t.arrow", table), format="torch")
+    for index, rows in [
+        (slice(10, 20), table.slice(10, 10)),
+        ([3, 1, 299], table.take([3, 1, 299])),
+    ]:
+        got, want = ds[index], to_tensors(rows)
+        assert isinstance(got, dict) and got.keys() == want.keys()
+        assert torch.equal(got["id"], torch.arange(ROWS)[index])
+        for key in ("x", "vec", "tags", "tags_lengths"):
+            assert torch.equal(got[key], want[key]), key
+        assert [bytes(b.numpy()) for b in got["blob"]] == rows["blob"].to_pylist()
+    assert ds[5:8]["vec"].tolist() == ds.data["vec"].to_pylist()[5:8]
+    shuffled = ds.shuffle(seed=1)
+    order = [r["id"] for r in shuffled]
+    assert shuffled[0:4]["id"].tolist() == order[:4]
+    numpy_ds = ArrowDataset(ds.paths)
+    assert numpy_ds[[3, 1]].equals(table.take([3, 1]))
+    with pytest.raises(IndexError):
+        ds[[ROWS]]
+    with pytest.raises(TypeError, match="ints"):
+        ds[[0.5]]
+
+
+def test_train_test_split_unpacks_and_indexes_by_name(tmp_path: pathlib.Path) -> None:
+    ds = ArrowDataset(write_ipc(tmp_path / "t.arrow", make_table()))
+    split = ds.train_test_split(test_size=0.1, seed=3)
+    train, test = split
+    assert (len(train), len(test)) == (270, 30)
+    assert split["train"] is train and split.test is test and split[1] is test
+    assert split.keys() == ("train", "test") and dict(split.items()) == {
+        "train": train,
+        "test": test,
+    }
+    again = ds.train_test_split(test_size=0.1, seed=3)
+    assert [r["id"] for r in again.test] == [r["id"] for r in test]
+    with pytest.raises(KeyError, match="'validation'"):
+        split["validation"]
+
+
+def test_the_conversion_cache_moves_with_the_environment(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trivium.data.arrow_dataset import default_cache_dir
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(make_table(0, 10), path)
+    monkeypatch.delenv("TRIVIUM_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == str(tmp_path / "home" / ".cache" / "trivium" / "arrow")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    ArrowDataset(path)
+    assert [p.suffix for p in (tmp_path / "xdg" / "trivium" / "arrow").iterdir()] == [".arrow"]
+    monkeypatch.setenv("TRIVIUM_CACHE_DIR", str(tmp_path / "mine"))
+    ds = ArrowDataset(path)
+    assert ds.cache_dir == str(tmp_path / "mine" / "arrow")
+    assert len(list((tmp_path / "mine" / "arrow").iterdir())) == 1
+    assert not (tmp_path / "home").exists()

@@ -349,7 +349,9 @@ class ArrowDataset(MapPipe):
         n = len(self)
         if isinstance(index, bool) or not isinstance(index, int | np.integer):
             kind = type(index).__name__
-            raise TypeError(f"ArrowDataset indices must be int or slice, got {kind}")
+            raise TypeError(
+                f"ArrowDataset indices must be int or slice (or a list of ints), got {kind}"
+            )
         if not -n <= index < n:
             raise IndexError(f"index {index} out of range for {n} rows")
         index = int(index) % n
