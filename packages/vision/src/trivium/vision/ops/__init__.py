@@ -1,14 +1,40 @@
 """Operators and small layers for vision models, named as in ``torchvision.ops``.
 
+- boxes (``boxes.py``): ``box_convert``, ``box_area``, ``box_iou``,
+  ``generalized_box_iou``, ``clip_boxes_to_image``, ``remove_small_boxes``,
+  ``nms`` and ``batched_nms`` (custom ops ``torch.ops.trivium.nms`` and
+  ``torch.ops.trivium.batched_nms_keep``, usable inside ``torch.compile``);
+- layers (``misc.py``): ``FrozenBatchNorm2d``.
+
 Example:
     >>> import torch
-    >>> from trivium.vision.ops import FrozenBatchNorm2d
+    >>> from trivium.vision.ops import FrozenBatchNorm2d, nms
     >>> FrozenBatchNorm2d(8)(torch.zeros(1, 8, 4, 4)).shape
     torch.Size([1, 8, 4, 4])
+    >>> nms(torch.tensor([[0.0, 0, 2, 2], [0, 0, 2, 1]]), torch.tensor([0.5, 0.9]), 0.6).tolist()
+    [1, 0]
 """
 
+from trivium.vision.ops.boxes import (
+    batched_nms,
+    box_area,
+    box_convert,
+    box_iou,
+    clip_boxes_to_image,
+    generalized_box_iou,
+    nms,
+    remove_small_boxes,
+)
 from trivium.vision.ops.misc import FrozenBatchNorm2d
 
 __all__ = [
     "FrozenBatchNorm2d",
+    "batched_nms",
+    "box_area",
+    "box_convert",
+    "box_iou",
+    "clip_boxes_to_image",
+    "generalized_box_iou",
+    "nms",
+    "remove_small_boxes",
 ]
