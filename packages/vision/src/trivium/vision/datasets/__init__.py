@@ -12,6 +12,7 @@ Example:
     (torch.uint8, torch.Size([3, 4, 6]), 0)
 """
 
+from trivium.vision.datasets.coco import COCO_TARGET_KEYS, CocoDetection, detection_collate
 from trivium.vision.datasets.folder import (
     IMG_EXTENSIONS,
     DatasetFolder,
@@ -28,12 +29,15 @@ from trivium.vision.datasets.folder import (
 )
 
 __all__ = [
+    "COCO_TARGET_KEYS",
     "IMG_EXTENSIONS",
+    "CocoDetection",
     "DatasetFolder",
     "DatasetNotFoundError",
     "ImageFolder",
     "SkippedSamplesWarning",
     "default_loader",
+    "detection_collate",
     "find_classes",
     "has_file_allowed_extension",
     "is_image_file",
