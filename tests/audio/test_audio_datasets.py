@@ -9,6 +9,7 @@ import http.server
 import socket
 import tarfile
 import threading
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from trivium.audio.datasets import (
     pad_collate,
 )
 from trivium.audio.datasets.download import download_url, extract_archive, split_url
-from trivium.core.errors import DatasetError
+from trivium.core.errors import DatasetError, EmptyInputError, SkippedSamplesWarning
 
 AUDIO = Path(__file__).resolve().parents[1] / "assets" / "audio"
 SPEAKERS = {  # speaker id -> (chapter id, [utterance names in sb-ASR_train.csv])
@@ -194,6 +195,52 @@ def test_audio_folder(tmp_path: Path) -> None:
         AudioFolder(tmp_path, extensions=(".mp3",))
     with pytest.raises(DatasetError, match="no such file or directory"):
         AudioFolder(tmp_path / "missing")
+
+
+def zero_byte_folder(root: Path) -> Path:
+    """yes/a.wav is empty (0 bytes); yes/b.wav and no/c.wav are real speech."""
+    for label in ("yes", "no"):
+        (root / label).mkdir()
+    (root / "yes" / "a.wav").write_bytes(b"")
+    data, sr = speech("spk1_snt1")
+    sf.write(root / "yes" / "b.wav", data[:800], sr)
+    sf.write(root / "no" / "c.wav", data[800:1600], sr)
+    return root / "yes" / "a.wav"
+
+
+def test_audio_folder_a_zero_byte_wav_raises_naming_it(tmp_path: Path) -> None:
+    empty = zero_byte_folder(tmp_path)
+    with pytest.raises(sf.LibsndfileError):  # the reference refuses it too
+        sf.read(empty)
+    ds = AudioFolder(tmp_path)
+    assert [p.name for p, _ in ds.samples] == ["c.wav", "a.wav", "b.wav"]
+    with pytest.raises(EmptyInputError) as caught:
+        ds[1]
+    assert (
+        caught.value.path == str(empty) and str(caught.value) == f"{empty}: empty input (0 bytes)"
+    )
+    with pytest.raises(ValueError, match="on_error"):
+        AudioFolder(tmp_path, on_error="ignore")
+
+
+def test_audio_folder_skip_puts_the_next_readable_file_in_place(tmp_path: Path) -> None:
+    empty = zero_byte_folder(tmp_path)
+    ds = AudioFolder(tmp_path, on_error="skip")
+    with pytest.warns(SkippedSamplesWarning, match=r"a\.wav: empty input") as caught:
+        waveform, sr, label = ds[1]
+    assert len(caught) == 1
+    reference, rate = sf.read(tmp_path / "yes" / "b.wav", dtype="float32")
+    np.testing.assert_array_equal(waveform[0].numpy(), reference)
+    assert (sr, label) == (rate, 1) and ds.skipped == 1 and ds.skipped_files == [empty]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # reported once only
+        assert ds[1][2] == 1
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    assert [int(item[2]) for item in loader] == [0, 1, 1]
+    for name in ("b.wav", "c.wav"):
+        (tmp_path / ("yes" if name == "b.wav" else "no") / name).write_bytes(b"")
+    with pytest.warns(SkippedSamplesWarning), pytest.raises(DatasetError, match="none of the 3"):
+        AudioFolder(tmp_path, on_error="skip")[0]
 
 
 def test_pad_collate_with_dataloader(tmp_path: Path) -> None:
