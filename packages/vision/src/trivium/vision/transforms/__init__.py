@@ -1,7 +1,9 @@
 """Image transforms as modules, with the names and arguments of ``torchvision.transforms.v2``.
 
 Transforms take tensors ``[..., C, H, W]`` (``uint8`` or floating, any batch shape,
-on any device) and PIL images; other inputs (labels, ...) pass through. Random
+on any device), PIL images and :mod:`trivium.vision.tv_tensors` (images, boxes,
+masks), in samples of any nesting (``(image, {"boxes": ..., "labels": ...})``);
+other inputs (labels, ...) pass through. Random
 transforms take ``generator=`` and, where noted, ``per_sample=True`` to draw
 independent parameters for every image of a batch. The kernels live in
 :mod:`trivium.vision.transforms.functional`.
@@ -15,14 +17,20 @@ Example:
 """
 
 from trivium.core import Compose, RandomApply, RandomChoice, RandomOrder, Transform
-from trivium.vision.transforms import functional
+from trivium.vision.transforms import box_kernels, functional
 from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms.auto_augment import (
     AugMix,
     AutoAugment,
     AutoAugmentPolicy,
     RandAugment,
     TrivialAugmentWide,
+)
+from trivium.vision.transforms.boxes import (
+    ClampBoundingBoxes,
+    ConvertBoundingBoxFormat,
+    SanitizeBoundingBoxes,
 )
 from trivium.vision.transforms.color import (
     ColorJitter,
@@ -69,8 +77,10 @@ __all__ = [
     "AutoAugment",
     "AutoAugmentPolicy",
     "CenterCrop",
+    "ClampBoundingBoxes",
     "ColorJitter",
     "Compose",
+    "ConvertBoundingBoxFormat",
     "CutMix",
     "DecodeCenterCrop",
     "DecodeRandomResizedCrop",
@@ -108,10 +118,13 @@ __all__ = [
     "RandomSolarize",
     "RandomVerticalFlip",
     "Resize",
+    "SanitizeBoundingBoxes",
     "TenCrop",
     "ToDtype",
     "ToImage",
     "Transform",
     "TrivialAugmentWide",
+    "box_kernels",
     "functional",
+    "register_kernel",
 ]

@@ -24,8 +24,10 @@ import torch
 from torch import nn
 
 from trivium.core.transform import _check_probability
+from trivium.vision import tv_tensors
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._dispatch import register_passthrough
 from trivium.vision.transforms._image import check_image
 from trivium.vision.transforms._switch import switch
 
@@ -453,3 +455,7 @@ class GaussianBlur(ImageTransform):
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         return F.gaussian_blur(inpt, list(self.kernel_size), params["sigma"])
+
+
+# Colour changes leave boxes and masks where they are.
+register_passthrough((Grayscale, _RandomOp, ColorJitter, GaussianBlur), (tv_tensors.TVTensor,))

@@ -21,7 +21,15 @@ from torch import nn
 
 from trivium.core import Transform
 from trivium.core.transform import _flatten
-from trivium.vision.transforms._base import ImageTransform
+from trivium.vision import tv_tensors
+from trivium.vision.transforms._base import (
+    _OTHER,
+    _TYPED,
+    ImageTransform,
+    _as_image_tensor,
+    _leaf_kinds,
+)
+from trivium.vision.transforms._dispatch import register_passthrough
 from trivium.vision.transforms._image import check_image, is_pil
 from trivium.vision.transforms._scriptable import NormalizeModule, ToDtypeModule
 from trivium.vision.transforms.functional.conversion import (
@@ -91,28 +99,78 @@ class _TensorOut(ImageTransform):
     """Base of transforms whose output cannot be a PIL image (a PIL input gives a tensor)."""
 
     def _output(self, original: Any, tensor: torch.Tensor, out: Any) -> Any:
-        return out
+        return out if is_pil(original) else super()._output(original, tensor, out)
 
 
 class ToDtype(_TensorOut):
     """Convert images to ``dtype``; ``scale=True`` maps the range (uint8 [0, 255] <-> float [0, 1]).
 
-    A PIL image comes out as a tensor. Works under ``torch.jit.script`` and ``torch.export``.
+    With one ``torch.dtype`` only images are converted (boxes, masks and labels pass
+    through). A dict converts per type, as ``torchvision.transforms.v2.ToDtype``:
+    ``{tv_tensors.Image: torch.float32, tv_tensors.Mask: torch.int64, "others": None}``
+    (``torch.Tensor`` is the key of plain image tensors and PIL images, ``"others"``
+    the catch-all, ``None`` no conversion); ``scale`` applies to images only. A PIL
+    image comes out as a tensor. Works under ``torch.jit.script`` and ``torch.export``
+    (with one dtype).
 
     Example:
         >>> import torch
         >>> ToDtype(torch.float32, scale=True)(torch.full((1, 1, 2), 255, dtype=torch.uint8))
         tensor([[[1., 1.]]])
+        >>> from trivium.vision import tv_tensors
+        >>> t = ToDtype({tv_tensors.Image: torch.float32, tv_tensors.Mask: torch.int64,
+        ...              "others": None}, scale=True)
+        >>> img = tv_tensors.Image(torch.full((1, 1, 1), 255, dtype=torch.uint8))
+        >>> out = t(img, tv_tensors.Mask(torch.ones(1, 1, dtype=torch.uint8)))
+        >>> type(out[0]).__name__, out[0].item(), out[1].dtype
+        ('Image', 1.0, torch.int64)
     """
 
-    def __init__(self, dtype: torch.dtype, scale: bool = False) -> None:
+    def __init__(
+        self, dtype: torch.dtype | dict[type | str, torch.dtype | None], scale: bool = False
+    ) -> None:
         super().__init__()
-        if not isinstance(dtype, torch.dtype):
-            raise TypeError(f"ToDtype: dtype must be a torch.dtype, got {dtype!r}")
-        if dtype.is_complex or dtype == torch.bool:
-            raise ValueError(f"ToDtype: cannot convert images to {dtype}")
-        self.dtype = dtype
+        self.dtype = _check_dtypes(dtype)
         self.scale = bool(scale)
+
+    def forward(self, *inputs: Any) -> Any:
+        """Convert the inputs (see the class docstring).
+
+        Example:
+            >>> import torch
+            >>> ToDtype({torch.Tensor: torch.float64})(torch.zeros(1, 1, 1), 3)[0].dtype
+            torch.float64
+        """
+        if isinstance(self.dtype, torch.dtype):
+            return super().forward(*inputs)
+        flat, rebuild = _flatten(self, inputs)
+        return rebuild(
+            [self._convert_leaf(x, k) for x, k in zip(flat, _leaf_kinds(flat), strict=True)]
+        )
+
+    def _convert_leaf(self, inpt: Any, kind: str) -> Any:
+        """One leaf of a sample converted by the dict form of ``dtype``."""
+        if kind == _OTHER:
+            return inpt
+        dtype = self._dtype_for(inpt)
+        if dtype is None:
+            return inpt
+        if kind == _TYPED:  # masks, boxes: a cast without scaling
+            return inpt.to(dtype)
+        out = self.transform(_as_image_tensor(inpt), {"dtype": dtype})
+        return self._output(inpt, out, out)
+
+    def _dtype_for(self, inpt: Any) -> torch.dtype | None:
+        assert isinstance(self.dtype, dict)
+        key = type(inpt) if isinstance(inpt, tv_tensors.TVTensor) else torch.Tensor
+        if key in self.dtype:
+            return self.dtype[key]
+        if "others" in self.dtype:
+            return self.dtype["others"]
+        raise ValueError(
+            f"ToDtype: no dtype for {key.__name__} inputs; add it to the dict, or an "
+            f'"others" entry (None passes the rest through)'
+        )
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         """Convert one image tensor.
@@ -126,12 +184,13 @@ class ToDtype(_TensorOut):
             check_image("ToDtype", inpt)
         if inpt.dtype.is_complex or inpt.dtype == torch.bool:
             raise TypeError(f"ToDtype: expected an image of numbers, got dtype {inpt.dtype}")
-        return _to_dtype_image(inpt, self.dtype, self.scale)
+        return _to_dtype_image(inpt, params.get("dtype", self.dtype), self.scale)
 
     def _fuse_next(self, following: Any) -> Callable[[Any], Any] | None:
         """ToDtype(float, scale=True) then Normalize: one pass over an integer image."""
         fusable = (
             type(following) is Normalize
+            and isinstance(self.dtype, torch.dtype)
             and self.scale
             and self.dtype in (torch.float32, torch.float64)
             and not torch.compiler.is_compiling()
@@ -139,6 +198,8 @@ class ToDtype(_TensorOut):
         return functools.partial(_to_float_normalized, self, following) if fusable else None
 
     def __prepare_scriptable__(self) -> nn.Module:
+        if not isinstance(self.dtype, torch.dtype):
+            raise TypeError("ToDtype: torch.jit.script takes one dtype, not a dict of them")
         return ToDtypeModule(self.dtype, self.scale)
 
 
@@ -212,6 +273,22 @@ class Normalize(_TensorOut):
         return NormalizeModule(self.mean, self.std, self.inplace)
 
 
+def _check_dtypes(dtype: Any) -> torch.dtype | dict[type | str, torch.dtype | None]:
+    """``ToDtype``'s ``dtype``: one image dtype, or a dict of them by input type."""
+    if isinstance(dtype, dict):
+        for key, value in dtype.items():
+            if key != "others" and not isinstance(key, type):
+                raise TypeError(f'ToDtype: dtype keys must be types or "others", got {key!r}')
+            if value is not None and not isinstance(value, torch.dtype):
+                raise TypeError(f"ToDtype: dtype[{key!r}] must be a torch.dtype or None")
+        return dict(dtype)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"ToDtype: dtype must be a torch.dtype or a dict, got {dtype!r}")
+    if dtype.is_complex or dtype == torch.bool:
+        raise ValueError(f"ToDtype: cannot convert images to {dtype}")
+    return dtype
+
+
 def _to_float_normalized(to_dtype: ToDtype, normalize: Normalize, inpt: Any) -> Any:
     """``normalize(to_dtype(inpt))``: a plain integer image tensor takes one fused pass."""
     fused = (
@@ -260,3 +337,7 @@ class Lambda(Transform):
         """
         name = getattr(self.lambd, "__name__", type(self.lambd).__name__)
         return f"{name}, types={[t.__name__ for t in self.types]}"
+
+
+# Normalising or casting an image leaves boxes and masks where they are.
+register_passthrough((ToDtype, Normalize), (tv_tensors.TVTensor,))

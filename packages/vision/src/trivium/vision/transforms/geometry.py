@@ -18,15 +18,26 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
+from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms._image import check_image
 from trivium.vision.transforms._scriptable import CenterCropModule, PadModule, ResizeModule
+from trivium.vision.transforms.box_kernels import (
+    center_crop_bounding_boxes,
+    crop_bounding_boxes,
+    horizontal_flip_bounding_boxes,
+    pad_bounding_boxes,
+    resize_bounding_boxes,
+    resized_crop_bounding_boxes,
+    vertical_flip_bounding_boxes,
+)
 from trivium.vision.transforms.functional.geometry import (
     _center_crop_image,
     _check_fill_channels,
@@ -651,3 +662,187 @@ class RandomResizedCrop(ImageTransform):
         return _resize_image(
             box, self.size[0], self.size[1], self.interpolation.value, self.antialias
         )
+
+
+# Boxes and masks: the kernels ImageTransform.forward dispatches BoundingBoxes and Mask
+# to (see trivium.vision.transforms._dispatch). Boxes move with the box kernels of
+# torchvision v2; masks take the image's geometry with nearest-neighbour resampling
+# and zeros where padding adds pixels.
+
+
+def _scalar(value: Any) -> Any:
+    """A drawn parameter as a Python number (tensor params hold one value here)."""
+    return value.item() if isinstance(value, torch.Tensor) else value
+
+
+def _moved_boxes(
+    boxes: tv_tensors.BoundingBoxes, kernel: Callable[..., Any], *args: Any
+) -> tv_tensors.BoundingBoxes:
+    """``kernel(plain boxes, format, *args, clamping_mode=...)`` -> (boxes, canvas), re-typed."""
+    out, canvas = kernel(
+        boxes.as_subclass(torch.Tensor), boxes.format, *args, clamping_mode=boxes.clamping_mode
+    )
+    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+
+
+def _mask_op(
+    mask: tv_tensors.Mask, op: Callable[[torch.Tensor], torch.Tensor], *, resamples: bool = False
+) -> tv_tensors.Mask:
+    """``op`` applied to ``mask`` seen as an image ``[..., C, H, W]`` (a 2-D mask gets C = 1).
+
+    ``resamples``: ``op`` interpolates, so bool and wide integer masks go through
+    uint8 / float64 (exact for labels below 2**53) and come back in their dtype.
+    """
+    x = mask.as_subclass(torch.Tensor)
+    flat = x.ndim < 3
+    if flat:
+        x = x.unsqueeze(0)
+    dtype = x.dtype
+    if resamples and dtype == torch.bool:
+        x = x.to(torch.uint8)
+    elif resamples and not (dtype == torch.uint8 or dtype.is_floating_point):
+        x = x.to(torch.float64)
+    out = op(x).to(dtype)
+    return tv_tensors.wrap(out.squeeze(0) if flat else out, like=mask)
+
+
+def _resize_mask(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    return _resize_image(x, height, width, InterpolationMode.NEAREST.value, False)
+
+
+@register_kernel(_RandomFlip, tv_tensors.Mask)
+def _flip_mask(transform: _RandomFlip, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
+    if not _scalar(params["flip"]):
+        return mask
+    return _mask_op(mask, lambda x: x.flip(transform._dim))
+
+
+@register_kernel(RandomHorizontalFlip, tv_tensors.BoundingBoxes)
+def _horizontal_flip_boxes(
+    transform: RandomHorizontalFlip, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    if not _scalar(params["flip"]):
+        return boxes
+    plain = boxes.as_subclass(torch.Tensor)
+    out = horizontal_flip_bounding_boxes(plain, boxes.format, boxes.canvas_size)
+    return tv_tensors.wrap(out, like=boxes)
+
+
+@register_kernel(RandomVerticalFlip, tv_tensors.BoundingBoxes)
+def _vertical_flip_boxes(
+    transform: RandomVerticalFlip, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    if not _scalar(params["flip"]):
+        return boxes
+    plain = boxes.as_subclass(torch.Tensor)
+    out = vertical_flip_bounding_boxes(plain, boxes.format, boxes.canvas_size)
+    return tv_tensors.wrap(out, like=boxes)
+
+
+@register_kernel(Resize, tv_tensors.BoundingBoxes)
+def _resize_boxes(
+    transform: Resize, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    out, canvas = resize_bounding_boxes(
+        boxes.as_subclass(torch.Tensor),
+        boxes.canvas_size,
+        transform.size,
+        transform.max_size,
+        format=boxes.format,
+        clamping_mode=boxes.clamping_mode,
+    )
+    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+
+
+@register_kernel(Resize, tv_tensors.Mask)
+def _resize_mask_kernel(
+    transform: Resize, mask: tv_tensors.Mask, params: dict[str, Any]
+) -> tv_tensors.Mask:
+    h, w = transform.output_size(mask.shape[-2], mask.shape[-1])
+    return _mask_op(mask, lambda x: _resize_mask(x, h, w), resamples=True)
+
+
+@register_kernel(CenterCrop, tv_tensors.BoundingBoxes)
+def _center_crop_boxes(
+    transform: CenterCrop, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    return _moved_boxes(boxes, center_crop_bounding_boxes, boxes.canvas_size, transform.size)
+
+
+@register_kernel(CenterCrop, tv_tensors.Mask)
+def _center_crop_mask(
+    transform: CenterCrop, mask: tv_tensors.Mask, params: dict[str, Any]
+) -> tv_tensors.Mask:
+    return _mask_op(mask, lambda x: _center_crop_image(x, transform.size[0], transform.size[1]))
+
+
+@register_kernel(Pad, tv_tensors.BoundingBoxes)
+def _pad_boxes(
+    transform: Pad, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    left, right, top, bottom = transform.padding
+    return _moved_boxes(
+        boxes,
+        pad_bounding_boxes,
+        boxes.canvas_size,
+        [left, top, right, bottom],
+        transform.padding_mode,
+    )
+
+
+@register_kernel(Pad, tv_tensors.Mask)
+def _pad_mask(transform: Pad, mask: tv_tensors.Mask, params: dict[str, Any]) -> tv_tensors.Mask:
+    return _mask_op(mask, lambda x: _pad_image(x, transform.padding, None, transform.padding_mode))
+
+
+@register_kernel(RandomCrop, tv_tensors.BoundingBoxes)
+def _random_crop_boxes(
+    transform: RandomCrop, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    left, right, top, bottom = params["padding"]
+    if any(params["padding"]):
+        boxes = _moved_boxes(
+            boxes,
+            pad_bounding_boxes,
+            boxes.canvas_size,
+            [left, top, right, bottom],
+            transform.padding_mode,
+        )
+    crop = (_scalar(params["top"]), _scalar(params["left"]), *transform.size)
+    return _moved_boxes(boxes, crop_bounding_boxes, *crop)
+
+
+@register_kernel(RandomCrop, tv_tensors.Mask)
+def _random_crop_mask(
+    transform: RandomCrop, mask: tv_tensors.Mask, params: dict[str, Any]
+) -> tv_tensors.Mask:
+    padding, top, left = params["padding"], _scalar(params["top"]), _scalar(params["left"])
+    crop_h, crop_w = transform.size
+
+    def op(x: torch.Tensor) -> torch.Tensor:
+        if any(padding):
+            x = _pad_image(x, padding, None, transform.padding_mode)
+        return x[..., top : top + crop_h, left : left + crop_w]
+
+    return _mask_op(mask, op)
+
+
+@register_kernel(RandomResizedCrop, tv_tensors.BoundingBoxes)
+def _random_resized_crop_boxes(
+    transform: RandomResizedCrop, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    top, left, h, w = (_scalar(v) for v in params["box"])
+    return _moved_boxes(boxes, resized_crop_bounding_boxes, top, left, h, w, transform.size)
+
+
+@register_kernel(RandomResizedCrop, tv_tensors.Mask)
+def _random_resized_crop_mask(
+    transform: RandomResizedCrop, mask: tv_tensors.Mask, params: dict[str, Any]
+) -> tv_tensors.Mask:
+    top, left, h, w = (_scalar(v) for v in params["box"])
+    size = transform.size
+
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return _resize_mask(x[..., top : top + h, left : left + w], size[0], size[1])
+
+    return _mask_op(mask, op, resamples=True)
