@@ -4,6 +4,9 @@
   ``generalized_box_iou``, ``clip_boxes_to_image``, ``remove_small_boxes``,
   ``nms`` and ``batched_nms`` (custom ops ``torch.ops.trivium.nms`` and
   ``torch.ops.trivium.batched_nms_keep``, usable inside ``torch.compile``);
+- detection (``anchors.py``, ``image_list.py``, ``box_coder.py``, ``focal_loss.py``):
+  ``AnchorGenerator``, ``ImageList``, ``BoxCoder``, ``Matcher`` (as in
+  ``torchvision.models.detection``) and ``sigmoid_focal_loss``;
 - layers (``misc.py``): ``FrozenBatchNorm2d``.
 
 Example:
@@ -15,6 +18,8 @@ Example:
     [1, 0]
 """
 
+from trivium.vision.ops.anchors import AnchorGenerator
+from trivium.vision.ops.box_coder import BoxCoder, Matcher
 from trivium.vision.ops.boxes import (
     batched_nms,
     box_area,
@@ -25,10 +30,16 @@ from trivium.vision.ops.boxes import (
     nms,
     remove_small_boxes,
 )
+from trivium.vision.ops.focal_loss import sigmoid_focal_loss
+from trivium.vision.ops.image_list import ImageList
 from trivium.vision.ops.misc import FrozenBatchNorm2d
 
 __all__ = [
+    "AnchorGenerator",
+    "BoxCoder",
     "FrozenBatchNorm2d",
+    "ImageList",
+    "Matcher",
     "batched_nms",
     "box_area",
     "box_convert",
@@ -37,4 +48,5 @@ __all__ = [
     "generalized_box_iou",
     "nms",
     "remove_small_boxes",
+    "sigmoid_focal_loss",
 ]
