@@ -4,7 +4,7 @@
 detection models return them: ``boxes`` XYXY, ``scores``, ``labels``) and runs the
 COCO evaluation over them. The evaluation is the reference ``COCOeval`` of
 pycocotools, or the same computation in C++ from faster-coco-eval when that is
-installed (tested to give the same 12 figures; several times faster). Both need
+installed (tested to give the same 12 figures). Both need
 the ``detection`` extra: ``pip install 'trivium-vision[detection]'``.
 
 Example:
