@@ -65,6 +65,10 @@ def cases(dtype: torch.dtype) -> dict[str, Factory]:
         "RandomAdjustSharpness": lambda **kw: T.RandomAdjustSharpness(3.0, **kw),
         "RandomAutocontrast": lambda **kw: T.RandomAutocontrast(**kw),
         "RandomEqualize": lambda **kw: T.RandomEqualize(**kw),
+        "AutoAugment": lambda **kw: T.AutoAugment(**kw),
+        "RandAugment": lambda **kw: T.RandAugment(**kw),
+        "TrivialAugmentWide": lambda **kw: T.TrivialAugmentWide(**kw),
+        "AugMix": lambda **kw: T.AugMix(**kw),
     }
 
 

@@ -2,8 +2,12 @@
 
 Same operation spaces, magnitudes and arguments as ``torchvision.transforms.v2``.
 One set of operations is drawn per call and applied to the whole batch (AugMix
-mixes with per-image weights, as torchvision). All randomness comes from
-``generator``. Under ``torch.compile(fullgraph=True)`` the operation is chosen
+mixes with per-image weights, as torchvision). With ``per_sample=True`` every image
+of a batch draws its own operations and magnitudes (and AugMix its own chains), in
+image order, exactly the draws a loop calling the transform on each image makes
+from the same generator, so the batch equals that loop's stacked output. The
+operations differ per image, so they are applied image by image. All randomness
+comes from ``generator``. Under ``torch.compile(fullgraph=True)`` the operation is chosen
 with nested ``torch.cond`` on a tensor index and the magnitude stays a tensor,
 so the graph has no data-dependent Python branch (randomness then comes from
 torch's default generator).
@@ -34,6 +38,8 @@ __all__ = ["AugMix", "AutoAugment", "AutoAugmentPolicy", "RandAugment", "Trivial
 
 Magnitudes = Callable[[int, int, int], torch.Tensor | None]
 Magnitude = float | torch.Tensor
+#: One image's drawn operations: ``(name, magnitude)`` in the order they apply.
+Plan = list[tuple[str, float]]
 
 
 class AutoAugmentPolicy(enum.Enum):
@@ -225,9 +231,10 @@ class _AutoAugmentBase(ImageTransform):
         *,
         interpolation: InterpolationMode | str = InterpolationMode.NEAREST,
         fill: float | list[float] | None = None,
+        per_sample: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(generator=generator)
+        super().__init__(per_sample=per_sample, generator=generator)
         self.interpolation = InterpolationMode(interpolation)
         if self.interpolation not in (InterpolationMode.NEAREST, InterpolationMode.BILINEAR):
             raise ValueError(
@@ -236,8 +243,75 @@ class _AutoAugmentBase(ImageTransform):
             )
         self.fill = fill
 
+    # One row per image (per_sample): the operations and magnitudes each image drew.
+    _per_image_params = ("ops", "magnitudes", "mix")
+
     def _check(self, img: torch.Tensor) -> None:
         check_image(type(self).__name__, img, channels=(1, 3))
+
+    def _space(self) -> dict[str, tuple[Magnitudes, bool]]:
+        """The operations this policy draws from (a plan's names index into it)."""
+        raise NotImplementedError
+
+    def _draw_plan(self, size: tuple[int, int]) -> Plan:
+        """Draw one image's operations, in the order of the generator calls of one call."""
+        raise NotImplementedError
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        """With ``per_sample``: each image's plan, as ``[N, ops]`` tensors (else nothing).
+
+        Example:
+            >>> import torch
+            >>> t = RandAugment(num_ops=2, per_sample=True)
+            >>> t.make_params([torch.zeros(4, 3, 8, 8)])["ops"].shape
+            torch.Size([4, 2])
+        """
+        if not self.per_sample:
+            return {}
+        if torch.compiler.is_compiling():
+            raise NotImplementedError(
+                f"{type(self).__name__}: per_sample=True draws each image's operations in "
+                "Python, which torch.compile cannot trace; use per_sample=False there"
+            )
+        img = inputs[0]
+        self._check(img)
+        size = (img.shape[-2], img.shape[-1])
+        return self._encode([self._draw_plan(size) for _ in range(self.num_samples(img))])
+
+    def _encode(self, plans: list[Plan]) -> dict[str, Any]:
+        names = list(self._space())
+        width = max((len(p) for p in plans), default=0)
+        ops = torch.full((len(plans), width), -1, dtype=torch.int64)
+        magnitudes = torch.zeros((len(plans), width), dtype=torch.float64)
+        for i, plan in enumerate(plans):
+            for k, (name, magnitude) in enumerate(plan):
+                ops[i, k], magnitudes[i, k] = names.index(name), magnitude
+        return {"ops": ops, "magnitudes": magnitudes}
+
+    def _decode(self, params: dict[str, Any], i: int) -> Plan:
+        names = list(self._space())
+        row = zip(params["ops"][i].tolist(), params["magnitudes"][i].tolist(), strict=True)
+        return [(names[op], magnitude) for op, magnitude in row if op >= 0]
+
+    def _apply_plan(self, img: torch.Tensor, plan: Plan) -> torch.Tensor:
+        for name, magnitude in plan:
+            img = self._apply_op(img, name, magnitude)
+        return img
+
+    def _per_image(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Apply each image's own plan (``per_sample``): the images of the chunk in turn."""
+        batch = inpt.reshape(-1, *inpt.shape[-3:])
+        outs = [self._apply_one(batch[i : i + 1], params, i)[0] for i in range(batch.shape[0])]
+        return torch.stack(outs).reshape(inpt.shape[:-3] + outs[0].shape)
+
+    def _apply_one(self, img: torch.Tensor, params: dict[str, Any], i: int) -> torch.Tensor:
+        return self._apply_plan(img, self._decode(params, i))
+
+    def _eager(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """The eager result: each image's plan with ``per_sample``, else one plan for all."""
+        if "ops" in params:
+            return self._per_image(inpt, params)
+        return self._apply_plan(inpt, self._draw_plan((inpt.shape[-2], inpt.shape[-1])))
 
     def _apply_op(self, img: torch.Tensor, name: str, magnitude: Magnitude) -> torch.Tensor:
         """One named operation at ``magnitude`` (a float, or a 0-dim tensor under compile)."""
@@ -349,26 +423,35 @@ class AutoAugment(_AutoAugmentBase):
         interpolation: InterpolationMode | str = InterpolationMode.NEAREST,
         fill: float | list[float] | None = None,
         *,
+        per_sample: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(interpolation=interpolation, fill=fill, generator=generator)
+        super().__init__(
+            interpolation=interpolation, fill=fill, per_sample=per_sample, generator=generator
+        )
         self.policy = AutoAugmentPolicy(policy)
         self._policies = _POLICIES[self.policy]
 
-    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        self._check(inpt)
-        size = (inpt.shape[-2], inpt.shape[-1])
-        if torch.compiler.is_compiling():
-            return self._compiled(inpt, size)
+    def _space(self) -> dict[str, tuple[Magnitudes, bool]]:
+        return _AUTOAUGMENT_SPACE
+
+    def _draw_plan(self, size: tuple[int, int]) -> Plan:
         policy = self._policies[int(self._randint(0, len(self._policies), ()))]
+        plan = []
         for name, probability, index in policy:
             if not float(self._rand()) <= probability:
                 continue
             magnitude = 0.0
             if index is not None:
                 magnitude = self._magnitude(_AUTOAUGMENT_SPACE, name, 10, index, size)
-            inpt = self._apply_op(inpt, name, magnitude)
-        return inpt
+            plan.append((name, magnitude))
+        return plan
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        self._check(inpt)
+        if torch.compiler.is_compiling():
+            return self._compiled(inpt, (inpt.shape[-2], inpt.shape[-1]))
+        return self._eager(inpt, params)
 
     def _compiled(self, img: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
         names = [*_AUTOAUGMENT_SPACE, "Identity"]
@@ -404,9 +487,12 @@ class RandAugment(_AutoAugmentBase):
         interpolation: InterpolationMode | str = InterpolationMode.NEAREST,
         fill: float | list[float] | None = None,
         *,
+        per_sample: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(interpolation=interpolation, fill=fill, generator=generator)
+        super().__init__(
+            interpolation=interpolation, fill=fill, per_sample=per_sample, generator=generator
+        )
         if isinstance(num_ops, bool) or not isinstance(num_ops, int) or num_ops < 0:
             raise ValueError(f"RandAugment: num_ops must be an integer >= 0, got {num_ops!r}")
         if not isinstance(num_magnitude_bins, int) or num_magnitude_bins < 2:
@@ -423,23 +509,32 @@ class RandAugment(_AutoAugmentBase):
         self.magnitude = magnitude
         self.num_magnitude_bins = num_magnitude_bins
 
+    def _space(self) -> dict[str, tuple[Magnitudes, bool]]:
+        return _RANDAUGMENT_SPACE
+
+    def _draw_plan(self, size: tuple[int, int]) -> Plan:
+        names = list(_RANDAUGMENT_SPACE)
+        plan = []
+        for _ in range(self.num_ops):
+            name = names[int(self._randint(0, len(names), ()))]
+            bins = self.num_magnitude_bins
+            plan.append(
+                (name, self._magnitude(_RANDAUGMENT_SPACE, name, bins, self.magnitude, size))
+            )
+        return plan
+
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         self._check(inpt)
-        size = (inpt.shape[-2], inpt.shape[-1])
-        names = list(_RANDAUGMENT_SPACE)
-        bins = self.num_magnitude_bins
         if torch.compiler.is_compiling():
-            table, signs = self._magnitude_table(_RANDAUGMENT_SPACE, bins, size)
+            size = (inpt.shape[-2], inpt.shape[-1])
+            names = list(_RANDAUGMENT_SPACE)
+            table, signs = self._magnitude_table(_RANDAUGMENT_SPACE, self.num_magnitude_bins, size)
             for _ in range(self.num_ops):
                 op = torch.randint(len(names), ())
                 magnitude = self._signed(table, signs, op, self.magnitude)
                 inpt = self._traced_op(inpt, names, op.to(inpt.device), magnitude)
             return inpt
-        for _ in range(self.num_ops):
-            name = names[int(self._randint(0, len(names), ()))]
-            magnitude = self._magnitude(_RANDAUGMENT_SPACE, name, bins, self.magnitude, size)
-            inpt = self._apply_op(inpt, name, magnitude)
-        return inpt
+        return self._eager(inpt, params)
 
 
 class TrivialAugmentWide(_AutoAugmentBase):
@@ -458,9 +553,12 @@ class TrivialAugmentWide(_AutoAugmentBase):
         interpolation: InterpolationMode | str = InterpolationMode.NEAREST,
         fill: float | list[float] | None = None,
         *,
+        per_sample: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(interpolation=interpolation, fill=fill, generator=generator)
+        super().__init__(
+            interpolation=interpolation, fill=fill, per_sample=per_sample, generator=generator
+        )
         if not isinstance(num_magnitude_bins, int) or num_magnitude_bins < 2:
             raise ValueError(
                 f"TrivialAugmentWide: num_magnitude_bins must be an integer >= 2, "
@@ -468,20 +566,27 @@ class TrivialAugmentWide(_AutoAugmentBase):
             )
         self.num_magnitude_bins = num_magnitude_bins
 
-    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        self._check(inpt)
-        size = (inpt.shape[-2], inpt.shape[-1])
+    def _space(self) -> dict[str, tuple[Magnitudes, bool]]:
+        return _TRIVIAL_SPACE
+
+    def _draw_plan(self, size: tuple[int, int]) -> Plan:
         names = list(_TRIVIAL_SPACE)
         bins = self.num_magnitude_bins
+        name = names[int(self._randint(0, len(names), ()))]
+        index = int(self._randint(0, bins, ()))
+        return [(name, self._magnitude(_TRIVIAL_SPACE, name, bins, index, size))]
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        self._check(inpt)
         if torch.compiler.is_compiling():
+            size = (inpt.shape[-2], inpt.shape[-1])
+            names = list(_TRIVIAL_SPACE)
+            bins = self.num_magnitude_bins
             table, signs = self._magnitude_table(_TRIVIAL_SPACE, bins, size)
             op = torch.randint(len(names), ())
             magnitude = self._signed(table, signs, op, torch.randint(bins, ()))
             return self._traced_op(inpt, names, op.to(inpt.device), magnitude)
-        name = names[int(self._randint(0, len(names), ()))]
-        index = int(self._randint(0, bins, ()))
-        magnitude = self._magnitude(_TRIVIAL_SPACE, name, bins, index, size)
-        return self._apply_op(inpt, name, magnitude)
+        return self._eager(inpt, params)
 
 
 class AugMix(_AutoAugmentBase):
@@ -489,7 +594,8 @@ class AugMix(_AutoAugmentBase):
 
     Chain weights come from Dirichlet(``alpha``) and the original/mixed weight from
     Beta(``alpha``, ``alpha``), per image of the batch (drawn through two Gamma
-    samples from ``generator``); the chains' operations are shared by the batch.
+    samples from ``generator``); the chains' operations are shared by the batch,
+    or drawn per image with ``per_sample=True``.
 
     Example:
         >>> import torch
@@ -510,9 +616,12 @@ class AugMix(_AutoAugmentBase):
         interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
         fill: float | list[float] | None = None,
         *,
+        per_sample: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(interpolation=interpolation, fill=fill, generator=generator)
+        super().__init__(
+            interpolation=interpolation, fill=fill, per_sample=per_sample, generator=generator
+        )
         if not isinstance(severity, int) or not 1 <= severity <= self._PARAMETER_MAX:
             raise ValueError(f"AugMix: severity must be an integer in [1, 10], got {severity!r}")
         if not isinstance(mixture_width, int) or mixture_width < 1:
@@ -543,19 +652,85 @@ class AugMix(_AutoAugmentBase):
             ).to(device)
         return gamma / gamma.sum(-1, keepdim=True)
 
+    def _space(self) -> dict[str, tuple[Magnitudes, bool]]:
+        return _AUGMIX_SPACE if self.all_ops else _AUGMIX_PARTIAL_SPACE
+
+    def _draw_mix(self, n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[n, 1]`` weights of the original and ``[n, width]`` weights of the chains."""
+        m = self._dirichlet(n, 2, device)
+        return m[:, :1], self._dirichlet(n, self.mixture_width, device) * m[:, 1:]
+
+    def _mix(
+        self, batch: torch.Tensor, original: torch.Tensor, weights: torch.Tensor, chains: Any
+    ) -> torch.Tensor:
+        n = batch.shape[0]
+        mix = original.view(n, 1, 1, 1) * batch
+        for i, chain in enumerate(chains):
+            mix = mix + weights[:, i].view(n, 1, 1, 1) * chain(batch)
+        return mix
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        """With ``per_sample``: each image's mixing weights and chains, one row per image.
+
+        Example:
+            >>> import torch
+            >>> t = AugMix(mixture_width=2, per_sample=True)
+            >>> t.make_params([torch.zeros(4, 3, 8, 8)])["ops"].shape
+            torch.Size([4, 2, 3])
+        """
+        if not self.per_sample:
+            return {}
+        img = inputs[0]
+        self._check(img)
+        if torch.compiler.is_compiling():
+            return super().make_params(inputs)  # raises: eager only
+        size, n = (img.shape[-2], img.shape[-1]), self.num_samples(img)
+        mix = torch.zeros((n, 1 + self.mixture_width), dtype=torch.float32)
+        ops = torch.full((n, self.mixture_width, 3), -1, dtype=torch.int64)
+        magnitudes = torch.zeros((n, self.mixture_width, 3), dtype=torch.float64)
+        names = list(self._space())
+        for i in range(n):
+            original, weights = self._draw_mix(1, torch.device("cpu"))
+            mix[i] = torch.cat([original, weights], dim=1)[0]
+            for c in range(self.mixture_width):
+                for k, (name, magnitude) in enumerate(self._draw_plan(size)):
+                    ops[i, c, k], magnitudes[i, c, k] = names.index(name), magnitude
+        return {"ops": ops, "magnitudes": magnitudes, "mix": mix}
+
+    def _apply_one(self, img: torch.Tensor, params: dict[str, Any], i: int) -> torch.Tensor:
+        names = list(self._space())
+        mix = params["mix"][i : i + 1].to(img.device)
+        plans = [
+            [(names[op], m) for op, m in zip(ops, mags, strict=True) if op >= 0]
+            for ops, mags in zip(
+                params["ops"][i].tolist(), params["magnitudes"][i].tolist(), strict=True
+            )
+        ]
+        chains = [lambda x, plan=plan: self._apply_plan(x, plan) for plan in plans]
+        return self._mix(img, mix[:, 0], mix[:, 1:], chains).to(img.dtype)
+
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         self._check(inpt)
-        space = _AUGMIX_SPACE if self.all_ops else _AUGMIX_PARTIAL_SPACE
+        if "ops" in params:
+            return self._per_image(inpt, params)
+        space = self._space()
         size = (inpt.shape[-2], inpt.shape[-1])
         batch = inpt.reshape(-1, *inpt.shape[-3:])
-        n = batch.shape[0]
-        m = self._dirichlet(n, 2, inpt.device)
-        weights = self._dirichlet(n, self.mixture_width, inpt.device) * m[:, 1:]
-        mix = m[:, 0].view(n, 1, 1, 1) * batch
-        for i in range(self.mixture_width):
-            aug = self._chain(batch, space, size)
-            mix = mix + weights[:, i].view(n, 1, 1, 1) * aug
-        return mix.reshape(inpt.shape).to(inpt.dtype)
+        original, weights = self._draw_mix(batch.shape[0], inpt.device)
+        chains = [lambda x: self._chain(x, space, size)] * self.mixture_width
+        return self._mix(batch, original, weights, chains).reshape(inpt.shape).to(inpt.dtype)
+
+    def _draw_plan(self, size: tuple[int, int]) -> Plan:
+        """One chain's operations (``depth`` of them), drawn as the eager chain draws them."""
+        space = self._space()
+        names = list(space)
+        depth = self.chain_depth if self.chain_depth > 0 else int(self._randint(1, 4, ()))
+        plan = []
+        for _ in range(depth):
+            name = names[int(self._randint(0, len(names), ()))]
+            index = int(self._randint(0, self.severity, ()))
+            plan.append((name, self._magnitude(space, name, self._PARAMETER_MAX, index, size)))
+        return plan
 
     def _chain(
         self, img: torch.Tensor, space: dict[str, tuple[Magnitudes, bool]], size: tuple[int, int]
@@ -571,10 +746,4 @@ class AugMix(_AutoAugmentBase):
                 op = torch.where(torch.as_tensor(step) < depth, op, len(names))
                 img = self._traced_op(img, all_names, op.to(img.device), magnitude)
             return img
-        depth = self.chain_depth if self.chain_depth > 0 else int(self._randint(1, 4, ()))
-        for _ in range(depth):
-            name = names[int(self._randint(0, len(names), ()))]
-            index = int(self._randint(0, self.severity, ()))
-            magnitude = self._magnitude(space, name, self._PARAMETER_MAX, index, size)
-            img = self._apply_op(img, name, magnitude)
-        return img
+        return self._apply_plan(img, self._draw_plan(size))
