@@ -8,9 +8,12 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMPS := $(VENV)/.stamps
 PACKAGES := core vision audio data
-DEBIAN_PACKAGES := g++ pkg-config libjpeg62-turbo-dev libspng-dev zlib1g-dev libturbojpeg0 \
+# nasm: libjpeg-turbo's SIMD code (trivium.vision._C builds its own libjpeg-turbo 3,
+# see packages/vision/scripts/build_libjpeg_turbo.sh; libturbojpeg0 is PyTurboJPEG's).
+DEBIAN_PACKAGES := g++ pkg-config nasm libjpeg62-turbo-dev libspng-dev zlib1g-dev libturbojpeg0 \
                    ffmpeg espeak-ng
-NATIVE_SOURCES := $(wildcard packages/vision/csrc/*) packages/vision/CMakeLists.txt
+NATIVE_SOURCES := $(wildcard packages/vision/csrc/* packages/vision/scripts/*) \
+                  packages/vision/CMakeLists.txt
 PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 
 .PHONY: setup system demo test lint format bench clean fuzz-asan

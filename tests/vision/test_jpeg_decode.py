@@ -115,7 +115,9 @@ def test_restart_markers_and_arithmetic_coding() -> None:
         )
 
 
-def test_lossless_jpeg_raises_unsupported_or_matches_pillow() -> None:
+def test_lossless_jpeg_decodes_or_raises_unsupported() -> None:
+    # Its pixels are checked against a reference in test_jpeg_precision.py; a build
+    # on a libjpeg without the lossless process (before 3.0) refuses the SOF3 marker.
     path = JPEG_DIR / "jd-lossless-jpeg_lossless_sel1.jpg"
     try:
         image = decode_jpeg(read_file(path))
@@ -123,7 +125,7 @@ def test_lossless_jpeg_raises_unsupported_or_matches_pillow() -> None:
         assert str(path) in str(UnsupportedFormatError(e.reason, path=path))
         assert "SOF" in str(e)
     else:
-        np.testing.assert_array_equal(image.numpy(), pillow_array(path))
+        assert image.dtype == torch.uint16 and image.shape == (1, 256, 256)
 
 
 @pytest.mark.parametrize("eighths", range(1, 9))

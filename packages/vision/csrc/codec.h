@@ -24,6 +24,7 @@ struct ImageHeader {
     int bit_depth = 0;
     int orientation = 0;  // EXIF orientation 1..8, 0 when absent
     bool progressive = false;  // JPEG progressive / PNG interlaced
+    bool lossless = false;     // JPEG lossless (predictive) process
 };
 
 // The geometry and sample size a decode will produce.

@@ -117,6 +117,44 @@ inline uint8_t cmyk_channel(uint8_t inverted_c, uint8_t inverted_k) {
     return uint8_t(v < 0 ? 0 : v);
 }
 
+bool is_lossless(const jpeg_decompress_struct& cinfo) {
+    // jpeg_read_header sizes the data unit: 8x8 DCT blocks, or single samples in
+    // the lossless process (whose SOF type libjpeg does not expose).
+#if JPEG_LIB_VERSION >= 70
+    return cinfo.min_DCT_h_scaled_size == 1;
+#else
+    return cinfo.min_DCT_scaled_size == 1;
+#endif
+}
+
+#if TRIVIUM_JPEG_WIDE
+// One row at a time through the libjpeg entry points of each sample type.
+JDIMENSION read_row(j_decompress_ptr cinfo, JSAMPLE* row) {
+    return jpeg_read_scanlines(cinfo, &row, 1);
+}
+JDIMENSION read_row(j_decompress_ptr cinfo, J12SAMPLE* row) {
+    return jpeg12_read_scanlines(cinfo, &row, 1);
+}
+JDIMENSION read_row(j_decompress_ptr cinfo, J16SAMPLE* row) {
+    return jpeg16_read_scanlines(cinfo, &row, 1);
+}
+// Cropping and skipping exist for lossy 8- and 12-bit decodes only.
+void crop_row(j_decompress_ptr cinfo, JDIMENSION* left, JDIMENSION* width, JSAMPLE*) {
+    jpeg_crop_scanline(cinfo, left, width);
+}
+void crop_row(j_decompress_ptr cinfo, JDIMENSION* left, JDIMENSION* width, J12SAMPLE*) {
+    jpeg12_crop_scanline(cinfo, left, width);
+}
+void crop_row(j_decompress_ptr, JDIMENSION*, JDIMENSION*, J16SAMPLE*) {}
+void skip_rows(j_decompress_ptr cinfo, JDIMENSION rows, JSAMPLE*) {
+    jpeg_skip_scanlines(cinfo, rows);
+}
+void skip_rows(j_decompress_ptr cinfo, JDIMENSION rows, J12SAMPLE*) {
+    jpeg12_skip_scanlines(cinfo, rows);
+}
+void skip_rows(j_decompress_ptr, JDIMENSION, J16SAMPLE*) {}
+#endif
+
 }  // namespace
 
 JpegDecoder::JpegDecoder(const uint8_t* data, size_t size, Diagnostics* diag)
@@ -158,7 +196,8 @@ bool JpegDecoder::read_header(ImageHeader* header) {
     header->channels = unchanged_channels(cs);
     header->bit_depth = cinfo_.data_precision;
     header->orientation = find_orientation(&cinfo_);
-    header->progressive = jpeg_has_multiple_scans(&cinfo_);
+    header->lossless = is_lossless(cinfo_);
+    header->progressive = jpeg_has_multiple_scans(&cinfo_) && !header->lossless;
     return true;
 }
 
@@ -166,9 +205,20 @@ bool JpegDecoder::prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t 
                           OutputShape* shape) {
     ImageHeader header;
     if (!read_header(&header)) return false;
-    if (cinfo_.data_precision != 8) {
+    precision_ = cinfo_.data_precision;
+    lossless_ = header.lossless;
+    const bool wide = lossless_ || precision_ != 8;
+#if !TRIVIUM_JPEG_WIDE
+    if (wide) {
         return diag_->fail(ErrorKind::Unsupported,
-                           std::to_string(cinfo_.data_precision) + "-bit JPEG");
+                           std::to_string(precision_) +
+                               "-bit JPEG (this build's libjpeg decodes 8-bit JPEG only)");
+    }
+#endif
+    if (lossless_ && scale_num != 8) {
+        return diag_->fail(ErrorKind::Unsupported,
+                           "scale does not apply to lossless JPEG (it has no DCT to scale); "
+                           "decode it at full size");
     }
     const int64_t pixels = int64_t(cinfo_.image_width) * int64_t(cinfo_.image_height);
     if (max_pixels > 0 && pixels > max_pixels) {
@@ -181,7 +231,9 @@ bool JpegDecoder::prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t 
 
     const J_COLOR_SPACE cs = cinfo_.jpeg_color_space;
     const int channels = mode_channels(mode, cs);
-    if (is_cmyk(cs)) {
+    if (wide) {
+        if (!choose_wide_output(channels)) return false;
+    } else if (is_cmyk(cs)) {
         cinfo_.out_color_space = JCS_CMYK;
         decoded_channels_ = 4;
         conversion_ = channels == 1   ? RowConversion::CmykToGray
@@ -230,7 +282,7 @@ bool JpegDecoder::prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t 
     shape_.height = static_cast<int>(region_height_);
     shape_.width = static_cast<int>(region_width_);
     shape_.channels = channels;
-    shape_.bytes_per_sample = 1;
+    shape_.bytes_per_sample = precision_ > 8 ? 2 : 1;
     *shape = shape_;
     return true;
 }
@@ -267,6 +319,13 @@ void JpegDecoder::convert_row(const uint8_t* src, uint8_t* dst, int width) const
 bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage) {
     err_.stop_on_damage = stop_on_damage;
     if (setjmp(err_.jump)) return false;
+#if TRIVIUM_JPEG_WIDE
+    if (lossless_ || precision_ != 8) {
+        if (precision_ <= 8) return decode_wide<JSAMPLE, uint8_t>(dst, row_stride);
+        if (precision_ <= 12) return decode_wide<J12SAMPLE, uint16_t>(dst, row_stride);
+        return decode_wide<J16SAMPLE, uint16_t>(dst, row_stride);
+    }
+#endif
     jpeg_start_decompress(&cinfo_);
     started_ = true;
 
@@ -316,6 +375,112 @@ bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage
     }
     return true;
 }
+
+// The colour space libjpeg decodes a 12-bit or lossless JPEG to. The lossless
+// process has no colour conversion in libjpeg: gray and RGB are decoded as stored
+// and converted to `channels` in decode_wide.
+bool JpegDecoder::choose_wide_output(int channels) {
+    const J_COLOR_SPACE cs = cinfo_.jpeg_color_space;
+    if (lossless_) {
+        if (cs != JCS_GRAYSCALE && cs != JCS_RGB) {
+            return diag_->fail(ErrorKind::Unsupported,
+                               std::string("lossless JPEG in ") + color_space_name(cs) +
+                                   " (colour conversion does not apply to lossless JPEG; "
+                                   "gray and RGB are supported)");
+        }
+        cinfo_.out_color_space = cs;
+        decoded_channels_ = cs == JCS_GRAYSCALE ? 1 : 3;
+    } else if (is_cmyk(cs)) {
+        return diag_->fail(ErrorKind::Unsupported, std::to_string(precision_) + "-bit " +
+                                                       color_space_name(cs) + " JPEG");
+    } else {
+        cinfo_.out_color_space = channels <= 2 ? JCS_GRAYSCALE : JCS_EXT_RGB;
+        decoded_channels_ = channels <= 2 ? 1 : 3;
+    }
+    conversion_ = RowConversion::None;  // decode_wide converts every row itself
+    return true;
+}
+
+#if TRIVIUM_JPEG_WIDE
+template <typename Sample, typename Out>
+bool JpegDecoder::decode_wide(uint8_t* dst, ptrdiff_t row_stride) {
+    jpeg_start_decompress(&cinfo_);
+    started_ = true;
+    j_common_ptr common = reinterpret_cast<j_common_ptr>(&cinfo_);
+
+    // As in decode(): crop one column wider on each side than asked (lossy only;
+    // a lossless decode reads whole rows and copies the region out).
+    JDIMENSION crop_left = 0, crop_width = cinfo_.output_width;
+    if (!lossless_) {
+        crop_left = region_left_ > 0 ? region_left_ - 1 : 0;
+        crop_width = std::min(cinfo_.output_width, region_left_ + region_width_ + 1) - crop_left;
+        if (crop_left != 0 || crop_width != cinfo_.output_width) {
+            crop_row(&cinfo_, &crop_left, &crop_width, static_cast<Sample*>(nullptr));
+        }
+    }
+    const int in_c = decoded_channels_, out_c = shape_.channels;
+    const size_t skip = size_t(region_left_ - crop_left) * in_c;
+    JSAMPARRAY scratch = (*cinfo_.mem->alloc_sarray)(
+        common, JPOOL_IMAGE, JDIMENSION(crop_width * in_c * sizeof(Sample)), 1);
+    Sample* row = reinterpret_cast<Sample*>(scratch[0]);
+
+    // Stored samples (0 .. 2^precision - 1; clamped, since damaged lossless data
+    // can overflow) to the output range by bit replication: v << (bits - precision)
+    // with the top bits repeated below, so that x >> (bits - precision) gives v back.
+    const int max_in = (1 << precision_) - 1;
+    constexpr int kOutBits = 8 * sizeof(Out);
+    Out* lut = static_cast<Out*>(
+        (*cinfo_.mem->alloc_large)(common, JPOOL_IMAGE, sizeof(Out) * size_t(max_in + 1)));
+    for (int v = 0; v <= max_in; ++v) {
+        uint32_t r = uint32_t(v) << (kOutBits - precision_);
+        for (int filled = precision_; filled < kOutBits; filled *= 2) r |= r >> filled;
+        lut[v] = static_cast<Out>(r);
+    }
+    const auto sample = [&](Sample s) { return lut[std::clamp(int(s), 0, max_in)]; };
+    constexpr Out kOpaque = static_cast<Out>(~Out(0));
+
+    if (lossless_) {
+        for (JDIMENSION y = 0; y < region_top_; ++y) {
+            if (read_row(&cinfo_, row) != 1) {
+                return diag_->fail(ErrorKind::Corrupt, "decoder returned no scanline");
+            }
+        }
+    } else if (region_top_ > 0) {
+        skip_rows(&cinfo_, region_top_, static_cast<Sample*>(nullptr));
+    }
+    for (JDIMENSION y = 0; y < region_height_; ++y) {
+        if (read_row(&cinfo_, row) != 1) {
+            return diag_->fail(ErrorKind::Corrupt, "decoder returned no scanline");
+        }
+        const Sample* src = row + skip;
+        Out* out = reinterpret_cast<Out*>(dst + ptrdiff_t(y) * row_stride);
+        for (JDIMENSION x = 0; x < region_width_; ++x, src += in_c, out += out_c) {
+            if (in_c == 1) {
+                const Out g = sample(src[0]);
+                out[0] = g;
+                if (out_c == 2) out[1] = kOpaque;
+                if (out_c >= 3) out[1] = g, out[2] = g;
+                if (out_c == 4) out[3] = kOpaque;
+            } else {
+                const Out r = sample(src[0]), g = sample(src[1]), b = sample(src[2]);
+                if (out_c >= 3) {
+                    out[0] = r, out[1] = g, out[2] = b;
+                    if (out_c == 4) out[3] = kOpaque;
+                } else {
+                    out[0] = static_cast<Out>(luma(r, g, b));
+                    if (out_c == 2) out[1] = kOpaque;
+                }
+            }
+        }
+    }
+    if (cinfo_.output_scanline == cinfo_.output_height) {
+        jpeg_finish_decompress(&cinfo_);
+    } else {
+        jpeg_abort_decompress(&cinfo_);
+    }
+    return true;
+}
+#endif
 
 namespace {
 

@@ -7,6 +7,14 @@
 
 #include "codec.h"
 
+// libjpeg-turbo 3 decodes 12-bit (lossy) and 2- to 16-bit lossless JPEG; older
+// libraries decode 8-bit lossy JPEG only.
+#if defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 3000000
+#define TRIVIUM_JPEG_WIDE 1
+#else
+#define TRIVIUM_JPEG_WIDE 0
+#endif
+
 namespace trivium {
 
 // A region of interest in source-image pixels: rows [top, top+height), columns
@@ -30,7 +38,8 @@ public:
     // scale_num in 1..8 selects a scale of scale_num/8; roi may be null.
     bool prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t max_pixels,
                  OutputShape* shape);
-    // Writes shape.height rows of shape.width * shape.channels bytes, `row_stride` apart.
+    // Writes shape.height rows of shape.width * shape.channels samples, `row_stride`
+    // bytes apart: uint8 for 8-bit JPEGs, else uint16 (see decode_wide).
     // With `stop_on_damage`, the first damage that loses pixels fails the decode;
     // otherwise it is recorded in the diagnostics and decoding goes on.
     bool decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage);
@@ -47,6 +56,12 @@ private:
 
     bool start();
     void convert_row(const uint8_t* src, uint8_t* dst, int width) const;
+    // 12-bit and lossless JPEGs: rows decoded into a scratch row of the library's
+    // sample type, then converted to the output channels with every sample
+    // bit-replicated to the output's full range (uint8 up to 8 bits, else uint16).
+    bool choose_wide_output(int channels);
+    template <typename Sample, typename Out>
+    bool decode_wide(uint8_t* dst, ptrdiff_t row_stride);
 
     const uint8_t* data_;
     size_t size_;
@@ -58,6 +73,8 @@ private:
     bool started_ = false;
     RowConversion conversion_ = RowConversion::None;
     int decoded_channels_ = 0;  // channels libjpeg writes per pixel
+    int precision_ = 8;         // bits per sample in the file
+    bool lossless_ = false;     // the lossless (predictive, SOF3) process
     OutputShape shape_;
     // Output region in scaled-image coordinates.
     JDIMENSION region_top_ = 0, region_left_ = 0, region_width_ = 0, region_height_ = 0;

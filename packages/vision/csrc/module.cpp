@@ -60,6 +60,7 @@ py::dict header_dict(const ImageHeader& h) {
     d["bit_depth"] = h.bit_depth;
     d["orientation"] = h.orientation;
     d["progressive"] = h.progressive;
+    d["lossless"] = h.lossless;
     return d;
 }
 
@@ -133,7 +134,7 @@ py::tuple py_decode_jpeg(const py::buffer& data, int mode, int scale_num,
     if (!ok) raise(diag);
     py::array image = output_array(shape, out);
     uint8_t* dst = static_cast<uint8_t*>(image.mutable_data());
-    const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels;
+    const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels * shape.bytes_per_sample;
     {
         py::gil_scoped_release release;
         ok = decoder.decode(dst, stride, strict);
@@ -232,5 +233,11 @@ PYBIND11_MODULE(_C, m) {
           py::arg("max_pixels"), py::arg("out") = py::none());
     m.def("encode_png", &py_encode_png, py::arg("image"), py::arg("compression_level"));
     m.attr("jpeg_version") = JPEG_LIB_VERSION;
+#ifdef LIBJPEG_TURBO_VERSION_NUMBER
+    constexpr int turbo = LIBJPEG_TURBO_VERSION_NUMBER;  // e.g. 3001003 for 3.1.3
+    m.attr("libjpeg_turbo_version") = std::to_string(turbo / 1000000) + "." +
+                                      std::to_string(turbo / 1000 % 1000) + "." +
+                                      std::to_string(turbo % 1000);
+#endif
     m.attr("spng_version") = spng_version_string();
 }

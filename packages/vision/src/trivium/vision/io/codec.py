@@ -84,6 +84,17 @@ class ImageInfo:
     orientation: int  # EXIF orientation 1..8, 0 when absent
     color_space: str
     progressive: bool
+    lossless: bool = False  # the JPEG lossless (predictive, SOF3) process
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The sample type a decode gives: uint8 up to 8 bits per sample, else uint16.
+
+        Example:
+            >>> ImageInfo("jpeg", 2, 3, 1, 12, 0, "gray", False).dtype
+            torch.uint16
+        """
+        return torch.uint8 if self.bit_depth <= 8 else torch.uint16
 
 
 def get_max_image_pixels() -> int | None:
