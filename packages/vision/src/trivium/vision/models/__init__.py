@@ -6,6 +6,11 @@ dicts load to and from ``torchvision.models`` of the same names with
 downloaded). :class:`IntermediateLayerGetter` returns intermediate feature maps
 for detection backbones.
 
+Detection: :class:`RetinaNet` (``retinanet_resnet50_fpn``, and the smaller
+``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) on a ResNet with a
+:class:`FeaturePyramidNetwork` (``resnet_fpn_backbone``), with torchvision's
+state dict names.
+
 Example:
     >>> import torch
     >>> from trivium.vision.models import resnet50
@@ -37,6 +42,15 @@ from trivium.vision.models.resnet import (
     wide_resnet50_2,
     wide_resnet101_2,
 )
+from trivium.vision.models.retinanet import (
+    RetinaNet,
+    RetinaNetClassificationHead,
+    RetinaNetHead,
+    RetinaNetRegressionHead,
+    retinanet_resnet18_fpn,
+    retinanet_resnet34_fpn,
+    retinanet_resnet50_fpn,
+)
 from trivium.vision.models.weights import load_weights
 
 __all__ = [
@@ -49,6 +63,10 @@ __all__ = [
     "LastLevelMaxPool",
     "LastLevelP6P7",
     "ResNet",
+    "RetinaNet",
+    "RetinaNetClassificationHead",
+    "RetinaNetHead",
+    "RetinaNetRegressionHead",
     "load_weights",
     "resnet18",
     "resnet34",
@@ -59,6 +77,9 @@ __all__ = [
     "resnext50_32x4d",
     "resnext101_32x8d",
     "resnext101_64x4d",
+    "retinanet_resnet18_fpn",
+    "retinanet_resnet34_fpn",
+    "retinanet_resnet50_fpn",
     "wide_resnet50_2",
     "wide_resnet101_2",
 ]
