@@ -54,13 +54,23 @@ def decode_jpeg(
     out: torch.Tensor | None = None,
     path: PathLike | None = None,
 ) -> torch.Tensor | list[torch.Tensor]:
-    """Decode a JPEG to a uint8 [C, H, W] tensor (a list of them for a list of inputs).
+    """Decode a JPEG to a [C, H, W] tensor (a list of them for a list of inputs).
+
+    Every process is decoded: baseline, extended (12-bit, arithmetic), progressive
+    and lossless (SOF3, 2 to 16 bits). Up to 8 bits per sample give uint8; 12-bit
+    and 9- to 16-bit lossless JPEGs give uint16 with each stored value ``v``
+    bit-replicated to the full 16-bit range (a 12-bit ``v`` becomes
+    ``v << 4 | v >> 8``), so 4095 reads 65535 and ``ToDtype(..., scale=True)``
+    treats them as 16-bit PNGs; ``x >> (16 - image_info(data).bit_depth)`` gives
+    the stored values back. Lossless JPEGs below 8 bits are replicated to uint8 alike.
 
     Arguments follow torchvision.io.decode_jpeg; beyond it:
 
     - ``scale``: decode at a DCT scale M/8 (``0.5``, ``Fraction(3, 8)``, ...), far
-      cheaper than decoding at full size and resizing.
-    - ``min_size=(h, w)``: the smallest such scale whose output still covers (h, w).
+      cheaper than decoding at full size and resizing. Lossless JPEG has no DCT:
+      a scale other than 1 raises ``UnsupportedFormatError``.
+    - ``min_size=(h, w)``: the smallest such scale whose output still covers (h, w)
+      (lossless JPEGs decode at full size).
     - ``roi=(top, left, height, width)``: decode only that region, given in source
       pixels. With a scale the output covers the scaled box (start floored, end
       rounded up).
@@ -69,15 +79,18 @@ def decode_jpeg(
       ``DecodeWarning`` issued.
     - ``max_pixels``: the decompression-bomb limit (default:
       ``get_max_image_pixels()``), checked from the header before allocating.
-    - ``out``: a uint8 [C, H, W] tensor to decode into (e.g. pinned memory). Its
-      [H, W, C] view must be contiguous to be filled in place; otherwise it is copied to.
+    - ``out``: a [C, H, W] tensor of the decoded dtype to decode into (e.g. pinned
+      memory). Its [H, W, C] view must be contiguous to be filled in place;
+      otherwise it is copied to.
     - ``device="cuda"``: decoded on the CPU into pinned memory, then copied.
 
     The result is a [C, H, W] view of an [H, W, C] buffer (as torchvision's); CMYK
-    and YCCK images are converted to RGB. A list of inputs is decoded in parallel
-    on the ``trivium.core`` thread pool. Inside ``torch.compile`` it runs as the
-    custom op ``torch.ops.trivium.decode_jpeg`` with every argument above except
-    ``out`` (which raises there); the input must then be a uint8 tensor.
+    and YCCK images (8-bit) are converted to RGB; lossless JPEGs must be gray or
+    RGB. A list of inputs is decoded in parallel on the ``trivium.core`` thread
+    pool. Inside ``torch.compile`` it runs as the custom op
+    ``torch.ops.trivium.decode_jpeg`` with every argument above except ``out``
+    (which raises there); the input must then be a uint8 tensor, and the image
+    8-bit (a uint16 result raises ``TypeError``: use ``decode_image(..., dtype=)``).
 
     Example:
         >>> import torch

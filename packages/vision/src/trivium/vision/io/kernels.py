@@ -179,7 +179,8 @@ def decode_jpeg_kernel(
         header = _C.jpeg_info(buffer) if (min_size is not None or apply_exif_orientation) else {}
     if min_size is not None:
         h, w = (box[2], box[3]) if box else (header["height"], header["width"])
-        eighths = eighths_for_min_size(h, w, min_size)
+        # Lossless JPEG has no DCT scaling; its full size covers any min_size.
+        eighths = 8 if header["lossless"] else eighths_for_min_size(h, w, min_size)
     else:
         eighths = 8 if scale is None else scale_to_eighths(scale)
     target, finish = make_output(out, device)
