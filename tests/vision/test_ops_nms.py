@@ -246,3 +246,27 @@ def test_cuda_matches_cpu(dtype):
     boxes, scores = tied_boxes(2000, seed=3)
     got = nms(boxes.cuda(), scores.cuda(), 0.5).cpu().tolist()
     assert got == reference_nms(boxes, scores, 0.5)
+
+
+def test_native_kernel_equals_reference_and_checks_its_input():
+    native = getattr(pytest.importorskip("trivium.vision._C"), "nms", None)
+    if native is None:
+        pytest.skip("trivium.vision._C was built without nms")
+    boxes, scores = tied_boxes(400, seed=11, grid=10)
+    classes = torch.randint(0, 4, (400,), generator=torch.Generator().manual_seed(2))
+    order = torch.sort(scores, stable=True, descending=True).indices.numpy()
+    for dtype in (torch.float32, torch.float64):
+        b = boxes.to(dtype).numpy()
+        assert native(b, order, 0.5).tolist() == reference_nms(boxes.to(dtype), scores, 0.5)
+        expected = reference_nms(boxes.to(dtype), scores, 0.5, classes=classes.numpy())
+        assert native(b, order, 0.5, classes.numpy()).tolist() == expected
+        assert native(b, order, 0.5, classes.numpy(), ascending=True).tolist() == sorted(expected)
+    b = boxes.numpy()
+    with pytest.raises(ValueError, match="permutation"):
+        native(b, order * 0, 0.5)
+    with pytest.raises(ValueError, match=r"\[N, 4\]"):
+        native(b[:, :3].copy(), order, 0.5)
+    with pytest.raises(ValueError, match="classes must be"):
+        native(b, order, 0.5, classes.numpy()[:5])
+    with pytest.raises(TypeError, match="float32 or float64"):
+        native(b.astype("float16"), order, 0.5)

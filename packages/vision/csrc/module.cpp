@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include "jpeg_codec.h"
+#include "nms.h"
 #include "png_codec.h"
 
 namespace py = pybind11;
@@ -215,6 +216,52 @@ py::array_t<uint8_t> py_encode_png(const py::array& image, int compression_level
     return to_numpy(bytes);
 }
 
+// Greedy NMS (nms.h): boxes float32/float64 [N, 4], order int64 [N] (a permutation,
+// by decreasing score), classes int64 [N] or None. Returns the kept indices, int64,
+// in the order of `order` or increasing with `ascending`.
+template <typename T>
+py::array_t<int64_t> nms_typed(const py::array& boxes, const py::array_t<int64_t>& order,
+                               double iou_threshold, const int64_t* classes, bool ascending) {
+    const auto* b = static_cast<const T*>(boxes.data());
+    const int64_t n = boxes.shape(0);
+    std::vector<int64_t> keep;
+    {
+        py::gil_scoped_release release;
+        keep = nms_keep(b, order.data(), n, iou_threshold, classes, ascending);
+    }
+    py::array_t<int64_t> out(static_cast<py::ssize_t>(keep.size()));
+    std::copy(keep.begin(), keep.end(), out.mutable_data());
+    return out;
+}
+
+py::array_t<int64_t> py_nms(const py::array& boxes, const py::array& order_in, double iou_threshold,
+                            const std::optional<py::array>& classes_in, bool ascending) {
+    if (boxes.ndim() != 2 || boxes.shape(1) != 4 || !(boxes.flags() & py::array::c_style)) {
+        throw py::value_error("boxes must be a C-contiguous [N, 4] array");
+    }
+    const int64_t n = boxes.shape(0);
+    const auto order = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(order_in);
+    if (!order || order.ndim() != 1 || order.shape(0) != n) throw py::value_error("order must be [N] int64");
+    std::vector<uint8_t> seen(n, 0);
+    for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = order.data()[k];
+        if (i < 0 || i >= n || seen[i]) throw py::value_error("order must be a permutation of 0..N-1");
+        seen[i] = 1;
+    }
+    py::array_t<int64_t, py::array::c_style | py::array::forcecast> classes;  // empty, not null
+    const bool by_class = classes_in && !classes_in->is_none();
+    if (by_class) {
+        classes = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(*classes_in);
+        if (!classes || classes.ndim() != 1 || classes.shape(0) != n) {
+            throw py::value_error("classes must be [N] int64");
+        }
+    }
+    const int64_t* cls = by_class ? classes.data() : nullptr;
+    if (py::isinstance<py::array_t<float>>(boxes)) return nms_typed<float>(boxes, order, iou_threshold, cls, ascending);
+    if (py::isinstance<py::array_t<double>>(boxes)) return nms_typed<double>(boxes, order, iou_threshold, cls, ascending);
+    throw py::type_error("boxes must be float32 or float64");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -232,6 +279,8 @@ PYBIND11_MODULE(_C, m) {
     m.def("decode_png", &py_decode_png, py::arg("data"), py::arg("mode"), py::arg("stop_at_damage"),
           py::arg("max_pixels"), py::arg("out") = py::none());
     m.def("encode_png", &py_encode_png, py::arg("image"), py::arg("compression_level"));
+    m.def("nms", &py_nms, py::arg("boxes"), py::arg("order"), py::arg("iou_threshold"),
+          py::arg("classes") = py::none(), py::arg("ascending") = false);
     m.attr("jpeg_version") = JPEG_LIB_VERSION;
 #ifdef LIBJPEG_TURBO_VERSION_NUMBER
     constexpr int turbo = LIBJPEG_TURBO_VERSION_NUMBER;  // e.g. 3001003 for 3.1.3

@@ -148,15 +148,18 @@ def _native_kernel():  # a pybind11 function, or None
     return getattr(_C, "nms", None)
 
 
-def _nms_cpu(boxes: Tensor, scores: Tensor, iou_threshold: float, idxs: Tensor | None) -> Tensor:
+def _nms_cpu(
+    boxes: Tensor, scores: Tensor, iou_threshold: float, idxs: Tensor | None, ascending: bool
+) -> Tensor:
+    """NMS by the native kernel (kept indices by score, or increasing with ``ascending``)."""
     native = _native_kernel()
     if native is None:
-        return nms_torch(boxes, scores, iou_threshold, idxs)
+        keep = nms_torch(boxes, scores, iou_threshold, idxs)
+        return _ascending(keep) if ascending else keep
     b = _compute_dtype_boxes(boxes).contiguous().numpy()
     order = torch.sort(scores, stable=True, descending=True).indices
     classes = None if idxs is None else idxs.to(torch.int64).contiguous().numpy()
-    keep = native(b, order.numpy(), float(iou_threshold), classes)
-    return torch.from_numpy(keep)
+    return torch.from_numpy(native(b, order.numpy(), float(iou_threshold), classes, ascending))
 
 
 def _check_shapes(boxes: Tensor, scores: Tensor) -> None:
@@ -183,7 +186,7 @@ def nms_op(boxes: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:
 
 @nms_op.register_kernel("cpu")
 def _(boxes: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:
-    return _nms_cpu(boxes.detach(), scores.detach(), iou_threshold, None)
+    return _nms_cpu(boxes.detach(), scores.detach(), iou_threshold, None, False)
 
 
 @nms_op.register_fake
@@ -207,7 +210,7 @@ def batched_nms_keep_op(
 
 @batched_nms_keep_op.register_kernel("cpu")
 def _(boxes: Tensor, scores: Tensor, idxs: Tensor, iou_threshold: float) -> Tensor:
-    return _ascending(_nms_cpu(boxes.detach(), scores.detach(), iou_threshold, idxs))
+    return _nms_cpu(boxes.detach(), scores.detach(), iou_threshold, idxs, True)
 
 
 @batched_nms_keep_op.register_fake
