@@ -1,0 +1,223 @@
+"""Speed of the detection operators of ``trivium.vision.ops`` against torchvision's, in one process.
+
+Workloads:
+
+1. ``batched_nms``: 10,000 boxes of 80 categories at IoU 0.5, as a detector's
+   post-processing sees them: boxes jittered around 300 objects in an 800x800
+   image (so there is real suppression), each object's category on most of its
+   boxes, random scores.
+2. ``nms``: the same boxes, one category.
+3. ``box_iou``: 1,000 x 1,000 float32 boxes.
+
+Peers: torchvision's C++ ``nms`` / ``batched_nms`` where its extension loads. Where
+it does not (a CUDA build beside a CPU torch), the NMS rows compare against a
+plain vectorised torch NMS (sort, then one IoU row per kept box), used two ways:
+over boxes offset by category (the usual pure-torch batched NMS), and driven by
+torchvision's own pure-Python ``batched_nms`` (its per-category loop at this
+size). The header says which peer ran. ``box_iou`` is torchvision's pure-Python
+function either way. Every peer's result is checked equal to ours before timing.
+
+torchvision comes from ``tests/peers.py``. Every side is warmed up, then timed in
+``--repeats`` interleaved repeats; the median is kept. Ratio = peer time / our
+time (above 1: we are faster).
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/detection_ops.py [--repeats N] [--min-time S] [--json PATH]
+        [--only batched_nms,nms,box_iou] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from harness import (
+    Row,
+    Side,
+    benchmark_parser,
+    cpu_busy_seconds,
+    cpu_model,
+    measure,
+    parse_benchmark_args,
+    print_header,
+    report,
+    row_from,
+)
+
+from trivium.vision import ops
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from peers import import_torchvision
+
+WORKLOADS = ["batched_nms", "nms", "box_iou"]
+IOU_THRESHOLD = 0.5
+
+
+def detections(n: int = 10_000, objects: int = 300, classes: int = 80, seed: int = 0):
+    """Boxes jittered around `objects` objects, their categories and random scores."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.rand(objects, 2, generator=g) * 800
+    sizes = torch.rand(objects, 2, generator=g) * 180 + 20
+    object_class = torch.randint(0, classes, (objects,), generator=g)
+    which = torch.randint(0, objects, (n,), generator=g)
+    wh = sizes[which] * (1 + 0.2 * torch.randn(n, 2, generator=g)).clamp(min=0.3)
+    xy = centres[which] + 0.15 * sizes[which] * torch.randn(n, 2, generator=g)
+    boxes = torch.cat((xy - wh / 2, xy + wh / 2), dim=1)
+    stray = torch.rand(n, generator=g) < 0.3  # a third of the boxes guess another category
+    idxs = torch.where(stray, torch.randint(0, classes, (n,), generator=g), object_class[which])
+    return boxes, torch.rand(n, generator=g), idxs
+
+
+def vectorised_nms(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+    """The plain pure-torch NMS: sort, then one vectorised IoU row per kept box."""
+    order = torch.sort(scores, stable=True, descending=True).indices
+    x1, y1, x2, y2 = boxes.unbind(1)
+    areas = (x2 - x1) * (y2 - y1)
+    keep = []
+    while order.numel() > 0:
+        i = order[0]
+        keep.append(i)
+        rest = order[1:]
+        w = (torch.minimum(x2[i], x2[rest]) - torch.maximum(x1[i], x1[rest])).clamp(min=0)
+        h = (torch.minimum(y2[i], y2[rest]) - torch.maximum(y1[i], y1[rest])).clamp(min=0)
+        inter = w * h
+        iou = inter / (areas[i] + areas[rest] - inter)
+        order = rest[~(iou > iou_threshold)]
+    return torch.stack(keep) if keep else torch.empty(0, dtype=torch.int64)
+
+
+def vectorised_batched_nms(boxes, scores, idxs, iou_threshold) -> torch.Tensor:
+    """The usual pure-torch batched NMS: boxes offset by category, one NMS."""
+    offsets = idxs.to(boxes) * (boxes.max() + 1)
+    return vectorised_nms(boxes + offsets[:, None], scores, iou_threshold)
+
+
+def torchvision_native(tv: Any) -> bool:
+    """Whether torchvision's C++ nms runs here."""
+    try:
+        tv.ops.nms(torch.zeros(1, 4), torch.zeros(1), 0.5)
+    except Exception:  # its extension did not load: the op is missing
+        return False
+    return True
+
+
+def tv_batched_over(tv: Any, nms_fn: Callable) -> Callable:
+    """torchvision's pure-Python batched_nms with `nms_fn` as the NMS it calls."""
+
+    def run(boxes, scores, idxs, iou_threshold):
+        saved = tv.ops.boxes.nms
+        tv.ops.boxes.nms = nms_fn
+        try:
+            return tv.ops.boxes.batched_nms(boxes, scores, idxs, iou_threshold)
+        finally:
+            tv.ops.boxes.nms = saved
+
+    return run
+
+
+def check_same(label: str, ours: torch.Tensor, theirs: torch.Tensor, checks: list[str]) -> None:
+    same = ours.shape == theirs.shape and bool((ours == theirs).all())
+    checks.append(f"{label}: {'same' if same else 'DIFFERENT'} result ({ours.numel()} kept)")
+
+
+def nms_rows(workload: str, tv: Any, native: bool, args, checks: list[str]) -> list[Row]:
+    """Rows of the nms or batched_nms workload against every peer that runs here."""
+    boxes, scores, idxs = detections()
+    if workload == "batched_nms":
+        label = "batched_nms, 10k boxes, 80 categories"
+        calls = {"ours": lambda: ops.batched_nms(boxes, scores, idxs, IOU_THRESHOLD)}
+        if native:
+            peers = {
+                "torchvision C++": lambda: tv.ops.batched_nms(boxes, scores, idxs, IOU_THRESHOLD)
+            }
+        else:
+            peers = {
+                "vectorised torch (offset trick)": lambda: vectorised_batched_nms(
+                    boxes, scores, idxs, IOU_THRESHOLD
+                ),
+                "torchvision batched_nms over vectorised torch nms": lambda: tv_batched_over(
+                    tv, vectorised_nms
+                )(boxes, scores, idxs, IOU_THRESHOLD),
+            }
+    else:
+        label = "nms, 10k boxes"
+        calls = {"ours": lambda: ops.nms(boxes, scores, IOU_THRESHOLD)}
+        if native:
+            peers = {"torchvision C++": lambda: tv.ops.nms(boxes, scores, IOU_THRESHOLD)}
+        else:
+            peers = {"vectorised torch": lambda: vectorised_nms(boxes, scores, IOU_THRESHOLD)}
+    calls.update(peers)
+    expected = calls["ours"]()
+    for name in peers:
+        check_same(f"{label}: {name} vs ours", expected, calls[name](), checks)
+    timings = measure([Side(name, fn) for name, fn in calls.items()], args.repeats, args.min_time)
+    return [row_from(label, timings, "ours", name) for name in peers]
+
+
+def box_iou_rows(tv: Any, args, checks: list[str]) -> list[Row]:
+    """box_iou on 1000 x 1000 boxes against torchvision's."""
+    a, _, _ = detections(1000, seed=1)
+    b, _, _ = detections(1000, seed=2)
+    label = "box_iou, 1000 x 1000 float32"
+    diff = float((ops.box_iou(a, b) - tv.ops.box_iou(a, b)).abs().max())
+    checks.append(f"{label}: max |ours - torchvision| = {diff:.1e}")
+    sides = [Side("ours", lambda: ops.box_iou(a, b)), Side("tv", lambda: tv.ops.box_iou(a, b))]
+    timings = measure(sides, args.repeats, args.min_time)
+    return [row_from(label, timings, "ours", "tv", "torchvision (Python)", target=1.0)]
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = benchmark_parser(__doc__.splitlines()[0], WORKLOADS, repeats=7, min_time=0.2)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    args = parse_benchmark_args(parser, WORKLOADS, argv)
+    if args.threads < 1:
+        parser.error("--threads must be >= 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the workloads and print the table (and JSON with --json)."""
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
+    tv = import_torchvision()
+    native = tv is not None and torchvision_native(tv)
+    peer = (
+        "torchvision C++ nms"
+        if native
+        else "vectorised torch NMS (torchvision's C++ nms does not load)"
+    )
+    info = {
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "torch": f"{torch.__version__} (threads: {args.threads})",
+        "torchvision": tv.__version__ if tv is not None else "not installed",
+        "NMS peer": peer,
+    }
+    print_header("trivium.vision.ops detection benchmark", info, args)
+    if tv is None:
+        print("torchvision is not installed: nothing to compare against")
+        return 0
+    rows: list[Row] = []
+    checks: list[str] = []
+    for workload in WORKLOADS:
+        if workload not in args.only:
+            continue
+        if workload == "box_iou":
+            rows += box_iou_rows(tv, args, checks)
+        else:
+            rows += nms_rows(workload, tv, native, args, checks)
+    report(rows, checks, info, args, started, cpu_start)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
