@@ -20,7 +20,8 @@ void on_error_exit(j_common_ptr cinfo) {
     (*cinfo->err->format_message)(cinfo, buffer);
     const int code = cinfo->err->msg_code;
     const bool unsupported = code == JERR_SOF_UNSUPPORTED || code == JERR_ARITH_NOTIMPL ||
-                             code == JERR_NOT_COMPILED || code == JERR_CONVERSION_NOTIMPL;
+                             code == JERR_NOT_COMPILED || code == JERR_CONVERSION_NOTIMPL ||
+                             code == JERR_BAD_PRECISION;
     err->diag->fail(unsupported ? ErrorKind::Unsupported : ErrorKind::Corrupt, buffer);
     std::longjmp(err->jump, 1);
 }
