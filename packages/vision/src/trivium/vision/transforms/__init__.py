@@ -45,6 +45,11 @@ from trivium.vision.transforms.color import (
     RandomSolarize,
 )
 from trivium.vision.transforms.conversion import Lambda, Normalize, PILToTensor, ToDtype, ToImage
+from trivium.vision.transforms.detection_geometry import (
+    RandomIoUCrop,
+    RandomShortestSize,
+    RandomZoomOut,
+)
 from trivium.vision.transforms.erasing import RandomErasing
 from trivium.vision.transforms.fused_decode import (
     DecodeCenterCrop,
@@ -110,13 +115,16 @@ __all__ = [
     "RandomGrayscale",
     "RandomHorizontalFlip",
     "RandomInvert",
+    "RandomIoUCrop",
     "RandomOrder",
     "RandomPerspective",
     "RandomPosterize",
     "RandomResizedCrop",
     "RandomRotation",
+    "RandomShortestSize",
     "RandomSolarize",
     "RandomVerticalFlip",
+    "RandomZoomOut",
     "Resize",
     "SanitizeBoundingBoxes",
     "TenCrop",

@@ -1,0 +1,502 @@
+"""Detection geometry: ``RandomZoomOut``, ``RandomIoUCrop``, ``RandomShortestSize``.
+
+The SSD and detection-reference augmentations of ``torchvision.transforms.v2``, with
+their arguments and draws: from the same seed of torch's global generator (no
+``generator=``) they make the same choices as torchvision's. A sample is one image
+(``[..., C, H, W]`` tensor, ``tv_tensors.Image`` or PIL image) with its
+``BoundingBoxes`` and ``Mask`` (any nesting, e.g. ``(image, {"boxes": ..., "labels":
+...})``); the boxes and masks move with the image, labels pass through. Masks are
+resampled by nearest neighbour and padded with 0.
+
+Example:
+    >>> import torch
+    >>> from trivium.vision import tv_tensors
+    >>> boxes = tv_tensors.BoundingBoxes([[2, 2, 6, 6]], format="XYXY", canvas_size=(8, 8))
+    >>> zoom = RandomZoomOut(side_range=(2.0, 2.0), p=1.0, generator=torch.Generator())
+    >>> img, target = zoom(torch.zeros(3, 8, 8), {"boxes": boxes, "labels": [1]})
+    >>> img.shape, target["boxes"].canvas_size
+    (torch.Size([3, 16, 16]), (16, 16))
+"""
+
+from __future__ import annotations
+
+import contextvars
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from trivium.core.transform import _flatten
+from trivium.vision import tv_tensors
+from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._dispatch import register_kernel
+from trivium.vision.transforms._image import is_pil
+from trivium.vision.transforms.box_kernels import (
+    convert_bounding_box_format,
+    crop_bounding_boxes,
+    pad_bounding_boxes,
+    resize_bounding_boxes,
+)
+from trivium.vision.transforms.functional.geometry import (
+    _check_fill_channels,
+    crop,
+    interpolation_mode,
+    pad,
+    parse_fill,
+    resize,
+)
+from trivium.vision.transforms.geometry import _probability
+from trivium.vision.transforms.interpolation import InterpolationMode
+from trivium.vision.transforms.warp_box_kernels import _mask_as_image, _mask_back
+
+__all__ = ["RandomIoUCrop", "RandomShortestSize", "RandomZoomOut"]
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _plain(inpt: torch.Tensor) -> torch.Tensor:
+    return inpt.as_subclass(torch.Tensor)
+
+
+def _moved_boxes(boxes: tv_tensors.BoundingBoxes, kernel: Any, *args: Any) -> Any:
+    """``kernel(plain boxes, format, *args, clamping_mode=...)`` -> (boxes, canvas), re-typed."""
+    out, canvas = kernel(_plain(boxes), boxes.format, *args, clamping_mode=boxes.clamping_mode)
+    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+
+
+def _mask_op(mask: tv_tensors.Mask, op: Any, owner: str) -> tv_tensors.Mask:
+    """``op`` applied to ``mask`` seen as a uint8 or floating image, back in its dtype."""
+    img, squeeze = _mask_as_image(owner, _plain(mask))
+    return tv_tensors.wrap(_mask_back(op(img), _plain(mask), squeeze), like=mask)
+
+
+# RandomZoomOut.
+
+
+def _fill_for(owner: str, fill: Any) -> tuple[list[float] | None, float]:
+    """(image fill, mask fill) from a number, a sequence, or torchvision's dict by type.
+
+    A dict is keyed by ``tv_tensors.Image`` (the image, whatever its type),
+    ``tv_tensors.Mask`` and ``"others"``. Without a dict, masks get 0.
+    """
+    if not isinstance(fill, Mapping):
+        return parse_fill(owner, fill), 0.0
+    others = fill.get("others", 0)
+    image_fill = parse_fill(owner, fill.get(tv_tensors.Image, others))
+    mask_fill = parse_fill(owner, fill.get(tv_tensors.Mask, others))
+    if mask_fill is not None and len(mask_fill) != 1:
+        raise ValueError(f"{owner}: the fill of masks must be one number, got {mask_fill}")
+    return image_fill, 0.0 if mask_fill is None else mask_fill[0]
+
+
+class RandomZoomOut(ImageTransform):
+    """With probability ``p``, place the image on a canvas ``r`` times its size (SSD's zoom out).
+
+    ``r`` is drawn from ``side_range`` (``side_range[0] >= 1``) and the image's place
+    on the canvas at random; the rest is ``fill`` (a number, one per channel, or
+    torchvision's dict ``{tv_tensors.Image: ..., tv_tensors.Mask: ..., "others":
+    ...}``; masks get 0 unless the dict names them). Boxes move with the image.
+
+    Example:
+        >>> import torch
+        >>> t = RandomZoomOut(fill=(124, 116, 104), side_range=(1.0, 2.0), p=1.0,
+        ...                   generator=torch.Generator().manual_seed(0))
+        >>> out = t(torch.zeros(3, 10, 10, dtype=torch.uint8))
+        >>> out.shape[-2] >= 10 and out.shape[-2] == out.shape[-1]
+        True
+    """
+
+    def __init__(
+        self,
+        fill: Any = 0,
+        side_range: Sequence[float] = (1.0, 4.0),
+        p: float = 0.5,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(generator=generator)
+        name = type(self).__name__
+        self.fill = fill
+        self._image_fill, self._mask_fill = _fill_for(name, fill)
+        if not (
+            isinstance(side_range, Sequence)
+            and len(side_range) == 2
+            and all(_is_number(s) for s in side_range)
+        ):
+            raise TypeError(
+                f"{name}: side_range must be a sequence of 2 numbers, got {side_range!r}"
+            )
+        if side_range[0] < 1.0 or side_range[0] > side_range[1]:
+            raise ValueError(
+                f"{name}: side_range must satisfy 1 <= side_range[0] <= side_range[1], "
+                f"got {tuple(side_range)}"
+            )
+        self.side_range = [float(s) for s in side_range]
+        self.p = _probability(name, p)
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        h, w = inputs[0].shape[-2], inputs[0].shape[-1]
+        if float(self._rand((1,))) >= self.p:
+            return {"padding": None}
+        lo, hi = self.side_range
+        # float32 tensor arithmetic, as torchvision's (the same sizes from the same draws).
+        r = lo + self._rand((1,)) * (hi - lo)
+        canvas_w, canvas_h = int(w * r), int(h * r)
+        r = self._rand((2,))
+        left = int((canvas_w - w) * r[0])
+        top = int((canvas_h - h) * r[1])
+        return {"padding": [left, top, canvas_w - (left + w), canvas_h - (top + h)]}
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Pad one image tensor onto the drawn canvas (or return it when not applied)."""
+        if params["padding"] is None:
+            return inpt
+        _check_fill_channels(type(self).__name__, self._image_fill, inpt.shape[-3])
+        return pad(inpt, params["padding"], self._image_fill)
+
+
+@register_kernel(RandomZoomOut, tv_tensors.BoundingBoxes)
+def _zoom_out_boxes(
+    t: RandomZoomOut, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    if params["padding"] is None:
+        return boxes
+    return _moved_boxes(boxes, pad_bounding_boxes, boxes.canvas_size, params["padding"])
+
+
+@register_kernel(RandomZoomOut, tv_tensors.Mask)
+def _zoom_out_mask(t: RandomZoomOut, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
+    if params["padding"] is None:
+        return mask
+    left, top, right, bottom = params["padding"]
+
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.pad(x, [left, right, top, bottom], value=t._mask_fill)
+
+    return _mask_op(mask, op, "RandomZoomOut")
+
+
+# RandomIoUCrop.
+
+# The BoundingBoxes of the sample RandomIoUCrop is transforming (make_params sees images only).
+_SAMPLE_BOXES: contextvars.ContextVar[tv_tensors.BoundingBoxes] = contextvars.ContextVar(
+    "_SAMPLE_BOXES"
+)
+
+# Crops tried before a sample is left as it is (torchvision keeps drawing, for ever when
+# nothing can satisfy the options). Options that no crop can meet by the bound of
+# _best_iou_bound are not tried at all.
+_MAX_TRIALS = 10_000
+
+
+def _box_iou(boxes: torch.Tensor, box: list[int]) -> torch.Tensor:
+    """IoU of XYXY ``boxes`` [N, 4] with one XYXY ``box`` (as ``torchvision.ops.box_iou``)."""
+    dtype = boxes.dtype if boxes.is_floating_point() else torch.float32
+    boxes = boxes.to(dtype)
+    other = torch.tensor(box, dtype=dtype, device=boxes.device)
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    other_area = (other[2] - other[0]) * (other[3] - other[1])
+    lt = torch.maximum(boxes[:, :2], other[:2])
+    rb = torch.minimum(boxes[:, 2:], other[2:])
+    wh = (rb - lt).clamp(min=0)
+    inter = wh[:, 0] * wh[:, 1]
+    return inter / (area + other_area - inter)
+
+
+def _best_iou_bound(xyxy: torch.Tensor, h: int, w: int, scales: tuple[float, float]) -> float:
+    """An upper bound on the IoU any crop can reach with a box centred in the image.
+
+    A crop has between ``int(w * lo) * int(h * lo)`` and ``int(w * hi) * int(h * hi)``
+    pixels, and ``IoU(a, b) <= min(area a, area b) / max(area a, area b)``.
+    """
+    cx = 0.5 * (xyxy[..., 0] + xyxy[..., 2])
+    cy = 0.5 * (xyxy[..., 1] + xyxy[..., 3])
+    centred = (cx > 0) & (cx < w) & (cy > 0) & (cy < h)
+    if not bool(centred.any()):
+        return -1.0  # no crop can hold a box centre: not even IoU >= 0
+    lo, hi = scales
+    least = max(1, int(w * lo) * int(h * lo))
+    most = max(least, int(w * hi) * int(h * hi))
+    areas = ((xyxy[..., 2] - xyxy[..., 0]) * (xyxy[..., 3] - xyxy[..., 1]))[centred].double()
+    bound = torch.minimum(areas / least, most / areas).clamp(max=1.0)
+    return float(bound.nan_to_num(0.0).max())
+
+
+class RandomIoUCrop(ImageTransform):
+    """SSD's random crop: a crop where some box keeps at least a drawn IoU with it.
+
+    Each call draws a minimal IoU from ``sampler_options`` (default ``[0.0, 0.1,
+    0.3, 0.5, 0.7, 0.9, 1.0]``; a value >= 1 leaves the sample as it is), then up
+    to ``trials`` crops of ``min_scale``..``max_scale`` of each side with an aspect
+    ratio in ``min_aspect_ratio``..``max_aspect_ratio``; the first crop holding the
+    centre of some box, whose boxes with centres inside have IoU >= the drawn value
+    with the crop (at least one of them), is taken; otherwise another value is
+    drawn. Boxes whose centre falls outside the crop become ``[0, 0, 0, 0]``
+    (degenerate): follow with ``SanitizeBoundingBoxes`` to drop them and their
+    labels. The sample must hold ``BoundingBoxes``. Where torchvision would keep
+    drawing for ever (no crop can meet any option below 1), and after 10 000 crops
+    tried in vain, the sample is left as it is.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision import tv_tensors
+        >>> boxes = tv_tensors.BoundingBoxes([[4, 4, 20, 20]], format="XYXY", canvas_size=(32, 32))
+        >>> t = RandomIoUCrop(generator=torch.Generator().manual_seed(0))
+        >>> img, target = t(torch.zeros(3, 32, 32), {"boxes": boxes})
+        >>> tuple(img.shape[-2:]) == target["boxes"].canvas_size
+        True
+    """
+
+    def __init__(
+        self,
+        min_scale: float = 0.3,
+        max_scale: float = 1.0,
+        min_aspect_ratio: float = 0.5,
+        max_aspect_ratio: float = 2.0,
+        sampler_options: Sequence[float] | None = None,
+        trials: int = 40,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(generator=generator)
+        name = type(self).__name__
+        for arg, value in (
+            ("min_scale", min_scale),
+            ("max_scale", max_scale),
+            ("min_aspect_ratio", min_aspect_ratio),
+            ("max_aspect_ratio", max_aspect_ratio),
+        ):
+            if not _is_number(value) or value <= 0:
+                raise ValueError(f"{name}: {arg} must be a positive number, got {value!r}")
+        if min_scale > max_scale or min_aspect_ratio > max_aspect_ratio:
+            raise ValueError(
+                f"{name}: min_scale <= max_scale and min_aspect_ratio <= max_aspect_ratio "
+                f"are required, got scales ({min_scale}, {max_scale}) and aspect ratios "
+                f"({min_aspect_ratio}, {max_aspect_ratio})"
+            )
+        if sampler_options is None:
+            sampler_options = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]
+        if not (
+            isinstance(sampler_options, Sequence)
+            and len(sampler_options) > 0
+            and all(_is_number(o) for o in sampler_options)
+        ):
+            raise TypeError(
+                f"{name}: sampler_options must be a non-empty sequence of numbers, "
+                f"got {sampler_options!r}"
+            )
+        if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
+            raise ValueError(f"{name}: trials must be a positive int, got {trials!r}")
+        self.min_scale, self.max_scale = float(min_scale), float(max_scale)
+        self.min_aspect_ratio, self.max_aspect_ratio = (
+            float(min_aspect_ratio),
+            float(max_aspect_ratio),
+        )
+        self.options = [float(o) for o in sampler_options]
+        self.trials = trials
+
+    def forward(self, *inputs: Any) -> Any:
+        """Crop the sample (see the class docstring); it must hold an image and boxes.
+
+        Example:
+            >>> import torch
+            >>> RandomIoUCrop()(torch.zeros(3, 8, 8))
+            Traceback (most recent call last):
+            ...
+            TypeError: RandomIoUCrop needs a sample with an image and tv_tensors.BoundingBoxes ...
+        """
+        flat, _ = _flatten(self, inputs)
+        boxes = [x for x in flat if isinstance(x, tv_tensors.BoundingBoxes)]
+        has_image = any(
+            isinstance(x, (tv_tensors.Image, tv_tensors.Video))
+            or is_pil(x)
+            or (type(x) is torch.Tensor and x.ndim >= 3)
+            for x in flat
+        )
+        if not boxes or not has_image:
+            raise TypeError(
+                f"{type(self).__name__} needs a sample with an image and tv_tensors.BoundingBoxes "
+                f"(e.g. (image, {{'boxes': boxes, 'labels': labels}})), got "
+                f"{', '.join(type(x).__name__ for x in flat)}"
+            )
+        token = _SAMPLE_BOXES.set(boxes[0])
+        try:
+            return super().forward(*inputs)
+        finally:
+            _SAMPLE_BOXES.reset(token)
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        h, w = inputs[0].shape[-2], inputs[0].shape[-1]
+        boxes = _SAMPLE_BOXES.get(None)
+        if boxes is None:  # called on its own, not from forward
+            raise TypeError(f"{type(self).__name__}: make_params needs the sample's boxes")
+        if boxes.canvas_size != (h, w):
+            raise ValueError(
+                f"{type(self).__name__}: the boxes' canvas_size {boxes.canvas_size} is not the "
+                f"image size {(h, w)}"
+            )
+        xyxy = convert_bounding_box_format(
+            _plain(boxes), old_format=boxes.format, new_format=tv_tensors.BoundingBoxFormat.XYXY
+        )
+        bound = _best_iou_bound(xyxy, h, w, (self.min_scale, self.max_scale))
+        if all(option < 1.0 and option > bound for option in self.options):
+            return {}  # no option can be met (torchvision loops for ever): leave the sample
+        cx = 0.5 * (xyxy[..., 0] + xyxy[..., 2])
+        cy = 0.5 * (xyxy[..., 1] + xyxy[..., 3])
+        for _ in range(-(-_MAX_TRIALS // self.trials)):
+            option = self.options[int(self._randint(0, len(self.options), (1,)))]
+            if option >= 1.0:
+                return {}
+            crop_box = self._try_crops(h, w, xyxy, cx, cy, option)
+            if crop_box is not None:
+                return crop_box
+        return {}
+
+    def _try_crops(
+        self,
+        h: int,
+        w: int,
+        xyxy: torch.Tensor,
+        cx: torch.Tensor,
+        cy: torch.Tensor,
+        min_iou: float,
+    ) -> dict[str, Any] | None:
+        """Up to ``trials`` crops for one minimal IoU: the first that fits, or None."""
+        for _ in range(self.trials):
+            r = self.min_scale + (self.max_scale - self.min_scale) * self._rand((2,))
+            new_w, new_h = int(w * r[0]), int(h * r[1])
+            if new_h == 0 or not (self.min_aspect_ratio <= new_w / new_h <= self.max_aspect_ratio):
+                continue
+            r = self._rand((2,))
+            left, top = int((w - new_w) * r[0]), int((h - new_h) * r[1])
+            right, bottom = left + new_w, top + new_h
+            if left == right or top == bottom:
+                continue
+            inside = (left < cx) & (cx < right) & (top < cy) & (cy < bottom)
+            if not inside.any():
+                continue
+            if _box_iou(xyxy[inside], [left, top, right, bottom]).max() < min_iou:
+                continue
+            return {
+                "top": top,
+                "left": left,
+                "height": new_h,
+                "width": new_w,
+                "is_within_crop_area": inside,
+            }
+        return None
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Crop one image tensor (or return it when the draw left the sample as is)."""
+        if not params:
+            return inpt
+        return crop(inpt, params["top"], params["left"], params["height"], params["width"])
+
+
+@register_kernel(RandomIoUCrop, tv_tensors.BoundingBoxes)
+def _iou_crop_boxes(
+    t: RandomIoUCrop, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    if not params:
+        return boxes
+    crop_box = (params["top"], params["left"], params["height"], params["width"])
+    out = _moved_boxes(boxes, crop_bounding_boxes, *crop_box)
+    plain = _plain(out).clone()
+    if plain.shape[:-1] == params["is_within_crop_area"].shape:
+        plain[~params["is_within_crop_area"]] = 0  # degenerate: SanitizeBoundingBoxes drops them
+    return tv_tensors.wrap(plain, like=out)
+
+
+@register_kernel(RandomIoUCrop, tv_tensors.Mask)
+def _iou_crop_mask(t: RandomIoUCrop, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
+    if not params:
+        return mask
+    top, left, h, w = params["top"], params["left"], params["height"], params["width"]
+    return tv_tensors.wrap(_plain(mask)[..., top : top + h, left : left + w], like=mask)
+
+
+# RandomShortestSize.
+
+
+class RandomShortestSize(ImageTransform):
+    """Resize so the shorter side is one of ``min_size`` (drawn), the longer at most ``max_size``.
+
+    As torchvision's: the scale is ``min_size / shorter side``, lowered to
+    ``max_size / longer side`` if that is smaller; both sides are scaled and
+    truncated. Boxes and masks (nearest) follow.
+
+    Example:
+        >>> import torch
+        >>> t = RandomShortestSize([16, 20], max_size=30, generator=torch.Generator())
+        >>> t(torch.zeros(3, 10, 20)).shape  # either size would take the long side past 30
+        torch.Size([3, 15, 30])
+    """
+
+    def __init__(
+        self,
+        min_size: int | Sequence[int],
+        max_size: int | None = None,
+        interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
+        antialias: bool | None = True,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(generator=generator)
+        name = type(self).__name__
+        sizes = [min_size] if isinstance(min_size, int) else min_size
+        if not (
+            isinstance(sizes, Sequence)
+            and len(sizes) > 0
+            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)
+        ):
+            raise ValueError(
+                f"{name}: min_size must be a positive int or a non-empty sequence of them, "
+                f"got {min_size!r}"
+            )
+        if max_size is not None and (
+            not isinstance(max_size, int) or isinstance(max_size, bool) or max_size <= 0
+        ):
+            raise ValueError(f"{name}: max_size must be None or a positive int, got {max_size!r}")
+        self.min_size = list(sizes)
+        self.max_size = max_size
+        self.interpolation = interpolation_mode(name, interpolation)
+        self.antialias = antialias
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        h, w = inputs[0].shape[-2], inputs[0].shape[-1]
+        min_size = self.min_size[int(self._randint(0, len(self.min_size), ()))]
+        r = min_size / min(h, w)
+        if self.max_size is not None:
+            r = min(r, self.max_size / max(h, w))
+        return {"size": [int(h * r), int(w * r)]}
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Resize one image tensor to the drawn size."""
+        return resize(inpt, params["size"], self.interpolation, antialias=self.antialias)
+
+
+@register_kernel(RandomShortestSize, tv_tensors.BoundingBoxes)
+def _shortest_size_boxes(
+    t: RandomShortestSize, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+) -> tv_tensors.BoundingBoxes:
+    out, canvas = resize_bounding_boxes(
+        _plain(boxes),
+        boxes.canvas_size,
+        params["size"],
+        format=boxes.format,
+        clamping_mode=boxes.clamping_mode,
+    )
+    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+
+
+@register_kernel(RandomShortestSize, tv_tensors.Mask)
+def _shortest_size_mask(
+    t: RandomShortestSize, mask: tv_tensors.Mask, params: dict[str, Any]
+) -> tv_tensors.Mask:
+    size = params["size"]
+    return _mask_op(
+        mask, lambda x: resize(x, size, InterpolationMode.NEAREST), "RandomShortestSize"
+    )
