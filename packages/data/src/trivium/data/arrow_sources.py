@@ -56,6 +56,7 @@ from trivium.core.errors import (
 )
 from trivium.core.forking import ForkSafe, abandon
 from trivium.data.pipes import IterPipe
+from trivium.data.shared_cache import SharedReadCache
 
 __all__ = ["ArrowIPCSource", "ArrowSource", "CSVSource", "Fragment", "ParquetSource"]
 
@@ -196,6 +197,8 @@ class ArrowSource(ForkSafe, IterPipe):
         self._filtered_rows: list[int] | None = None
         self._cache: OrderedDict[int, pa.Table] = OrderedDict()
         self.cache_fragments = 2
+        # Set by the DataLoader: fragments read once per machine into shared memory.
+        self.read_cache: SharedReadCache | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.paths!r}, columns={self.columns})"
@@ -314,6 +317,7 @@ class ArrowSource(ForkSafe, IterPipe):
         out._cache = OrderedDict()
         out.__dict__.pop("_open_file", None)
         out._shard = (num_shards, shard_index)
+        out.read_cache = None
         return out
 
     def _my_fragments(self) -> list[Fragment]:
@@ -352,13 +356,30 @@ class ArrowSource(ForkSafe, IterPipe):
     def _cached(self, index: int) -> pa.Table:
         table = self._cache.get(index)
         if table is None:
-            table = self.read_fragment(self.fragments[index]).combine_chunks()
+            if self.read_cache is not None:
+                table = self.read_cache.load(self, index)
+            else:
+                table = self.read_fragment(self.fragments[index]).combine_chunks()
             self._cache[index] = table
             while len(self._cache) > self.cache_fragments:
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(index)
         return table
+
+    def release_fragments(self, done: np.ndarray) -> None:
+        """Drop cached fragments for which ``done[index]`` is true (no batch needs them).
+
+        Example:
+            >>> import os, tempfile, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+            >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+            >>> pq.write_table(pa.table({"x": list(range(4))}), path, row_group_size=2)
+            >>> src = ParquetSource(path); _ = src.take(np.array([0, 3]))
+            >>> src.release_fragments(np.array([True, False])); list(src._cache)
+            [1]
+        """
+        for index in [i for i in self._cache if done[i]]:
+            del self._cache[index]
 
     def take(self, ids: np.ndarray) -> pa.RecordBatch:
         """The rows with global ids ``ids`` (in that order), as one RecordBatch.

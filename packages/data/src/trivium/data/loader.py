@@ -52,6 +52,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
@@ -67,6 +68,7 @@ from trivium.data.arrow_sources import ArrowSource, fragments_for_window
 from trivium.data.batches import TensorBatch, is_batch
 from trivium.data.pipes import IterPipe, Map, Shuffle, SkippedSamplesWarning, _MapToIter
 from trivium.data.sharding import EpochPlan, epoch_order
+from trivium.data.shared_cache import ReadAhead, SharedReadCache, fragment_uses
 from trivium.data.transfer import inline_small_tensors
 
 __all__ = ["DataLoader"]
@@ -186,8 +188,13 @@ class _EpochStream(IterableDataset):
             window=self.window,
         )
         n = len(order)
+        last_use = None
+        if self.chain.columnar and self.chain.root.read_cache is not None:
+            _, last_use = fragment_uses(order, plan, self.chain.fragment_rows())
         before = self.chain.skipped()
         for k in range(worker, plan.num_batches, workers):
+            if last_use is not None:  # unmap what none of this worker's batches needs again
+                self.chain.root.release_fragments(last_use < k)
             positions = plan.batch_positions(k)
             # What draws outside a sample's scope (collate_fn: MixUp, batched crops, ...)
             # draws from the batch's.
@@ -260,6 +267,10 @@ class DataLoader:
             ``torch.distributed`` when initialised, else 0 and 1).
         device: move each batch there, overlapping the copy with compute on CUDA
             (``trivium.core.CUDAPrefetcher``).
+        shared_cache: with workers over an Arrow source, read each fragment once
+            into shared memory, where every worker maps it (default); ``False``:
+            each worker reads and caches the fragments its batches need
+            (:mod:`trivium.data.shared_cache`).
         persistent_workers: keep the worker processes from one epoch to the next
             (torch's option): no start-up per epoch, and an Arrow source's fragments
             stay in each worker's read cache. The workers keep the dataset and the
@@ -309,6 +320,7 @@ class DataLoader:
         rank: int | None = None,
         world_size: int | None = None,
         device: str | torch.device | None = None,
+        shared_cache: bool = True,
     ) -> None:
         if batch_size is not None and (
             isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
@@ -341,6 +353,7 @@ class DataLoader:
         self.seed = seed
         self.shuffle_window = shuffle_window or self._chain.window
         self.device = device
+        self.shared_cache = shared_cache
         dist_rank, dist_world = _distributed()
         self.rank = dist_rank if rank is None else rank
         self.world_size = dist_world if world_size is None else world_size
@@ -352,6 +365,8 @@ class DataLoader:
         self._num_samples: int | None = None
         self._epoch_skipped = 0
         self._workers: tuple[_EpochStream, torch.utils.data.DataLoader] | None = None
+        self._read_cache: SharedReadCache | None = None
+        self._reader: ReadAhead | None = None
 
     def __repr__(self) -> str:
         return (
@@ -404,8 +419,50 @@ class DataLoader:
             rows = self._chain.fragment_rows()
             cached = fragments_for_window(rows, window if self.shuffle else self.batch_size)
             self._chain.root.cache_fragments = min(cached + 1, _MAX_CACHED_FRAGMENTS)
+            self._chain.root.read_cache = self._shared_cache()
         unbatched = self.batch_size is None
         return _EpochStream(self._chain, plan, window, self.collate_fn, unbatched)
+
+    def _shared_cache(self) -> SharedReadCache | None:
+        """The cache the workers share, when they read an Arrow source."""
+        if not (self.shared_cache and self._chain.columnar and self.num_workers > 0):
+            return None
+        if self._read_cache is None:
+            self._read_cache = SharedReadCache()
+        return self._read_cache
+
+    def _start_reading(self, plan: EpochPlan) -> None:
+        """Read the epoch's fragments ahead of the workers, first batches first.
+
+        Started before the workers are forked, so the first batches' fragments are
+        being read while the workers start.
+        """
+        cache = self._read_cache
+        if cache is None or self._chain.root.read_cache is not cache:
+            return
+        rows = self._chain.fragment_rows()
+        order = epoch_order(
+            rows, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self._window()
+        )
+        first, last = fragment_uses(order, plan, rows)
+        in_flight = self.num_workers * (self.prefetch_factor or 2)
+        source = copy.copy(self._chain.root)  # its own open files, not the workers'
+        self._reader = ReadAhead(cache, source, first, last, in_flight)
+        self._reader.start()
+
+    def _stop_reading(self, failed: bool) -> None:
+        """Stop the reader and free the cache (remove it after a failure, unless shared)."""
+        if self._reader is not None:
+            self._reader.stop()
+            self._reader = None
+        cache = self._read_cache
+        if cache is None:
+            return
+        if failed and not self.persistent_workers:
+            cache.close()
+            self._read_cache = None
+        else:
+            cache.clear()
 
     def _torch_loader(self, stream: _EpochStream) -> torch.utils.data.DataLoader:
         extra: dict[str, Any] = {}
@@ -431,32 +488,42 @@ class DataLoader:
         """Torch's loader for this epoch: a new one, or the one whose workers persist."""
         if self._workers is None:
             stream = self._stream(plan)
+            self._start_reading(plan)
             loader = self._torch_loader(stream)
             if self.persistent_workers:
                 stream.epoch_state.share_memory_()
                 self._workers = stream, loader
         else:
             stream, loader = self._workers
+            self._start_reading(plan)
         stream.start_epoch(self.seed, self.epoch, self.shuffle, plan.start)
         return loader
 
     def _batches(self, plan: EpochPlan) -> Iterator[Any]:
         pending: dict[int, tuple[int, Any]] = {}
         next_k = 0
-        workers = iter(self._epoch_loader(plan))
+        try:
+            workers = iter(self._epoch_loader(plan))
+        except BaseException:
+            self._stop_reading(failed=True)
+            raise
         try:
             for k, skipped, batch in workers:
                 pending[k] = (skipped, batch)
                 while next_k in pending:  # yield in plan order whatever the workers do
                     skipped, batch = pending.pop(next_k)
                     next_k += 1
+                    if self._reader is not None:
+                        self._reader.consumed(next_k)
                     self.skipped += skipped
                     self._epoch_skipped += skipped
                     yield next_k, batch
         except BaseException:
             if not self.persistent_workers:
                 _shut_down(workers)
+            self._stop_reading(failed=True)
             raise
+        self._stop_reading(failed=False)
 
     def __iter__(self) -> Iterator[Any]:
         plan = self._new_plan()

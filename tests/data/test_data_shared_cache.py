@@ -1,0 +1,189 @@
+"""The loader's shared read cache: each fragment read once per epoch, held once, never leaked.
+
+References: storage reads are counted by the source itself (a subclass appending
+each read fragment to a log file, from every process); the batches are compared with
+the loader without workers (no cache) and with per-worker caches; leaks are checked
+by listing the shared-memory directory before and after.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from trivium.data import DataLoader, ParquetSource
+from trivium.data.shared_cache import SHM_ENV, SharedReadCache, sweep_stale
+
+ROWS, GROUP = 256, 16  # 16 row groups
+
+
+class CountingSource(ParquetSource):
+    """A ParquetSource that logs every fragment it reads from storage (any process)."""
+
+    def __init__(self, paths: object, log: pathlib.Path, **kwargs: object) -> None:
+        super().__init__(paths, **kwargs)
+        self.log = str(log)
+
+    def _read(self, fragment):
+        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{fragment.index}\n".encode())
+        finally:
+            os.close(fd)
+        return super()._read(fragment)
+
+
+@pytest.fixture()
+def shm(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    root = tmp_path / "shm"
+    root.mkdir()
+    monkeypatch.setenv(SHM_ENV, str(root))
+    return root
+
+
+@pytest.fixture(scope="module")
+def parquet_file(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    path = tmp_path_factory.mktemp("cache") / "data.parquet"
+    ids = np.arange(ROWS)
+    blob = pa.array([bytes([i % 256]) * 100 for i in ids], pa.binary())
+    pq.write_table(pa.table({"id": ids, "blob": blob}), path, row_group_size=GROUP)
+    return path
+
+
+def reads(log: pathlib.Path) -> collections.Counter:
+    counts = collections.Counter(log.read_text().split()) if log.exists() else collections.Counter()
+    log.unlink(missing_ok=True)
+    return counts
+
+
+def ids_of(loader: DataLoader) -> list[list[int]]:
+    return [b["id"].tolist() for b in loader]
+
+
+def cache_files(shm: pathlib.Path) -> list[pathlib.Path]:
+    return [p for p in shm.rglob("*") if p.is_file() and p.name != "owner.lock"]
+
+
+@pytest.mark.parametrize("num_workers", [1, 3])
+def test_each_fragment_is_read_once_per_epoch_and_batches_are_unchanged(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path, num_workers: int
+) -> None:
+    log = tmp_path / "reads.log"
+    source = CountingSource(parquet_file, log, columns=["id", "blob"])
+    reference = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle(64)
+    loader = DataLoader(source.shuffle(64), 10, num_workers=num_workers, seed=1)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        got = [(b["id"].tolist(), b["blob"].to_pylist()) for b in loader]
+        assert reads(log) == {str(i): 1 for i in range(ROWS // GROUP)}
+        expected = DataLoader(reference, 10, seed=1)
+        expected.set_epoch(epoch)
+        assert got == [(b["id"].tolist(), b["blob"].to_pylist()) for b in expected]
+        assert cache_files(shm) == []  # freed at the end of the epoch
+    private = DataLoader(source.shuffle(64), 10, num_workers=2, seed=1, shared_cache=False)
+    ids_of(private)
+    assert sum(reads(log).values()) > ROWS // GROUP  # per-worker caches read some twice
+
+
+def test_resume_on_other_workers_and_ranks_through_the_cache(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    log = tmp_path / "reads.log"
+    pipe = CountingSource(parquet_file, log, columns=["id"]).shuffle(48)
+    loader = DataLoader(pipe, 8, num_workers=2, seed=3)
+    it = iter(loader)
+    seen = [next(it)["id"].tolist() for _ in range(5)]
+    state = loader.state_dict()
+    del it
+    for rank in range(2):
+        rest = DataLoader(pipe, 5, num_workers=3, seed=0, rank=rank, world_size=2)
+        rest.load_state_dict(state)
+        seen += ids_of(rest)
+    assert sorted(itertools.chain.from_iterable(seen)) == list(range(ROWS))
+
+
+def test_the_cache_holds_about_one_window(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """Window 32 rows = 2 row groups; in flight 2 workers x 2 batches of 4 rows."""
+    pipe = ParquetSource(parquet_file, columns=["id"]).shuffle(32)
+    loader = DataLoader(pipe, 4, num_workers=2, seed=0)
+    most = 0
+    for _ in loader:
+        most = max(most, len([p for p in cache_files(shm) if p.suffix == ".arrow"]))
+    # the window being read (2), the next window reached by the batches in flight (2),
+    # and one more where a window boundary falls inside a batch
+    assert 1 <= most <= 5
+
+
+def worker_pids() -> list[int]:
+    pids = []
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+            pids += [int(p) for p in f.read().split()]
+    return pids
+
+
+def test_a_killed_worker_leaks_no_shared_memory(
+    parquet_file: pathlib.Path, shm: pathlib.Path
+) -> None:
+    before = sorted(os.listdir(shm))
+    pipe = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle(64)
+    loader = DataLoader(pipe, 4, num_workers=2, seed=0, timeout=60)
+    it = iter(loader)
+    next(it)
+    assert cache_files(shm)  # fragments are in shared memory mid-epoch
+    os.kill(worker_pids()[-1], signal.SIGKILL)
+    with pytest.raises(RuntimeError, match=r"(?i)worker"):
+        for _ in it:
+            pass
+    assert sorted(os.listdir(shm)) == before
+    assert len(ids_of(loader)) == ROWS // 4  # the next epoch starts afresh
+
+
+def test_a_killed_main_process_leaves_a_directory_the_next_cache_removes(
+    shm: pathlib.Path,
+) -> None:
+    code = textwrap.dedent(
+        """
+        import os, signal
+        from trivium.data.shared_cache import SharedReadCache
+        cache = SharedReadCache()
+        open(os.path.join(cache.path, "0.arrow"), "wb").write(b"x" * 4096)
+        print(cache.path, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    env = {**os.environ, SHM_ENV: str(shm)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    left = pathlib.Path(out.stdout.strip())
+    assert out.returncode == -signal.SIGKILL and left.is_dir()
+    mine = SharedReadCache()  # sweeps directories whose owner is gone
+    assert not left.exists()
+    assert sweep_stale() == []  # a live owner's directory stays
+    assert pathlib.Path(mine.path).is_dir()
+    mine.close()
+
+
+def test_an_exception_in_the_loop_frees_the_cache(
+    parquet_file: pathlib.Path, shm: pathlib.Path
+) -> None:
+    pipe = ParquetSource(parquet_file, columns=["id"]).shuffle(64)
+    for persistent in (False, True):
+        loader = DataLoader(pipe, 4, num_workers=2, seed=0, persistent_workers=persistent)
+        with pytest.raises(KeyError):
+            for _ in loader:
+                raise KeyError("stop")
+        assert cache_files(shm) == []
+        assert sorted(itertools.chain.from_iterable(ids_of(loader))) == list(range(ROWS))
