@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import subprocess
 import warnings
 from pathlib import Path
 
@@ -24,9 +25,25 @@ PIXEL_LIMIT = 4_000_000
 
 
 def load_seeds() -> list[bytes]:
-    """Every small valid JPEG and PNG asset, as bytes."""
+    """Every small valid JPEG and PNG asset, and 12-bit JPEGs, as bytes."""
     paths = sorted((ASSETS / "jpeg").iterdir()) + sorted((ASSETS / "png").iterdir())
-    return [p.read_bytes() for p in paths if p.stat().st_size < 60_000]
+    return [p.read_bytes() for p in paths if p.stat().st_size < 60_000] + twelve_bit_seeds()
+
+
+def twelve_bit_seeds() -> list[bytes]:
+    """12-bit JPEGs (lossy, progressive, lossless) made from a 16-bit PNG asset by the
+    cjpeg built beside the codecs; none when it is not built."""
+    cjpeg = ASSETS.parents[2] / "packages/vision/build/libjpeg-turbo/bin/cjpeg"
+    if not cjpeg.exists():
+        return []
+    source = (ASSETS / "png" / "basn2c16.png").read_bytes()  # 16-bit RGB, 32x32
+    pixels = decode_image(source).permute(1, 2, 0).numpy() >> 4
+    ppm = b"P6\n32 32\n4095\n" + pixels.astype(">u2").tobytes()
+    options = [["-quality", "90"], ["-progressive"], ["-lossless", "1"]]
+    run = [str(cjpeg), "-precision", "12"]
+    return [
+        subprocess.run(run + o, input=ppm, capture_output=True, check=True).stdout for o in options
+    ]
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
