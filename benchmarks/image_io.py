@@ -162,8 +162,11 @@ def machine_info(peers: Peers) -> dict[str, str]:
     except AttributeError:
         affinity = os.cpu_count() or 1
     ours_jpeg = f"libjpeg API {_C.jpeg_version}"
+    built = getattr(_C, "libjpeg_turbo_version", None)  # the libjpeg-turbo _C was built on
     debian = _dpkg_version("libjpeg62-turbo")
-    if debian:
+    if built:
+        ours_jpeg += f" (libjpeg-turbo {built})"
+    elif debian:
         ours_jpeg += f" (system libjpeg-turbo {debian})"
     libs = _mapped_libraries("libjpeg", "libspng", "libturbojpeg", "libz.so")
     return {
