@@ -1,0 +1,236 @@
+"""Speed of ``trivium.vision.models`` RetinaNet against torchvision's, in one process.
+
+Workload ``eval``: ``retinanet_resnet50_fpn`` forward in ``torch.inference_mode``
+on 2 random 3x800x800 float images (resize to 800, normalise, backbone, FPN,
+heads, anchors, decoding, NMS, boxes mapped back), at every thread count of
+``--threads`` (default 1 and 2).
+
+Both models hold the same weights, in the layout of torchvision's published COCO
+checkpoint (a ResNet-50 with FrozenBatchNorm2d, P3-P7 FPN): ours is built with
+``weights_backbone=`` and torchvision's from its own pieces, which then loads our
+state dict. The class logits' weights are drawn wider than at initialisation so
+that each image has detections for the postprocessing to work on.
+
+torchvision's ``nms`` is a C++ op that does not load here; the script registers
+``torchvision::nms`` over trivium's kernel (``torch.ops.trivium.nms``), so both
+sides run the same NMS and the difference is everything else.
+
+As in ``benchmarks/models.py``, ours is timed as the vision README recommends
+running it on a CPU, converted to channels-last
+(``model.to(memory_format=torch.channels_last)``), against torchvision as its
+documentation runs it (contiguous). Two rows per thread count have no target:
+both libraries contiguous, then both channels-last.
+
+torchvision comes from ``tests/peers.py``. Every side is warmed up, then timed
+in ``--repeats`` interleaved repeats; the median is kept. Ratio = peer time /
+our time (above 1: we are faster).
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/detection.py [--repeats N] [--json PATH] [--threads 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from harness import (
+    Row,
+    Side,
+    benchmark_parser,
+    cpu_busy_seconds,
+    cpu_model,
+    measure,
+    parse_benchmark_args,
+    print_header,
+    report,
+    row_from,
+)
+from torch import nn
+
+from trivium.vision import models
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from peers import import_torchvision
+
+WORKLOADS = ["eval"]
+LAYOUTS = {"channels-last": torch.channels_last, "contiguous": torch.contiguous_format}
+NMS_NOTE = (
+    "torchvision's nms runs trivium's kernel (torchvision::nms registered over "
+    "torch.ops.trivium.nms): both sides use the same NMS"
+)
+
+Detections = list[dict[str, torch.Tensor]]
+
+
+def share_nms(tv: Any) -> None:
+    """Give torchvision an ``nms`` op (its C++ one may not load): trivium's kernel."""
+    try:
+        torch.ops.torchvision.nms  # noqa: B018 (present where the extension loads)
+        return
+    except (AttributeError, RuntimeError):
+        pass
+    torch.library.define(
+        "torchvision::nms", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"
+    )
+    torch.library.impl("torchvision::nms", "cpu")(lambda b, s, t: torch.ops.trivium.nms(b, s, t))
+    tv.extension._has_ops = lambda: True
+
+
+def build_pair(tv: Any) -> tuple[nn.Module, nn.Module]:
+    """Our retinanet_resnet50_fpn and torchvision's, frozen-BN backbones, the same weights."""
+    torch.manual_seed(0)
+    ours = models.retinanet_resnet50_fpn(weights_backbone=models.resnet50().state_dict())
+    with torch.no_grad():
+        ours.head.classification_head.cls_logits.weight.normal_(
+            0.0, 0.03, generator=torch.Generator().manual_seed(1)
+        )
+    detection = tv.models.detection
+    body = tv.models.resnet50(norm_layer=tv.ops.misc.FrozenBatchNorm2d)
+    extra = tv.ops.feature_pyramid_network.LastLevelP6P7(256, 256)
+    backbone = detection.backbone_utils._resnet_fpn_extractor(
+        body, 3, returned_layers=[2, 3, 4], extra_blocks=extra
+    )
+    theirs = detection.RetinaNet(backbone, 91)
+    theirs.load_state_dict(ours.state_dict(), strict=True)
+    return ours.eval(), theirs.eval()
+
+
+def infer(model: nn.Module, images: list[torch.Tensor]) -> Callable[[], Detections]:
+    """Detection on `images`."""
+
+    def run() -> Detections:
+        with torch.inference_mode():
+            return model(images)
+
+    return run
+
+
+def unmatched(x: dict[str, torch.Tensor], y: dict[str, torch.Tensor]) -> float:
+    """The largest distance from a detection in `x` to the nearest same-label one in `y`.
+
+    Box and score distances are combined (max of both); near-equal scores may come
+    out in either order, so detections are matched as sets, not by position.
+    """
+    if len(x["boxes"]) == 0:
+        return 0.0
+    box = (x["boxes"][:, None, :] - y["boxes"][None, :, :]).abs().amax(dim=2)
+    score = (x["scores"][:, None] - y["scores"][None, :]).abs()
+    distance = torch.maximum(box, score).masked_fill(
+        x["labels"][:, None] != y["labels"][None, :], float("inf")
+    )
+    return float(distance.amin(dim=1).max())
+
+
+def compare(a: Detections, b: Detections) -> str:
+    """How far two detection lists are apart: by position, and matched as sets."""
+    parts = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if x["boxes"].shape != y["boxes"].shape:
+            parts.append(f"image {i}: {len(x['boxes'])} vs {len(y['boxes'])} detections")
+            continue
+        box = float((x["boxes"] - y["boxes"]).abs().max()) if len(x["boxes"]) else 0.0
+        score = float((x["scores"] - y["scores"]).abs().max()) if len(x["scores"]) else 0.0
+        labels = "equal" if torch.equal(x["labels"], y["labels"]) else "differ"
+        parts.append(
+            f"image {i}: {len(x['boxes'])} detections, by position max |d box| {box:.1e} "
+            f"|d score| {score:.1e}, labels {labels}; "
+            f"as sets max distance {max(unmatched(x, y), unmatched(y, x)):.1e}"
+        )
+    return "; ".join(parts)
+
+
+def eval_rows(tv: Any, args: argparse.Namespace, checks: list[str]) -> list[Row]:
+    """The eval workload's rows at every thread count."""
+    ours, theirs = build_pair(tv)
+    g = torch.Generator().manual_seed(0)
+    images = [torch.rand(3, 800, 800, generator=g) for _ in range(2)]
+    calls = {}
+    for lib, model in (("ours", ours), ("torchvision", theirs)):
+        for tag, fmt in LAYOUTS.items():
+            calls[f"{lib} {tag}"] = infer(copy.deepcopy(model).to(memory_format=fmt), images)
+    reference = calls["torchvision contiguous"]()
+    for name in ("ours channels-last", "ours contiguous"):
+        checks.append(f"{name} vs torchvision contiguous: {compare(calls[name](), reference)}")
+    checks.append(NMS_NOTE)
+    label = "retinanet_resnet50_fpn eval, 2 images 3x800x800"
+    rows = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        sides = [
+            Side(name, fn, lambda n=threads: torch.set_num_threads(n)) for name, fn in calls.items()
+        ]
+        timings = measure(sides, args.repeats, args.min_time)
+        at = f"{label}, {threads} thread(s)"
+        rows += [
+            row_from(
+                f"{at}: ours channels-last vs torchvision as documented",
+                timings,
+                "ours channels-last",
+                "torchvision contiguous",
+                target=1.0,
+            ),
+            row_from(
+                f"{at}: both contiguous", timings, "ours contiguous", "torchvision contiguous"
+            ),
+            row_from(
+                f"{at}: both channels-last",
+                timings,
+                "ours channels-last",
+                "torchvision channels-last",
+            ),
+        ]
+    return rows
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = benchmark_parser(__doc__.splitlines()[0], WORKLOADS, repeats=3, min_time=0.2)
+    parser.add_argument(
+        "--threads", default="1,2", help="comma-separated torch thread counts (default 1,2)"
+    )
+    args = parse_benchmark_args(parser, WORKLOADS, argv)
+    try:
+        args.threads = [int(n) for n in args.threads.split(",") if n.strip()]
+    except ValueError:
+        parser.error(f"--threads must be comma-separated integers, got {args.threads!r}")
+    if not args.threads or min(args.threads) < 1:
+        parser.error("--threads needs at least one count, each >= 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the workload and print the table (and JSON with --json)."""
+    args = parse_args(argv)
+    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
+    tv = import_torchvision()
+    info = {
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "torch": f"{torch.__version__} (threads: {', '.join(map(str, args.threads))})",
+        "torchvision": tv.__version__ if tv is not None else "not installed",
+        "nms": NMS_NOTE,
+    }
+    print_header("trivium.vision.models detection benchmark", info, args)
+    if tv is None:
+        print("torchvision is not installed: nothing to compare against")
+        return 0
+    share_nms(tv)
+    rows: list[Row] = []
+    checks: list[str] = []
+    if "eval" in args.only:
+        rows += eval_rows(tv, args, checks)
+    report(rows, checks, info, args, started, cpu_start)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
