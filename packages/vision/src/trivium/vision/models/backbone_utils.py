@@ -140,8 +140,12 @@ def _resnet_fpn_extractor(
     returned_layers: list[int] | None = None,
     extra_blocks: ExtraFPNBlock | None = None,
     norm_layer: Callable[..., nn.Module] | None = None,
+    out_channels: int = 256,
 ) -> BackboneWithFPN:
-    """Freeze ``backbone``'s first layers and put an FPN on ``returned_layers`` (torchvision's)."""
+    """Freeze ``backbone``'s first layers and put an FPN on ``returned_layers`` (torchvision's).
+
+    ``out_channels`` is the pyramid's width (torchvision's is always 256).
+    """
     if trainable_layers < 0 or trainable_layers > 5:
         raise ValueError(f"Trainable layers should be in the range [0,5], got {trainable_layers}")
     layers_to_train = ["layer4", "layer3", "layer2", "layer1", "conv1"][:trainable_layers]
@@ -163,7 +167,7 @@ def _resnet_fpn_extractor(
         backbone,
         return_layers,
         in_channels_list,
-        256,
+        out_channels,
         extra_blocks=extra_blocks,
         norm_layer=norm_layer,
     )

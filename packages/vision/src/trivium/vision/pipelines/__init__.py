@@ -1,4 +1,9 @@
-"""Training pipelines: image classification (a ResNet on an ImageFolder tree or Parquet shards).
+"""Training pipelines: image classification and object detection.
+
+* :mod:`~trivium.vision.pipelines.classification` (exported here): a ResNet on an
+  ImageFolder tree or Parquet shards;
+* :mod:`~trivium.vision.pipelines.detection`: a RetinaNet on a COCO-format folder
+  (``from trivium.vision.pipelines.detection import DetectionConfig, train``).
 
 They load data with ``trivium.data.DataLoader``: ``pip install 'trivium-vision[pipelines]'``.
 
