@@ -2,7 +2,9 @@
 
 ``trivium-data convert image-folder ROOT OUT`` and ``trivium-data convert audio-folder
 ROOT OUT`` write Parquet shards (see :mod:`trivium.data.convert`), showing a progress
-bar and printing a summary. ``--verify`` decodes every file in full and refuses those
+bar and printing a summary. ``--engine ray [--address ADDR]`` runs the conversion on a
+Ray cluster (:func:`trivium.data.ray.convert_folder`); Ray is imported only then.
+``--verify`` decodes every file in full and refuses those
 that fail (headers alone miss a truncated JPEG).
 
 Example:
@@ -15,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 
@@ -42,6 +45,13 @@ def _parser() -> argparse.ArgumentParser:
             help="stop at an unreadable file, or skip it and list it in the summary",
         )
         sub.add_argument(
+            "--engine",
+            choices=("local", "ray"),
+            default="local",
+            help="run here (default) or on a Ray cluster (pip install 'trivium-data[ray]')",
+        )
+        sub.add_argument("--address", default=None, help="the Ray cluster (default: a local one)")
+        sub.add_argument(
             "--verify",
             action="store_true",
             help="decode every file in full (not only its header) and refuse those that fail",
@@ -62,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     convert = convert_image_folder if args.kind == "image-folder" else convert_audio_folder
     try:
+        if args.engine == "ray":
+            from trivium.data.ray import convert_folder
+
+            kind = "images" if args.kind == "image-folder" else "audio"
+            convert = functools.partial(convert_folder, kind=kind, address=args.address)
         summary = convert(
             args.root,
             args.out,
