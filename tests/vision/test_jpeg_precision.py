@@ -5,6 +5,7 @@ libjpeg-turbo that ``trivium.vision._C`` is built on (packages/vision/build/
 libjpeg-turbo/bin); ``djpeg`` of the same build is the reference for 12-bit lossy
 decodes. A lossless decode must give the source pixels back exactly. Pillow decodes
 8-bit lossless JPEGs (compared below) and cannot identify 12-bit or 9- to 16-bit ones.
+``encode_jpeg`` of uint16 writes 12-bit JPEGs, checked by decoding them back.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from PIL import Image, UnidentifiedImageError
 
 from trivium.core.errors import DecodeError, DecodeWarning, UnsupportedFormatError
 from trivium.vision import _C
-from trivium.vision.io import ImageReadMode, decode_image, decode_jpeg, image_info, read_file
+from trivium.vision.io import (
+    ImageReadMode,
+    decode_image,
+    decode_jpeg,
+    encode_jpeg,
+    image_info,
+    read_file,
+)
 from trivium.vision.transforms import ToDtype
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -262,3 +270,30 @@ def test_mutated_files_decode_or_raise_decode_error(
                 except DecodeError:
                     continue
             assert image.dtype in (torch.uint8, torch.uint16) and image.dim() == 3
+
+
+@pytest.mark.parametrize(("channels", "progressive"), [(3, False), (1, False), (3, True)])
+def test_12_bit_encode_round_trip(channels: int, progressive: bool) -> None:
+    pixels = known_pixels(48, 56, channels, 12, seed=channels)
+    image = torch.from_numpy(replicate(pixels, 12, 16)).permute(2, 0, 1).to(torch.uint16)
+    data = encode_jpeg(image, quality=95, subsampling="4:4:4", progressive=progressive)
+    info = image_info(data)
+    assert (info.bit_depth, info.lossless, info.progressive) == (12, False, progressive)
+    decoded = stored(decode_jpeg(data), 12)
+    error = np.abs(decoded - pixels)
+    assert error.mean() < 4095 * 0.01 and error.max() < 4095 * 0.1
+
+
+@needs_tools
+def test_12_bit_encode_is_read_by_djpeg(tmp_path: Path) -> None:
+    pixels = known_pixels(40, 40, 3, 12)
+    image = torch.from_numpy(pixels << 4).permute(2, 0, 1).to(torch.uint16)
+    data = bytes(encode_jpeg(image, quality=90).numpy())
+    np.testing.assert_array_equal(
+        djpeg(tmp_path, data, "-dct", "int"), stored(decode_jpeg(data), 12)
+    )
+
+
+def test_encode_rejects_other_sample_types() -> None:
+    with pytest.raises(TypeError, match=r"uint8 or torch\.uint16"):
+        encode_jpeg(torch.zeros(3, 8, 8, dtype=torch.int16))

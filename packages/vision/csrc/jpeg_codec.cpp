@@ -523,13 +523,30 @@ bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, 
     s->cinfo.image_height = static_cast<JDIMENSION>(height);
     s->cinfo.input_components = channels;
     s->cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
+    s->cinfo.data_precision = options.precision;  // before jpeg_set_defaults, which reads it
     jpeg_set_defaults(&s->cinfo);
     jpeg_set_quality(&s->cinfo, options.quality, TRUE);
     s->cinfo.dct_method = JDCT_ISLOW;
-    s->cinfo.optimize_coding = options.optimize ? TRUE : FALSE;
+    // The default Huffman tables are 8-bit only: 12-bit always computes its own.
+    s->cinfo.optimize_coding = options.optimize || options.precision == 12 ? TRUE : FALSE;
     if (channels == 3 && !set_subsampling(&s->cinfo, options.subsampling, diag)) return false;
     if (options.progressive) jpeg_simple_progression(&s->cinfo);
     jpeg_start_compress(&s->cinfo, TRUE);
+#if TRIVIUM_JPEG_WIDE
+    if (options.precision == 12) {
+        const size_t samples = size_t(width) * channels;
+        J12SAMPROW row = reinterpret_cast<J12SAMPROW>((*s->cinfo.mem->alloc_small)(
+            reinterpret_cast<j_common_ptr>(&s->cinfo), JPOOL_IMAGE, samples * sizeof(J12SAMPLE)));
+        while (s->cinfo.next_scanline < s->cinfo.image_height) {
+            const auto* src = reinterpret_cast<const uint16_t*>(
+                pixels + ptrdiff_t(s->cinfo.next_scanline) * row_stride);
+            for (size_t i = 0; i < samples; ++i) row[i] = static_cast<J12SAMPLE>(src[i] >> 4);
+            jpeg12_write_scanlines(&s->cinfo, &row, 1);
+        }
+        jpeg_finish_compress(&s->cinfo);
+        return true;
+    }
+#endif
     while (s->cinfo.next_scanline < s->cinfo.image_height) {
         JSAMPROW row = const_cast<JSAMPROW>(pixels + ptrdiff_t(s->cinfo.next_scanline) * row_stride);
         jpeg_write_scanlines(&s->cinfo, &row, 1);
@@ -540,9 +557,14 @@ bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, 
 
 }  // namespace
 
-bool encode_jpeg(const uint8_t* pixels, int height, int width, int channels,
+bool encode_jpeg(const void* pixels, int height, int width, int channels,
                  ptrdiff_t row_stride, const JpegEncodeOptions& options,
                  std::vector<uint8_t>* out, Diagnostics* diag) {
+    if (options.precision != 8 && (options.precision != 12 || !TRIVIUM_JPEG_WIDE)) {
+        return diag->fail(ErrorKind::Corrupt,
+                          std::to_string(options.precision) + "-bit JPEG encode is not supported" +
+                              (TRIVIUM_JPEG_WIDE ? " (8 or 12)" : " by this build (8-bit only)"));
+    }
     if (channels != 1 && channels != 3) {
         return diag->fail(ErrorKind::Corrupt,
                           "JPEG needs 1 or 3 channels, got " + std::to_string(channels));
@@ -563,7 +585,8 @@ bool encode_jpeg(const uint8_t* pixels, int height, int width, int channels,
     state.err.pub.error_exit = on_error_exit;
     state.err.pub.emit_message = on_message;
     state.err.diag = diag;
-    const bool ok = run_encoder(&state, pixels, height, width, channels, row_stride, options, diag);
+    const bool ok = run_encoder(&state, static_cast<const uint8_t*>(pixels), height, width,
+                                channels, row_stride, options, diag);
     if (ok) out->assign(state.buffer, state.buffer + state.size);
     jpeg_destroy_compress(&state.cinfo);
     std::free(state.buffer);  // allocated by jpeg_mem_dest, also after an error

@@ -85,11 +85,15 @@ struct JpegEncodeOptions {
     int subsampling = 420;  // 444, 422, 420 or 440 (ignored for gray)
     bool progressive = false;
     bool optimize = false;
+    // 8: uint8 samples; 12: uint16 samples of which the top 12 bits are written (the
+    // inverse of the decode's bit replication), as a 12-bit JPEG.
+    int precision = 8;
 };
 
-// Encodes height x width x channels (1 = gray, 3 = RGB) uint8 pixels with rows
-// `row_stride` bytes apart. On success *out holds the JPEG bytes.
-bool encode_jpeg(const uint8_t* pixels, int height, int width, int channels,
+// Encodes height x width x channels (1 = gray, 3 = RGB) pixels (uint8, or uint16
+// for precision 12) with rows `row_stride` bytes apart. On success *out holds the
+// JPEG bytes.
+bool encode_jpeg(const void* pixels, int height, int width, int channels,
                  ptrdiff_t row_stride, const JpegEncodeOptions& options,
                  std::vector<uint8_t>* out, Diagnostics* diag);
 

@@ -157,18 +157,25 @@ void check_hwc(const py::array& image, const char* what) {
     }
 }
 
-py::array_t<uint8_t> py_encode_jpeg(const py::array_t<uint8_t, 0>& image, int quality,
+// uint8 samples give an 8-bit JPEG, uint16 a 12-bit one (the top 12 bits of each).
+py::array_t<uint8_t> py_encode_jpeg(const py::array& image, int quality,
                                  int subsampling, bool progressive, bool optimize) {
     check_hwc(image, "encode_jpeg");
     JpegEncodeOptions options{quality, subsampling, progressive, optimize};
+    if (image.dtype().is(py::dtype::of<uint16_t>())) {
+        options.precision = 12;
+    } else if (!image.dtype().is(py::dtype::of<uint8_t>())) {
+        throw py::value_error("encode_jpeg expects uint8 or uint16 samples");
+    }
     const int h = int(image.shape(0)), w = int(image.shape(1)), c = int(image.shape(2));
-    const uint8_t* pixels = image.data();
+    const void* pixels = image.data();
     std::vector<uint8_t> bytes;
     Diagnostics diag;
     bool ok;
     {
         py::gil_scoped_release release;
-        ok = encode_jpeg(pixels, h, w, c, ptrdiff_t(w) * c, options, &bytes, &diag);
+        ok = encode_jpeg(pixels, h, w, c, ptrdiff_t(w) * c * image.itemsize(), options, &bytes,
+                         &diag);
     }
     if (!ok) throw py::value_error(diag.message);
     return to_numpy(bytes);

@@ -144,8 +144,11 @@ def encode_jpeg(
     progressive: bool = False,
     optimize: bool = False,
 ) -> torch.Tensor | list[torch.Tensor]:
-    """Encode a uint8 [C, H, W] tensor (C = 1 or 3) to JPEG bytes as a 1-D uint8 tensor.
+    """Encode a [C, H, W] tensor (C = 1 or 3) to JPEG bytes as a 1-D uint8 tensor.
 
+    uint8 gives an 8-bit JPEG; uint16 gives a 12-bit JPEG of each sample's top 12
+    bits (``x >> 4``: the inverse of how :func:`decode_jpeg` widens 12-bit samples,
+    so a decoded 12-bit image encodes from the values it was decoded from).
     ``quality`` is libjpeg's 1..100; ``subsampling`` of the chroma is "4:4:4",
     "4:2:2", "4:2:0" (default, as Pillow and libjpeg) or "4:4:0". A list of images
     is encoded in parallel and gives a list.
@@ -155,6 +158,9 @@ def encode_jpeg(
         >>> data = encode_jpeg(torch.zeros(1, 8, 8, dtype=torch.uint8), quality=95)
         >>> data.dtype, bytes(data[:2].tolist())
         (torch.uint8, b'\\xff\\xd8')
+        >>> deep = torch.full((1, 8, 8), 4095 << 4, dtype=torch.uint16)
+        >>> decode_jpeg(encode_jpeg(deep, quality=100)).dtype
+        torch.uint16
     """
     if isinstance(input, list | tuple):
         return parallel_map(
@@ -165,11 +171,12 @@ def encode_jpeg(
         )
     code = _subsampling_code(subsampling)
     options = (int(quality), code, bool(progressive), bool(optimize))
-    return encode_with(_C.encode_jpeg, input, "encode_jpeg", (1, 3), (torch.uint8,), *options)
+    dtypes = (torch.uint8, torch.uint16)
+    return encode_with(_C.encode_jpeg, input, "encode_jpeg", (1, 3), dtypes, *options)
 
 
 def write_jpeg(input: torch.Tensor, filename: PathLike, quality: int = 75) -> None:
-    """Encode a uint8 [C, H, W] tensor as JPEG and write it to ``filename``.
+    """Encode a [C, H, W] tensor as JPEG (see :func:`encode_jpeg`) and write it to ``filename``.
 
     Example:
         >>> import torch, tempfile, os
