@@ -389,6 +389,27 @@ def test_per_sample_resized_crop_matches_per_image_kernel(photo: torch.Tensor) -
             assert psnr(out[n], ref) >= 30, (n, size, (top, left, h, w))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32], ids=["uint8", "float32"])
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic", "nearest"])
+def test_per_sample_resized_crop_on_cpu_is_torchvisions_resized_crop_of_each_image(
+    photo: torch.Tensor, dtype: torch.dtype, interpolation: str
+) -> None:
+    tvf = require_torchvision().transforms.v2.functional
+    batch = torch.stack([photo[:, i * 30 : i * 30 + 300, i * 20 : i * 20 + 320] for i in range(6)])
+    batch = batch if dtype == torch.uint8 else batch.to(dtype) / 255
+    size = [48, 40]
+    t = T.RandomResizedCrop(size, interpolation=interpolation, per_sample=True)
+    t.generator = torch.Generator().manual_seed(4)
+    out = t(batch)
+    t.generator = torch.Generator().manual_seed(4)
+    boxes = t.make_params([batch])["box"]  # the same draws
+    mode = getattr(tvf.InterpolationMode, interpolation.upper())
+    for n in range(6):
+        top, left, h, w = (int(b[n]) for b in boxes)
+        ref = tvf.resized_crop(batch[n], top, left, h, w, size, mode, antialias=True)
+        torch.testing.assert_close(out[n], ref, atol=0, rtol=0)
+
+
 def test_per_sample_resized_crop_without_antialias_is_close_to_interpolate() -> None:
     img = torch.rand(3, 1, 40, 40)
     top, left = torch.tensor([0, 5, 10]), torch.tensor([3, 0, 8])

@@ -43,6 +43,7 @@ from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
     _pad_image,
     _resize_image,
+    _resized_crops_each,
     compute_resized_output_size,
     crop_batched,
     five_crop,
@@ -585,10 +586,12 @@ class RandomResizedCrop(ImageTransform):
 
     ``size``: ``[h, w]`` or one int for a square. The box is drawn by
     :meth:`get_params` (torchvision's algorithm). With ``per_sample=True`` every
-    image of a batch gets its own box, and all are resampled in one ``grid_sample``
-    call (on CPU, one per chunk of four images; see
+    image of a batch gets its own box. On CPU each image is then cropped and
+    resized exactly as without ``per_sample`` (torch's native uint8 kernel, straight
+    into one output); on CUDA and under ``torch.compile`` all boxes are resampled in
+    one ``grid_sample`` call (see
     :func:`~trivium.vision.transforms.functional.resized_crop_batched` for how
-    antialiasing is approximated there); ``torch.compile`` takes that path too.
+    antialiasing is approximated there).
 
     Example:
         >>> import torch
@@ -598,7 +601,8 @@ class RandomResizedCrop(ImageTransform):
     """
 
     _per_image_params = ("box",)
-    _cpu_chunk_values = 4 * 3 * 224 * 224  # the sampling's fixed costs, shared by 4 images
+    # On CPU ``transform`` resizes image by image into one output: no chunks to copy.
+    _cpu_chunk_values = None
 
     def __init__(
         self,
@@ -655,6 +659,10 @@ class RandomResizedCrop(ImageTransform):
         check_image(type(self).__name__, inpt)
         top, left, h, w = params["box"]
         if isinstance(top, torch.Tensor):
+            if inpt.device.type == "cpu" and not torch.compiler.is_compiling():
+                return _resized_crops_each(
+                    inpt, top, left, h, w, self.size, self.interpolation, self.antialias
+                )
             return resized_crop_batched(
                 inpt, top, left, h, w, self.size, self.interpolation, self.antialias
             )
