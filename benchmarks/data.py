@@ -38,6 +38,13 @@ What it measures (every input is generated at start-up in a temp dir):
    that process, which is what copy-on-read of Python objects would grow) near the
    end of the epoch. Target: it grows by less than 5% of the dataset's growth
    (reported in the checks: the table holds times).
+5. **Data at scale** (the same 1024 JPEGs): one epoch of a fresh loader with 1 and
+   4 workers, ours with the shared read cache and with per-worker caches, against
+   torchvision ``ImageFolder`` and webdataset tar shards (PIL decode + the same
+   crop): bytes read (``rchar`` of main + workers: every side reads with
+   read/pread syscalls, so each byte asked of storage counts, page cache or not),
+   peak memory (USS of main + workers, plus the shared cache's files) and time to
+   the first batch. mosaicml-streaming is not installed (it pins numpy<2.2).
 
 Timing is ``benchmarks/harness.py``'s: every side is warmed up, then timed in
 ``--repeats`` repeats (default 7) of a loop of at least ``--min-time`` seconds
@@ -47,12 +54,13 @@ reported. Ratio = peer time / our time (> 1: we are faster).
 Run from the repository root::
 
     .venv/bin/python benchmarks/data.py [--repeats N] [--min-time S] [--json PATH]
-        [--only parquet,random,images,memory]
+        [--only parquet,random,images,memory,scale]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import os
 import platform
@@ -463,6 +471,199 @@ def bench_memory(
     return []
 
 
+# ------------------------------------------------------- 5. data at scale (bytes, memory)
+
+SCALE_WORKERS = (1, 4)
+
+
+def io_and_uss(pids: Sequence[int]) -> tuple[int, int]:
+    """Summed ``rchar`` (bytes through read syscalls) and USS (kB) of ``pids``."""
+    rchar = uss = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/io") as f:
+                rchar += int(next(line for line in f if line.startswith("rchar:")).split()[1])
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                uss += sum(
+                    int(line.split()[1])
+                    for line in f
+                    if line.startswith(("Private_Clean:", "Private_Dirty:"))
+                )
+        except (OSError, StopIteration):
+            continue
+    return rchar, uss
+
+
+def shm_bytes() -> int:
+    """Bytes in the loader's shared-memory cache directories now."""
+    from trivium.data.shared_cache import shm_root
+
+    total = 0
+    root = shm_root()
+    for name in os.listdir(root):
+        if name.startswith("trivium-data-"):
+            for dirpath, _, files in os.walk(os.path.join(root, name)):
+                for file in files:
+                    try:
+                        total += os.stat(os.path.join(dirpath, file)).st_size
+                    except OSError:
+                        continue
+    return total
+
+
+def one_epoch(make: Callable[[], Iterable]) -> dict[str, float]:
+    """One epoch of a fresh loader: time to first batch, seconds, bytes read, peak memory.
+
+    Bytes: ``rchar`` of the main process (its delta) and of every worker, taken at the
+    last batch (workers still alive): every file here is read with read()/pread (our
+    source through a non-mmap filesystem), so it counts each byte asked of storage as
+    O_DIRECT would, page cache or not. Memory: USS of main + workers plus the shared
+    cache's files, sampled at every batch; the peak is kept.
+    """
+    me = os.getpid()
+    rchar0, _ = io_and_uss([me])
+    start = time.perf_counter()
+    first = None
+    peak = 0
+    rchar = 0
+    loader = make()
+    n = len(loader)  # type: ignore[arg-type]
+    for i, _ in enumerate(loader):
+        if first is None:
+            first = time.perf_counter() - start
+        pids = [me, *children(me)]
+        r, uss = io_and_uss(pids)
+        peak = max(peak, uss * 1024 + shm_bytes())
+        if i == n - 1:
+            rchar = r - rchar0
+    return {
+        "first": first or 0.0,
+        "epoch": time.perf_counter() - start,
+        "read": rchar,
+        "peak": peak,
+    }
+
+
+def write_tars(files: list[Path], out: Path, shards: int = 8) -> list[str]:
+    """The images as webdataset tar shards (``key.jpg`` + ``key.cls``)."""
+    import tarfile
+
+    out.mkdir()
+    urls = []
+    for s in range(shards):
+        path = out / f"shard-{s:04d}.tar"
+        with tarfile.open(path, "w") as tar:
+            for i, file in enumerate(files[s::shards]):
+                key = f"{s:04d}{i:05d}"
+                label = file.parent.name.removeprefix("class").encode()
+                for suffix, data in ((".jpg", file.read_bytes()), (".cls", label)):
+                    info = tarfile.TarInfo(key + suffix)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        urls.append(str(path))
+    return urls
+
+
+def pil_rrc(sample: dict[str, Any]) -> tuple[torch.Tensor, int]:
+    """A webdataset sample (raw bytes) -> RandomResizedCrop 224 uint8 tensor, label."""
+    image = Image.open(io.BytesIO(sample["jpg"])).convert("RGB")
+    top, left, h, w = rrc_box(image.height, image.width, np.random.default_rng())
+    crop = image.resize((CROP, CROP), Image.Resampling.BILINEAR, box=(left, top, left + w, top + h))
+    return torch.from_numpy(np.asarray(crop)).permute(2, 0, 1).contiguous(), int(sample["cls"])
+
+
+def bench_scale(
+    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 5: bytes read and peak memory per epoch, 1 and 4 workers; first batch."""
+    import pyarrow.fs as pafs
+
+    from trivium.vision.transforms import DecodeRandomResizedCrop
+
+    folder = tmp / "scale-images"
+    files = make_image_folder(folder)
+    shards = tmp / "scale-shards"
+    convert_image_folder(folder, shards, row_group_size=BATCH, progress_bar=False)
+    selected = sum(
+        pq.ParquetFile(f).metadata.row_group(g).column(c).total_compressed_size
+        for f in sorted(shards.glob("*.parquet"))
+        for g in range(pq.ParquetFile(f).metadata.num_row_groups)
+        for c in (0, 1)  # image, label
+    )
+    images = sum(f.stat().st_size for f in files)
+    fs = pafs.SubTreeFileSystem("/", pafs.LocalFileSystem())  # pread, not mmap: rchar counts
+
+    def ours(workers: int, shared: bool) -> Callable[[], Iterable]:
+        def make() -> Iterable:
+            crop = DecodeRandomResizedCrop(CROP)
+            pipe = ParquetSource(str(shards), columns=["image", "label"], filesystem=fs)
+            pipe = pipe.to_tensors().map_batches(crop, input_col="image")
+            return DataLoader(pipe, BATCH, shuffle=True, num_workers=workers, seed=0,
+                              shared_cache=shared)  # fmt: skip
+
+        return make
+
+    def folder_loader(workers: int) -> Callable[[], Iterable]:
+        tv, _ = peers
+        T = tv.transforms
+        ds = tv.datasets.ImageFolder(
+            folder, T.Compose([T.RandomResizedCrop(CROP), T.PILToTensor()])
+        )
+        return lambda: torch.utils.data.DataLoader(ds, BATCH, shuffle=True, num_workers=workers)
+
+    sides: dict[str, Callable[[], Iterable]] = {}
+    for w in SCALE_WORKERS:
+        sides[f"ours shared cache, {w} workers"] = ours(w, True)
+        sides[f"ours per-worker cache, {w} workers"] = ours(w, False)
+        if peers[0] is not None:
+            sides[f"torchvision ImageFolder, {w} workers"] = folder_loader(w)
+    try:
+        import webdataset as wds
+
+        urls = write_tars(sorted(files), tmp / "tars")
+
+        class _Sized(torch.utils.data.DataLoader):
+            def __len__(self) -> int:
+                return NUM_IMAGES // BATCH
+
+        def wds_loader(workers: int) -> Callable[[], Iterable]:
+            def make() -> Iterable:
+                ds = wds.WebDataset(urls, shardshuffle=False, empty_check=False)
+                ds = ds.shuffle(1000).map(pil_rrc).batched(BATCH)
+                return _Sized(ds, batch_size=None, num_workers=workers)
+
+            return make
+
+        for w in SCALE_WORKERS:
+            sides[f"webdataset {wds.__version__}, {w} workers"] = wds_loader(w)
+    except ImportError as e:
+        checks.append(f"scale: webdataset not installed ({e})")
+    checks.append(
+        "scale: mosaicml-streaming not measured: 0.13.0 requires numpy<2.2 "
+        "(pip --dry-run -c constraints.txt would replace numpy 2.4 with 2.1.3, plus "
+        "transformers and cloud SDKs); it does not replace torch"
+    )
+    results = {
+        name: [one_epoch(make) for _ in range(max(2, repeats // 2))] for name, make in sides.items()
+    }
+    lines = [
+        f"scale: {NUM_IMAGES} JPEGs ({images / 1e6:.1f} MB of files; selected Parquet columns "
+        f"{selected / 1e6:.1f} MB); bytes read = rchar of main + workers (read/pread syscalls), "
+        "peak memory = max over batches of USS (main + workers) + shared cache files"
+    ]
+    for name, runs in results.items():
+        read = statistics.median(r["read"] for r in runs)
+        base = selected if name.startswith("ours") else images
+        lines.append(
+            f"  {name}: read {read / 1e6:.1f} MB ({read / base:.2f}x the data), peak "
+            f"{statistics.median(r['peak'] for r in runs) / 1e6:.0f} MB, first batch "
+            f"{statistics.median(r['first'] for r in runs) * 1e3:.0f} ms, epoch "
+            f"{statistics.median(r['epoch'] for r in runs) * 1e3:.0f} ms"
+        )
+    checks.append("\n".join(lines))
+    return []
+
+
 # ------------------------------------------------------------------------------ main
 
 Workload = Callable[[Path, Peer, int, float, list[str]], list[Row]]
@@ -471,6 +672,7 @@ WORKLOADS: dict[str, Workload] = {
     "random": bench_random,
     "images": bench_images,
     "memory": bench_memory,
+    "scale": bench_scale,
 }
 
 
