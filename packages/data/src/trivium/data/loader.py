@@ -272,8 +272,7 @@ class DataLoader:
             each worker reads and caches the fragments its batches need
             (:mod:`trivium.data.shared_cache`).
         persistent_workers: keep the worker processes from one epoch to the next
-            (torch's option): no start-up per epoch, and an Arrow source's fragments
-            stay in each worker's read cache. The workers keep the dataset and the
+            (torch's option): no start-up per epoch. The workers keep the dataset and the
             loader's settings as they were in the first epoch; ``set_epoch`` and
             ``load_state_dict`` still apply.
 
