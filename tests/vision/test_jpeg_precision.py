@@ -32,6 +32,7 @@ from trivium.vision.io import (
     read_file,
 )
 from trivium.vision.transforms import ToDtype
+from trivium.vision.transforms.fused_decode import DecodeResize
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "packages" / "vision" / "build" / "libjpeg-turbo" / "bin"
@@ -297,3 +298,12 @@ def test_12_bit_encode_is_read_by_djpeg(tmp_path: Path) -> None:
 def test_encode_rejects_other_sample_types() -> None:
     with pytest.raises(TypeError, match=r"uint8 or torch\.uint16"):
         encode_jpeg(torch.zeros(3, 8, 8, dtype=torch.int16))
+
+
+def test_fused_decode_treats_12_bit_jpeg_as_16_bit_png() -> None:
+    # Fused decode-and-resize is for 8-bit images: wider ones take the unfused path,
+    # whose resize refuses uint16 by name (as for a 16-bit PNG).
+    image = torch.full((3, 24, 32), 2048 << 4, dtype=torch.uint16)
+    data = encode_jpeg(image, quality=95)
+    with pytest.raises(TypeError, match="uint16"):
+        DecodeResize(8)(data)

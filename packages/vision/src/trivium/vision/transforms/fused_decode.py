@@ -96,7 +96,8 @@ class DecodePlan:
 
 
 def _is_jpeg(info: Any) -> bool:
-    return info.format == "jpeg"
+    # 12-bit and lossless JPEGs take the unfused path, as 16-bit PNGs do.
+    return info.format == "jpeg" and info.bit_depth == 8 and not info.lossless
 
 
 def _trim_to_box(region: torch.Tensor, box: Sequence[int], eighths: int) -> torch.Tensor:
