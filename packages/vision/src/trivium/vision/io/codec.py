@@ -259,14 +259,14 @@ def decode_batch(
 
 
 def encode_with(
-    native: Callable[..., np.ndarray],
+    native: Callable[..., torch.Tensor],
     image: torch.Tensor,
     func: str,
     channels: tuple[int, ...],
     dtypes: tuple[torch.dtype, ...],
     *options: Any,
 ) -> torch.Tensor:
-    """Check a [C, H, W] tensor and run a native encoder on it as an (H, W, C) array."""
+    """Check a [C, H, W] tensor and run an encoder op (``trivium::encode_*``) on it."""
     if not isinstance(image, torch.Tensor):
         raise TypeError(f"{func}: expected a [C, H, W] tensor, got {type(image)!r}")
     if image.dtype not in dtypes:
@@ -279,11 +279,10 @@ def encode_with(
         )
     if image.shape[1] == 0 or image.shape[2] == 0:
         raise EncodeError(f"{func}: cannot encode an empty image of shape {tuple(image.shape)}")
-    hwc = image.detach().cpu().permute(1, 2, 0).contiguous().numpy()
     try:
-        return torch.from_numpy(native(hwc, *options))
-    except ValueError as e:
-        raise EncodeError(f"{func}: {e}") from None
+        return native(image.detach().cpu(), *options)
+    except ValueError as e:  # the op's message names the function
+        raise EncodeError(str(e)) from None
 
 
 def to_chw(hwc: np.ndarray) -> torch.Tensor:

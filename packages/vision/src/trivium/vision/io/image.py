@@ -28,7 +28,6 @@ from trivium.vision.io.codec import (
     sniff_format,
 )
 from trivium.vision.io.file import read_file
-from trivium.vision.io.kernels import decode_image_kernel
 
 
 def image_info(data: EncodedData | PathLike, *, path: PathLike | None = None) -> ImageInfo:
@@ -90,15 +89,16 @@ def decode_image(
     device = torch.device(device)
     if isinstance(input, str | os.PathLike):
         path, input = input, read_file(input)
+
+    def decode_one(data: EncodedData | PathLike, where: PathLike | None) -> torch.Tensor:
+        if isinstance(data, str | os.PathLike):
+            where, data = data, read_file(data)
+        args = (mode, *options)
+        return ops.decode_eager(ops.decode_image_op, data, args, where, device, "decode_image")
+
     if isinstance(input, list | tuple):
-
-        def decode_one(data: EncodedData | PathLike, where: PathLike | None) -> torch.Tensor:
-            if isinstance(data, str | os.PathLike):
-                where, data = data, read_file(data)
-            return decode_image_kernel(data, mode, *options, where, device)
-
         return decode_batch(decode_one, input, path, None)
-    return decode_image_kernel(input, mode, *options, path, device)
+    return decode_one(input, path)
 
 
 def read_image(

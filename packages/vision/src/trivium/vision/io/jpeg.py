@@ -17,7 +17,6 @@ from fractions import Fraction
 import torch
 
 from trivium.core.threads import parallel_map
-from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
     EncodedData,
@@ -31,8 +30,6 @@ from trivium.vision.io.file import write_file
 from trivium.vision.io.kernels import (  # noqa: F401  (the scale helpers: re-exported)
     SUPPORTED_SCALES,
     check_roi,
-    decode_buffer,
-    decode_jpeg_kernel,
     eighths_for_min_size,
     scale_to_eighths,
 )
@@ -106,6 +103,8 @@ def decode_jpeg(
     exif = bool(apply_exif_orientation)
     size = None if min_size is None else [int(v) for v in min_size]
     box = None if roi is None else list(check_roi(roi))  # type: ignore[arg-type]
+    if scale is not None:
+        scale_to_eighths(scale)  # a clear error naming the scales there are
     options = (None if scale is None else float(scale), size, box, bool(strict))
     limit = max_pixels_arg(max_pixels)
     if torch.compiler.is_compiling():
@@ -114,16 +113,14 @@ def decode_jpeg(
         args = (mode, exif, *options, limit)
         return ops.decode_traced(ops.decode_jpeg_op, input, args, path, device, "decode_jpeg")
     device = torch.device(device)
+    args = (mode, exif, *options, limit)
+
+    def decode_one(data: EncodedData, where: PathLike | None, out: torch.Tensor | None = None):
+        return ops.decode_eager(ops.decode_jpeg_op, data, args, where, device, "decode_jpeg", out)
+
     if isinstance(input, list | tuple):
-        return decode_batch(
-            lambda data, where: decode_jpeg_kernel(
-                data, mode, exif, *options, limit, where, device
-            ),
-            input,
-            path,
-            out,
-        )
-    return decode_jpeg_kernel(input, mode, exif, *options, limit, path, device, out)
+        return decode_batch(decode_one, input, path, out)
+    return decode_one(input, path, out)
 
 
 def _subsampling_code(subsampling: int | str) -> int:
@@ -172,7 +169,7 @@ def encode_jpeg(
     code = _subsampling_code(subsampling)
     options = (int(quality), code, bool(progressive), bool(optimize))
     dtypes = (torch.uint8, torch.uint16)
-    return encode_with(_C.encode_jpeg, input, "encode_jpeg", (1, 3), dtypes, *options)
+    return encode_with(ops.encode_jpeg_op, input, "encode_jpeg", (1, 3), dtypes, *options)
 
 
 def write_jpeg(input: torch.Tensor, filename: PathLike, quality: int = 75) -> None:

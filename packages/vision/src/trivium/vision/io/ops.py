@@ -1,11 +1,8 @@
-"""The decoders as ``torch.library`` custom ops, so compiled code can call them.
+"""The codecs as C++ torch operators: one path for eager, scripted, compiled and exported code.
 
-``decode_jpeg``, ``decode_png`` and ``decode_image`` call these ops inside
-``torch.compile`` (and the decode kernels of :mod:`trivium.vision.io.kernels`
-directly in eager mode); each op's implementation calls the same kernel with the
-same arguments, so both modes give the same pixels and the same errors. The
-schemas use plain types and mirror the Python API, ``strict`` and ``max_pixels``
-included::
+The operator library ``trivium/vision/lib/libtrivium_ops.so`` (built with
+``trivium.vision._C``, over the same codec core) registers these ops with
+``TORCH_LIBRARY``; importing this module loads it with ``torch.ops.load_library``::
 
     trivium::decode_jpeg(Tensor data, int mode=0, bool apply_exif_orientation=False,
         float? scale=None, int[]? min_size=None, int[]? roi=None, bool strict=True,
@@ -13,14 +10,24 @@ included::
     trivium::decode_png(Tensor data, int mode=0, bool apply_exif_orientation=False,
         ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None) -> Tensor
     trivium::decode_image(... the same as decode_png ...) -> Tensor
+    trivium::encode_jpeg(Tensor image, int quality=75, int subsampling=420,
+        bool progressive=False, bool optimize=False) -> Tensor
+    trivium::encode_png(Tensor image, int compression_level=6) -> Tensor
 
-``data`` is a 1-D uint8 tensor of the encoded bytes; ``mode`` an
-``ImageReadMode`` value; ``max_pixels`` -1 for the process-wide limit
-(``set_max_image_pixels``, read when the op runs), 0 for none. The output is a
-contiguous [C, H, W] CPU tensor of data-dependent height and width (moving it to a
-``device`` happens after the op, in the compiled graph). Its dtype must be known
-before decoding: ``dtype``, or uint8 when ``dtype`` is None, so a 16-bit PNG with
-``dtype=None`` raises ``TypeError`` (pass ``dtype=torch.uint16``).
+``decode_jpeg`` and ``decode_png`` also have an ``out`` overload (``*, Tensor(a!) out``).
+``data`` is a 1-D uint8 tensor of the encoded bytes; ``mode`` an ``ImageReadMode``
+value; ``max_pixels`` -1 for the process-wide limit (``set_max_image_pixels``, read
+when the op runs; Pillow's 178,956,970 where Python is absent), 0 for none. The output
+is a contiguous [C, H, W] CPU tensor of data-dependent height and width. Its dtype must
+be known before decoding: ``dtype``, or uint8 when ``dtype`` is None, so a 16-bit image
+with ``dtype=None`` raises ``TypeError`` (pass ``dtype=torch.uint16``). In eager mode
+the public decoders keep uint16 samples and return a [C, H, W] view of the decoder's
+[H, W, C] buffer (see :func:`native_dtype`).
+
+In a Python process the ops raise Trivium errors (``DecodeError``, ...) and issue
+``DecodeWarning``: a thin ``BackendSelect`` kernel translates what the C++ kernel
+raises. Without Python (a C++ program), they raise ``c10::Error`` with the same message.
+The fake kernels (unbacked sizes, for ``torch.compile`` and ``torch.export``) are here.
 
 Example:
     >>> import torch
@@ -36,27 +43,228 @@ Example:
 
 from __future__ import annotations
 
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
-from trivium.vision.io.codec import ImageReadMode, PathLike
-from trivium.vision.io.kernels import (
-    decode_image_kernel,
-    decode_jpeg_kernel,
-    decode_png_kernel,
-    path_arg,
+from trivium.core.errors import (
+    EMPTY_INPUT,
+    DecodeError,
+    DecodeWarning,
+    EmptyInputError,
+    UnsupportedFormatError,
 )
+from trivium.vision import _C
+from trivium.vision.io.codec import EncodedData, ImageReadMode, PathLike, native_max_pixels
+from trivium.vision.io.kernels import path_arg
 
-_JPEG_SCHEMA = (
-    "(Tensor data, int mode=0, bool apply_exif_orientation=False, float? scale=None, "
-    "int[]? min_size=None, int[]? roi=None, bool strict=True, int max_pixels=-1, "
-    "str? path=None) -> Tensor"
-)
-_PNG_SCHEMA = (
-    "(Tensor data, int mode=0, bool apply_exif_orientation=False, ScalarType? dtype=None, "
-    "bool strict=True, int max_pixels=-1, str? path=None) -> Tensor"
-)
+
+def library_path() -> Path:
+    """Where the operator library is: ``trivium/vision/lib/libtrivium_ops.so``.
+
+    Load it with ``torch.ops.load_library(path)`` in a process that does not import
+    ``trivium.vision`` (C++: ``dlopen``), before loading a model that decodes.
+
+    Example:
+        >>> library_path().name
+        'libtrivium_ops.so'
+    """
+    return Path(_C.__file__).parent / "lib" / "libtrivium_ops.so"
+
+
+def built_for_torch() -> str:
+    """The torch version the operator library was built against.
+
+    Example:
+        >>> built_for_torch() == torch.__version__
+        True
+    """
+    return (library_path().parent / "torch_version.txt").read_text().strip()
+
+
+def check_torch_version(built: str, installed: str) -> None:
+    """Refuse an operator library built for another torch (its C++ ABI differs).
+
+    Example:
+        >>> check_torch_version("2.13.0+cpu", "2.13.0")
+        >>> check_torch_version("2.13.0", "2.14.0")
+        Traceback (most recent call last):
+        ...
+        ImportError: trivium.vision's operator library was built for torch 2.13.0, but torch 2.14.0 is installed: reinstall trivium-vision against this torch
+    """  # noqa: E501
+    if built.split("+")[0] != installed.split("+")[0]:
+        raise ImportError(
+            f"trivium.vision's operator library was built for torch {built}, but torch "
+            f"{installed} is installed: reinstall trivium-vision against this torch"
+        )
+
+
+def _load() -> None:
+    path = library_path()
+    if not path.exists():
+        raise ImportError(f"trivium.vision's operator library is missing ({path.name}): reinstall")
+    check_torch_version(built_for_torch(), torch.__version__)
+    torch.ops.load_library(str(path))
+
+
+_load()
+
+decode_jpeg_op = torch.ops.trivium.decode_jpeg.default
+decode_png_op = torch.ops.trivium.decode_png.default
+decode_image_op = torch.ops.trivium.decode_image.default
+encode_jpeg_op = torch.ops.trivium.encode_jpeg.default
+encode_png_op = torch.ops.trivium.encode_png.default
+_OUT_OPS = {
+    decode_jpeg_op: torch.ops.trivium.decode_jpeg.out,
+    decode_png_op: torch.ops.trivium.decode_png.out,
+}
+_python_call = torch.ops.trivium._python_call.default
+
+# Python's side of the ops: trivium errors, DecodeWarning, and the process-wide limit.
+
+_eager = threading.local()
+_AFTER_BACKEND_SELECT = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.BackendSelect)
+
+
+@contextmanager
+def native_dtype() -> Iterator[None]:
+    """Eager mode on this thread: ``dtype=None`` keeps uint16 samples, and results are views.
+
+    Example:
+        >>> from trivium.vision.io import encode_png
+        >>> data = encode_png(torch.zeros(1, 2, 2, dtype=torch.uint16))
+        >>> with native_dtype():
+        ...     decode_png_op(data).dtype
+        torch.uint16
+    """
+    before = getattr(_eager, "active", False)
+    _eager.active = True
+    try:
+        yield
+    finally:
+        _eager.active = before
+
+
+def translate_error(error: Exception, path: str | None) -> Exception:
+    """The Trivium error for what a C++ kernel raised (its message names ``path`` first).
+
+    Example:
+        >>> translate_error(ValueError("a.png: empty input (0 bytes)"), "a.png")
+        EmptyInputError('a.png: empty input (0 bytes)')
+    """
+    reason = str(error)
+    if path is not None:
+        reason = reason.removeprefix(f"{path}: ")
+    if isinstance(error, NotImplementedError):
+        return UnsupportedFormatError(reason, path=path)
+    if reason == EMPTY_INPUT:
+        return EmptyInputError(path=path)
+    return DecodeError(reason, path=path)
+
+
+def _bind(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """Every positional argument of ``op``'s schema, defaults filled in."""
+    values = []
+    for i, arg in enumerate(a for a in op._schema.arguments if not a.kwarg_only):
+        if i < len(args):
+            values.append(args[i])
+        else:
+            values.append(kwargs.pop(arg.name, arg.default_value))
+    return values
+
+
+def _translating(op: Any) -> Callable[..., Any]:
+    names = [a.name for a in op._schema.arguments]
+    limit_at, path_at = names.index("max_pixels"), names.index("path")
+
+    def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        values = _bind(op, args, kwargs)
+        values[limit_at] = native_max_pixels(values[limit_at])
+        path = values[path_at]
+        eager = getattr(_eager, "active", False)
+        _python_call(2 if eager else 1)
+        try:
+            image = op.redispatch(keyset & _AFTER_BACKEND_SELECT, *values, **kwargs)
+        except (ValueError, NotImplementedError) as e:
+            raise translate_error(e, path) from None
+        finally:
+            damage = _python_call(0)
+        if damage:
+            where = f"{path}: " if path is not None else ""
+            message = f"{where}returned a partial image: {damage}"
+            warnings.warn(message, DecodeWarning, stacklevel=4 if eager else 2)
+        return image
+
+    return kernel
+
+
+_lib = torch.library.Library("trivium", "IMPL")
+for _op in (decode_jpeg_op, decode_png_op, decode_image_op, *_OUT_OPS.values()):
+    _lib.impl(_op._name.split("::")[1], _translating(_op), "BackendSelect", with_keyset=True)
+
+
+def as_tensor(data: EncodedData, func: str) -> torch.Tensor:
+    """Encoded bytes as the ops take them: a contiguous 1-D uint8 CPU tensor.
+
+    Example:
+        >>> as_tensor(b"\\xff\\xd8", "decode_jpeg")
+        tensor([255, 216], dtype=torch.uint8)
+    """
+    if isinstance(data, torch.Tensor):
+        if data.dtype != torch.uint8 or data.dim() != 1:
+            raise TypeError(
+                f"{func}: expected a 1-D uint8 tensor of encoded bytes, "
+                f"got {data.dtype} of shape {tuple(data.shape)}"
+            )
+        if type(data) is not torch.Tensor and is_fake(data):
+            raise TypeError(f"{func}: cannot decode a fake tensor; call it inside torch.compile")
+        return data.detach().cpu().contiguous()
+    if isinstance(data, np.ndarray):
+        array = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    elif isinstance(data, bytes | bytearray | memoryview):
+        array = np.frombuffer(data, dtype=np.uint8)
+    else:
+        raise TypeError(
+            f"{func}: expected encoded bytes (tensor, bytes or array), got {type(data)!r}"
+        )
+    return torch.from_numpy(array if array.flags.writeable else array.copy())
+
+
+def decode_eager(
+    op: Any,
+    data: EncodedData,
+    args: tuple[Any, ...],
+    path: PathLike | None,
+    device: torch.device,
+    func: str,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Eager mode: ``op(data, *args, path=path)`` on CPU (into ``out``), then moved to ``device``.
+
+    Example:
+        >>> from trivium.vision.io import encode_png
+        >>> data = encode_png(torch.zeros(1, 2, 3, dtype=torch.uint8))
+        >>> decode_eager(decode_png_op, data, (3,), None, torch.device("cpu"), "x").shape
+        torch.Size([3, 2, 3])
+    """
+    tensor = as_tensor(data, func)
+    with native_dtype():
+        if out is not None:
+            image = _OUT_OPS[op](tensor, *args, path=path_arg(path), out=out)
+        else:
+            image = op(tensor, *args, path=path_arg(path))
+    if device.type == "cpu":
+        return image
+    if device.type == "cuda":  # an asynchronous copy from pinned memory
+        return image.pin_memory().to(device, non_blocking=True)
+    return image.to(device)
 
 
 def check_traceable(data: Any, func: str) -> None:
@@ -104,15 +312,8 @@ def decode_traced(
     return images if many else images[0]
 
 
-def _as_op_output(image: torch.Tensor, dtype: torch.dtype | None, func: str) -> torch.Tensor:
-    """The kernel's result in the layout and dtype the fake kernel promises."""
-    want = torch.uint8 if dtype is None else dtype
-    if image.dtype != want:
-        raise TypeError(
-            f"{func}: this image decodes to {image.dtype}, and inside torch.compile the "
-            f"output dtype must be known before decoding: pass dtype= (e.g. dtype={image.dtype})"
-        )
-    return image.contiguous()
+# Fake kernels: the output's size is data-dependent (unbacked), it is contiguous, and
+# its dtype is ``dtype`` or uint8.
 
 
 def _fake_image(data: torch.Tensor, mode: int, dtype: torch.dtype | None) -> torch.Tensor:
@@ -126,63 +327,26 @@ def _fake_image(data: torch.Tensor, mode: int, dtype: torch.dtype | None) -> tor
     return data.new_empty((channels, height, width), dtype=dtype, device="cpu")
 
 
-@torch.library.custom_op("trivium::decode_jpeg", mutates_args=(), schema=_JPEG_SCHEMA)
-def decode_jpeg_op(
-    data: torch.Tensor,
-    mode: int = 0,
-    apply_exif_orientation: bool = False,
-    scale: float | None = None,
-    min_size: list[int] | None = None,
-    roi: list[int] | None = None,
-    strict: bool = True,
-    max_pixels: int = -1,
-    path: str | None = None,
-) -> torch.Tensor:
-    """Decode a JPEG (see :func:`trivium.vision.io.decode_jpeg`) as a custom op."""
-    args = (mode, apply_exif_orientation, scale, min_size, roi, strict, max_pixels, path)
-    return _as_op_output(decode_jpeg_kernel(data, *args), None, "decode_jpeg")
-
-
-@decode_jpeg_op.register_fake
+@torch.library.register_fake("trivium::decode_jpeg")
 def _(data, mode=0, apply_exif_orientation=False, *args, **kwargs):
     return _fake_image(data, mode, None)
 
 
-@torch.library.custom_op("trivium::decode_png", mutates_args=(), schema=_PNG_SCHEMA)
-def decode_png_op(
-    data: torch.Tensor,
-    mode: int = 0,
-    apply_exif_orientation: bool = False,
-    dtype: torch.dtype | None = None,
-    strict: bool = True,
-    max_pixels: int = -1,
-    path: str | None = None,
-) -> torch.Tensor:
-    """Decode a PNG (see :func:`trivium.vision.io.decode_png`) as a custom op."""
-    args = (mode, apply_exif_orientation, dtype, strict, max_pixels, path)
-    return _as_op_output(decode_png_kernel(data, *args), dtype, "decode_png")
-
-
-@decode_png_op.register_fake
+@torch.library.register_fake("trivium::decode_png")
 def _(data, mode=0, apply_exif_orientation=False, dtype=None, *args, **kwargs):
     return _fake_image(data, mode, dtype)
 
 
-@torch.library.custom_op("trivium::decode_image", mutates_args=(), schema=_PNG_SCHEMA)
-def decode_image_op(
-    data: torch.Tensor,
-    mode: int = 0,
-    apply_exif_orientation: bool = False,
-    dtype: torch.dtype | None = None,
-    strict: bool = True,
-    max_pixels: int = -1,
-    path: str | None = None,
-) -> torch.Tensor:
-    """Decode a JPEG or PNG (see :func:`trivium.vision.io.decode_image`) as a custom op."""
-    args = (mode, apply_exif_orientation, dtype, strict, max_pixels, path)
-    return _as_op_output(decode_image_kernel(data, *args), dtype, "decode_image")
-
-
-@decode_image_op.register_fake
+@torch.library.register_fake("trivium::decode_image")
 def _(data, mode=0, apply_exif_orientation=False, dtype=None, *args, **kwargs):
     return _fake_image(data, mode, dtype)
+
+
+@torch.library.register_fake("trivium::encode_jpeg")
+def _(image, *args, **kwargs):
+    return image.new_empty((torch.library.get_ctx().new_dynamic_size(min=1),), dtype=torch.uint8)
+
+
+@torch.library.register_fake("trivium::encode_png")
+def _(image, *args, **kwargs):
+    return image.new_empty((torch.library.get_ctx().new_dynamic_size(min=1),), dtype=torch.uint8)

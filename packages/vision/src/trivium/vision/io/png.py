@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
     EncodedData,
@@ -23,7 +22,6 @@ from trivium.vision.io.codec import (
     max_pixels_arg,
 )
 from trivium.vision.io.file import write_file
-from trivium.vision.io.kernels import convert_dtype, decode_png_kernel  # noqa: F401
 
 
 def decode_png(
@@ -67,14 +65,14 @@ def decode_png(
             ops.decode_png_op, input, (mode, *options), path, device, "decode_png"
         )
     device = torch.device(device)
+    args = (mode, *options)
+
+    def decode_one(data: EncodedData, where: PathLike | None, out: torch.Tensor | None = None):
+        return ops.decode_eager(ops.decode_png_op, data, args, where, device, "decode_png", out)
+
     if isinstance(input, list | tuple):
-        return decode_batch(
-            lambda data, where: decode_png_kernel(data, mode, *options, where, device),
-            input,
-            path,
-            out,
-        )
-    return decode_png_kernel(input, mode, *options, path, device, out)
+        return decode_batch(decode_one, input, path, out)
+    return decode_one(input, path, out)
 
 
 def encode_png(input: torch.Tensor, compression_level: int = 6) -> torch.Tensor:
@@ -90,7 +88,7 @@ def encode_png(input: torch.Tensor, compression_level: int = 6) -> torch.Tensor:
     """
     dtypes = (torch.uint8, torch.uint16)
     return encode_with(
-        _C.encode_png, input, "encode_png", (1, 2, 3, 4), dtypes, int(compression_level)
+        ops.encode_png_op, input, "encode_png", (1, 2, 3, 4), dtypes, int(compression_level)
     )
 
 

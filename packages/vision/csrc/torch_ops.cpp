@@ -1,0 +1,450 @@
+// The codecs as C++ torch operators (libtrivium_ops.so): trivium::decode_jpeg,
+// decode_png, decode_image, encode_jpeg and encode_png, registered with TORCH_LIBRARY
+// so that a scripted or exported model that decodes runs without Python (load this
+// library, then torch::jit::load the model).
+//
+// The kernels call the same torch-free codec core as trivium.vision._C
+// (jpeg_codec.h, png_codec.h). Bad input raises a c10::Error whose message names the
+// reason (and `path`, when given): c10::ValueError for damaged data and bad arguments,
+// c10::NotImplementedError for valid data in an unsupported format, c10::TypeError for
+// wrong input types. Damage with strict=false gives a warning and the partial image.
+//
+// Shapes are data-dependent, so the fake kernels used for torch.compile and
+// torch.export (unbacked sizes) are Python ones, in trivium.vision.io.ops.
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "jpeg_codec.h"
+#include "png_codec.h"
+
+namespace trivium {
+namespace {
+
+// Pillow's decompression-bomb limit: the default when max_pixels is -1.
+constexpr int64_t kDefaultMaxPixels = 178956970;
+
+// How a call from Python (trivium.vision.io.ops) wants damage and wide samples
+// handled on this thread; see trivium::_python_call. C++ callers never set it.
+struct PythonCall {
+    bool active = false;  // record damage instead of warning
+    // Eager mode of the public decoders: dtype=None keeps uint16 samples instead of
+    // refusing them, and the result stays a [C, H, W] view of the [H, W, C] buffer.
+    bool eager = false;
+    std::string damage;      // the recorded reason, "" when none
+};
+thread_local PythonCall python_call;
+
+std::string prefix(const std::optional<c10::string_view>& path) {
+    return path ? std::string(*path) + ": " : std::string();
+}
+
+[[noreturn]] void fail(const Diagnostics& diag, const std::string& where) {
+    if (diag.error == ErrorKind::Unsupported) TORCH_CHECK_NOT_IMPLEMENTED(false, where + diag.message);
+    TORCH_CHECK_VALUE(false, where + diag.message);
+}
+
+// The reason damage gives: the first two distinct messages and how many more.
+std::string damage_reason(const Diagnostics& diag) {
+    std::vector<std::string> distinct;
+    for (const auto& w : diag.warnings) {
+        if (std::find(distinct.begin(), distinct.end(), w) == distinct.end()) distinct.push_back(w);
+    }
+    std::string reason = distinct.empty() ? "corrupt data" : distinct[0];
+    if (distinct.size() > 1) reason += "; " + distinct[1];
+    if (distinct.size() > 2) reason += " and " + std::to_string(distinct.size() - 2) + " more";
+    return reason;
+}
+
+// Damage that lost pixels: raises (strict) or warns; from Python, it is recorded.
+void check_damage(const Diagnostics& diag, bool strict, const std::string& where) {
+    if (!diag.corrupt) return;
+    const std::string reason = damage_reason(diag);
+    TORCH_CHECK_VALUE(!strict, where + "corrupt image data (" + reason + ")");
+    if (python_call.active) {
+        python_call.damage = reason;
+    } else {
+        TORCH_WARN(where + "returned a partial image: " + reason);
+    }
+}
+
+std::string dtype_name(at::ScalarType t) {
+    switch (t) {
+        case at::kByte: return "torch.uint8";
+        case at::kUInt16: return "torch.uint16";
+        case at::kFloat: return "torch.float32";
+        case at::kDouble: return "torch.float64";
+        case at::kHalf: return "torch.float16";
+        case at::kBFloat16: return "torch.bfloat16";
+        default: return std::string("torch.") + c10::toString(t);
+    }
+}
+
+std::string shape_str(at::IntArrayRef sizes) {
+    std::ostringstream s;
+    s << "(";
+    for (size_t i = 0; i < sizes.size(); ++i) s << (i ? ", " : "") << sizes[i];
+    s << (sizes.size() == 1 ? ",)" : ")");
+    return s.str();
+}
+
+struct Bytes {
+    const uint8_t* data;
+    size_t size;
+};
+
+Bytes encoded_bytes(const at::Tensor& data, const char* func) {
+    TORCH_CHECK_TYPE(data.scalar_type() == at::kByte && data.dim() == 1, func,
+                     ": expected a 1-D uint8 tensor of encoded bytes, got ",
+                     dtype_name(data.scalar_type()), " of shape ", shape_str(data.sizes()));
+    TORCH_CHECK_VALUE(data.device().is_cpu(), func, ": encoded bytes must be on the CPU");
+    TORCH_CHECK_VALUE(data.is_contiguous(), func, ": encoded bytes must be contiguous");
+    return {data.data_ptr<uint8_t>(), size_t(data.numel())};
+}
+
+ReadMode read_mode(int64_t mode, const char* func) {
+    TORCH_CHECK_VALUE(mode >= 0 && mode <= 4, func, ": mode must be an ImageReadMode value (0..4), got ",
+                      mode);
+    return static_cast<ReadMode>(mode);
+}
+
+int64_t pixel_limit(int64_t max_pixels) { return max_pixels < 0 ? kDefaultMaxPixels : max_pixels; }
+
+// An [H, W, C] buffer seen as [C, H, W]: the layout every decode returns.
+at::Tensor empty_chw(int64_t c, int64_t h, int64_t w, at::ScalarType dtype) {
+    return at::empty({h, w, c}, at::TensorOptions().dtype(dtype)).permute({2, 0, 1});
+}
+
+// The layout the op promises (its fake kernel's): contiguous [C, H, W]. Python's eager
+// decoders keep the decoder's [H, W, C] memory instead (resize is faster on it).
+at::Tensor output_layout(const at::Tensor& image) {
+    if (!python_call.eager) return image.contiguous();
+    if (image.permute({1, 2, 0}).is_contiguous()) return image;
+    return empty_chw(image.size(0), image.size(1), image.size(2), image.scalar_type()).copy_(image);
+}
+
+// The output: `out` itself when its [H, W, C] view is contiguous and matches, else new.
+at::Tensor output_for(const OutputShape& shape, const std::optional<at::Tensor>& out) {
+    const auto dtype = shape.bytes_per_sample == 2 ? at::kUInt16 : at::kByte;
+    if (out && out->device().is_cpu() && out->scalar_type() == dtype && out->dim() == 3 &&
+        out->size(0) == shape.channels && out->size(1) == shape.height &&
+        out->size(2) == shape.width && out->permute({1, 2, 0}).is_contiguous()) {
+        return *out;
+    }
+    return empty_chw(shape.channels, shape.height, shape.width, dtype);
+}
+
+// The result as the op promises it: of `dtype` (uint8 when None), unless a Python
+// caller keeps wide samples.
+void check_output_dtype(const OutputShape& shape, const std::optional<at::ScalarType>& dtype,
+                        const char* func) {
+    if (dtype || shape.bytes_per_sample == 1 || python_call.eager) return;
+    TORCH_CHECK_TYPE(false, func,
+                     ": this image decodes to torch.uint16, and inside torch.compile the output "
+                     "dtype must be known before decoding: pass dtype= (e.g. dtype=torch.uint16)");
+}
+
+at::Tensor apply_orientation(const at::Tensor& image, int64_t orientation) {
+    switch (orientation) {
+        case 2: return image.flip({-1});
+        case 3: return image.flip({-2, -1});
+        case 4: return image.flip({-2});
+        case 5: return image.transpose(-2, -1);
+        case 6: return image.rot90(-1, {-2, -1});
+        case 7: return image.transpose(-2, -1).flip({-2, -1});
+        case 8: return image.rot90(1, {-2, -1});
+        default: return image;
+    }
+}
+
+// Decoded uint8/uint16 samples as `dtype` (floats scaled to [0, 1]; uint16 to uint8
+// keeps the high byte, as Pillow does).
+at::Tensor convert_dtype(const at::Tensor& image, const std::optional<at::ScalarType>& dtype) {
+    if (!dtype || *dtype == image.scalar_type()) return image;
+    const double top = image.scalar_type() == at::kUInt16 ? 65535.0 : 255.0;
+    if (at::isFloatingType(*dtype)) return image.to(*dtype).div_(top);
+    if (*dtype == at::kByte && image.scalar_type() == at::kUInt16) {
+        return image.to(at::kInt).bitwise_right_shift(8).to(at::kByte);
+    }
+    if (*dtype == at::kUInt16 && image.scalar_type() == at::kByte) {
+        return image.to(at::kInt).mul(257).to(at::kUInt16);
+    }
+    TORCH_CHECK_TYPE(false, "cannot convert decoded ", dtype_name(image.scalar_type()), " samples to ",
+                     dtype_name(*dtype));
+}
+
+template <typename Decoder>
+ImageHeader read_header(const Bytes& bytes, const std::string& where) {
+    Diagnostics diag;
+    Decoder decoder(bytes.data, bytes.size, &diag);
+    ImageHeader header;
+    if (!decoder.read_header(&header)) fail(diag, where);
+    return header;
+}
+
+// The numerator M of a supported JPEG scale M/8.
+int scale_to_eighths(double scale) {
+    const double eighths = scale * 8.0;
+    const double m = std::round(eighths);
+    TORCH_CHECK_VALUE(m >= 1 && m <= 8 && std::abs(eighths - m) < 1e-9,
+                      "decode_jpeg: scale must be one of 1/8, 1/4, 3/8, 1/2, 5/8, 3/4, 7/8, 1, got ",
+                      scale);
+    return int(m);
+}
+
+// The smallest M such that (height, width) scaled by M/8 still covers min_size.
+int eighths_for_min_size(int64_t height, int64_t width, at::IntArrayRef min_size) {
+    TORCH_CHECK_VALUE(min_size.size() == 2, "decode_jpeg: min_size must be (height, width), got ",
+                      min_size.size(), " values");
+    for (int m = 1; m < 8; ++m) {
+        if ((height * m + 7) / 8 >= min_size[0] && (width * m + 7) / 8 >= min_size[1]) return m;
+    }
+    return 8;
+}
+
+struct JpegArgs {
+    int64_t mode;
+    bool apply_exif_orientation;
+    std::optional<double> scale;
+    at::OptionalIntArrayRef min_size;
+    at::OptionalIntArrayRef roi;
+    bool strict;
+    int64_t max_pixels;
+};
+
+at::Tensor decode_jpeg_impl(const at::Tensor& data, const JpegArgs& a,
+                            const std::optional<at::ScalarType>& dtype, const std::string& where,
+                            const std::optional<at::Tensor>& out, const char* func) {
+    const Bytes bytes = encoded_bytes(data, func);
+    const ReadMode mode = read_mode(a.mode, func);
+    TORCH_CHECK_VALUE(!(a.scale && a.min_size), "decode_jpeg: pass scale or min_size, not both");
+    Roi box;
+    if (a.roi) {
+        TORCH_CHECK_VALUE(a.roi->size() == 4, "decode_jpeg: roi must be (top, left, height, width), got ",
+                          a.roi->size(), " values");
+        box = Roi{(*a.roi)[0], (*a.roi)[1], (*a.roi)[2], (*a.roi)[3]};
+    }
+    ImageHeader header;
+    if (a.min_size || a.apply_exif_orientation) header = read_header<JpegDecoder>(bytes, where);
+    int eighths = a.scale ? scale_to_eighths(*a.scale) : 8;
+    if (a.min_size) {
+        const int64_t h = a.roi ? box.height : header.height, w = a.roi ? box.width : header.width;
+        // Lossless JPEG has no DCT scaling; its full size covers any min_size.
+        eighths = header.lossless ? 8 : eighths_for_min_size(h, w, *a.min_size);
+    }
+    Diagnostics diag;
+    JpegDecoder decoder(bytes.data, bytes.size, &diag);
+    OutputShape shape;
+    if (!decoder.prepare(mode, eighths, a.roi ? &box : nullptr, pixel_limit(a.max_pixels), &shape)) {
+        fail(diag, where);
+    }
+    check_output_dtype(shape, dtype, func);
+    at::Tensor image = output_for(shape, a.apply_exif_orientation || dtype ? std::nullopt : out);
+    const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels * shape.bytes_per_sample;
+    if (!decoder.decode(static_cast<uint8_t*>(image.data_ptr()), stride, a.strict)) fail(diag, where);
+    check_damage(diag, a.strict, where);
+    if (a.apply_exif_orientation) image = apply_orientation(image, header.orientation);
+    return output_layout(convert_dtype(image, dtype));
+}
+
+struct PngArgs {
+    int64_t mode;
+    bool apply_exif_orientation;
+    std::optional<at::ScalarType> dtype;
+    bool strict;
+    int64_t max_pixels;
+};
+
+at::Tensor decode_png_impl(const at::Tensor& data, const PngArgs& a, const std::string& where,
+                           const std::optional<at::Tensor>& out, const char* func) {
+    const Bytes bytes = encoded_bytes(data, func);
+    const ReadMode mode = read_mode(a.mode, func);
+    Diagnostics diag;
+    PngDecoder decoder(bytes.data, bytes.size, &diag);
+    OutputShape shape;
+    if (!decoder.prepare(mode, pixel_limit(a.max_pixels), &shape)) fail(diag, where);
+    check_output_dtype(shape, a.dtype, func);
+    at::Tensor image = output_for(shape, a.apply_exif_orientation || a.dtype ? std::nullopt : out);
+    if (!decoder.decode(static_cast<uint8_t*>(image.data_ptr()), !a.strict)) fail(diag, where);
+    const int orientation =
+        a.apply_exif_orientation ? read_header<PngDecoder>(bytes, where).orientation : 0;
+    check_damage(diag, a.strict, where);
+    image = convert_dtype(image, a.dtype);
+    return output_layout(apply_orientation(image, orientation));
+}
+
+// "jpeg" or "png" from the first bytes; anything else raises.
+std::string sniff(const Bytes& b, const std::string& where) {
+    auto starts = [&](const char* sig, size_t n, size_t at = 0) {
+        return b.size >= at + n && std::memcmp(b.data + at, sig, n) == 0;
+    };
+    if (starts("\xff\xd8\xff", 3)) return "jpeg";
+    if (starts("\x89PNG\r\n\x1a\n", 8)) return "png";
+    TORCH_CHECK_VALUE(b.size > 0, where, "empty input (0 bytes)");
+    TORCH_CHECK_NOT_IMPLEMENTED(!(starts("RIFF", 4) && starts("WEBP", 4, 8)), where,
+                                "WebP images are not supported (JPEG and PNG are)");
+    const std::pair<const char*, const char*> others[] = {
+        {"GIF87a", "GIF"}, {"GIF89a", "GIF"}, {"BM", "BMP"}, {"II*", "TIFF"}, {"MM\0*", "TIFF"},
+        {"\0\0\1\0", "ICO"}};
+    const size_t lengths[] = {6, 6, 2, 4, 4, 4};
+    for (size_t i = 0; i < 6; ++i) {
+        TORCH_CHECK_NOT_IMPLEMENTED(!starts(others[i].first, lengths[i]), where, others[i].second,
+                                    " images are not supported (JPEG and PNG are)");
+    }
+    TORCH_CHECK_VALUE(false, where, "not a JPEG or PNG image (unknown signature)");
+}
+
+// ---- The operators ----
+
+at::Tensor decode_jpeg_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                          std::optional<double> scale, at::OptionalIntArrayRef min_size,
+                          at::OptionalIntArrayRef roi, bool strict, int64_t max_pixels,
+                          std::optional<c10::string_view> path) {
+    const JpegArgs a{mode, apply_exif_orientation, scale, min_size, roi, strict, max_pixels};
+    return decode_jpeg_impl(data, a, std::nullopt, prefix(path), std::nullopt, "decode_jpeg");
+}
+
+// Copies a result into `out` unless it was decoded there.
+at::Tensor& finish_out(const at::Tensor& image, at::Tensor& out) {
+    if (image.is_same(out)) return out;
+    TORCH_CHECK_VALUE(out.sizes() == image.sizes() && out.scalar_type() == image.scalar_type(),
+                      "out must be a ", dtype_name(image.scalar_type()), " tensor of shape ",
+                      shape_str(image.sizes()), ", got ", dtype_name(out.scalar_type()),
+                      " of shape ", shape_str(out.sizes()));
+    out.copy_(image);
+    return out;
+}
+
+at::Tensor& decode_jpeg_out(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                            std::optional<double> scale, at::OptionalIntArrayRef min_size,
+                            at::OptionalIntArrayRef roi, bool strict, int64_t max_pixels,
+                            std::optional<c10::string_view> path, at::Tensor& out) {
+    const JpegArgs a{mode, apply_exif_orientation, scale, min_size, roi, strict, max_pixels};
+    return finish_out(decode_jpeg_impl(data, a, std::nullopt, prefix(path), out, "decode_jpeg"), out);
+}
+
+at::Tensor decode_png_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                         std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
+                         std::optional<c10::string_view> path) {
+    const PngArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+    return decode_png_impl(data, a, prefix(path), std::nullopt, "decode_png");
+}
+
+at::Tensor& decode_png_out(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                           std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
+                           std::optional<c10::string_view> path, at::Tensor& out) {
+    const PngArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+    return finish_out(decode_png_impl(data, a, prefix(path), out, "decode_png"), out);
+}
+
+at::Tensor decode_image_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                           std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
+                           std::optional<c10::string_view> path) {
+    const std::string where = prefix(path);
+    if (sniff(encoded_bytes(data, "decode_image"), where) == "png") {
+        const PngArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+        return decode_png_impl(data, a, where, std::nullopt, "decode_image");
+    }
+    const JpegArgs a{mode, apply_exif_orientation, std::nullopt, std::nullopt, std::nullopt,
+                     strict, max_pixels};
+    return decode_jpeg_impl(data, a, dtype, where, std::nullopt, "decode_image");
+}
+
+// A [C, H, W] image as contiguous [H, W, C] samples, checked.
+at::Tensor hwc_samples(const at::Tensor& image, const char* func, std::vector<int64_t> channels,
+                       bool allow_uint16) {
+    const bool dtype_ok =
+        image.scalar_type() == at::kByte || (allow_uint16 && image.scalar_type() == at::kUInt16);
+    TORCH_CHECK_TYPE(dtype_ok, func, ": expected a torch.uint8", allow_uint16 ? " or torch.uint16" : "",
+                     " tensor, got ", dtype_name(image.scalar_type()));
+    const bool shape_ok = image.dim() == 3 && std::find(channels.begin(), channels.end(),
+                                                        image.size(0)) != channels.end();
+    TORCH_CHECK_VALUE(shape_ok, func, ": expected a [C, H, W] tensor with C in ",
+                      shape_str(channels), ", got ", shape_str(image.sizes()));
+    TORCH_CHECK_VALUE(image.size(1) > 0 && image.size(2) > 0, func,
+                      ": cannot encode an empty image of shape ", shape_str(image.sizes()));
+    return image.detach().cpu().permute({1, 2, 0}).contiguous();
+}
+
+at::Tensor to_tensor(const std::vector<uint8_t>& bytes) {
+    at::Tensor t = at::empty({int64_t(bytes.size())}, at::TensorOptions().dtype(at::kByte));
+    std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+    return t;
+}
+
+at::Tensor encode_jpeg_op(const at::Tensor& image, int64_t quality, int64_t subsampling,
+                          bool progressive, bool optimize) {
+    // uint8 samples give an 8-bit JPEG, uint16 a 12-bit one (the top 12 bits of each).
+    const at::Tensor hwc = hwc_samples(image, "encode_jpeg", {1, 3}, true);
+    const int h = int(hwc.size(0)), w = int(hwc.size(1)), c = int(hwc.size(2));
+    JpegEncodeOptions options{int(quality), int(subsampling), progressive, optimize};
+    if (hwc.scalar_type() == at::kUInt16) options.precision = 12;
+    std::vector<uint8_t> bytes;
+    Diagnostics diag;
+    const bool ok = encode_jpeg(hwc.data_ptr(), h, w, c, ptrdiff_t(w) * c * hwc.element_size(),
+                                options, &bytes, &diag);
+    TORCH_CHECK_VALUE(ok, "encode_jpeg: ", diag.message);
+    return to_tensor(bytes);
+}
+
+at::Tensor encode_png_op(const at::Tensor& image, int64_t compression_level) {
+    const at::Tensor hwc = hwc_samples(image, "encode_png", {1, 2, 3, 4}, true);
+    const int h = int(hwc.size(0)), w = int(hwc.size(1)), c = int(hwc.size(2));
+    const int bits = hwc.scalar_type() == at::kUInt16 ? 16 : 8;
+    std::vector<uint8_t> bytes;
+    Diagnostics diag;
+    const bool ok = encode_png(hwc.data_ptr(), h, w, c, bits, int(compression_level), &bytes, &diag);
+    TORCH_CHECK_VALUE(ok, "encode_png: ", diag.message);
+    return to_tensor(bytes);
+}
+
+// Python's side of a call (trivium.vision.io.ops): state 1 records damage on this
+// thread instead of warning, 2 also selects eager mode (see PythonCall), 0 ends the
+// call. Returns the damage recorded since the last call ("" when none).
+std::string python_call_op(int64_t state) {
+    std::string damage = std::move(python_call.damage);
+    python_call = PythonCall{state != 0, state == 2, std::string()};
+    return damage;
+}
+
+}  // namespace
+}  // namespace trivium
+
+TORCH_LIBRARY(trivium, m) {
+    // Where the fake (shape) kernels are: torch imports it when tracing needs them.
+    m.set_python_module("trivium.vision.io.ops");
+    m.def("decode_jpeg(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+          "float? scale=None, int[]? min_size=None, int[]? roi=None, bool strict=True, "
+          "int max_pixels=-1, str? path=None) -> Tensor");
+    m.def("decode_jpeg.out(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+          "float? scale=None, int[]? min_size=None, int[]? roi=None, bool strict=True, "
+          "int max_pixels=-1, str? path=None, *, Tensor(a!) out) -> Tensor(a!)");
+    m.def("decode_png(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+          "ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None) -> Tensor");
+    m.def("decode_png.out(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+          "ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None, *, "
+          "Tensor(a!) out) -> Tensor(a!)");
+    m.def("decode_image(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+          "ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None) -> Tensor");
+    m.def("encode_jpeg(Tensor image, int quality=75, int subsampling=420, bool progressive=False, "
+          "bool optimize=False) -> Tensor");
+    m.def("encode_png(Tensor image, int compression_level=6) -> Tensor");
+    m.def("_python_call(int state) -> str", &trivium::python_call_op);
+}
+
+TORCH_LIBRARY_IMPL(trivium, CPU, m) {
+    m.impl("decode_jpeg", &trivium::decode_jpeg_op);
+    m.impl("decode_jpeg.out", &trivium::decode_jpeg_out);
+    m.impl("decode_png", &trivium::decode_png_op);
+    m.impl("decode_png.out", &trivium::decode_png_out);
+    m.impl("decode_image", &trivium::decode_image_op);
+    m.impl("encode_jpeg", &trivium::encode_jpeg_op);
+    m.impl("encode_png", &trivium::encode_png_op);
+}
