@@ -4,9 +4,14 @@ The rates are reduced by their greatest common divisor to ``orig -> new``; outpu
 sample ``j`` of every block of ``new`` is a dot product of the input with a sinc
 kernel, low-passed at ``rolloff * min(orig, new) / 2`` and tapered by a Hann or Kaiser
 window spanning ``lowpass_filter_width`` zero crossings on each side (torchaudio's
-kernel, bit for bit). The kernels are applied as a few dense matrix products over
-blocks of input (:func:`polyphase_weight`) rather than one strided convolution, and
-are computed once per rate pair, settings, dtype and device and cached.
+kernel, bit for bit). Of the kernel's ``2 * width + orig`` taps per output only the
+``2 * width + 1`` around the output's position can be non-zero, so rather than one
+strided convolution over all of them, runs of about 16 to 64 consecutive outputs are
+computed as one dense matrix product each, over just the input window they share
+(:func:`polyphase_weight`). The work per output stays about ``2 * width + 1``
+multiply-adds whatever the ratio (35 at 44.1 -> 16 kHz, where the full kernel has
+475). The weights are computed once per rate pair, settings, dtype and device and
+cached.
 
 Example:
     >>> import torch
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -33,6 +39,7 @@ __all__ = [
 
 _METHODS = ("sinc_interp_hann", "sinc_interp_kaiser")
 _KAISER_BETA = 14.769656459379492  # torchaudio's (and resampy's "kaiser_best") default
+_Group = tuple[int, int, int, int]  # outputs [p0, p1) of a block read `size` samples at `start`
 
 
 def _check_rates(orig_freq: int, new_freq: int) -> None:
@@ -112,30 +119,101 @@ def _kernel(
     return kernel.to(device=device, dtype=dtype), width
 
 
-def polyphase_weight(kernel: Tensor, orig: int) -> Tensor:
-    """Rearrange a ``[new, 1, K]`` kernel into ``[T, S, r * new]`` blocks for :func:`apply_weight`.
+@dataclass(frozen=True)
+class _Plan:
+    """How :func:`apply_weight` cuts the input for one gcd-reduced rate pair.
 
-    ``r`` blocks of ``orig`` input samples (``S = r * orig`` samples) produce ``r * new``
-    outputs, each a dot product with ``T`` consecutive blocks of ``S`` samples. One
-    strided 1-channel convolution becomes ``T`` dense matrix products, which is much
-    faster on CPU and GPU; ``r`` is chosen so that ``T <= 2`` and the products are at
-    least about 64 wide.
+    A block of ``span = r * orig`` input samples gives ``outputs = r * new`` outputs,
+    split into groups of consecutive outputs: group ``(p0, p1, start, size)`` computes
+    outputs ``[p0, p1)`` of every block from the ``size`` samples at ``start`` of it
+    (in the left-padded input).
+    """
+
+    span: int
+    outputs: int
+    groups: tuple[_Group, ...]
+
+    @property
+    def reach(self) -> int:
+        """How far past the start of a block its groups read."""
+        return max(start + size for _, _, start, size in self.groups)
+
+
+def _groups(orig: int, new: int, width: int, r: int, step: int) -> tuple[_Group, ...]:
+    """Blocks of ``r * new`` outputs cut into groups of ``step`` (the last may be shorter)."""
+    groups: list[_Group] = []
+    for p0 in range(0, r * new, step):
+        p1 = min(r * new, p0 + step)
+        # Output p's taps are zero (the sinc clamped to its zero crossing at
+        # lowpass_filter_width) outside the 2 * width + 1 samples from p * orig // new.
+        start = p0 * orig // new
+        end = (p1 - 1) * orig // new + 2 * width + 1
+        groups.append((p0, p1, start, end - start))
+    return tuple(groups)
+
+
+def _cost(groups: tuple[_Group, ...], outputs: int) -> float:
+    # Multiply-adds per output, plus the input and output traffic of every matrix row:
+    # BLAS runs narrow products far below its peak.
+    return sum((p1 - p0 + 16) * (size + 16) for p0, p1, _, size in groups) / outputs
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(orig: int, new: int, width: int) -> _Plan:
+    """The cheapest blocks and groups for ``orig -> new`` (gcd-reduced) and ``width``.
+
+    Each group is one matrix product of a ``[blocks, size]`` view of the input (rows
+    ``span`` apart, so no copy where ``size <= span``) with a ``[size, p1 - p0]``
+    weight. Groups of 16 to 64 outputs keep the products dense while covering only the
+    taps that can be non-zero: about ``2 * width + 1`` per output, whatever the ratio.
+    """
+    taps = 2 * width + 1
+    best: tuple[tuple[float, int, int], int, tuple[_Group, ...]] | None = None
+    # Up to the first r whose block holds a group of 64 (larger r only repeat groups).
+    for r in range(1, -(-64 // new) + -(-taps // orig) + 2):
+        for g in (16, 24, 32, 48, 64):
+            groups = _groups(orig, new, width, r, g)
+            if max(size for *_, size in groups) > r * orig:
+                continue
+            # A product per group: its fixed cost matters where groups are many.
+            key = (_cost(groups, r * new) + len(groups) / 4, len(groups), r)
+            if best is None or key < best[0]:
+                best = (key, r, groups)
+    assert best is not None  # the largest r holds any group of up to 64 outputs
+    _, r, groups = best
+    return _Plan(r * orig, r * new, groups)
+
+
+def polyphase_weight(kernel: Tensor, orig: int) -> Tensor:
+    """Rearrange a ``[new, 1, K]`` kernel into ``[groups, size, outputs]`` for :func:`apply_weight`.
+
+    Output ``p`` of a block of ``new`` uses input samples ``q * orig + i`` for ``i`` in
+    ``[0, K)``, but its windowed sinc is zero beyond ``width`` samples of the output's
+    position: only ``2 * width + 1`` of the ``K = 2 * width + orig`` taps count. Runs of
+    consecutive outputs are gathered with just the input window they share, so the
+    work per output is about ``2 * width + 1`` multiply-adds rather than ``K`` (at
+    44.1 -> 16 kHz, 35 instead of 475). Groups are zero-padded to a common shape.
 
     Example:
-        >>> kernel, _ = sinc_resample_kernel(48000, 16000, 16000)
-        >>> polyphase_weight(kernel, 3).shape
-        torch.Size([2, 66, 22])
+        >>> kernel, _ = sinc_resample_kernel(44100, 16000, 100)
+        >>> polyphase_weight(kernel, 441).shape
+        torch.Size([10, 77, 16])
     """
     new, _, taps = kernel.shape
-    new = kernel.shape[0]
-    r = max(1, -(-taps // orig) - 2, -(-64 // max(orig, new)))
-    span = r * orig
-    blocks = -(-((r - 1) * orig + taps) // span)
-    weight = kernel.new_zeros(r, new, blocks * span)
-    for q in range(r):
-        weight[q, :, q * orig : q * orig + taps] = kernel[:, 0, :]
-    # [r, new, T * S] -> [T, S, r * new]
-    return weight.reshape(r * new, blocks, span).permute(1, 2, 0).contiguous()
+    width = (taps - orig) // 2
+    plan = _plan(orig, new, width)
+    size = max(size for *_, size in plan.groups)
+    step = max(p1 - p0 for p0, p1, *_ in plan.groups)
+    weight = kernel.new_zeros(len(plan.groups), size, step)
+    for k, (p0, p1, start, _) in enumerate(plan.groups):
+        for p in range(p0, p1):
+            phase = p % new
+            column = p * orig // new - start
+            first = phase * orig // new
+            weight[k, column : column + 2 * width + 1, p - p0] = kernel[
+                phase, 0, first : first + 2 * width + 1
+            ]
+    return weight
 
 
 def apply_weight(waveform: Tensor, orig: int, new: int, weight: Tensor, width: int) -> Tensor:
@@ -149,22 +227,32 @@ def apply_weight(waveform: Tensor, orig: int, new: int, weight: Tensor, width: i
         >>> apply_weight(torch.ones(3, 10), 2, 1, polyphase_weight(kernel, 2), width).shape
         torch.Size([3, 5])
     """
+    plan = _plan(orig, new, width)
     shape = waveform.shape
     length = shape[-1]
-    blocks, span, outs = weight.shape
     target = -(-new * length // orig)  # ceil without float rounding
-    rows = -(-target // outs)
-    total = (rows + blocks - 1) * span
-    flat = waveform.reshape(-1, length)
+    batch = math.prod(shape[:-1])
+    if batch == 0 or target == 0:
+        return waveform.new_zeros((*shape[:-1], target))
+    rows = -(-target // plan.outputs)
+    # Every signal padded to `frames` blocks, laid end to end: one strided view per
+    # group covers the whole batch (the frames past `rows` are computed and dropped).
+    frames = rows + -(-plan.reach // plan.span)
+    total = frames * plan.span
+    flat = waveform.reshape(batch, length)
     if total - length - width >= 0:
         flat = torch.nn.functional.pad(flat, (width, total - length - width))
     else:  # the right padding torchaudio adds is never reached: trim instead
         flat = torch.nn.functional.pad(flat, (width, 0))[:, :total]
-    framed = flat.reshape(flat.shape[0], rows + blocks - 1, span)
-    out = torch.matmul(framed[:, :rows], weight[0])
-    for t in range(1, blocks):
-        out = out + torch.matmul(framed[:, t : t + rows], weight[t])
-    out = out.reshape(flat.shape[0], rows * outs)[:, :target]
+    line = flat.reshape(-1)
+    count = (batch - 1) * frames + rows
+    parts = [
+        line[start:].unfold(0, size, plan.span)[:count] @ weight[k, :size, : p1 - p0]
+        for k, (p0, p1, start, size) in enumerate(plan.groups)
+    ]
+    out = torch.cat(parts, 1) if len(parts) > 1 else parts[0]
+    out = torch.nn.functional.pad(out, (0, 0, 0, batch * frames - count))
+    out = out.reshape(batch, frames * plan.outputs)[:, :target]
     return out.reshape((*shape[:-1], target))
 
 
