@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,6 +62,52 @@ def test_variable_lists_are_padded_with_lengths() -> None:
     assert out["v"].dtype == torch.float32
     for row, n, ref in zip(out["v"], out["v_lengths"], lists[1:], strict=True):
         assert row[:n].tolist() == ref
+
+
+@pytest.mark.parametrize("list_type", [pa.list_, pa.large_list])
+def test_equal_length_lists_are_a_zero_copy_matrix(list_type: Callable[..., pa.DataType]) -> None:
+    values = np.random.default_rng(0).standard_normal((20, 128)).astype(np.float32)
+    offsets = pa.array(np.arange(21) * 128, pa.int64() if list_type is pa.large_list else None)
+    cls = pa.LargeListArray if list_type is pa.large_list else pa.ListArray
+    arr = cls.from_arrays(offsets, pa.array(values.ravel())).slice(5, 10)
+    assert arr.type == list_type(pa.float32())
+    out = to_tensors(pa.record_batch({"v": arr}))
+    assert out["v"].shape == (10, 128) and out["v"].dtype == torch.float32
+    assert out["v"].data_ptr() == arr.values.buffers()[1].address + 5 * 128 * 4  # a view
+    np.testing.assert_array_equal(out["v"].numpy(), np.stack(arr.to_numpy(zero_copy_only=False)))
+    assert out["v_lengths"].tolist() == [128] * 10
+    empty = to_tensors(pa.record_batch({"e": pa.array([[], []], pa.list_(pa.int32()))}))
+    assert empty["e"].shape == (2, 0) and empty["e_lengths"].tolist() == [0, 0]
+
+
+def test_ragged_lists_match_rows_padded_one_by_one() -> None:
+    rng = np.random.default_rng(1)
+    lists = [rng.integers(-9, 9, int(n)).tolist() for n in rng.integers(0, 40, 300)]
+    arr = pa.array(lists, pa.list_(pa.int16())).slice(7, 250)
+    out = to_tensors(pa.record_batch({"v": arr}))
+    width = max(len(x) for x in lists[7:257])
+    expected = np.zeros((250, width), np.int16)
+    for i, row in enumerate(lists[7:257]):
+        expected[i, : len(row)] = row
+    np.testing.assert_array_equal(out["v"].numpy(), expected)
+    assert out["v"].dtype == torch.int16
+    assert out["v_lengths"].tolist() == [len(x) for x in lists[7:257]]
+
+
+def test_many_binary_rows_match_pyarrow_bytes() -> None:
+    rng = np.random.default_rng(2)
+    blobs = [rng.bytes(int(n)) for n in rng.integers(0, 50, 500)]
+    for arr in (
+        pa.array(blobs, pa.binary()).slice(13, 400),
+        pa.array(blobs, pa.large_binary()).slice(0, 1),
+        pa.array([b"abcd", b"efgh", b"ijkl"], pa.binary(4)).slice(1),
+        pa.array([b"", b""], pa.binary()),
+        pa.array([], pa.binary()),
+    ):
+        out = to_tensors(pa.record_batch({"b": arr}))["b"]
+        assert isinstance(out, list) and len(out) == len(arr)
+        assert [bytes(t.numpy()) for t in out] == arr.to_pylist()
+        assert all(t.dtype == torch.uint8 and t.dim() == 1 for t in out)
 
 
 def test_binary_is_a_list_of_uint8_views() -> None:

@@ -6,7 +6,9 @@
   a tensor that *shares* the Arrow buffer (no copy; shape ``[rows, *list_sizes]``).
   Treat it as read-only: the Arrow data is immutable and may be memory-mapped.
 - variable-length lists of numbers: a zero-padded ``[rows, max_len]`` tensor plus
-  ``NAME_lengths`` (int64).
+  ``NAME_lengths`` (int64). When every row of the batch has the same length (an
+  embedding stored as ``list<float>``), the tensor is a ``[rows, length]`` view of the
+  values buffer, with no copy.
 - binary columns: a list of ``uint8`` tensors, views of the Arrow data buffer, ready
   for ``trivium.vision.io.decode_jpeg`` or an audio decoder.
 - string columns: a list of ``str``; boolean columns: a ``bool`` tensor (a copy: Arrow
@@ -107,14 +109,19 @@ def _padded_list(arr: pa.Array, name: str) -> tuple[torch.Tensor, torch.Tensor]:
     _check_no_nulls(values, name)
     if values.type not in _TORCH_DTYPES:
         raise TypeError(f"to_tensors: column {name!r}: list of {values.type} unsupported")
-    offsets = arr.offsets.to_numpy()
-    lengths = np.diff(offsets).astype(np.int64)
-    width = int(lengths.max()) if len(lengths) else 0
-    dtype = _TORCH_DTYPES[values.type]
-    padded = torch.zeros((len(arr), width), dtype=dtype)
-    mask = torch.arange(width) < torch.from_numpy(lengths)[:, None]
-    padded[mask] = _primitive(values, name)
-    return padded, torch.from_numpy(lengths)
+    lengths = np.diff(arr.offsets.to_numpy()).astype(np.int64)
+    flat = _primitive(values, name)
+    rows = len(arr)
+    width = int(lengths[0]) if rows else 0
+    if rows and (lengths == width).all():
+        # Lists of one length (embeddings stored as list<float>): the values buffer
+        # viewed as [rows, width], no copy, as for a fixed-size list.
+        return flat.view(rows, width), torch.from_numpy(lengths)
+    width = int(lengths.max()) if rows else 0
+    # NumPy's masked assignment: ~60x faster than torch's (index_put with a bool mask).
+    padded = np.zeros((rows, width), dtype=_NUMPY_DTYPES[flat.dtype])
+    padded[np.arange(width) < lengths[:, None]] = flat.numpy()
+    return torch.from_numpy(padded), torch.from_numpy(lengths)
 
 
 def _binary(arr: pa.Array, name: str) -> list[torch.Tensor]:
@@ -129,9 +136,11 @@ def _binary(arr: pa.Array, name: str) -> list[torch.Tensor]:
     data = arr.buffers()[2 if not pa.types.is_fixed_size_binary(arr.type) else 1]
     if data is None or data.size == 0:
         return [torch.empty(0, dtype=torch.uint8) for _ in range(len(arr))]
-    whole = _view(data, torch.uint8)
-    bounds = offsets.tolist()
-    return [whole[bounds[i] : bounds[i + 1]] for i in range(len(arr))]
+    if len(arr) == 0:
+        return []
+    # torch.split makes the row views in C++ (~1 us a row; a Python slice per row ~2.5).
+    rows = _view(data, torch.uint8)[int(offsets[0]) : int(offsets[-1])]
+    return list(torch.split(rows, np.diff(offsets).tolist()))
 
 
 def column_to_tensor(column: pa.Array | pa.ChunkedArray, name: str = "column") -> Any:
