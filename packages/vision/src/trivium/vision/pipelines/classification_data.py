@@ -16,13 +16,19 @@ Example:
 
 from __future__ import annotations
 
+import math
+import threading
+import uuid
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils.data import get_worker_info
 
 from trivium.core import DatasetError, empty_batch, stack_batch
+from trivium.core.threads import parallel_map
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.transforms import (
     DecodeRandomResizedCrop,
@@ -70,13 +76,40 @@ class TrainBatch:
             self.policy = _policy(auto_augment, InterpolationMode.BILINEAR, 9, 3, generator)
         mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
         self.scale, self.shift = 1 / (255 * std), -mean / std
+        self.lender = _BatchLender()
 
     def __call__(self, samples: list[tuple[Any, int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        images = self.crop([data for data, _ in samples])
-        images = self.flip(images)
-        if self.policy is not None:  # the policies draw one op per call: one call per image
-            images = stack_batch([self.policy(image) for image in images])
-        return self._normalized(images), torch.tensor([label for _, label in samples])
+        labels = torch.tensor([label for _, label in samples])
+        if self.policy is None:
+            return self._decoded_flipped_normalized([data for data, _ in samples]), labels
+        images = self.flip(self.crop([data for data, _ in samples]))
+        # The policies draw one op per call: one call per image.
+        images = stack_batch([self.policy(image) for image in images])
+        return self._normalized(images), labels
+
+    def _decoded_flipped_normalized(self, encoded: list[Any]) -> torch.Tensor:
+        """Crop, flip and normalise image by image into a channels-last float32 batch.
+
+        The draws are the batch transforms' (every box, then every flip), but each
+        image then goes through all the steps while its pixels are in the caches:
+        decoded into a scratch slot, flipped, and scaled into its slot of the batch.
+        """
+        if not encoded:
+            raise ValueError("TrainBatch: expected at least one sample, got an empty batch")
+        plans = [self.crop.plan(data) for data in encoded]
+        n, (h, w), c = len(plans), self.crop.crop.size, 3
+        flips = self.flip.make_params([torch.empty((n, c, 0, 0))])["flip"].tolist()
+        out = self.lender.empty((n, h, w, c), torch.float32)  # [N, H, W, C]: the decoder's order
+        scale, shift = self.scale.repeat(w), self.shift.repeat(w)
+
+        def one(i: int) -> None:
+            pixels = _scratch((h, w, c))  # [H, W, C] uint8
+            self.crop.execute(plans[i], out=pixels.permute(2, 0, 1))
+            rows = (pixels.flip(1) if flips[i] else pixels).view(h, w * c)
+            out[i].view(h, w * c).copy_(rows).mul_(scale).add_(shift)
+
+        parallel_map(one, range(n))
+        return self.lender.lend(out.permute(0, 3, 1, 2))
 
     def _normalized(self, images: torch.Tensor) -> torch.Tensor:
         """``(images / 255 - mean) / std`` as a float32 batch in the memory layout of ``images``.
@@ -95,6 +128,102 @@ class TrainBatch:
         rows = images.permute(0, 2, 3, 1).reshape(n * h, w * c)
         out.view(n * h, w * c).copy_(rows).mul_(self.scale.repeat(w)).add_(self.shift.repeat(w))
         return out.permute(0, 3, 1, 2)
+
+
+_local = threading.local()
+
+# A loader worker lends each float batch from a pool of shared-memory buffers: making
+# a fresh 38 MB segment per batch costs the kernel's page allocation and zeroing,
+# about as long as normalising the batch. _SLOTS buffers per worker, at most.
+_SLOTS = 6
+_MAX_WORKERS = 64
+_FREE, _LENT = 1, 0
+_returned_flags: weakref.WeakValueDictionary[str, torch.Tensor] = weakref.WeakValueDictionary()
+
+
+class _BatchLender:
+    """The shared-memory batches of one ``TrainBatch``, reused once the main process drops them.
+
+    ``flags`` is made in the main process before the workers start, in shared memory:
+    one entry per slot, ``_FREE`` while the main process holds no batch of that slot.
+    A worker fills a slot marked free (its buffer reused, or made on first use), marks
+    it lent and sends the batch as a :class:`_LentBatch`; unpickled in the main
+    process, that becomes a plain tensor whose storage, once no tensor views it any
+    more, marks the slot free again. Outside a worker, batches are plain new tensors.
+    """
+
+    def __init__(self) -> None:
+        self.token = uuid.uuid4().hex
+        self.flags = torch.full((_MAX_WORKERS * _SLOTS,), _FREE, dtype=torch.int32)
+        self.flags.share_memory_()
+        _returned_flags[self.token] = self.flags
+        self._buffers: dict[int, torch.UntypedStorage] = {}  # this worker's, by slot
+        self._lent: dict[int, int] = {}  # data_ptr of a lent batch -> its slot
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"token": self.token, "flags": self.flags}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.token, self.flags = state["token"], state["flags"]
+        self._buffers, self._lent = {}, {}
+
+    def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """An uninitialised batch: in a worker, in a free slot's buffer where one is free."""
+        info = get_worker_info()
+        if info is None or info.id >= _MAX_WORKERS:
+            return empty_batch(shape, dtype)
+        nbytes = math.prod(shape) * dtype.itemsize
+        flags = self.flags.numpy()
+        for slot in range(info.id * _SLOTS, (info.id + 1) * _SLOTS):
+            if flags[slot] != _FREE:
+                continue
+            storage = self._buffers.get(slot)
+            if storage is None or storage.nbytes() != nbytes:
+                storage = self._buffers[slot] = torch.UntypedStorage._new_shared(nbytes)
+            flags[slot] = _LENT
+            batch = torch.empty(0, dtype=dtype).set_(storage).view(shape)
+            self._lent[batch.data_ptr()] = slot
+            return batch
+        return empty_batch(shape, dtype)  # every slot is out: a fresh segment
+
+    def lend(self, batch: torch.Tensor) -> torch.Tensor:
+        """``batch`` (a view of a buffer from :meth:`empty`), marked to come back when dropped."""
+        slot = self._lent.pop(batch.data_ptr(), None)
+        if slot is None:
+            return batch
+        lent = batch.as_subclass(_LentBatch)
+        lent.lender, lent.slot = self.token, slot
+        return lent
+
+
+class _LentBatch(torch.Tensor):
+    """A worker's batch in a pooled buffer: it unpickles as a plain tensor that frees the slot."""
+
+    # Ops on it give plain tensors (only the batch itself is lent).
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return _received, (self.as_subclass(torch.Tensor), self.lender, self.slot)
+
+
+def _received(batch: torch.Tensor, token: str, slot: int) -> torch.Tensor:
+    """In the main process: ``batch``, its slot marked free once its storage is freed."""
+    flags = _returned_flags.get(token)
+    if flags is not None:
+        weakref.finalize(batch.untyped_storage(), _mark_free, flags, slot)
+    return batch
+
+
+def _mark_free(flags: torch.Tensor, slot: int) -> None:
+    flags[slot] = _FREE
+
+
+def _scratch(shape: tuple[int, ...]) -> torch.Tensor:
+    """This thread's uint8 scratch image of ``shape``, reused from call to call."""
+    buffer = getattr(_local, "scratch", None)
+    if buffer is None or tuple(buffer.shape) != shape:
+        buffer = _local.scratch = torch.empty(shape, dtype=torch.uint8)
+    return buffer
 
 
 def eval_transform(crop_size: int, resize_size: int) -> Callable[[Any], torch.Tensor]:
