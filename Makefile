@@ -58,7 +58,7 @@ format: setup
 test: setup lint
 	$(PY) -m pytest -q
 
-BENCHMARKS := image_io transforms video audio audio_models data models classification detection detection_ops
+BENCHMARKS := image_io transforms video audio audio_models data models classification detection detection_ops deploy
 
 bench: setup
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || exit 1; done

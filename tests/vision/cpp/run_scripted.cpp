@@ -5,7 +5,8 @@
 // loads the operator library (libtrivium_ops.so: the trivium:: ops), loads the
 // TorchScript model, calls forward(bytes) on one thread and writes the output tensor
 // to OUTPUT as "dtype shape..." on the first line followed by its raw contiguous bytes.
-// With REPEATS, it also prints the mean seconds per call over that many calls.
+// With REPEATS, it also prints the mean seconds per call over that many calls
+// (in inference mode, after a few warm-up calls).
 #include <dlfcn.h>
 
 #include <chrono>
@@ -49,6 +50,8 @@ int main(int argc, char** argv) {
     }
     if (argc > 5) {
         const int repeats = std::stoi(argv[5]);
+        c10::InferenceMode inference;
+        for (int i = 0; i < 5; ++i) model.forward({data});  // the graph executor's warm-up
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < repeats; ++i) model.forward({data});
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
