@@ -41,6 +41,7 @@ import soundfile as sf
 import torch
 from torch import Tensor
 
+from trivium.audio import _wav
 from trivium.core.errors import (
     DecodeError,
     EmptyInputError,
@@ -128,6 +129,20 @@ _PARTS_MAX_FRAMES = 1 << 26
 _SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
 _C_TYPES = {"float32": "float", "float64": "double", "int16": "short", "int32": "int"}
 _MP3_SCAN_BYTES = 4096  # how far past the ID3v2 tag to look for the first MPEG frame
+# Plain WAV files skip libsndfile (see ``_wav``): up to this size a file is read in one
+# call; a longer one has its header and trailing chunks read, then its samples in parts
+# of this many bytes (converted while in cache).
+_WAV_WHOLE_BYTES = 1 << 22
+_WAV_HEAD_BYTES = 1 << 16
+_WAV_TAIL_BYTES = 1 << 20
+_WAV_PART_BYTES = 1 << 20
+# Scale from stored samples to load's float32 (8-bit after centring on 0), as libsndfile
+# normalises: power-of-two scales, so the same float32 bit for bit. 1.0 casts a DOUBLE.
+_WAV_SCALES = {"PCM_U8": 2.0**-7, "PCM_16": 2.0**-15, "PCM_24": 2.0**-31, "PCM_32": 2.0**-31}
+_WAV_SCALES["DOUBLE"] = 1.0
+_PREADV = getattr(os, "preadv", None)
+_FILL_FRAMES = 1 << 16  # frames per block when converting channel by channel
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class _SoundFile(sf.SoundFile):
@@ -354,7 +369,16 @@ def _fill(out: np.ndarray, data: np.ndarray, channels_first: bool, scale: float 
     source = data.T if channels_first else data
     if scale is None:
         np.copyto(out, source)  # faster than np.ascontiguousarray for a transposed array
-    else:  # one pass converts, scales and (for several channels) transposes
+    elif source.flags.c_contiguous:  # a plain cast, then an in-place scale: both vectorised
+        np.copyto(out, source, casting="unsafe")
+        np.multiply(out, np.float32(scale), out=out)
+    elif channels_first:  # the same per channel, in blocks that stay in cache (2-3x faster)
+        for start in range(0, out.shape[1], _FILL_FRAMES):
+            span = slice(start, start + _FILL_FRAMES)
+            for channel, row in enumerate(out[:, span]):
+                np.copyto(row, data[span, channel], casting="unsafe")
+                np.multiply(row, np.float32(scale), out=row)
+    else:
         np.multiply(source, np.float32(scale), out=out, dtype=np.float32)
 
 
@@ -449,6 +473,10 @@ def load(
         tensor([[     0,  16384, -16384]], dtype=torch.int16)
     """
     _check_range(frame_offset, num_frames)
+    if format is None or format.upper() == "WAV":
+        loaded = _load_wav(uri, frame_offset, num_frames, normalize, channels_first)
+        if loaded is not None:
+            return loaded
     f, name = _open(uri, format)
     with f:
         available = max(f.frames - frame_offset, 0)
@@ -461,6 +489,210 @@ def load(
             f.seek(frame_offset)
         data, scale = _read(f, name, frames, normalize)
     return _to_tensor(data, channels_first, scale), sample_rate
+
+
+def _memory_source(uri: AudioSource) -> np.ndarray | None:
+    """Encoded bytes held in memory as a 1-D ``uint8`` array (no copy), or None."""
+    if isinstance(uri, Tensor):
+        if uri.dtype != torch.uint8 or uri.dim() != 1 or uri.device.type != "cpu":
+            return None
+        return uri.detach().contiguous().numpy()
+    if isinstance(uri, (bytes, bytearray, memoryview)):
+        try:
+            return np.frombuffer(uri, np.uint8)
+        except (ValueError, TypeError):  # a non-contiguous or multi-dimensional view
+            return None
+    return None
+
+
+def _read_into(fd: int, out: np.ndarray, offset: int) -> bool:
+    """Fill ``out`` (``uint8``) from ``offset`` of file ``fd``; False if the file ends first."""
+    view, done = memoryview(out), 0
+    while done < out.size:
+        if _PREADV is not None:
+            got = _PREADV(fd, [view[done:]], offset + done)
+        else:
+            os.lseek(fd, offset + done, os.SEEK_SET)
+            chunk = os.read(fd, out.size - done)
+            got = len(chunk)
+            view[done : done + got] = chunk
+        if not got:
+            return False
+        done += got
+    return True
+
+
+def _open_fd(path: str | os.PathLike) -> int:
+    return os.open(path, _OPEN_FLAGS)
+
+
+def _parse_wav_file(fd: int) -> tuple[_wav.WavLayout, np.ndarray | None] | None:
+    """A plain WAV file's layout, and the whole file when it is short (else None)."""
+    size = os.fstat(fd).st_size
+    head = np.empty(size if size <= _WAV_WHOLE_BYTES else _WAV_HEAD_BYTES, np.uint8)
+    if not _read_into(fd, head, 0):
+        return None
+    layout = _wav.parse(memoryview(head), size)
+    if layout is None:
+        return None
+    if head.size == size:
+        tail = memoryview(head)[layout.data_end :]
+    else:
+        if size - layout.data_end > _WAV_TAIL_BYTES:
+            return None
+        tail_bytes = np.empty(size - layout.data_end, np.uint8)
+        if not _read_into(fd, tail_bytes, layout.data_end):
+            return None
+        tail = memoryview(tail_bytes)
+    if not _wav.trailing_chunks_ok(tail, layout.data_end % 2 == 1):
+        return None
+    return layout, head if head.size == size else None
+
+
+def _wav_layout(uri: AudioSource) -> _wav.WavLayout | None:
+    """The layout of ``uri`` if it is a plain WAV file (see ``_wav``), else None."""
+    memory = _memory_source(uri)
+    if memory is not None:
+        return _parse_wav_memory(memory)
+    if not isinstance(uri, (str, os.PathLike)):
+        return None
+    try:
+        fd = _open_fd(uri)
+        try:
+            parsed = _parse_wav_file(fd)
+        finally:
+            os.close(fd)
+    except OSError:  # missing, a directory, unreadable: libsndfile's path reports it
+        return None
+    return None if parsed is None else parsed[0]
+
+
+def _parse_wav_memory(buffer: np.ndarray) -> _wav.WavLayout | None:
+    view = memoryview(buffer)
+    layout = _wav.parse(view, buffer.size)
+    if layout is None or not _wav.trailing_chunks_ok(
+        view[layout.data_end :], layout.data_end % 2 == 1
+    ):
+        return None
+    return layout
+
+
+def _wav_samples(
+    raw: np.ndarray, layout: _wav.WavLayout, normalize: bool
+) -> tuple[np.ndarray, float | None]:
+    """``[time, channels]`` samples of whole frames of bytes, and the scale still to apply."""
+    data = _wav.samples(raw, layout)
+    if not normalize:
+        return data, None
+    if layout.bits == 8:  # unsigned: centre on 0 first
+        data = np.subtract(data, 128, dtype=np.int16)
+    return data, _WAV_SCALES.get(layout.subtype)
+
+
+def _load_wav(
+    uri: AudioSource, frame_offset: int, num_frames: int, normalize: bool, channels_first: bool
+) -> tuple[Tensor, int] | None:
+    """``load`` of a plain WAV file without libsndfile; None for anything else."""
+    memory = _memory_source(uri)
+    if memory is not None:
+        layout = _parse_wav_memory(memory)
+        if layout is None:
+            return None
+        return _wav_from_memory(
+            memory, layout, frame_offset, num_frames, normalize, channels_first, False
+        ), layout.sample_rate
+    if not isinstance(uri, (str, os.PathLike)):
+        return None
+    try:
+        fd = _open_fd(uri)
+        try:
+            parsed = _parse_wav_file(fd)
+            if parsed is None:
+                return None
+            layout, whole = parsed
+            if whole is not None:
+                waveform = _wav_from_memory(
+                    whole, layout, frame_offset, num_frames, normalize, channels_first, True
+                )
+            else:
+                waveform = _wav_in_parts(
+                    fd, layout, frame_offset, num_frames, normalize, channels_first
+                )
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    if waveform is None:
+        return None
+    return waveform, layout.sample_rate
+
+
+def _wav_range(layout: _wav.WavLayout, frame_offset: int, num_frames: int) -> tuple[int, int]:
+    """First byte and frame count of ``load``'s range."""
+    available = max(layout.frames - frame_offset, 0)
+    frames = available if num_frames == -1 else min(num_frames, available)
+    start = layout.data_offset + min(frame_offset, layout.frames) * layout.frame_bytes
+    return start, frames
+
+
+def _wav_from_memory(
+    buffer: np.ndarray,
+    layout: _wav.WavLayout,
+    frame_offset: int,
+    num_frames: int,
+    normalize: bool,
+    channels_first: bool,
+    owned: bool,
+) -> Tensor:
+    """The waveform from a whole file in memory (``owned``: ours to return views of)."""
+    start, frames = _wav_range(layout, frame_offset, num_frames)
+    data, scale = _wav_samples(
+        buffer[start : start + frames * layout.frame_bytes], layout, normalize
+    )
+    view = scale is None and (not channels_first or layout.channels == 1)
+    # Where _to_tensor would return a view: only of our own buffer, aligned for its dtype.
+    if view and (not owned or data.ctypes.data % data.dtype.itemsize):
+        data = data.copy()
+    return _to_tensor(data, channels_first, scale)
+
+
+def _wav_in_parts(
+    fd: int,
+    layout: _wav.WavLayout,
+    frame_offset: int,
+    num_frames: int,
+    normalize: bool,
+    channels_first: bool,
+) -> Tensor | None:
+    """The waveform of a long WAV, read and converted part by part into the output.
+
+    Parts go to the ``trivium.core`` thread pool (reads are positional, conversions
+    release the GIL); None if the file turns out shorter than its header said.
+    """
+    start, frames = _wav_range(layout, frame_offset, num_frames)
+    channels, frame_bytes = layout.channels, layout.frame_bytes
+    shape = (channels, frames) if channels_first else (frames, channels)
+    probe, scale = _wav_samples(np.zeros(frame_bytes, np.uint8), layout, normalize)
+    out = np.empty(shape, np.float32 if scale is not None else probe.dtype)
+    if scale is None and layout.bits != 24 and (channels == 1 or not channels_first):
+        # Stored as returned: read straight into the output.
+        whole = _read_into(fd, out.reshape(-1).view(np.uint8), start)
+        return torch.from_numpy(out) if whole else None
+    part = max(1, _WAV_PART_BYTES // frame_bytes)
+
+    def convert(first: int) -> bool:
+        count = min(part, frames - first)
+        raw = np.empty(count * frame_bytes, np.uint8)
+        if not _read_into(fd, raw, start + first * frame_bytes):
+            return False
+        data, scale = _wav_samples(raw, layout, normalize)
+        span = slice(first, first + count)
+        _fill(out[:, span] if channels_first else out[span], data, channels_first, scale)
+        return True
+
+    if not all(parallel_map(convert, range(0, frames, part))):
+        return None
+    return torch.from_numpy(out)
 
 
 def _decode_in_parts(uri: AudioSource, f: sf.SoundFile, frames: int, normalize: bool) -> bool:
@@ -488,6 +720,11 @@ def info(uri: AudioSource, format: str | None = None) -> AudioMetaData:
         >>> info(buf.getvalue())
         AudioMetaData(sample_rate=16000, num_frames=160, num_channels=1, bits_per_sample=16, encoding='FLAC')
     """  # noqa: E501
+    if format is None or format.upper() == "WAV":
+        layout = _wav_layout(uri)
+        if layout is not None:
+            encoding, bits = _ENCODINGS[layout.subtype]
+            return AudioMetaData(layout.sample_rate, layout.frames, layout.channels, bits, encoding)
     f, _ = _open(uri, format)
     with f:
         encoding, bits = _ENCODINGS.get(f.subtype, (f.subtype, 0))

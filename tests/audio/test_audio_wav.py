@@ -1,0 +1,242 @@
+"""Plain WAV files read without libsndfile (trivium.audio._wav): the same tensors as
+libsndfile's path for every sample type, layout, source and range; the parts path of
+long files; odd and damaged headers left to libsndfile; and a hypothesis fuzz of the
+header parser against soundfile."""
+
+from __future__ import annotations
+
+import io
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trivium.audio import _wav
+from trivium.audio import io as aio
+from trivium.audio.io import info, load
+from trivium.core.errors import DecodeError
+
+AUDIO = Path(__file__).resolve().parents[1] / "assets" / "audio"
+SUBTYPES = ["PCM_U8", "PCM_16", "PCM_24", "PCM_32", "FLOAT", "DOUBLE"]
+# The asset files the WAV path takes (the others are mu-law and IMA ADPCM).
+PLAIN_ASSETS = [
+    "ds-LDC93S1.wav",
+    "pg-boom.wav",  # a LIST chunk after the data
+    "sb-spk1_snt1.wav",
+    "sp-test-44100Hz-2ch-32bit-float-le.wav",  # fmt of 18 bytes, a fact chunk
+    "sp-test-8000Hz-le-2ch-1byteu.wav",
+    "sp-test-8000Hz-le-3ch-5S-24bit.wav",  # odd data size and its pad byte
+    "tc-sine_mono_s16.wav",  # a LIST chunk before the data
+]
+
+
+def wav_bytes(subtype: str, channels: int, frames: int, fmt: str = "WAV", seed: int = 0) -> bytes:
+    """A WAV file of random samples, extremes included, written by libsndfile."""
+    rng = np.random.default_rng(seed)
+    data = rng.uniform(-1.0, 1.0, (frames, channels))
+    data[:1], data[1:2] = 1.0, -1.0
+    buf = io.BytesIO()
+    sf.write(buf, data, 8000 + seed, subtype=subtype, format=fmt)
+    return buf.getvalue()
+
+
+def libsndfile_load(monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
+    """``load`` through libsndfile only."""
+    with monkeypatch.context() as m:
+        m.setattr(aio, "_load_wav", lambda *a: None)
+        return load(*args, **kwargs)
+
+
+def libsndfile_info(monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
+    with monkeypatch.context() as m:
+        m.setattr(aio, "_wav_layout", lambda *a: None)
+        return info(*args, **kwargs)
+
+
+def assert_same(ours: tuple[torch.Tensor, int], ref: tuple[torch.Tensor, int]) -> None:
+    assert ours[1] == ref[1]
+    assert ours[0].dtype == ref[0].dtype and ours[0].shape == ref[0].shape
+    assert ours[0].is_contiguous()
+    equal_nan = ours[0].is_floating_point()  # fuzzed bytes can make NaNs
+    assert np.array_equal(ours[0].numpy(), ref[0].numpy(), equal_nan=equal_nan)
+
+
+@pytest.mark.parametrize("fmt", ["WAV", "WAVEX"])
+@pytest.mark.parametrize("subtype", SUBTYPES)
+@pytest.mark.parametrize("channels", [1, 2, 3])
+def test_same_tensors_as_libsndfile(
+    fmt: str, subtype: str, channels: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = wav_bytes(subtype, channels, 301, fmt)
+    assert aio._wav_layout(data) is not None  # taken by the WAV path
+    for normalize in (True, False):
+        for channels_first in (True, False):
+            for offset, count in ((0, -1), (7, 100), (300, -1), (301, 5), (900, 3)):
+                kwargs = {"normalize": normalize, "channels_first": channels_first}
+                ours = load(data, offset, count, **kwargs)
+                assert_same(ours, libsndfile_load(monkeypatch, data, offset, count, **kwargs))
+    assert info(data) == libsndfile_info(monkeypatch, data)
+
+
+@pytest.mark.parametrize("name", PLAIN_ASSETS)
+def test_asset_files_through_the_wav_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = AUDIO / name
+    assert aio._wav_layout(path) is not None
+    for normalize in (True, False):
+        assert_same(
+            load(path, normalize=normalize), libsndfile_load(monkeypatch, path, normalize=normalize)
+        )
+    assert info(path) == libsndfile_info(monkeypatch, path)
+    reference, rate = sf.read(path, dtype="float32", always_2d=True)
+    waveform, sample_rate = load(path)
+    assert sample_rate == rate and np.array_equal(waveform.numpy(), reference.T)
+
+
+def test_every_source_gives_the_same(tmp_path: Path) -> None:
+    data = wav_bytes("PCM_16", 2, 1000)
+    path = tmp_path / "a.wav"
+    path.write_bytes(data)
+    expected = load(path)[0]
+    tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    sources = [str(path), data, bytearray(data), memoryview(data), tensor, io.BytesIO(data)]
+    for source in sources:
+        assert torch.equal(load(source)[0], expected)
+    # A view of the caller's buffer is never returned: changing it changes nothing.
+    owned = bytearray(data)
+    mono = load(owned, normalize=False, channels_first=False)[0]
+    before = mono.clone()
+    owned[44:] = bytes(len(owned) - 44)
+    assert torch.equal(mono, before)
+
+
+@pytest.mark.parametrize("subtype", SUBTYPES)
+@pytest.mark.parametrize("channels", [1, 2])
+def test_long_files_read_in_parts_equal_one_read(
+    subtype: str, channels: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "long.wav"
+    path.write_bytes(wav_bytes(subtype, channels, 5000, "WAVEX"))
+    cases = [
+        (0, -1, True, True),
+        (0, -1, False, True),
+        (0, -1, False, False),
+        (123, 4000, True, False),
+    ]
+    whole = [load(path, o, n, normalize=z, channels_first=c) for o, n, z, c in cases]
+    monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
+    monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
+    monkeypatch.setattr(aio, "_WAV_PART_BYTES", 999)  # not a whole number of frames
+    monkeypatch.setattr(aio, "_FILL_FRAMES", 64)
+    calls = []
+    original = aio._wav_in_parts
+    monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: calls.append(1) or original(*a))
+    for (o, n, z, c), expected in zip(cases, whole, strict=True):
+        assert_same(load(path, o, n, normalize=z, channels_first=c), expected)
+    assert len(calls) == len(cases)
+    assert info(path).num_frames == 5000
+
+
+def test_long_file_with_trailing_chunks_and_truncation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = bytearray(wav_bytes("PCM_16", 1, 3000))
+    trailer = b"LIST" + struct.pack("<I", 9) + b"INFOabcde\x00"
+    data += trailer
+    data[4:8] = struct.pack("<I", len(data) - 8)
+    path = tmp_path / "t.wav"
+    path.write_bytes(bytes(data))
+    expected = libsndfile_load(monkeypatch, path)
+    monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
+    assert_same(load(path), expected)
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(bytes(data[:3000]))
+    with pytest.raises(DecodeError, match=r"cut\.wav: truncated"):
+        load(cut)
+
+
+def test_odd_files_are_left_to_libsndfile(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = wav_bytes("PCM_16", 1, 100)
+    assert _wav.parse(memoryview(plain), len(plain)) is not None
+    odd = {
+        "riff size": plain[:4] + struct.pack("<I", 0) + plain[8:],
+        "rifx": b"RIFX" + plain[4:],
+        "mu-law": wav_bytes("ULAW", 1, 100),
+        "ima adpcm": wav_bytes("IMA_ADPCM", 1, 100),
+        "rf64": wav_bytes("PCM_16", 1, 100, "RF64"),
+        "cut": plain[:120],
+        "trailing garbage": plain + b"\x00\x01",
+    }
+    for name, data in odd.items():
+        assert aio._wav_layout(data) is None, name
+        try:
+            expected = libsndfile_load(monkeypatch, data)
+        except DecodeError as e:  # "rifx": libsndfile refuses its little-endian fmt
+            with pytest.raises(type(e), match=str(e).split(": ", 1)[1]):
+                load(data)
+        else:
+            assert_same(load(data), expected)
+    with pytest.raises(DecodeError, match="truncated"):
+        load(odd["cut"])
+
+
+# ---------------------------------------------------------------------------- fuzzing
+
+
+@st.composite
+def mutated_wavs(draw: st.DrawFn) -> bytes:
+    """A valid WAV (random type, layout, length), then chunks added, fields and bytes changed."""
+    subtype = draw(st.sampled_from(SUBTYPES))
+    fmt = draw(st.sampled_from(["WAV", "WAVEX"]))
+    data = bytearray(wav_bytes(subtype, draw(st.integers(1, 3)), draw(st.integers(0, 40)), fmt))
+    for _ in range(draw(st.integers(0, 2))):  # extra chunks, odd sizes included
+        size = draw(st.sampled_from([0, 1, 3, 4, 5, 8, 9, 16, 24, 32]))
+        chunk_id = draw(
+            st.sampled_from([b"LIST", b"JUNK", b"fact", b"PEAK", b"cue ", b"data", b"fmt "])
+        )
+        chunk = chunk_id + struct.pack("<I", size) + bytes(size + (size & 1))
+        at = draw(st.sampled_from([12, len(data)]))
+        data[at:at] = chunk
+        data[4:8] = struct.pack("<I", len(data) - 8)
+    for _ in range(draw(st.sampled_from([0, 0, 1, 2, 3]))):  # header fields and bytes
+        at = draw(st.integers(0, min(len(data), 90) - 1))
+        kind = draw(st.sampled_from(["byte", "u16", "u32"]))
+        if kind == "byte":
+            data[at] = draw(st.integers(0, 255))
+        elif at + 4 <= len(data):
+            value = draw(st.sampled_from([0, 1, 2, 3, 8, 16, 24, 32, 64, 0xFFFE, 0xFFFFFFFF]))
+            if kind == "u16":
+                data[at : at + 2] = struct.pack("<H", value & 0xFFFF)
+            else:
+                data[at : at + 4] = struct.pack("<I", value)
+    if draw(st.booleans()):
+        data = data[: draw(st.integers(0, len(data)))]
+    return bytes(data)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=mutated_wavs(), normalize=st.booleans(), channels_first=st.booleans())
+def test_fuzz_wav_path_agrees_with_soundfile(
+    data: bytes, normalize: bool, channels_first: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the WAV path takes, libsndfile reads to the same tensor and header."""
+    if not data:
+        return
+    fast = aio._load_wav(data, 0, -1, normalize, channels_first)
+    if fast is None:
+        assert aio._wav_layout(data) is None
+        return
+    assert_same(
+        fast, libsndfile_load(monkeypatch, data, normalize=normalize, channels_first=channels_first)
+    )
+    assert info(data) == libsndfile_info(monkeypatch, data)
+    stored = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)[0]
+    assert np.array_equal(load(data, channels_first=False)[0].numpy(), stored, equal_nan=True)
