@@ -101,3 +101,19 @@ def test_workers_reuse_a_batch_buffer_only_once_the_main_process_drops_it(tree: 
     assert len(segments) == 48
     assert len(set(segments)) <= 4 + 2 * 6  # the held ones, and each worker's pool at most
     assert all(torch.equal(kept, copy) for kept, copy in held)
+
+
+def test_two_loaders_sharing_one_train_batch_keep_their_batches(tree: pathlib.Path) -> None:
+    dataset = open_split(tree, "train")
+    batches = TrainBatch(24)
+    loaders = [
+        make_loader(dataset, 2, train=True, workers=2, seed=s, collate_fn=batches) for s in (0, 1)
+    ]
+    held = []
+    for epoch in range(3):
+        for loader in loaders:
+            loader.set_epoch(epoch)
+        for k, ((a, _), (b, _)) in enumerate(zip(*loaders, strict=True)):
+            if k % 3 == 0:
+                held += [(a, a.clone()), (b, b.clone())]
+    assert all(torch.equal(kept, copy) for kept, copy in held)

@@ -17,8 +17,8 @@ Example:
 from __future__ import annotations
 
 import math
+import os
 import threading
-import uuid
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -44,13 +44,19 @@ __all__ = ["TrainBatch", "eval_transform", "find_classes", "make_loader", "open_
 class TrainBatch:
     """A loader's ``collate_fn``: ``(encoded image, label)`` samples -> a normalised float batch.
 
-    The whole batch goes through each step at once: ``DecodeRandomResizedCrop`` decodes
-    only each image's crop region, at the smallest DCT scale that covers it, straight
-    into its slot of a channels-last uint8 batch (in shared memory inside a loader
-    worker); then a per-image flip, the optional auto-augment policy (``"ra"``,
-    ``"ta_wide"``, ``"augmix"``, ``"imagenet"``, ...) image by image, and one pass of
-    scale + ``Normalize`` into a float32 batch, also in shared memory. Crops cover
-    ``scale_min`` to all of an image's area; every image draws its own parameters.
+    The parameters are drawn for the whole batch (every crop box, then every flip), then
+    each image goes through every step while its pixels are in the caches:
+    ``DecodeRandomResizedCrop`` decodes only its crop region, at the smallest DCT scale
+    that covers it, the flip, and scale + ``Normalize`` into its slot of a channels-last
+    float32 batch. With an auto-augment policy (``"ra"``, ``"ta_wide"``, ``"augmix"``,
+    ``"imagenet"``, ...) the crops and flips make a uint8 batch first and the policy
+    runs image by image. Crops cover ``scale_min`` to all of an image's area; every
+    image draws its own parameters.
+
+    Inside a loader worker the float batches live in shared memory, in a pool of a
+    few buffers per worker: a buffer is filled again only once the main process has
+    dropped every tensor viewing the batch it held. A batch handed on to yet another
+    process must be copied first (the pool cannot see that process's references).
 
     Example:
         >>> import torch
@@ -134,47 +140,47 @@ _local = threading.local()
 
 # A loader worker lends each float batch from a pool of shared-memory buffers: making
 # a fresh 38 MB segment per batch costs the kernel's page allocation and zeroing,
-# about as long as normalising the batch. _SLOTS buffers per worker, at most.
+# about as long as normalising the batch. _SLOTS buffers per worker process, at most.
 _SLOTS = 6
-_MAX_WORKERS = 64
 _FREE, _LENT = 1, 0
-_returned_flags: weakref.WeakValueDictionary[str, torch.Tensor] = weakref.WeakValueDictionary()
 
 
 class _BatchLender:
-    """The shared-memory batches of one ``TrainBatch``, reused once the main process drops them.
+    """The shared-memory batches of one ``TrainBatch`` in one worker, reused once dropped.
 
-    ``flags`` is made in the main process before the workers start, in shared memory:
-    one entry per slot, ``_FREE`` while the main process holds no batch of that slot.
-    A worker fills a slot marked free (its buffer reused, or made on first use), marks
-    it lent and sends the batch as a :class:`_LentBatch`; unpickled in the main
-    process, that becomes a plain tensor whose storage, once no tensor views it any
-    more, marks the slot free again. Outside a worker, batches are plain new tensors.
+    Each worker process keeps up to ``_SLOTS`` buffers and, in a small shared segment
+    of its own, a flag per slot: ``_FREE`` while the main process holds no batch of
+    that slot. A batch goes out in a free slot's buffer (reused, or made on first use)
+    as a :class:`_LentBatch`, with the flags; unpickled in the main process it becomes
+    a plain tensor whose storage, once no tensor views it any more, marks its slot free
+    again. Outside a worker, and while every slot is out, batches are new tensors.
     """
 
     def __init__(self) -> None:
-        self.token = uuid.uuid4().hex
-        self.flags = torch.full((_MAX_WORKERS * _SLOTS,), _FREE, dtype=torch.int32)
-        self.flags.share_memory_()
-        _returned_flags[self.token] = self.flags
-        self._buffers: dict[int, torch.UntypedStorage] = {}  # this worker's, by slot
-        self._lent: dict[int, int] = {}  # data_ptr of a lent batch -> its slot
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._flags: torch.Tensor | None = None  # made in the worker, on first use
+        self._buffers: dict[int, torch.UntypedStorage] = {}
+        self._lent: dict[int, int] = {}  # data_ptr of a batch being filled -> its slot
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"token": self.token, "flags": self.flags}
+        return {}  # nothing crosses processes: every worker keeps its own pool
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.token, self.flags = state["token"], state["flags"]
-        self._buffers, self._lent = {}, {}
+        self._reset()
 
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """An uninitialised batch: in a worker, in a free slot's buffer where one is free."""
-        info = get_worker_info()
-        if info is None or info.id >= _MAX_WORKERS:
+        if get_worker_info() is None:
             return empty_batch(shape, dtype)
+        if self._pid != os.getpid() or self._flags is None:  # a new worker process
+            self._reset()
+            self._flags = torch.full((_SLOTS,), _FREE, dtype=torch.int32).share_memory_()
         nbytes = math.prod(shape) * dtype.itemsize
-        flags = self.flags.numpy()
-        for slot in range(info.id * _SLOTS, (info.id + 1) * _SLOTS):
+        flags = self._flags.numpy()
+        for slot in range(_SLOTS):
             if flags[slot] != _FREE:
                 continue
             storage = self._buffers.get(slot)
@@ -192,25 +198,25 @@ class _BatchLender:
         if slot is None:
             return batch
         lent = batch.as_subclass(_LentBatch)
-        lent.lender, lent.slot = self.token, slot
+        lent.flags, lent.slot = self._flags, slot
         return lent
 
 
 class _LentBatch(torch.Tensor):
     """A worker's batch in a pooled buffer: it unpickles as a plain tensor that frees the slot."""
 
+    flags: torch.Tensor
+    slot: int
     # Ops on it give plain tensors (only the batch itself is lent).
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        return _received, (self.as_subclass(torch.Tensor), self.lender, self.slot)
+        return _received, (self.as_subclass(torch.Tensor), self.flags, self.slot)
 
 
-def _received(batch: torch.Tensor, token: str, slot: int) -> torch.Tensor:
-    """In the main process: ``batch``, its slot marked free once its storage is freed."""
-    flags = _returned_flags.get(token)
-    if flags is not None:
-        weakref.finalize(batch.untyped_storage(), _mark_free, flags, slot)
+def _received(batch: torch.Tensor, flags: torch.Tensor, slot: int) -> torch.Tensor:
+    """Where a lent batch is unpickled: ``batch``, its slot marked free once it is freed."""
+    weakref.finalize(batch.untyped_storage(), _mark_free, flags, slot)
     return batch
 
 
