@@ -131,7 +131,7 @@ def test_long_files_read_in_parts_equal_one_read(
     monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
     monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
     monkeypatch.setattr(aio, "_WAV_PART_BYTES", 999)  # not a whole number of frames
-    monkeypatch.setattr(aio, "_FILL_FRAMES", 64)
+    monkeypatch.setattr(aio, "_FILL_SAMPLES", 64)
     calls = []
     original = aio._wav_in_parts
     monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: calls.append(1) or original(*a))
