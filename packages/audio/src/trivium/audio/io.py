@@ -367,22 +367,21 @@ def _read(
 def _fill(out: np.ndarray, data: np.ndarray, channels_first: bool, scale: float | None) -> None:
     """Write ``[time, channels]`` ``data`` into ``out`` in its layout, scaled to float32.
 
-    Scaling and transposing go in blocks of time that stay in cache: a plain cast, then
-    an in-place multiply, channel by channel where ``out`` is channels-first (2-3x
-    faster than NumPy's casting multiply or transposing copy of the whole array).
+    Scaling goes in blocks of time that stay in cache: a plain cast, then an in-place
+    multiply, channel by channel where ``out`` is channels-first (2-3x faster than
+    NumPy's casting multiply, which also transposes slowly).
     """
-    if scale is None and (not channels_first or data.shape[1] == 1):
-        np.copyto(out, data.T if channels_first else data)
+    if scale is None:
+        np.copyto(out, data.T if channels_first else data)  # faster than ascontiguousarray
         return
-    factor = np.float32(1.0 if scale is None else scale)
+    factor = np.float32(scale)
     step = max(1, _FILL_SAMPLES // max(data.shape[1], 1))
     for start in range(0, data.shape[0], step):
         span = slice(start, start + step)
         if channels_first:
             for channel, row in enumerate(out[:, span]):
                 np.copyto(row, data[span, channel], casting="unsafe")
-                if scale is not None:
-                    np.multiply(row, factor, out=row)
+                np.multiply(row, factor, out=row)
         else:
             block = out[span]
             np.copyto(block, data[span], casting="unsafe")
