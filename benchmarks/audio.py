@@ -5,13 +5,22 @@ Workloads (inputs built at start-up from the real speech in ``tests/assets/audio
 1. ``MelSpectrogram`` of a batch of 16 x 10 s at 16 kHz (n_fft 400, hop 160, 80 mels,
    power 2) against ``torchaudio.transforms.MelSpectrogram`` (when it imports) and
    ``librosa.feature.melspectrogram`` on the same batch.
-2. ``Resample`` 48 kHz -> 16 kHz of a batch of 16 x 3 s (torchaudio's default
-   windowed-sinc settings) against ``torchaudio.transforms.Resample``, ``soxr.resample``
-   (its default "HQ" quality, all 16 signals as channels of one call) and
-   ``scipy.signal.resample_poly`` (its default Kaiser filter).
+2. ``Resample`` 48 kHz -> 16 kHz and 44.1 kHz -> 16 kHz of a batch of 16 x 3 s
+   (torchaudio's default windowed-sinc settings) against
+   ``torchaudio.transforms.Resample``, ``soxr.resample`` (its default "HQ" quality,
+   all 16 signals as channels of one call) and ``scipy.signal.resample_poly`` (its
+   default Kaiser filter); the note gives speed as seconds of audio per second.
 3. ``trivium.audio.load`` of a file against a bare ``soundfile.read(path,
    dtype="float32")`` of the same file (no tensor, no transpose): a 16-bit WAV, a FLAC,
    and a 4-channel FLAC; and ``torchaudio.load`` when it imports.
+4. WAV files against ``scipy.io.wavfile.read`` (which returns the stored ``int16``
+   samples, ``[time, channels]``): 200 short 16 kHz mono files (1-4 s of speech, a
+   call loads them all) and one 60 s 48 kHz stereo file, all 16-bit, written at
+   start-up to a temporary folder. ``load`` is timed as users call it (float32,
+   ``[channels, time]``) and with ``normalize=False, channels_first=False`` (the same
+   ``int16`` array scipy returns); scipy also with the conversion to float32 that
+   ``load`` does (``x / 32768``, the same samples), and ``soundfile.read``. The note
+   gives speed as files per second or seconds of audio per second.
 
 The batches are real speech (tests/assets/audio, tiled to length). torchaudio comes
 from ``tests/peers.py``; where it does not import the script says so and the
@@ -26,7 +35,7 @@ code (threads wait for each other at every barrier): compare ``--threads 1`` the
 Run from the repository root::
 
     .venv/bin/python benchmarks/audio.py [--repeats N] [--min-time S] [--json PATH]
-        [--threads N] [--only mel,resample,load]
+        [--threads N] [--only mel,resample,load,wav]
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -42,6 +52,7 @@ from pathlib import Path
 import librosa
 import numpy as np
 import scipy
+import scipy.io.wavfile
 import scipy.signal
 import soundfile as sf
 import soxr
@@ -135,48 +146,68 @@ def bench_mel(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]
 
 
 def bench_resample(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
-    """Workload 2: Resample 48 kHz -> 16 kHz against torchaudio, soxr and scipy."""
-    batch = speech_batch(48000, 3.0)
-    ours = T.Resample(48000, 16000)
+    """Workload 2: Resample 48 -> 16 and 44.1 -> 16 kHz against torchaudio, soxr and scipy."""
+    rows = []
+    for orig_freq, new_freq in ((48000, 16000), (44100, 16000)):
+        rows += _bench_resample_pair(orig_freq, new_freq, torchaudio, repeats, min_time, checks)
+    return rows
+
+
+def _bench_resample_pair(
+    orig_freq: int,
+    new_freq: int,
+    torchaudio: Peer,
+    repeats: int,
+    min_time: float,
+    checks: list[str],
+) -> list[Row]:
+    seconds = 3.0
+    batch = speech_batch(orig_freq, seconds)
+    ours = T.Resample(orig_freq, new_freq)
     numpy_batch = batch.numpy()
     interleaved = np.ascontiguousarray(numpy_batch.T)  # soxr wants [time, channels]
+    gcd = np.gcd(orig_freq, new_freq)
+    up, down = new_freq // gcd, orig_freq // gcd
     with torch.inference_mode():
         sides = [
             Side("ours", lambda: ours(batch)),
-            Side("soxr", lambda: soxr.resample(interleaved, 48000, 16000)),
-            Side("scipy", lambda: scipy.signal.resample_poly(numpy_batch, 1, 3, axis=-1)),
+            Side("soxr", lambda: soxr.resample(interleaved, orig_freq, new_freq)),
+            Side("scipy", lambda: scipy.signal.resample_poly(numpy_batch, up, down, axis=-1)),
         ]
         module, status = torchaudio
         if module is not None:
-            theirs = module.transforms.Resample(48000, 16000)
+            theirs = module.transforms.Resample(orig_freq, new_freq)
             sides.append(Side("torchaudio", lambda: theirs(batch)))
             checks.append(
-                compare("resample vs torchaudio", ours(batch).numpy(), theirs(batch).numpy())
+                compare(
+                    f"resample {orig_freq} -> {new_freq} vs torchaudio",
+                    ours(batch).numpy(),
+                    theirs(batch).numpy(),
+                )
             )
-        ref = scipy.signal.resample_poly(numpy_batch, 1, 3, axis=-1)
-        checks.append(compare("resample vs scipy (edges included)", ours(batch).numpy(), ref))
+        ref = scipy.signal.resample_poly(numpy_batch, up, down, axis=-1)
+        checks.append(
+            compare(
+                f"resample {orig_freq} -> {new_freq} vs scipy (edges included)",
+                ours(batch).numpy(),
+                ref,
+            )
+        )
         timings = measure(sides, repeats, min_time)
-    workload = "Resample 48 -> 16 kHz, 16 x 3 s"
+    workload = f"Resample {orig_freq / 1000:g} -> {new_freq / 1000:g} kHz, {BATCH} x {seconds:g} s"
+    audio_s = BATCH * seconds
+    speed = ", ".join(
+        f"{name} {audio_s / timing.median:,.0f}x real time" for name, timing in timings.items()
+    )
+    checks.append(f"{workload}: {speed}")
     rows = []
     if module is not None:
         rows.append(row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
     else:
         rows.append(Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0))
-    fallback = None if module is not None else 1.0  # the target is torchaudio's where it runs
+    rows.append(row_from(workload, timings, "ours", "soxr", f"soxr {soxr.__version__} (HQ)", 1.0))
     rows.append(
-        row_from(
-            workload, timings, "ours", "soxr", f"soxr {soxr.__version__} (HQ)", target=fallback
-        )
-    )
-    rows.append(
-        row_from(
-            workload,
-            timings,
-            "ours",
-            "scipy",
-            f"scipy {scipy.__version__} resample_poly",
-            target=fallback,
-        )
+        row_from(workload, timings, "ours", "scipy", f"scipy {scipy.__version__} resample_poly")
     )
     return rows
 
@@ -210,7 +241,81 @@ def bench_load(torchaudio: Peer, repeats: int, min_time: float, checks: list[str
     return rows
 
 
-WORKLOADS = {"mel": bench_mel, "resample": bench_resample, "load": bench_load}
+def write_wav_files(folder: Path) -> tuple[list[Path], Path]:
+    """200 short 16 kHz mono WAVs (1-4 s of speech) and one 60 s 48 kHz stereo WAV."""
+    speech = speech_batch(16000, 4.0).numpy()
+    lengths = np.random.default_rng(0).integers(16000, 64000, size=200)
+    short = []
+    for i, length in enumerate(lengths):
+        path = folder / f"short{i:03d}.wav"
+        sf.write(path, 0.5 * speech[i % BATCH, :length], 16000, subtype="PCM_16")
+        short.append(path)
+    stereo = speech_batch(48000, 2 * 60.0 / BATCH).numpy().reshape(2, -1).T * 0.5
+    long = folder / "long48k.wav"
+    sf.write(long, stereo, 48000, subtype="PCM_16")
+    return short, long
+
+
+def bench_wav(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
+    """Workload 4: WAV files (short and long) against scipy.io.wavfile.read."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        short, long = write_wav_files(Path(tmp))
+        cases = [
+            (f"load {len(short)} short 16 kHz WAVs (1-4 s, PCM_16)", short, "files"),
+            ("load a 60 s 48 kHz stereo WAV (PCM_16)", [long], "audio"),
+        ]
+        for workload, paths, unit in cases:
+            rows += _bench_wav_case(workload, paths, unit, repeats, min_time, checks)
+    return rows
+
+
+def _bench_wav_case(
+    workload: str,
+    paths: list[Path],
+    unit: str,
+    repeats: int,
+    min_time: float,
+    checks: list[str],
+) -> list[Row]:
+    def scipy_float(path: Path) -> np.ndarray:
+        return scipy.io.wavfile.read(path)[1].astype(np.float32) / np.float32(32768)
+
+    for path in paths[:3]:  # the same samples on every side (scipy gives mono as 1-D)
+        stored = scipy.io.wavfile.read(path)[1]
+        ours = ta.load(path, normalize=False, channels_first=False)[0].numpy()
+        assert np.array_equal(ours.reshape(stored.shape), stored)
+        ours = ta.load(path, channels_first=False)[0].numpy()
+        assert np.array_equal(ours.reshape(stored.shape), scipy_float(path))
+    sides = [
+        Side("ours", lambda: [ta.load(p) for p in paths]),
+        Side(
+            "ours int16",
+            lambda: [ta.load(p, normalize=False, channels_first=False) for p in paths],
+        ),
+        Side("scipy", lambda: [scipy.io.wavfile.read(p) for p in paths]),
+        Side("scipy float", lambda: [scipy_float(p) for p in paths]),
+        Side("soundfile", lambda: [sf.read(p, dtype="float32") for p in paths]),
+    ]
+    timings = measure(sides, repeats, min_time)
+    seconds = sum(sf.info(p).duration for p in paths)
+    if unit == "files":
+        speed = [f"{name} {len(paths) / t.median:,.0f} files/s" for name, t in timings.items()]
+    else:
+        speed = [f"{name} {seconds / t.median:,.0f}x real time" for name, t in timings.items()]
+    checks.append(f"{workload}: {', '.join(speed)}")
+    version = f"scipy {scipy.__version__} wavfile.read"
+    return [
+        row_from(workload, timings, "ours", "scipy", f"{version} (int16 as stored)", 1.0),
+        row_from(
+            f"{workload}, int16 out", timings, "ours int16", "scipy", f"{version}", target=1.0
+        ),
+        row_from(workload, timings, "ours", "scipy float", f"{version} + float32", target=1.0),
+        row_from(workload, timings, "ours", "soundfile", "soundfile.read float32", target=1.0),
+    ]
+
+
+WORKLOADS = {"mel": bench_mel, "resample": bench_resample, "load": bench_load, "wav": bench_wav}
 
 
 def machine_info(torchaudio: Peer) -> dict[str, str]:
