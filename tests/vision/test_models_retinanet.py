@@ -155,9 +155,11 @@ def test_eval_ignores_targets(pair):
         assert torch.equal(a["boxes"], b["boxes"]) and torch.equal(a["scores"], b["scores"])
 
 
-def test_train_losses_match_torchvision(pair):
+@pytest.mark.parametrize("loss_type", ["l1", "smooth_l1", "giou"])
+def test_train_losses_match_torchvision(pair, loss_type):
     ours, theirs = pair
     ours.train(), theirs.train()
+    ours.head.regression_head._loss_type = theirs.head.regression_head._loss_type = loss_type
     images = _images(1)
     losses, expected = ours(images, _targets()), theirs(images, _targets())
     assert sorted(losses) == ["bbox_regression", "classification"]
@@ -171,6 +173,7 @@ def test_train_losses_match_torchvision(pair):
         if name.startswith("head.") and param.grad is not None:
             torch.testing.assert_close(ours_params[name].grad, param.grad, rtol=1e-4, atol=1e-6)
     ours.zero_grad(), theirs.zero_grad()
+    ours.head.regression_head._loss_type = theirs.head.regression_head._loss_type = "l1"
 
 
 def test_bounding_boxes_targets_are_plain_boxes(pair):

@@ -162,3 +162,28 @@ def test_sigmoid_focal_loss_rejects_bad_input():
         ops.sigmoid_focal_loss(x, x, reduction="max")
     with pytest.raises(ValueError, match=r"same shape, got \[3\] and \[4\]"):
         ops.sigmoid_focal_loss(x, torch.zeros(4))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_generalized_box_iou_loss_equals_torchvision(reduction):
+    tv = require_torchvision()
+    g = torch.Generator().manual_seed(0)
+    xy = torch.rand(200, 2, generator=g, dtype=torch.float64) * 50
+    wh = torch.rand(200, 2, generator=g, dtype=torch.float64) * 30
+    a = torch.cat([xy, xy + wh], dim=1)
+    b = a + torch.randn(200, 4, generator=g, dtype=torch.float64) * 10  # disjoint, degenerate
+    b[:5] = a[:5]  # identical pairs: loss 0
+    results = []
+    for fn in (ops.generalized_box_iou_loss, tv.ops.generalized_box_iou_loss):
+        x = a.clone().requires_grad_()
+        loss = fn(x, b, reduction=reduction)
+        loss.sum().backward()
+        results.append((loss.detach(), x.grad))
+    torch.testing.assert_close(results[0], results[1], rtol=1e-12, atol=1e-12)
+
+
+def test_generalized_box_iou_loss_rejects_bad_input():
+    with pytest.raises(ValueError, match="reduction must be"):
+        ops.generalized_box_iou_loss(torch.zeros(1, 4), torch.zeros(1, 4), reduction="max")
+    with pytest.raises(ValueError, match="4 coordinates"):
+        ops.generalized_box_iou_loss(torch.zeros(1, 3), torch.zeros(1, 3))

@@ -44,6 +44,7 @@ from trivium.vision.ops import (
     batched_nms,
     box_iou,
     clip_boxes_to_image,
+    generalized_box_iou_loss,
     sigmoid_focal_loss,
 )
 
@@ -231,7 +232,9 @@ class RetinaNetRegressionHead(_VersionedHead):
     """Box deltas per anchor: four 3x3 conv + ReLU (``conv``), then ``bbox_reg``.
 
     The loss is L1 on the deltas of :class:`~trivium.vision.ops.BoxCoder` with
-    weights (1, 1, 1, 1) (``_loss_type = "l1"``; ``"smooth_l1"`` also works).
+    weights (1, 1, 1, 1) (``_loss_type = "l1"``), as torchvision's; ``"smooth_l1"``
+    and ``"giou"`` (the GIoU loss of the decoded boxes, torchvision's v2 recipe) also
+    work.
 
     Args:
         in_channels: channels of the feature maps.
@@ -288,21 +291,28 @@ class RetinaNetRegressionHead(_VersionedHead):
         ):
             foreground = torch.where(matched >= 0)[0]
             matched_gt_boxes = targets_per_image["boxes"][matched[foreground]]
-            target_regression = self.box_coder.encode_single(
-                matched_gt_boxes, anchors_per_image[foreground, :]
-            )
             losses.append(
-                self._box_loss(regression_per_image[foreground, :], target_regression)
+                self._box_loss(
+                    regression_per_image[foreground, :],
+                    matched_gt_boxes,
+                    anchors_per_image[foreground, :],
+                )
                 / max(1, foreground.numel())
             )
         return _sum(losses) / max(1, len(targets))
 
-    def _box_loss(self, regression: Tensor, target: Tensor) -> Tensor:
+    def _box_loss(self, regression: Tensor, gt_boxes: Tensor, anchors: Tensor) -> Tensor:
+        if self._loss_type == "giou":
+            boxes = self.box_coder.decode_single(regression, anchors)
+            return generalized_box_iou_loss(boxes, gt_boxes, reduction="sum")
+        target = self.box_coder.encode_single(gt_boxes, anchors)
         if self._loss_type == "l1":
             return F.l1_loss(regression, target, reduction="sum")
         if self._loss_type == "smooth_l1":
             return F.smooth_l1_loss(regression, target, reduction="sum", beta=1.0)
-        raise ValueError(f"_loss_type must be 'l1' or 'smooth_l1', got {self._loss_type!r}")
+        raise ValueError(
+            f"_loss_type must be 'l1', 'smooth_l1' or 'giou', got {self._loss_type!r}"
+        )
 
     def forward_levels(self, x: list[Tensor]) -> list[Tensor]:
         """The box deltas of each level, ``[N, HWA, 4]`` each.

@@ -4,9 +4,10 @@
   ``generalized_box_iou``, ``clip_boxes_to_image``, ``remove_small_boxes``,
   ``nms`` and ``batched_nms`` (custom ops ``torch.ops.trivium.nms`` and
   ``torch.ops.trivium.batched_nms_keep``, usable inside ``torch.compile``);
-- detection (``anchors.py``, ``image_list.py``, ``box_coder.py``, ``focal_loss.py``):
-  ``AnchorGenerator``, ``ImageList``, ``BoxCoder``, ``Matcher`` (as in
-  ``torchvision.models.detection``) and ``sigmoid_focal_loss``;
+- detection (``anchors.py``, ``image_list.py``, ``box_coder.py``, ``focal_loss.py``,
+  ``giou_loss.py``): ``AnchorGenerator``, ``ImageList``, ``BoxCoder``, ``Matcher`` (as
+  in ``torchvision.models.detection``), ``sigmoid_focal_loss`` and
+  ``generalized_box_iou_loss``;
 - layers (``misc.py``): ``FrozenBatchNorm2d``.
 
 Example:
@@ -31,6 +32,7 @@ from trivium.vision.ops.boxes import (
     remove_small_boxes,
 )
 from trivium.vision.ops.focal_loss import sigmoid_focal_loss
+from trivium.vision.ops.giou_loss import generalized_box_iou_loss
 from trivium.vision.ops.image_list import ImageList
 from trivium.vision.ops.misc import FrozenBatchNorm2d
 
@@ -46,6 +48,7 @@ __all__ = [
     "box_iou",
     "clip_boxes_to_image",
     "generalized_box_iou",
+    "generalized_box_iou_loss",
     "nms",
     "remove_small_boxes",
     "sigmoid_focal_loss",
