@@ -6,7 +6,9 @@ header parser against soundfile."""
 from __future__ import annotations
 
 import io
+import os
 import struct
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -240,3 +242,26 @@ def test_fuzz_wav_path_agrees_with_soundfile(
     assert info(data) == libsndfile_info(monkeypatch, data)
     stored = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)[0]
     assert np.array_equal(load(data, channels_first=False)[0].numpy(), stored, equal_nan=True)
+
+
+def test_a_fifo_is_left_to_libsndfile(tmp_path: Path) -> None:
+    """Opening a pipe must not block or consume it: it is not a file to parse."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes on this platform")
+    fifo = tmp_path / "pipe.wav"
+    os.mkfifo(fifo)
+    data = wav_bytes("PCM_16", 1, 500)
+    assert aio._wav_layout(fifo) is None  # returns at once, no writer needed
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        waveform, rate = load(fifo, normalize=False)
+    finally:
+        writer.join(timeout=10)
+    assert rate == 8000 and waveform.shape == (1, 500)
+    assert torch.equal(waveform, load(data, normalize=False)[0])

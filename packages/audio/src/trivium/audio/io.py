@@ -32,6 +32,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -142,7 +143,9 @@ _WAV_SCALES = {"PCM_U8": 2.0**-7, "PCM_16": 2.0**-15, "PCM_24": 2.0**-31, "PCM_3
 _WAV_SCALES["DOUBLE"] = 1.0
 _PREADV = getattr(os, "preadv", None)
 _FILL_SAMPLES = 1 << 16  # samples per block when converting to float32 (in cache)
+# O_NONBLOCK: opening a FIFO must not wait for a writer (it goes to libsndfile instead).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS |= getattr(os, "O_NONBLOCK", 0)
 
 
 class _SoundFile(sf.SoundFile):
@@ -534,7 +537,10 @@ def _open_fd(path: str | os.PathLike) -> int:
 
 def _parse_wav_file(fd: int) -> tuple[_wav.WavLayout, np.ndarray | None] | None:
     """A plain WAV file's layout, and the whole file when it is short (else None)."""
-    size = os.fstat(fd).st_size
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):  # a pipe or device: libsndfile streams it
+        return None
+    size = status.st_size
     head = np.empty(size if size <= _WAV_WHOLE_BYTES else _WAV_HEAD_BYTES, np.uint8)
     if not _read_into(fd, head, 0):
         return None
