@@ -628,6 +628,8 @@ def _resized_crops_each(
     n = x.shape[0]
     boxes = [b.reshape(-1).expand(n).tolist() for b in (top, left, height, width)]
     out = x.new_empty((n, c, out_h, out_w))
+    # The antialiased kernel interpolate calls, called with out=: no copy of each result.
+    kernel = _AA_KERNELS.get(mode) if antialias and x.dtype in _AA_NATIVE_DTYPES else None
     for k, (t, l, bh, bw) in enumerate(zip(*boxes, strict=True)):
         if min(t, l) < 0 or min(bh, bw) <= 0 or t + bh > h or l + bw > w:
             raise ValueError(
@@ -635,8 +637,20 @@ def _resized_crops_each(
                 f"is not inside the {h}x{w} image"
             )
         crop = x[k : k + 1, :, t : t + bh, l : l + bw]
-        out[k : k + 1] = _resize_image(crop, out_h, out_w, mode, antialias)
+        if kernel is None or (bh, bw) == (out_h, out_w):
+            out[k : k + 1] = _resize_image(crop, out_h, out_w, mode, antialias)
+        else:
+            slot = out[k : k + 1]
+            kernel(_channels_last_batch(crop), [out_h, out_w], False, None, None, out=slot)
     return out.reshape((*shape[:-2], out_h, out_w))
+
+
+# torch's antialiased CPU kernels, and the dtypes it runs them on natively (see _resize_image).
+_AA_KERNELS = {
+    "bilinear": torch._C._nn._upsample_bilinear2d_aa,
+    "bicubic": torch._C._nn._upsample_bicubic2d_aa,
+}
+_AA_NATIVE_DTYPES = (torch.uint8, torch.float32, torch.float64)
 
 
 def resized_crop_batched(
