@@ -7,9 +7,10 @@ across epochs (``persistent_workers=True``) on both sides.
 
 - ours: what ``trivium.vision.pipelines.classification`` trains on:
   ``ImageFolder`` giving the encoded bytes and ``TrainBatch`` as the collate function
-  in ``trivium.data.DataLoader`` workers: ``DecodeRandomResizedCrop`` on the batch
-  (each image decodes only its crop's region, at a DCT scale, into its slot), a
-  per-image flip, and one pass of scale + Normalize into the float batch;
+  in ``trivium.data.DataLoader`` workers: the batch's crop boxes and flips drawn,
+  then image by image ``DecodeRandomResizedCrop`` (only the crop's region, at a DCT
+  scale), the flip and scale + Normalize into its slot of the float batch, a
+  shared-memory buffer the worker reuses once the main process has dropped it;
 - torchvision: ``torchvision.datasets.ImageFolder`` with the ``transforms.v2``
   pipeline ``RandomResizedCrop(224)``, ``RandomHorizontalFlip``, ``ToImage``,
   ``ToDtype(float32, scale=True)``, ``Normalize`` in torch's ``DataLoader`` (the
