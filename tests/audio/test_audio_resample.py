@@ -158,10 +158,14 @@ def test_weight_holds_every_tap_that_can_be_nonzero() -> None:
         orig, new = orig_freq // gcd, new_freq // gcd
         kernel, width = F.sinc_resample_kernel(orig_freq, new_freq, gcd, dtype=torch.float64)
         weight = polyphase_weight(kernel, orig)
+        plan = _plan(orig, new, width)
         # Outside the window only the clamped sinc's rounding residue remains.
-        outside = kernel.abs().sum() - weight.abs().sum() * new / _plan(orig, new, width).outputs
+        outside = kernel.abs().sum() - weight.abs().sum() * new / plan.outputs
         assert abs(float(outside)) < 1e-12
-        assert weight.shape[-1] <= 64 and weight.shape[1] <= 64 * orig // new + 2 * width + 2
+        assert weight.shape == (plan.groups, plan.size, plan.step)
+        assert plan.step <= 64 and plan.size <= plan.span  # a view of the input, no copy
+        # Far fewer multiply-adds per output than the kernel's 2 * width + orig taps.
+        assert plan.groups * plan.step * plan.size / plan.outputs <= 3 * (2 * width + 1)
 
 
 def test_empty_and_short_inputs() -> None:

@@ -39,7 +39,6 @@ __all__ = [
 
 _METHODS = ("sinc_interp_hann", "sinc_interp_kaiser")
 _KAISER_BETA = 14.769656459379492  # torchaudio's (and resampy's "kaiser_best") default
-_Group = tuple[int, int, int, int]  # outputs [p0, p1) of a block read `size` samples at `start`
 
 
 def _check_rates(orig_freq: int, new_freq: int) -> None:
@@ -123,76 +122,96 @@ def _kernel(
 class _Plan:
     """How :func:`apply_weight` cuts the input for one gcd-reduced rate pair.
 
-    A block of ``span = r * orig`` input samples gives ``outputs = r * new`` outputs,
-    split into groups of consecutive outputs: group ``(p0, p1, start, size)`` computes
-    outputs ``[p0, p1)`` of every block from the ``size`` samples at ``start`` of it
-    (in the left-padded input).
+    A block of ``span = r * orig`` input samples gives ``outputs = r * new`` outputs, in
+    ``groups`` runs of ``step`` consecutive outputs (the last run may be shorter). Each
+    of the ``segments`` ``(first, count, offset)`` holds runs ``first`` to ``first +
+    count - 1``; run ``first + i`` is computed from the ``size`` input samples that start
+    ``offset + i * stride`` into the block (in the left-padded input): one batched matrix
+    product over a strided view of the input per segment covers those runs of every
+    block. (Runs start ``step * orig / new`` samples apart, a fraction more than
+    ``stride``: segments keep that drift, which widens ``size``, small.)
     """
 
     span: int
     outputs: int
-    groups: tuple[_Group, ...]
+    step: int
+    groups: int
+    stride: int
+    size: int
+    segments: tuple[tuple[int, int, int], ...]
 
     @property
     def reach(self) -> int:
-        """How far past the start of a block its groups read."""
-        return max(start + size for _, _, start, size in self.groups)
+        """How far past the start of a block its runs read."""
+        return max(offset + (n - 1) * self.stride for _, n, offset in self.segments) + self.size
+
+    def base(self, run: int) -> int:
+        """Where run ``run``'s window starts in a block."""
+        for first, n, offset in self.segments:
+            if run < first + n:
+                return offset + (run - first) * self.stride
+        raise IndexError(run)
 
 
-def _groups(orig: int, new: int, width: int, r: int, step: int) -> tuple[_Group, ...]:
-    """Blocks of ``r * new`` outputs cut into groups of ``step`` (the last may be shorter)."""
-    groups: list[_Group] = []
-    for p0 in range(0, r * new, step):
-        p1 = min(r * new, p0 + step)
-        # Output p's taps are zero (the sinc clamped to its zero crossing at
-        # lowpass_filter_width) outside the 2 * width + 1 samples from p * orig // new.
-        start = p0 * orig // new
-        end = (p1 - 1) * orig // new + 2 * width + 1
-        groups.append((p0, p1, start, end - start))
-    return tuple(groups)
+def _make_plan(orig: int, new: int, width: int, r: int, step: int) -> _Plan:
+    outputs = r * new
+    groups = -(-outputs // step)
+    stride = step * orig // new
+    drift = step * orig / new - stride
+    # At most this many runs per segment, so that the drift widens windows by <= 4.
+    per_segment = groups if drift * groups <= 4 else max(1, int(4 / drift))
+    segments = tuple(
+        (first, min(per_segment, groups - first), first * step * orig // new)
+        for first in range(0, groups, per_segment)
+    )
+    plan = _Plan(r * orig, outputs, step, groups, stride, 0, segments)
+    # Output p's taps are zero (the sinc clamped to its zero crossing at
+    # lowpass_filter_width) outside the 2 * width + 1 samples from p * orig // new.
+    size = max(
+        (min(outputs, (k + 1) * step) - 1) * orig // new + 2 * width + 1 - plan.base(k)
+        for k in range(groups)
+    )
+    return _Plan(r * orig, outputs, step, groups, stride, size, segments)
 
 
-def _cost(groups: tuple[_Group, ...], outputs: int) -> float:
-    # Multiply-adds per output, plus the input and output traffic of every matrix row:
-    # BLAS runs narrow products far below its peak.
-    return sum((p1 - p0 + 16) * (size + 16) for p0, p1, _, size in groups) / outputs
+def _cost(plan: _Plan) -> float:
+    # Multiply-adds per output, plus the input and output traffic of every matrix row
+    # (BLAS runs narrow products far below its peak), plus a little per product.
+    work = plan.groups * (plan.step + 16) * (plan.size + 16) / plan.outputs
+    return work + len(plan.segments) / 4
 
 
 @functools.lru_cache(maxsize=256)
 def _plan(orig: int, new: int, width: int) -> _Plan:
-    """The cheapest blocks and groups for ``orig -> new`` (gcd-reduced) and ``width``.
+    """The cheapest blocks and runs for ``orig -> new`` (gcd-reduced) and ``width``.
 
-    Each group is one matrix product of a ``[blocks, size]`` view of the input (rows
-    ``span`` apart, so no copy where ``size <= span``) with a ``[size, p1 - p0]``
-    weight. Groups of 16 to 64 outputs keep the products dense while covering only the
-    taps that can be non-zero: about ``2 * width + 1`` per output, whatever the ratio.
+    A view's rows are ``span`` apart, so it needs no copy where ``size <= span``.
+    Runs of 16 to 64 outputs keep the products dense while covering only the taps that
+    can be non-zero: about ``2 * width + 1`` per output, whatever the ratio.
     """
-    taps = 2 * width + 1
-    best: tuple[tuple[float, int, int], int, tuple[_Group, ...]] | None = None
-    # Up to the first r whose block holds a group of 64 (larger r only repeat groups).
-    for r in range(1, -(-64 // new) + -(-taps // orig) + 2):
-        for g in (16, 24, 32, 48, 64):
-            groups = _groups(orig, new, width, r, g)
-            if max(size for *_, size in groups) > r * orig:
+    best: tuple[tuple[float, int, int], _Plan] | None = None
+    # Up to the first r whose block holds a run of 64 (larger r only repeat runs).
+    for r in range(1, -(-64 // new) + -(-(2 * width + 1) // orig) + 2):
+        for step in (16, 24, 32, 48, 64):
+            plan = _make_plan(orig, new, width, r, step)
+            if plan.size > plan.span:
                 continue
-            # A product per group: its fixed cost matters where groups are many.
-            key = (_cost(groups, r * new) + len(groups) / 4, len(groups), r)
+            key = (_cost(plan), len(plan.segments), r)
             if best is None or key < best[0]:
-                best = (key, r, groups)
-    assert best is not None  # the largest r holds any group of up to 64 outputs
-    _, r, groups = best
-    return _Plan(r * orig, r * new, groups)
+                best = (key, plan)
+    assert best is not None  # the largest r holds a run of 64 outputs
+    return best[1]
 
 
 def polyphase_weight(kernel: Tensor, orig: int) -> Tensor:
-    """Rearrange a ``[new, 1, K]`` kernel into ``[groups, size, outputs]`` for :func:`apply_weight`.
+    """Rearrange a ``[new, 1, K]`` kernel into ``[runs, size, step]`` for :func:`apply_weight`.
 
     Output ``p`` of a block of ``new`` uses input samples ``q * orig + i`` for ``i`` in
     ``[0, K)``, but its windowed sinc is zero beyond ``width`` samples of the output's
     position: only ``2 * width + 1`` of the ``K = 2 * width + orig`` taps count. Runs of
-    consecutive outputs are gathered with just the input window they share, so the
-    work per output is about ``2 * width + 1`` multiply-adds rather than ``K`` (at
-    44.1 -> 16 kHz, 35 instead of 475). Groups are zero-padded to a common shape.
+    ``step`` consecutive outputs are gathered with just the input window they share,
+    so the work per output is about ``2 * width + 1`` multiply-adds rather than ``K``
+    (at 44.1 -> 16 kHz, 35 instead of 475).
 
     Example:
         >>> kernel, _ = sinc_resample_kernel(44100, 16000, 100)
@@ -202,17 +221,14 @@ def polyphase_weight(kernel: Tensor, orig: int) -> Tensor:
     new, _, taps = kernel.shape
     width = (taps - orig) // 2
     plan = _plan(orig, new, width)
-    size = max(size for *_, size in plan.groups)
-    step = max(p1 - p0 for p0, p1, *_ in plan.groups)
-    weight = kernel.new_zeros(len(plan.groups), size, step)
-    for k, (p0, p1, start, _) in enumerate(plan.groups):
-        for p in range(p0, p1):
-            phase = p % new
-            column = p * orig // new - start
-            first = phase * orig // new
-            weight[k, column : column + 2 * width + 1, p - p0] = kernel[
-                phase, 0, first : first + 2 * width + 1
-            ]
+    weight = kernel.new_zeros(plan.groups, plan.size, plan.step)
+    for p in range(plan.outputs):
+        k, phase = p // plan.step, p % new
+        column = p * orig // new - plan.base(k)
+        first = phase * orig // new
+        weight[k, column : column + 2 * width + 1, p % plan.step] = kernel[
+            phase, 0, first : first + 2 * width + 1
+        ]
     return weight
 
 
@@ -235,8 +251,8 @@ def apply_weight(waveform: Tensor, orig: int, new: int, weight: Tensor, width: i
     if batch == 0 or target == 0:
         return waveform.new_zeros((*shape[:-1], target))
     rows = -(-target // plan.outputs)
-    # Every signal padded to `frames` blocks, laid end to end: one strided view per
-    # group covers the whole batch (the frames past `rows` are computed and dropped).
+    # Every signal padded to `frames` blocks, laid end to end: one strided view covers
+    # the whole batch (the frames past `rows` of each signal are computed and dropped).
     frames = rows + -(-plan.reach // plan.span)
     total = frames * plan.span
     flat = waveform.reshape(batch, length)
@@ -247,12 +263,22 @@ def apply_weight(waveform: Tensor, orig: int, new: int, weight: Tensor, width: i
     line = flat.reshape(-1)
     count = (batch - 1) * frames + rows
     parts = [
-        line[start:].unfold(0, size, plan.span)[:count] @ weight[k, :size, : p1 - p0]
-        for k, (p0, p1, start, size) in enumerate(plan.groups)
+        torch.bmm(
+            line.as_strided(
+                (n, count, plan.size),
+                (plan.stride, plan.span, 1),
+                line.storage_offset() + offset,
+            ),
+            weight[first : first + n],
+        )
+        for first, n, offset in plan.segments
     ]
-    out = torch.cat(parts, 1) if len(parts) > 1 else parts[0]
-    out = torch.nn.functional.pad(out, (0, 0, 0, batch * frames - count))
-    out = out.reshape(batch, frames * plan.outputs)[:, :target]
+    width_out = plan.groups * plan.step
+    out = parts[0] if len(parts) == 1 else torch.cat(parts)
+    out = out.transpose(0, 1).reshape(count, width_out)
+    # Signal b's blocks are rows [b * frames, b * frames + rows) of `out`.
+    out = out.as_strided((batch, rows, plan.outputs), (frames * width_out, width_out, 1))
+    out = out.reshape(batch, rows * plan.outputs)[:, :target]
     return out.reshape((*shape[:-1], target))
 
 
