@@ -77,12 +77,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", default=d.model, help="a trivium.vision.models retinanet builder")
     p.add_argument("--fpn-channels", type=int, default=d.fpn_channels, help="pyramid width")
     p.add_argument(
+        "--weights-backbone", default=None, help="a local file of the ResNet's state dict"
+    )
+    p.add_argument(
         "--trainable-backbone-layers", type=int, default=d.trainable_backbone_layers,
         help="0-5 (default: 5 from scratch, 3 with backbone weights)",
     )  # fmt: skip
     p.add_argument("--min-size", type=int, default=d.min_size, help="shorter side, resized")
     p.add_argument("--max-size", type=int, default=d.max_size, help="longer side at most")
     p.add_argument("--anchor-sizes", type=int, default=d.anchor_sizes, help="0: torchvision's")
+    p.add_argument(
+        "--box-loss", default=d.box_loss, choices=["l1", "smooth_l1", "giou"],
+        help="box regression loss",
+    )  # fmt: skip
     p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the train split")
     p.add_argument("-b", "--batch-size", type=int, default=d.batch_size, help="per process")
     p.add_argument("--opt", default=d.opt, choices=["sgd", "adamw"], help="optimizer")

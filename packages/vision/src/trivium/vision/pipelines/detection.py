@@ -69,9 +69,13 @@ class DetectionConfig:
     torchvision's RetinaNet does. ``anchor_sizes`` gives the smallest anchor of
     the finest pyramid level (each coarser level doubles it; 0: torchvision's 32).
     ``fpn_channels`` is the width of the feature pyramid and of the heads (256 as
-    torchvision; smaller makes a fast CPU model). ``eval_every`` evaluates every so
-    many epochs (and always after the last). ``channels_last`` stores the weights
-    channels-last, several times faster on CPU.
+    torchvision; smaller makes a fast CPU model). ``weights_backbone`` is a local
+    file of the ResNet's weights (a state dict; nothing is downloaded).
+    ``box_loss`` is the box regression loss: ``"l1"`` on the anchor deltas
+    (torchvision's RetinaNet), ``"smooth_l1"``, or ``"giou"`` on the decoded boxes
+    (torchvision's v2 recipe). ``eval_every`` evaluates every so many epochs (and
+    always after the last).
+    ``channels_last`` stores the weights channels-last, faster on a CPU.
 
     Example:
         >>> DetectionConfig(data_path="coco").model
@@ -84,10 +88,12 @@ class DetectionConfig:
     val_split: str = "val"
     model: str = "retinanet_resnet50_fpn"
     fpn_channels: int = 256
+    weights_backbone: str | None = None
     trainable_backbone_layers: int | None = None
     min_size: int = 800
     max_size: int = 1333
     anchor_sizes: int = 0
+    box_loss: str = "l1"
     epochs: int = 26
     batch_size: int = 2
     opt: str = "sgd"
@@ -119,6 +125,8 @@ class DetectionConfig:
             raise ValueError(
                 f"lr_scheduler must be 'cosine', 'step' or 'constant', got {self.lr_scheduler!r}"
             )
+        if self.box_loss not in ("l1", "smooth_l1", "giou"):
+            raise ValueError(f"box_loss must be 'l1', 'smooth_l1' or 'giou', got {self.box_loss!r}")
         if self.augmentation not in AUGMENTATIONS:
             raise ValueError(
                 f"augmentation must be one of {AUGMENTATIONS}, got {self.augmentation!r}"
@@ -176,12 +184,15 @@ def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
         "nms_thresh": config.nms_thresh,
         "detections_per_img": config.detections_per_img,
         "trainable_backbone_layers": config.trainable_backbone_layers,
+        "weights_backbone": config.weights_backbone,
     }
     if config.fpn_channels != 256:
         kwargs["fpn_channels"] = config.fpn_channels
     if config.anchor_sizes:
         kwargs["anchor_generator"] = anchor_generator(config.anchor_sizes)
-    return builder(**kwargs)
+    model = builder(**kwargs)
+    model.head.regression_head._loss_type = config.box_loss
+    return model
 
 
 def anchor_generator(smallest: int) -> nn.Module:
