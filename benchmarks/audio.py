@@ -17,10 +17,11 @@ Workloads (inputs built at start-up from the real speech in ``tests/assets/audio
    samples, ``[time, channels]``): 200 short 16 kHz mono files (1-4 s of speech, a
    call loads them all) and one 60 s 48 kHz stereo file, all 16-bit, written at
    start-up to a temporary folder. ``load`` is timed as users call it (float32,
-   ``[channels, time]``) and with ``normalize=False, channels_first=False`` (the same
-   ``int16`` array scipy returns); scipy also with the conversion to float32 that
-   ``load`` does (``x / 32768``, the same samples), and ``soundfile.read``. The note
-   gives speed as files per second or seconds of audio per second.
+   ``[channels, time]``), with ``normalize=False, channels_first=False`` (the same
+   ``int16`` array scipy returns) and with ``channels_first=False`` against scipy plus
+   the conversion to float32 that ``load`` does (``x / 32768``: the same array); and
+   against ``soundfile.read``. The note gives speed as files per second or seconds of
+   audio per second.
 
 The batches are real speech (tests/assets/audio, tiled to length). torchaudio comes
 from ``tests/peers.py``; where it does not import the script says so and the
@@ -293,6 +294,7 @@ def _bench_wav_case(
             "ours int16",
             lambda: [ta.load(p, normalize=False, channels_first=False) for p in paths],
         ),
+        Side("ours [time, ch]", lambda: [ta.load(p, channels_first=False) for p in paths]),
         Side("scipy", lambda: [scipy.io.wavfile.read(p) for p in paths]),
         Side("scipy float", lambda: [scipy_float(p) for p in paths]),
         Side("soundfile", lambda: [sf.read(p, dtype="float32") for p in paths]),
@@ -310,7 +312,14 @@ def _bench_wav_case(
         row_from(
             f"{workload}, int16 out", timings, "ours int16", "scipy", f"{version}", target=1.0
         ),
-        row_from(workload, timings, "ours", "scipy float", f"{version} + float32", target=1.0),
+        row_from(
+            f"{workload}, float32 [time, channels]",
+            timings,
+            "ours [time, ch]",
+            "scipy float",
+            f"{version} + float32",
+            target=1.0,
+        ),
         row_from(workload, timings, "ours", "soundfile", "soundfile.read float32", target=1.0),
     ]
 

@@ -6,12 +6,12 @@ kernel, low-passed at ``rolloff * min(orig, new) / 2`` and tapered by a Hann or 
 window spanning ``lowpass_filter_width`` zero crossings on each side (torchaudio's
 kernel, bit for bit). Of the kernel's ``2 * width + orig`` taps per output only the
 ``2 * width + 1`` around the output's position can be non-zero, so rather than one
-strided convolution over all of them, runs of about 16 to 64 consecutive outputs are
-computed as one dense matrix product each, over just the input window they share
-(:func:`polyphase_weight`). The work per output stays about ``2 * width + 1``
-multiply-adds whatever the ratio (35 at 44.1 -> 16 kHz, where the full kernel has
-475). The weights are computed once per rate pair, settings, dtype and device and
-cached.
+strided convolution over all of them, runs of 16 to 64 consecutive outputs are each
+computed from just the input window they share, all in one batched matrix product
+over a strided view of the input (:func:`polyphase_weight`). The work per output stays
+a small multiple of ``2 * width + 1`` whatever the ratio (at 44.1 -> 16 kHz, 77
+multiply-adds of which 35 can be non-zero, where the full kernel has 475 taps). The
+weights are computed once per rate pair, settings, dtype and device and cached.
 
 Example:
     >>> import torch
@@ -210,8 +210,8 @@ def polyphase_weight(kernel: Tensor, orig: int) -> Tensor:
     ``[0, K)``, but its windowed sinc is zero beyond ``width`` samples of the output's
     position: only ``2 * width + 1`` of the ``K = 2 * width + orig`` taps count. Runs of
     ``step`` consecutive outputs are gathered with just the input window they share,
-    so the work per output is about ``2 * width + 1`` multiply-adds rather than ``K``
-    (at 44.1 -> 16 kHz, 35 instead of 475).
+    so the work per output is a small multiple of ``2 * width + 1`` rather than ``K``
+    (at 44.1 -> 16 kHz, 77 multiply-adds instead of 475).
 
     Example:
         >>> kernel, _ = sinc_resample_kernel(44100, 16000, 100)
