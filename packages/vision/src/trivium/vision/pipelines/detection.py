@@ -563,8 +563,12 @@ def write_prediction_grid(
     path: str | os.PathLike[str],
     count: int = 8,
     score_thresh: float = 0.4,
+    tile: int = 320,
 ) -> Path:
     """A PNG grid of ``count`` held-out images with their predicted boxes and labels.
+
+    Each image is scaled so that its longer side is ``tile`` pixels (small images
+    get legible labels), drawn, and padded to a ``tile`` square.
 
     Example:
         >>> write_prediction_grid  # doctest: +ELLIPSIS
@@ -577,12 +581,15 @@ def write_prediction_grid(
     picks = torch.linspace(0, len(dataset) - 1, min(count, len(dataset))).round().long()
     images = [dataset[int(i)][0].as_subclass(Tensor) for i in picks]
     results = pipeline.predict(images, score_thresh)
-    side = min(max(image.shape[-1], image.shape[-2]) for image in images)
     drawn = []
     for image, result in zip(images, results, strict=True):
+        height, width = image.shape[-2:]
+        scale = tile / max(height, width)
+        image = Resize((round(height * scale), round(width * scale)))(image)
         labels = [f"{n} {s:.2f}" for n, s in zip(result["names"], result["scores"], strict=True)]
-        boxed = draw_bounding_boxes(image, result["boxes"], labels, width=2)
-        drawn.append(Resize((side, side))(boxed))
+        boxed = draw_bounding_boxes(image, result["boxes"] * scale, labels, width=2, font_size=14)
+        pad = (0, tile - boxed.shape[-1], 0, tile - boxed.shape[-2])
+        drawn.append(torch.nn.functional.pad(boxed, pad))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_image(make_grid(drawn, nrow=4, padding=4).float() / 255, path)
