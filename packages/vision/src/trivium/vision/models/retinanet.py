@@ -310,9 +310,7 @@ class RetinaNetRegressionHead(_VersionedHead):
             return F.l1_loss(regression, target, reduction="sum")
         if self._loss_type == "smooth_l1":
             return F.smooth_l1_loss(regression, target, reduction="sum", beta=1.0)
-        raise ValueError(
-            f"_loss_type must be 'l1', 'smooth_l1' or 'giou', got {self._loss_type!r}"
-        )
+        raise ValueError(f"_loss_type must be 'l1', 'smooth_l1' or 'giou', got {self._loss_type!r}")
 
     def forward_levels(self, x: list[Tensor]) -> list[Tensor]:
         """The box deltas of each level, ``[N, HWA, 4]`` each.
