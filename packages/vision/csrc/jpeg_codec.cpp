@@ -262,8 +262,10 @@ bool JpegDecoder::prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t 
         region_height_ = static_cast<JDIMENSION>(out_h);
     } else {
         const int64_t W = cinfo_.image_width, H = cinfo_.image_height;
+        // Compared as top > H - height (not top + height > H): a huge height must not
+        // overflow into a box that passes.
         if (roi->top < 0 || roi->left < 0 || roi->height <= 0 || roi->width <= 0 ||
-            roi->top + roi->height > H || roi->left + roi->width > W) {
+            roi->top > H - roi->height || roi->left > W - roi->width) {
             return diag_->fail(ErrorKind::Corrupt, "roi (top=" + std::to_string(roi->top) +
                                                        ", left=" + std::to_string(roi->left) +
                                                        ", height=" + std::to_string(roi->height) +
@@ -578,6 +580,12 @@ bool encode_jpeg(const void* pixels, int height, int width, int channels,
     if (options.quality < 1 || options.quality > 100) {
         return diag->fail(ErrorKind::Corrupt,
                           "quality must be in 1..100, got " + std::to_string(options.quality));
+    }
+    // Checked for gray images too, where it would not apply: a bad value is a bug.
+    const int sub = options.subsampling;
+    if (sub != 444 && sub != 422 && sub != 420 && sub != 440) {
+        return diag->fail(ErrorKind::Corrupt,
+                          "subsampling must be 444, 422, 420 or 440, got " + std::to_string(sub));
     }
     EncoderState state;
     std::memset(&state.cinfo, 0, sizeof(state.cinfo));

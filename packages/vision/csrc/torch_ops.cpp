@@ -13,6 +13,7 @@
 // torch.export (unbacked sizes) are Python ones, in trivium.vision.io.ops.
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -203,6 +204,8 @@ int scale_to_eighths(double scale) {
 int eighths_for_min_size(int64_t height, int64_t width, at::IntArrayRef min_size) {
     TORCH_CHECK_VALUE(min_size.size() == 2, "decode_jpeg: min_size must be (height, width), got ",
                       min_size.size(), " values");
+    TORCH_CHECK_VALUE(min_size[0] >= 0 && min_size[1] >= 0,
+                      "decode_jpeg: min_size must not be negative, got ", shape_str(min_size));
     for (int m = 1; m < 8; ++m) {
         if ((height * m + 7) / 8 >= min_size[0] && (width * m + 7) / 8 >= min_size[1]) return m;
     }
@@ -379,12 +382,21 @@ at::Tensor to_tensor(const std::vector<uint8_t>& bytes) {
     return t;
 }
 
+// An int64 option as the int the codec core takes, refused (not wrapped) when out of range.
+int int_option(int64_t value, const char* func, const char* name) {
+    TORCH_CHECK_VALUE(value >= INT32_MIN && value <= INT32_MAX, func, ": ", name,
+                      " is out of range, got ", value);
+    return int(value);
+}
+
 at::Tensor encode_jpeg_op(const at::Tensor& image, int64_t quality, int64_t subsampling,
                           bool progressive, bool optimize) {
     // uint8 samples give an 8-bit JPEG, uint16 a 12-bit one (the top 12 bits of each).
     const at::Tensor hwc = hwc_samples(image, "encode_jpeg", {1, 3}, true);
     const int h = int(hwc.size(0)), w = int(hwc.size(1)), c = int(hwc.size(2));
-    JpegEncodeOptions options{int(quality), int(subsampling), progressive, optimize};
+    JpegEncodeOptions options{int_option(quality, "encode_jpeg", "quality"),
+                              int_option(subsampling, "encode_jpeg", "subsampling"), progressive,
+                              optimize};
     if (hwc.scalar_type() == at::kUInt16) options.precision = 12;
     std::vector<uint8_t> bytes;
     Diagnostics diag;
@@ -400,7 +412,8 @@ at::Tensor encode_png_op(const at::Tensor& image, int64_t compression_level) {
     const int bits = hwc.scalar_type() == at::kUInt16 ? 16 : 8;
     std::vector<uint8_t> bytes;
     Diagnostics diag;
-    const bool ok = encode_png(hwc.data_ptr(), h, w, c, bits, int(compression_level), &bytes, &diag);
+    const int level = int_option(compression_level, "encode_png", "compression_level");
+    const bool ok = encode_png(hwc.data_ptr(), h, w, c, bits, level, &bytes, &diag);
     TORCH_CHECK_VALUE(ok, "encode_png: ", diag.message);
     return to_tensor(bytes);
 }
