@@ -66,7 +66,8 @@ bench: setup
 clean:
 	rm -rf $(VENV) packages/*/build .pytest_cache .ruff_cache
 
-# The native codecs under AddressSanitizer on many mutated files; restores the normal build.
+# The native codecs and the operator library (libtrivium_ops.so) under AddressSanitizer on many
+# mutated files; restores the normal build.
 ASAN_LIBS = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libstdc++.so)
 fuzz-asan: setup
 	$(PIP) install --no-build-isolation -c constraints.txt -e packages/vision -C build-dir=build/asan \

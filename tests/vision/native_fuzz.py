@@ -37,6 +37,7 @@ from trivium.vision.io import (
     decode_png,
     encode_jpeg,
     encode_png,
+    image_info,
 )
 from trivium.vision.io.ops import library_path
 
@@ -280,6 +281,29 @@ def call_recording_damage(case: Case, tensor: torch.Tensor) -> tuple[Any, list[s
     return got, [f"{FUZZ_PATH}: returned a partial image: {damage}"] if damage else []
 
 
+def check_arguments_valid(case: Case, data: Any) -> None:
+    """A call that succeeded had valid arguments (both paths could accept a bad one alike).
+
+    Example:
+        >>> check_arguments_valid(Case("encode_png", [10], {}), None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        AssertionError: encode_png succeeded with compression_level 10...
+    """
+    if case.func == "encode_png":
+        level = case.op_args[0]
+        assert 0 <= level <= 9, f"encode_png succeeded with compression_level {level}"
+    elif case.func == "encode_jpeg":
+        quality, subsampling = case.op_args[:2]
+        assert 1 <= quality <= 100, f"encode_jpeg succeeded with quality {quality}"
+        assert subsampling in (444, 422, 420, 440), f"encode_jpeg succeeded with {subsampling}"
+    elif case.func == "decode_jpeg" and case.op_args[4] is not None:
+        top, left, height, width = case.op_args[4]
+        info = image_info(data)
+        inside = 0 <= top < top + height <= info.height and 0 <= left < left + width <= info.width
+        assert inside, f"decode_jpeg succeeded with roi {case.op_args[4]} of a {info} image"
+
+
 def _asks_for_dtype(result: Any) -> bool:
     return isinstance(result, TypeError) and "decodes to torch.uint16" in str(result)
 
@@ -311,6 +335,7 @@ def check_case(case: Case, data: Any) -> Any:
         assert got.dtype == want.dtype and torch.equal(got, want), f"{where}: results differ"
         assert got.is_contiguous(), f"{where}: the op promises a contiguous result"
         assert got_warnings == want_warnings, f"{where}: {got_warnings} != {want_warnings}"
+        check_arguments_valid(case, data)
     elif isinstance(want, TriviumError) and case.func.startswith("decode"):
         assert isinstance(got, BaseException), f"{where}: the Python API raised {want!r}"
         # The Python API names the input before an argument error too.
