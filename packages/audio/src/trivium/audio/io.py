@@ -393,8 +393,12 @@ def _fill(out: np.ndarray, data: np.ndarray, channels_first: bool, scale: float 
 
 def _to_tensor(data: np.ndarray, channels_first: bool, scale: float | None = None) -> Tensor:
     """``[channels, time]`` (or ``[time, channels]``) contiguous tensor, scaled to float32."""
-    if scale is None and (not channels_first or data.shape[1] == 1):
+    contiguous = not channels_first or data.shape[1] == 1
+    if scale is None and contiguous:
         return torch.from_numpy(data.T if channels_first else data)  # already contiguous
+    if contiguous and data.size <= _FILL_SAMPLES:  # one block: the fewest NumPy calls
+        out = (data.T if channels_first else data).astype(np.float32)
+        return torch.from_numpy(np.multiply(out, np.float32(scale), out=out))
     shape = data.T.shape if channels_first else data.shape
     out = np.empty(shape, data.dtype if scale is None else np.float32)
     _fill(out, data, channels_first, scale)
