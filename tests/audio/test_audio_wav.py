@@ -5,6 +5,7 @@ header parser against soundfile."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import struct
@@ -245,23 +246,32 @@ def test_fuzz_wav_path_agrees_with_soundfile(
 
 
 def test_a_fifo_is_left_to_libsndfile(tmp_path: Path) -> None:
-    """Opening a pipe must not block or consume it: it is not a file to parse."""
+    """A named pipe is not opened to be looked at: its writer must meet libsndfile's open."""
     if not hasattr(os, "mkfifo"):
         pytest.skip("no named pipes on this platform")
     fifo = tmp_path / "pipe.wav"
     os.mkfifo(fifo)
     data = wav_bytes("PCM_16", 1, 500)
-    assert aio._wav_layout(fifo) is None  # returns at once, no writer needed
+    assert aio._wav_layout(fifo) is None  # at once: no writer needed
+    result: dict[str, object] = {}
 
-    def write() -> None:
-        with open(fifo, "wb") as f:
-            f.write(data)
+    def read() -> None:
+        try:
+            result["loaded"] = load(fifo, normalize=False)
+        except Exception as e:  # reported by the assertion below
+            result["error"] = e
 
-    writer = threading.Thread(target=write)
-    writer.start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        waveform, rate = load(fifo, normalize=False)
+        with open(fifo, "wb") as f:  # waits for the reader's one open
+            f.write(data)
     finally:
-        writer.join(timeout=10)
-    assert rate == 8000 and waveform.shape == (1, 500)
-    assert torch.equal(waveform, load(data, normalize=False)[0])
+        reader.join(timeout=20)
+        if reader.is_alive():  # a reader left waiting for a writer: let it fail
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            reader.join(timeout=20)
+    assert "loaded" in result, result
+    waveform, rate = result["loaded"]
+    assert rate == 8000 and torch.equal(waveform, load(data, normalize=False)[0])

@@ -143,9 +143,7 @@ _WAV_SCALES = {"PCM_U8": 2.0**-7, "PCM_16": 2.0**-15, "PCM_24": 2.0**-31, "PCM_3
 _WAV_SCALES["DOUBLE"] = 1.0
 _PREADV = getattr(os, "preadv", None)
 _FILL_SAMPLES = 1 << 16  # samples per block when converting to float32 (in cache)
-# O_NONBLOCK: opening a FIFO must not wait for a writer (it goes to libsndfile instead).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-_OPEN_FLAGS |= getattr(os, "O_NONBLOCK", 0)
 
 
 class _SoundFile(sf.SoundFile):
@@ -535,16 +533,20 @@ def _read_into(fd: int, out: np.ndarray, offset: int) -> bool:
     return True
 
 
-def _open_fd(path: str | os.PathLike) -> int:
-    return os.open(path, _OPEN_FLAGS)
+def _open_regular(path: str | os.PathLike) -> tuple[int, int] | None:
+    """``(fd, size)`` of a regular file opened for reading; None for anything else.
 
-
-def _parse_wav_file(fd: int) -> tuple[_wav.WavLayout, np.ndarray | None] | None:
-    """A plain WAV file's layout, and the whole file when it is short (else None)."""
-    status = os.fstat(fd)
-    if not stat.S_ISREG(status.st_mode):  # a pipe or device: libsndfile streams it
+    Checked before opening: opening a named pipe would let its writer start, and the
+    pipe is libsndfile's to read (once).
+    """
+    status = os.stat(path)
+    if not stat.S_ISREG(status.st_mode):
         return None
-    size = status.st_size
+    return os.open(path, _OPEN_FLAGS), status.st_size
+
+
+def _parse_wav_file(fd: int, size: int) -> tuple[_wav.WavLayout, np.ndarray | None] | None:
+    """A plain WAV file's layout, and the whole file when it is short (else None)."""
     head = np.empty(size if size <= _WAV_WHOLE_BYTES else _WAV_HEAD_BYTES, np.uint8)
     if not _read_into(fd, head, 0):
         return None
@@ -573,9 +575,12 @@ def _wav_layout(uri: AudioSource) -> _wav.WavLayout | None:
     if not isinstance(uri, (str, os.PathLike)):
         return None
     try:
-        fd = _open_fd(uri)
+        opened = _open_regular(uri)
+        if opened is None:
+            return None
+        fd, size = opened
         try:
-            parsed = _parse_wav_file(fd)
+            parsed = _parse_wav_file(fd, size)
         finally:
             os.close(fd)
     except OSError:  # missing, a directory, unreadable: libsndfile's path reports it
@@ -620,9 +625,12 @@ def _load_wav(
     if not isinstance(uri, (str, os.PathLike)):
         return None
     try:
-        fd = _open_fd(uri)
+        opened = _open_regular(uri)
+        if opened is None:
+            return None
+        fd, size = opened
         try:
-            parsed = _parse_wav_file(fd)
+            parsed = _parse_wav_file(fd, size)
             if parsed is None:
                 return None
             layout, whole = parsed
