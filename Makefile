@@ -16,7 +16,7 @@ NATIVE_SOURCES := $(wildcard packages/vision/csrc/* packages/vision/scripts/*) \
                   packages/vision/CMakeLists.txt
 PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 
-.PHONY: setup system demo test lint format bench clean fuzz-asan
+.PHONY: setup system demo demo-detection test lint format bench clean fuzz-asan
 
 setup: system $(STAMPS)/packages
 
@@ -46,6 +46,11 @@ $(STAMPS)/packages: $(STAMPS)/deps $(PYPROJECTS) $(NATIVE_SOURCES)
 # fused-decode loader, evaluate on the held-out split, print the summary.
 demo: setup
 	$(PY) examples/image_classification/train.py --demo --output-dir runs/demo
+
+# Object detection: build the embedded detection corpus, train a RetinaNet (ResNet-18
+# FPN) on it, evaluate COCO mAP on the held-out split, print the summary.
+demo-detection: setup
+	$(PY) examples/retinanet_detection/train.py --demo --output-dir runs/detection-demo
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -49,7 +49,8 @@ DEMO = {
     "min_size": 128,
     "max_size": 128,
     "anchor_sizes": 16,
-    "epochs": 12,
+    "box_loss": "giou",
+    "epochs": 15,
     "batch_size": 16,
     "opt": "adamw",
     "lr": 2e-3,
@@ -59,6 +60,7 @@ DEMO = {
     "clip_grad_norm": 10.0,
     "channels_last": True,
     "workers": 1,
+    "eval_every": 3,
 }
 
 
