@@ -26,6 +26,7 @@ from typing import Any
 from torch.utils.data import Dataset, IterableDataset
 from torch.utils.data import default_collate as torch_default_collate
 
+from trivium.core.errors import SkippedSamplesWarning
 from trivium.core.seeding import derive_seed, sample_scope
 from trivium.core.threads import get_num_threads, get_thread_pool
 from trivium.data.batches import TensorBatch, collate_column, is_batch, rows_of, take_rows
@@ -33,15 +34,6 @@ from trivium.data.batches import TensorBatch, collate_column, is_batch, rows_of,
 __all__ = ["IterPipe", "MapPipe", "SkippedSamplesWarning"]
 
 _ON_ERROR = ("raise", "skip")
-
-
-class SkippedSamplesWarning(UserWarning):
-    """Samples were skipped because a map failed on them (``on_error="skip"``).
-
-    Example:
-        >>> issubclass(SkippedSamplesWarning, UserWarning)
-        True
-    """
 
 
 def _check_on_error(on_error: str) -> str:

@@ -32,9 +32,9 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
-from trivium.core.errors import DatasetError, PathNotFoundError, TriviumError
+from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesWarning, TriviumError
 from trivium.vision import tv_tensors
-from trivium.vision.datasets.folder import SkippedSamplesWarning, _with_path
+from trivium.vision.datasets.folder import _with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 
 __all__ = ["COCO_TARGET_KEYS", "CocoDetection", "detection_collate"]

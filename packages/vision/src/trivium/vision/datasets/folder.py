@@ -44,7 +44,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from trivium.core import Compose
-from trivium.core.errors import DatasetError, PathNotFoundError, TriviumError
+from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesWarning, TriviumError
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.transforms.fused_decode import (
     DecodeCenterCrop,
@@ -82,15 +82,6 @@ class DatasetNotFoundError(PathNotFoundError):
 
     Example:
         >>> isinstance(DatasetNotFoundError("no class folders", path="x"), FileNotFoundError)
-        True
-    """
-
-
-class SkippedSamplesWarning(UserWarning):
-    """A sample could not be read and another took its place (``on_error="skip"``).
-
-    Example:
-        >>> issubclass(SkippedSamplesWarning, UserWarning)
         True
     """
 
