@@ -587,7 +587,10 @@ def write_prediction_grid(
         scale = tile / max(height, width)
         image = Resize((round(height * scale), round(width * scale)))(image)
         labels = [f"{n} {s:.2f}" for n, s in zip(result["names"], result["scores"], strict=True)]
-        boxed = draw_bounding_boxes(image, result["boxes"] * scale, labels, width=2, font_size=14)
+        boxed = image  # nothing above score_thresh: draw_bounding_boxes would warn
+        if labels:
+            boxes = result["boxes"] * scale
+            boxed = draw_bounding_boxes(image, boxes, labels, width=2)
         pad = (0, tile - boxed.shape[-1], 0, tile - boxed.shape[-2])
         drawn.append(torch.nn.functional.pad(boxed, pad))
     path = Path(path)
