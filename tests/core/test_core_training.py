@@ -178,3 +178,24 @@ def test_trainer_on_cuda_with_amp_and_resume(tmp_path):
     assert again.resume() == 3
     again.fit(batch_fn, 4, loss_fn)
     assert again.step == 4
+
+
+def test_plot_leaves_the_matplotlib_backend_and_pyplot_alone(tmp_path):
+    """The plot is drawn on its own canvas: a fresh process keeps its backend, no pyplot."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, matplotlib\n"
+        "matplotlib.use('svg')\n"
+        "from trivium.core.training import MetricLogger\n"
+        f"logger = MetricLogger({str(tmp_path)!r})\n"
+        "logger.log(0, loss=2.0); logger.log(1, loss=1.0)\n"
+        "logger.plot()\n"
+        "print(matplotlib.get_backend(), 'matplotlib.pyplot' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["svg", "False"]
+    with Image.open(tmp_path / "metrics.png") as image:
+        assert image.format == "PNG" and image.height > 100

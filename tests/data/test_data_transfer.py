@@ -7,6 +7,8 @@ tensor; only the small ones may have lost their shared-memory transfer.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import io
 import pickle
 from multiprocessing.reduction import ForkingPickler
@@ -89,3 +91,19 @@ def test_loader_workers_send_labels_by_value(tmp_path) -> None:
         assert torch.equal(batch["feat"][:, 0].long(), batch["label"])
         labels += batch["label"].tolist()
     assert sorted(labels) == list(range(n))
+
+
+Pair = collections.namedtuple("Pair", ["label", "name"])
+
+
+@dataclasses.dataclass
+class Item:
+    label: torch.Tensor
+
+
+def test_namedtuples_and_dataclasses_are_walked_and_keep_their_type() -> None:
+    marked = inline_small_tensors([Pair(torch.tensor([1]), "a"), Item(torch.tensor([2]))])
+    assert type(marked[0]) is Pair and not isinstance(marked[0].label, torch.Tensor)
+    assert type(marked[1]) is Item and not isinstance(marked[1].label, torch.Tensor)
+    got = pickle.loads(pickle.dumps(marked))
+    assert got[0].label.tolist() == [1] and got[0].name == "a" and got[1].label.tolist() == [2]

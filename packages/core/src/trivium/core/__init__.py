@@ -1,6 +1,8 @@
 """Trivium core: what the vision, audio and data packages share.
 
 Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``),
+``map_tensors`` (the walker over nested tensors that they use), the
+``trivium.core.sources`` helpers every loader takes its input through,
 ``stack_batch`` and ``empty_batch`` (batches made in shared memory inside DataLoader workers), the
 ``Transform`` base and its containers, errors, a thread pool for GIL-free native
 work, progress bars, seeding, and a small training helper (``Trainer``, ``MetricLogger``,
@@ -32,6 +34,7 @@ from trivium.core.seeding import make_generator, seed_everything, worker_init_fn
 from trivium.core.threads import get_num_threads, get_thread_pool, parallel_map, set_num_threads
 from trivium.core.training import MetricLogger, Trainer, load_checkpoint, save_checkpoint
 from trivium.core.transform import Compose, RandomApply, RandomChoice, RandomOrder, Transform
+from trivium.core.trees import map_tensors
 
 __version__ = "0.1.0"
 
@@ -60,6 +63,7 @@ __all__ = [
     "get_thread_pool",
     "load_checkpoint",
     "make_generator",
+    "map_tensors",
     "move_to",
     "parallel_map",
     "pin_memory",

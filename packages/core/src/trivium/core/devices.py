@@ -15,12 +15,12 @@ Example:
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 import torch
+
+from trivium.core.trees import map_tensors
 
 __all__ = ["CUDAPrefetcher", "move_to", "pin_memory", "resolve_device"]
 
@@ -74,35 +74,6 @@ def _check_available(dev: torch.device) -> None:
         raise ValueError(f"device {str(dev)!r} requested but MPS is not available")
 
 
-def _apply(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    """Rebuild ``obj`` with ``fn`` applied to every tensor inside it, keeping container types."""
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, dict):
-        out = copy.copy(obj)  # keeps OrderedDict / defaultdict (and its default_factory)
-        for key, value in obj.items():
-            out[key] = _apply(value, fn)
-        return out
-    if isinstance(obj, Mapping):
-        return type(obj)({key: _apply(value, fn) for key, value in obj.items()})
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
-        return type(obj)(*(_apply(value, fn) for value in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_apply(value, fn) for value in obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _apply_dataclass(obj, fn)
-    return obj
-
-
-def _apply_dataclass(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    # A shallow copy plus object.__setattr__ works for frozen dataclasses and
-    # init=False fields, and does not re-run __post_init__.
-    out = copy.copy(obj)
-    for field in dataclasses.fields(obj):
-        object.__setattr__(out, field.name, _apply(getattr(obj, field.name), fn))
-    return out
-
-
 def move_to(obj: T, device: DeviceLike, non_blocking: bool = True) -> T:
     """Move every tensor inside ``obj`` to ``device``; other values are returned as they are.
 
@@ -119,7 +90,7 @@ def move_to(obj: T, device: DeviceLike, non_blocking: bool = True) -> T:
     """
     dev = resolve_device(device)
     blocking = not non_blocking or dev.type in _BLOCKING_DEVICE_TYPES
-    return _apply(obj, lambda t: t.to(dev, non_blocking=not blocking))
+    return map_tensors(lambda t: t.to(dev, non_blocking=not blocking), obj)
 
 
 def _pin(tensor: torch.Tensor) -> torch.Tensor:
@@ -142,7 +113,7 @@ def pin_memory(obj: T) -> T:
     """
     if not torch.cuda.is_available():
         return obj
-    return _apply(obj, _pin)
+    return map_tensors(_pin, obj)
 
 
 def _record_stream(obj: Any, stream: torch.cuda.Stream) -> None:
@@ -151,7 +122,7 @@ def _record_stream(obj: Any, stream: torch.cuda.Stream) -> None:
             tensor.record_stream(stream)
         return tensor
 
-    _apply(obj, record)
+    map_tensors(record, obj)
 
 
 class CUDAPrefetcher:
@@ -220,7 +191,7 @@ class CUDAPrefetcher:
         except StopIteration:
             return False, None
         if self.pin_memory:
-            batch = _apply(batch, _pin)
+            batch = map_tensors(_pin, batch)
         with torch.cuda.stream(stream):
             batch = move_to(batch, self.device, self.non_blocking)
         return True, batch

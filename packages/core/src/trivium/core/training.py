@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import importlib.util
 import json
 import os
 import random
@@ -38,6 +39,7 @@ from torch import Tensor, nn
 from trivium.core.devices import move_to, resolve_device
 from trivium.core.errors import DecodeError
 from trivium.core.progress import progress as progress_bar
+from trivium.core.trees import map_tensors
 
 __all__ = [
     "MetricLogger",
@@ -225,15 +227,31 @@ class MetricLogger:
         return self.json_path
 
     def plot(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """A PNG with one panel per metric (matplotlib, Agg backend); returns its path."""
-        import matplotlib
+        """A PNG with one panel per metric; returns its path.
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        Needs matplotlib (``pip install trivium-core[plot]``). The figure is drawn on
+        its own Agg canvas: pyplot and the process's matplotlib backend are not touched.
+
+        Example:
+            >>> import tempfile
+            >>> logger = MetricLogger(tempfile.mkdtemp())
+            >>> logger.log(0, loss=1.0); logger.log(1, loss=0.5)
+            >>> logger.plot().name
+            'metrics.png'
+        """
+        try:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+        except ImportError as e:
+            raise ImportError(
+                "MetricLogger.plot needs matplotlib: pip install 'trivium-core[plot]'"
+            ) from e
 
         path = Path(path) if path is not None else self._path("metrics.png")
         names = self.names() or ["(no metrics)"]
-        fig, axes = plt.subplots(len(names), 1, figsize=(6, 2.2 * len(names)), squeeze=False)
+        fig = Figure(figsize=(6, 2.2 * len(names)))
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(len(names), 1, squeeze=False)
         for ax, name in zip(axes[:, 0], names, strict=True):
             points = self.history(name)
             if points:
@@ -244,7 +262,6 @@ class MetricLogger:
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=80)
-        plt.close(fig)
         return path
 
 
@@ -431,11 +448,15 @@ class Trainer:
         }
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Save a checkpoint (default ``out_dir/checkpoint.pt``) and the metric files and plot."""
+        """Save a checkpoint (default ``out_dir/checkpoint.pt``) and the metric files and plot.
+
+        The plot (``metrics.png``) is written when matplotlib is installed.
+        """
         path = save_checkpoint(path or self.checkpoint_path, self.state_dict())
         if self.out_dir is not None:
             self.logger.save()
-            self.logger.plot()
+            if importlib.util.find_spec("matplotlib") is not None:
+                self.logger.plot()
         return path
 
     def resume(self, path: str | os.PathLike[str] | None = None) -> int:
@@ -455,20 +476,10 @@ class Trainer:
             self.scheduler.load_state_dict(state["scheduler"])
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
-        set_rng_state(_to_cpu(state["rng"]))
+        # RNG states must be CPU byte tensors even when the checkpoint was mapped to CUDA.
+        set_rng_state(map_tensors(Tensor.cpu, state["rng"]))
         self.step = int(state["step"])
         if self.out_dir is not None:
             self.logger = MetricLogger(self.out_dir)
         self.logger.truncate(self.step)
         return self.step
-
-
-def _to_cpu(state: Any) -> Any:
-    # RNG states must be CPU byte tensors even when the checkpoint was mapped to CUDA.
-    if isinstance(state, Tensor):
-        return state.cpu()
-    if isinstance(state, dict):
-        return {k: _to_cpu(v) for k, v in state.items()}
-    if isinstance(state, list):
-        return [_to_cpu(v) for v in state]
-    return state

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from trivium.core.trees import map_tensors
+
 # Below this many bytes a copy through the worker's pipe is cheaper than a segment.
 INLINE_MAX_BYTES = 64 * 1024
 
@@ -53,7 +55,9 @@ def _inlinable(t: torch.Tensor) -> bool:
 
 
 def inline_small_tensors(batch: Any) -> Any:
-    """Mark the small CPU tensors of ``batch`` (in dicts, lists, tuples) to be sent by value.
+    """Mark the small CPU tensors of ``batch`` (at any nesting) to be sent by value.
+
+    Containers are walked as :func:`trivium.core.trees.map_tensors` walks them.
 
     For a batch about to leave a worker: after pickling and unpickling, the marked
     tensors are plain tensors again, equal to the originals.
@@ -64,10 +68,8 @@ def inline_small_tensors(batch: Any) -> Any:
         >>> pickle.loads(pickle.dumps(inline_small_tensors(batch)))
         {'label': tensor([3, 1]), 'name': 'a'}
     """
-    if isinstance(batch, torch.Tensor):
-        return _ByValue(batch) if _inlinable(batch) else batch
-    if type(batch) is dict:
-        return {key: inline_small_tensors(value) for key, value in batch.items()}
-    if type(batch) in (list, tuple):
-        return type(batch)(inline_small_tensors(value) for value in batch)
-    return batch  # other containers (namedtuples, dataclasses) go as they are
+    return map_tensors(_mark, batch)
+
+
+def _mark(t: torch.Tensor) -> Any:
+    return _ByValue(t) if _inlinable(t) else t
