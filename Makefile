@@ -16,7 +16,7 @@ NATIVE_SOURCES := $(wildcard packages/vision/csrc/* packages/vision/scripts/*) \
                   packages/vision/CMakeLists.txt
 PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 
-.PHONY: setup system demo demo-detection test lint format bench clean fuzz-asan
+.PHONY: setup system demo demo-detection test lint format docs bench clean fuzz-asan
 
 setup: system $(STAMPS)/packages
 
@@ -60,7 +60,11 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: setup lint
+# The documentation site (mkdocs.yml) into site/; strict: a broken link or reference fails.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+test: setup lint docs
 	$(PY) -m pytest -q
 
 BENCHMARKS := image_io transforms video audio audio_models data models classification detection detection_ops deploy
@@ -69,7 +73,7 @@ bench: setup
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) packages/*/build .pytest_cache .ruff_cache
+	rm -rf $(VENV) packages/*/build .pytest_cache .ruff_cache site
 
 # The native codecs and the operator library (libtrivium_ops.so) under AddressSanitizer on many
 # mutated files; restores the normal build.
