@@ -108,6 +108,32 @@ def test_fpn_bad_input():
     assert isinstance(LastLevelMaxPool(), ExtraFPNBlock)
 
 
+def test_p6p7_bfloat16_gradients_of_a_1x1_map_are_finite_and_right():
+    """oneDNN's bfloat16 weight gradient of a stride-2 conv over 1x1 reads garbage (torch 2.13).
+
+    Memory full of NaN is freed before each step, so that garbage would show.
+    """
+    torch.manual_seed(0)
+    block = LastLevelP6P7(16, 16)
+    reference = LastLevelP6P7(16, 16)
+    reference.load_state_dict(block.state_dict())
+    for _ in range(20):
+        junk = [torch.full((n,), float("nan"), dtype=torch.bfloat16) for n in (64, 4608, 36864)]
+        del junk
+        c5 = torch.randn(4, 16, 1, 1).bfloat16().float()  # autocast's rounding: none
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            p, _ = block([c5], [c5], ["0"])
+        sum(t.float().sum() for t in p[1:]).backward()
+        q, _ = reference([c5], [c5], ["0"])
+        sum(t.sum() for t in q[1:]).backward()
+        pairs = zip(block.named_parameters(), reference.parameters(), strict=True)
+        for (name, ours), theirs in pairs:
+            assert torch.isfinite(ours.grad).all(), name
+            torch.testing.assert_close(ours.grad, theirs.grad, rtol=0.05, atol=0.05, msg=name)
+        block.zero_grad()
+        reference.zero_grad()
+
+
 @pytest.mark.parametrize(
     ("name", "trainable", "returned"),
     [

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -146,11 +147,36 @@ class LastLevelP6P7(ExtraFPNBlock):
             [4, 2, 1]
         """
         x = p[-1] if self.use_P5 else c[-1]
-        p6 = self.p6(x)
-        p7 = self.p7(F.relu(p6))
+        p6 = _strided_conv(self.p6, x)
+        p7 = _strided_conv(self.p7, F.relu(p6))
         p.extend([p6, p7])
         names.extend(["p6", "p7"])
         return p, names
+
+
+def _strided_conv(conv: nn.Conv2d, x: Tensor) -> Tensor:
+    """``conv(x)``; a 1x1 map in bfloat16 on CPU (or under its autocast) goes through in float32.
+
+    oneDNN's bfloat16 weight gradient of a padded stride-2 convolution over a 1x1
+    input reads uninitialised memory (torch 2.13 on CPU): NaN gradients at random.
+    P6 and P7 of small images are such maps; float32 there costs nothing.
+
+    Example:
+        >>> conv = nn.Conv2d(2, 2, 3, 2, 1)
+        >>> _strided_conv(conv, torch.rand(1, 2, 1, 1, dtype=torch.bfloat16)).dtype
+        torch.bfloat16
+    """
+    autocast = torch.is_autocast_enabled("cpu")
+    bfloat16 = x.dtype == torch.bfloat16 or (
+        autocast and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    )
+    if x.device.type != "cpu" or not bfloat16 or x.shape[-2:] != (1, 1):
+        return conv(x)
+    bias = None if conv.bias is None else conv.bias.float()
+    with torch.autocast("cpu", enabled=False):
+        weight = conv.weight.float()
+        y = F.conv2d(x.float(), weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+    return y.to(torch.bfloat16)
 
 
 class FeaturePyramidNetwork(nn.Module):
