@@ -106,45 +106,28 @@ def test_compose_passes_several_inputs_through_with_shared_params() -> None:
     assert Compose([lambda x: x + 1, lambda x: x * 10])(1) == 20
 
 
-class Scale(Transform):
-    """x * factor; offers to fuse with a following Scale (one multiply by the product)."""
-
-    def __init__(self, factor: float) -> None:
-        super().__init__()
-        self.factor, self.fused_calls = factor, 0
-
-    def transform(self, inpt: torch.Tensor, params: dict) -> torch.Tensor:
-        return inpt * self.factor
-
-    def _fuse_next(self, following):
-        if not isinstance(following, Scale):
-            return None
-
-        def both(x):
-            self.fused_calls += 1
-            return x * (self.factor * following.factor)
-
-        return both
-
-
-def test_compose_runs_fused_pairs_for_one_input_only() -> None:
-    first, second, third = Scale(2.0), Scale(3.0), Scale(5.0)
-    t = Compose([first, second, third, lambda x: x + 1])
-    assert t(torch.ones(2)).tolist() == [31.0, 31.0]
-    assert first.fused_calls == 1 and second.fused_calls == 0  # pairs (first, second), then third
-    a, b = Compose([first, second])(torch.ones(1), torch.ones(1))  # several inputs: unfused
-    assert (a.item(), b.item(), first.fused_calls) == (6.0, 6.0, 1)
-
-
-def test_compose_does_not_fuse_around_hooks() -> None:
-    first, second = Scale(2.0), Scale(3.0)
+def test_compose_calls_every_transform_and_its_hooks() -> None:
+    """Core's Compose fuses nothing: each transform is called, so each hook sees its call."""
     seen = []
-    handle = second.register_forward_hook(lambda module, args, out: seen.append(out.item()))
-    assert Compose([first, second])(torch.ones(())).item() == 6.0
-    assert seen == [6.0] and first.fused_calls == 0
-    handle.remove()
-    assert Compose([first, second])(torch.ones(())).item() == 6.0
-    assert seen == [6.0] and first.fused_calls == 1
+    first, second = RandomShift(generator=_gen(0)), RandomShift(generator=_gen(1))
+    second.register_forward_hook(lambda module, args, out: seen.append(out.item()))
+    out = Compose([first, second])(torch.zeros(()))
+    assert seen == [out.item()] and first.calls == second.calls == 1
+
+
+def test_flatten_inputs_and_check_probability_are_public() -> None:
+    from trivium.core import transform
+
+    leaves, rebuild = transform.flatten_inputs(Compose([abs]), ({"a": 1, "b": (2, 3)},))
+    assert leaves == [1, 2, 3] and rebuild([4, 5, 6]) == {"a": 4, "b": (5, 6)}
+    assert transform.flatten_inputs(Compose([abs]), (1, 2))[1]([3, 4]) == (3, 4)
+    with pytest.raises(TypeError, match="Compose expects at least one input"):
+        transform.flatten_inputs(Compose([abs]), ())
+    assert transform.check_probability("T", 0) == 0.0
+    with pytest.raises(TypeError, match="T: p must be a number"):
+        transform.check_probability("T", True)
+    assert transform._flatten is transform.flatten_inputs  # the old names stay as aliases
+    assert transform._check_probability is transform.check_probability
 
 
 def test_random_apply_probability() -> None:

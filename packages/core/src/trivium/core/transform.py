@@ -28,23 +28,39 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.modules import module as _nn_module
 from torch.utils import _pytree
 
 from trivium.core.seeding import keep_in_worker, transform_generator
 
-__all__ = ["Compose", "RandomApply", "RandomChoice", "RandomOrder", "Transform"]
+__all__ = [
+    "Compose",
+    "RandomApply",
+    "RandomChoice",
+    "RandomOrder",
+    "Transform",
+    "check_probability",
+    "flatten_inputs",
+]
 
 # Attributes that Transform.extra_repr never lists.
 _REPR_SKIP = frozenset({"training", "generator", "transforms"})
 
 
-def _flatten(owner: nn.Module, inputs: tuple[Any, ...]) -> tuple[list[Any], Callable]:
+def flatten_inputs(owner: nn.Module, inputs: tuple[Any, ...]) -> tuple[list[Any], Callable]:
     """Split ``forward``'s arguments into their leaves and a function that rebuilds the output.
 
-    Any nesting of tuples, lists, dicts and namedtuples is walked (torch's pytree);
-    tensors (typed ones included), PIL images, numbers and strings are leaves.
-    Several arguments come back as a tuple, a single one as itself.
+    For transforms that override ``forward``: any nesting of tuples, lists, dicts and
+    namedtuples is walked (torch's pytree); tensors (typed ones included), PIL images,
+    numbers and strings are leaves. The rebuilt output of several arguments is a
+    tuple, of a single one the argument's own structure. ``owner`` names the
+    transform in the ``TypeError`` raised when there are no inputs.
+
+    Example:
+        >>> leaves, rebuild = flatten_inputs(Transform(), ((1, {"a": 2}),))
+        >>> leaves
+        [1, 2]
+        >>> rebuild([10, 20])
+        (10, {'a': 20})
     """
     if not inputs:
         raise TypeError(f"{type(owner).__name__} expects at least one input")
@@ -59,44 +75,15 @@ def _first(outs: list[Any]) -> Any:
 
 
 def _chain(transforms: Sequence[Callable], inputs: tuple[Any, ...]) -> Any:
-    """Apply ``transforms`` one after the other to the ``forward`` arguments ``inputs``.
-
-    A single input goes through fused steps where a transform offers one for itself
-    and the next (``Transform._fuse_next``).
-    """
+    """Apply ``transforms`` one after the other to the ``forward`` arguments ``inputs``."""
     if len(inputs) > 1:
         for t in transforms:
             inputs = t(*inputs)
         return inputs
     (x,) = inputs
-    transforms = list(transforms)  # indexing an nn.ModuleList is slow
-    i = 0
-    while i < len(transforms):
-        fused = _fused_pair(transforms, i)
-        if fused is not None:
-            x, i = fused(x), i + 2
-        else:
-            x, i = transforms[i](x), i + 1
+    for t in transforms:
+        x = t(x)
     return x
-
-
-def _fused_pair(transforms: Sequence[Callable], i: int) -> Callable[[Any], Any] | None:
-    """The fused step for ``transforms[i]`` then ``transforms[i + 1]``, if they offer one."""
-    if i + 1 >= len(transforms):
-        return None
-    first, second = transforms[i], transforms[i + 1]
-    if not isinstance(first, Transform) or _has_hooks(first) or _has_hooks(second):
-        return None  # a hook expects to see each module called
-    return first._fuse_next(second)
-
-
-def _has_hooks(module: Any) -> bool:
-    return bool(
-        getattr(module, "_forward_hooks", None)
-        or getattr(module, "_forward_pre_hooks", None)
-        or _nn_module._global_forward_hooks
-        or _nn_module._global_forward_pre_hooks
-    )
 
 
 class Transform(nn.Module):
@@ -169,20 +156,11 @@ class Transform(nn.Module):
             >>> Double()((1, {"a": 2, "b": [3]}))
             (2, {'a': 4, 'b': [6]})
         """
-        flat, rebuild = _flatten(self, inputs)
+        flat, rebuild = flatten_inputs(self, inputs)
         params = self.make_params(flat)
         return rebuild([self.transform(inpt, params) for inpt in flat])
 
     # Randomness helpers: always go through self.generator.
-
-    def _fuse_next(self, following: Any) -> Callable[[Any], Any] | None:
-        """A function computing ``following(self(x))`` for one input in a single step, or None.
-
-        Containers call it for each pair of neighbours; the default fuses nothing.
-        An override must give the same result as the two calls (up to float
-        rounding) and fall back to them for inputs it does not handle.
-        """
-        return None
 
     def _active_generator(self) -> torch.Generator | None:
         """The generator to draw from now (:func:`trivium.core.seeding.transform_generator`)."""
@@ -265,7 +243,20 @@ def _module_list(owner: str, transforms: Any) -> nn.ModuleList:
     return nn.ModuleList(t if isinstance(t, nn.Module) else _Fn(t) for t in transforms)
 
 
-def _check_probability(owner: str, p: Any) -> float:
+def check_probability(owner: str, p: Any) -> float:
+    """``p`` as a float if it is a probability (a real number in [0, 1]); raises otherwise.
+
+    ``TypeError`` for a non-number (``bool`` included), ``ValueError`` outside [0, 1];
+    both name ``owner``.
+
+    Example:
+        >>> check_probability("RandomApply", 1)
+        1.0
+        >>> check_probability("RandomApply", 1.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: RandomApply: p must be in [0, 1], got 1.5
+    """
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"{owner}: p must be a number in [0, 1], got {type(p).__name__}")
     if not 0.0 <= p <= 1.0:
@@ -288,7 +279,7 @@ class Compose(Transform):
 
     def forward(self, *inputs: Any) -> Any:
         """Run the chain (see the class docstring)."""
-        _flatten(self, inputs)  # argument check only
+        flatten_inputs(self, inputs)  # argument check only
         return _chain(self.transforms, inputs)
 
 
@@ -310,11 +301,11 @@ class RandomApply(Transform):
     ) -> None:
         super().__init__(generator)
         self.transforms = _module_list(type(self).__name__, transforms)
-        self.p = _check_probability(type(self).__name__, p)
+        self.p = check_probability(type(self).__name__, p)
 
     def forward(self, *inputs: Any) -> Any:
         """Run the chain or return the inputs unchanged (see the class docstring)."""
-        _flatten(self, inputs)
+        flatten_inputs(self, inputs)
         if self._uniform(0.0, 1.0) >= self.p:
             return inputs if len(inputs) > 1 else inputs[0]
         return _chain(self.transforms, inputs)
@@ -356,7 +347,7 @@ class RandomChoice(Transform):
 
     def forward(self, *inputs: Any) -> Any:
         """Pick one transform and apply it (see the class docstring)."""
-        _flatten(self, inputs)
+        flatten_inputs(self, inputs)
         generator = self._active_generator()
         device = "cpu" if generator is None else generator.device
         index = int(torch.multinomial(torch.tensor(self.p, device=device), 1, generator=generator))
@@ -381,6 +372,11 @@ class RandomOrder(Transform):
 
     def forward(self, *inputs: Any) -> Any:
         """Apply every transform, in a freshly drawn order (see the class docstring)."""
-        _flatten(self, inputs)
+        flatten_inputs(self, inputs)
         order = self._randperm(len(self.transforms))
         return _chain([self.transforms[i] for i in order], inputs)
+
+
+# The names other packages imported before these helpers were public; kept for one release.
+_flatten = flatten_inputs
+_check_probability = check_probability

@@ -16,9 +16,9 @@ Example:
     torch.float32
 """
 
-from trivium.core import Compose, RandomApply, RandomChoice, RandomOrder, Transform
+from trivium.core import RandomApply, RandomChoice, RandomOrder, Transform
 from trivium.vision.transforms import box_kernels, functional
-from trivium.vision.transforms._base import ImageTransform
+from trivium.vision.transforms._base import Compose, ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms.auto_augment import (
     AugMix,

@@ -40,14 +40,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch.nn.modules import module as _nn_module
 
 from trivium.core import Transform
-from trivium.core.transform import _flatten
+from trivium.core import transform as _core
+from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._dispatch import apply_kernel, is_image_type
 from trivium.vision.transforms._image import is_image, is_pil, pil_to_tensor, to_pil_image
 
-__all__ = ["ImageTransform"]
+__all__ = ["Compose", "ImageTransform"]
 
 
 class ImageTransform(Transform):
@@ -91,7 +93,13 @@ class ImageTransform(Transform):
             >>> Zero()(torch.ones(1, 2, 2), "keep")[1]
             'keep'
         """
-        flat, rebuild = _flatten(self, inputs)
+        if len(inputs) == 1:
+            x = inputs[0]
+            if type(x) is torch.Tensor and x.ndim >= 3:
+                # One plain image tensor (the per-image pipeline): what the general path
+                # below does for it, without flattening, leaf kinds or rebuilding.
+                return self._transform_images([x], self.make_params([x]))[0]
+        flat, rebuild = flatten_inputs(self, inputs)
         kinds = _leaf_kinds(flat)
         as_tensors = [
             _as_image_tensor(x) if k == _IMAGE else x for x, k in zip(flat, kinds, strict=True)
@@ -222,6 +230,8 @@ class ImageTransform(Transform):
         ``batch`` (all of them when None). A subclass may add values computed from
         the draws here, once per chunk instead of once per input.
         """
+        if rows is None and not self.per_sample:
+            return dict(params)  # one draw for the whole input: nothing to cut
         n = math.prod(batch)
 
         def cut(value: Any) -> Any:
@@ -295,6 +305,72 @@ class ImageTransform(Transform):
             return torch.rand(tuple(shape), device=device)
         values = self._rand(shape)
         return values if device is None else values.to(device, non_blocking=True)
+
+
+class Compose(_core.Compose):
+    """Apply ``transforms`` one after the other (torchvision v2's ``Compose``).
+
+    :class:`trivium.core.Compose` with fused steps: for a single input, a transform
+    may offer one step computing itself and the transform after it (``ToDtype`` to
+    a float dtype with ``scale=True`` followed by ``Normalize`` is one pass over an
+    integer image). The result is the two calls' (up to float rounding); modules with
+    forward hooks, and every module while a global forward hook is registered, are
+    called one by one so that each hook sees its call.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision.transforms import Normalize, ToDtype
+        >>> t = Compose([ToDtype(torch.float32, scale=True), Normalize([0.5], [0.5])])
+        >>> t(torch.full((1, 1, 2), 255, dtype=torch.uint8)).tolist()
+        [[[1.0, 1.0]]]
+    """
+
+    def forward(self, *inputs: Any) -> Any:
+        """Run the chain, fused pairs included for a single input (see the class docstring)."""
+        if len(inputs) != 1:
+            return super().forward(*inputs)
+        (x,) = inputs
+        for step in _fused_steps(list(self.transforms)):
+            x = step(x)
+        return x
+
+
+def _fused_steps(transforms: list[Any]) -> list[Any]:
+    """``transforms`` with each pair that offers a fused step replaced by that step.
+
+    A transform offers one with ``_fuse_next(following)``, returning a function of
+    one input that computes ``following(self(x))``, or None.
+    """
+    if len(transforms) < 2 or _global_hooks():
+        return transforms
+    steps, i = [], 0
+    while i < len(transforms):
+        fused = _fused_pair(transforms[i], transforms[i + 1]) if i + 1 < len(transforms) else None
+        if fused is None:
+            steps.append(transforms[i])
+            i += 1
+        else:
+            steps.append(fused)
+            i += 2
+    return steps
+
+
+def _fused_pair(first: Any, second: Any) -> Any:
+    fuse = getattr(first, "_fuse_next", None)
+    if fuse is None or _has_hooks(first) or _has_hooks(second):
+        return None  # a hook expects to see each module called
+    return fuse(second)
+
+
+def _has_hooks(module: Any) -> bool:
+    return bool(
+        getattr(module, "_forward_hooks", None) or getattr(module, "_forward_pre_hooks", None)
+    )
+
+
+def _global_hooks() -> bool:
+    # torch has no public way to ask whether a global module hook is registered.
+    return bool(_nn_module._global_forward_hooks or _nn_module._global_forward_pre_hooks)
 
 
 # How ImageTransform.forward treats each leaf of a sample.

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from trivium.core.transform import _check_probability
+from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
@@ -100,7 +100,7 @@ class _RandomOp(ImageTransform):
         self, p: float = 0.5, *, per_sample: bool = False, generator: torch.Generator | None = None
     ) -> None:
         super().__init__(per_sample=per_sample, generator=generator)
-        self.p = _check_probability(type(self).__name__, p)
+        self.p = check_probability(type(self).__name__, p)
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

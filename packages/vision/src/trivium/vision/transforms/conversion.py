@@ -3,7 +3,7 @@
 Example:
     >>> import torch
     >>> from PIL import Image
-    >>> from trivium.core import Compose
+    >>> from trivium.vision.transforms import Compose
     >>> steps = [ToImage(), ToDtype(torch.float32, scale=True), Normalize([0.5] * 3, [0.5] * 3)]
     >>> Compose(steps)(Image.new("RGB", (4, 2), (255, 0, 0)))[:, 0, 0].tolist()
     [1.0, -1.0, -1.0]
@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from trivium.core import Transform
-from trivium.core.transform import _flatten
+from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import (
     _OTHER,
@@ -60,7 +60,7 @@ class ToImage(Transform):
 
     def forward(self, *inputs: Any) -> Any:
         """Convert every PIL image / array among ``inputs`` (see the class docstring)."""
-        flat, rebuild = _flatten(self, inputs)
+        flat, rebuild = flatten_inputs(self, inputs)
         return rebuild([self.transform(x, {}) for x in flat])
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
@@ -143,7 +143,7 @@ class ToDtype(_TensorOut):
         """
         if isinstance(self.dtype, torch.dtype):
             return super().forward(*inputs)
-        flat, rebuild = _flatten(self, inputs)
+        flat, rebuild = flatten_inputs(self, inputs)
         return rebuild(
             [self._convert_leaf(x, k) for x, k in zip(flat, _leaf_kinds(flat), strict=True)]
         )
@@ -187,7 +187,11 @@ class ToDtype(_TensorOut):
         return _to_dtype_image(inpt, params.get("dtype", self.dtype), self.scale)
 
     def _fuse_next(self, following: Any) -> Callable[[Any], Any] | None:
-        """ToDtype(float, scale=True) then Normalize: one pass over an integer image."""
+        """ToDtype(float, scale=True) then Normalize: one pass over an integer image.
+
+        :class:`~trivium.vision.transforms.Compose` asks each transform for a fused step
+        with the one after it; None: no fused step.
+        """
         fusable = (
             type(following) is Normalize
             and isinstance(self.dtype, torch.dtype)

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from trivium.core.transform import _check_probability
+from trivium.core.transform import check_probability
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._image import check_image
@@ -67,7 +67,7 @@ class RandomErasing(ImageTransform):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__(per_sample=per_sample, generator=generator)
-        self.p = _check_probability(type(self).__name__, p)
+        self.p = check_probability(type(self).__name__, p)
         self.scale = _check_range("scale", scale, positive=False)
         self.ratio = _check_range("ratio", ratio, positive=True)
         if self.scale[1] > 1:

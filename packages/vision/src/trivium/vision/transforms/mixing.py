@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from trivium.core import Transform
-from trivium.core.transform import _flatten
+from trivium.core.transform import flatten_inputs
 from trivium.vision.transforms._image import check_image, is_pil
 
 __all__ = ["CutMix", "MixUp"]
@@ -118,7 +118,7 @@ class _MixBase(Transform):
         labels = self._labels_getter(inputs)
         if not isinstance(labels, torch.Tensor) or labels.ndim not in (1, 2):
             raise ValueError(f"{name}: labels must be a 1-D or 2-D tensor, got {labels!r:.60}")
-        flat, rebuild = _flatten(self, inputs)
+        flat, rebuild = flatten_inputs(self, inputs)
         leaves = [v for x in flat for v in (x.values() if isinstance(x, Mapping) else [x])]
         images = [
             x for x in leaves if isinstance(x, torch.Tensor) and x is not labels and x.ndim >= 3

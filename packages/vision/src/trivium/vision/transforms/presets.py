@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trivium.core import Compose
+from trivium.vision.transforms._base import Compose
 from trivium.vision.transforms._scriptable import SequentialModule
 from trivium.vision.transforms.conversion import Normalize, ToDtype, ToImage
 from trivium.vision.transforms.fused_decode import DecodeRandomResizedCrop, DecodeResize
