@@ -46,6 +46,8 @@ def test_a_fragment_holds_a_table_and_the_command_that_made_it(fragment: Path):
     assert re.search(r"benchmarks/\w+\.py|make demo|examples/\w+", text), (
         f"{fragment.name}: no command"
     )
+    # The benchmarks page gives each fragment its "##" heading; a fragment's own start at "###".
+    assert not re.search(r"^#{1,2} ", text, re.MULTILINE), f"{fragment.name}: a # or ## heading"
 
 
 def test_api_pages_name_modules_that_exist():
