@@ -319,6 +319,29 @@ void JpegDecoder::convert_row(const uint8_t* src, uint8_t* dst, int width) const
     }
 }
 
+// Reads the region's rows straight into the output, as many per call as libjpeg
+// takes. Runs inside decode()'s setjmp.
+bool JpegDecoder::read_rows_in_place(uint8_t* dst, ptrdiff_t row_stride) {
+    JSAMPARRAY rows = static_cast<JSAMPARRAY>((*cinfo_.mem->alloc_small)(
+        reinterpret_cast<j_common_ptr>(&cinfo_), JPOOL_IMAGE, sizeof(JSAMPROW) * region_height_));
+    for (JDIMENSION y = 0; y < region_height_; ++y) rows[y] = dst + ptrdiff_t(y) * row_stride;
+    for (JDIMENSION done = 0; done < region_height_;) {
+        const JDIMENSION n = jpeg_read_scanlines(&cinfo_, rows + done, region_height_ - done);
+        if (n == 0) return diag_->fail(ErrorKind::Corrupt, "decoder returned no scanline");
+        done += n;
+    }
+    return true;
+}
+
+// Ends a decode: finish when every row was read, else abort (a region ends early).
+void JpegDecoder::finish_decode() {
+    if (cinfo_.output_scanline == cinfo_.output_height) {
+        jpeg_finish_decompress(&cinfo_);
+    } else {
+        jpeg_abort_decompress(&cinfo_);
+    }
+}
+
 bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage) {
     err_.stop_on_damage = stop_on_damage;
     if (setjmp(err_.jump)) return false;
@@ -353,10 +376,17 @@ bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage
     const size_t row_bytes = size_t(region_width_) * shape_.channels;
     const uint8_t* const end = dst + ptrdiff_t(region_height_ - 1) * row_stride + row_bytes;
     const bool in_place = conversion_ == RowConversion::None;
+    if (region_top_ > 0) jpeg_skip_scanlines(&cinfo_, region_top_);
+    if (in_place && crop_bytes == row_bytes) {
+        // Whole rows, as laid out in the output: hand libjpeg every row pointer at
+        // once (as TurboJPEG does), so that it converts whole row groups per call.
+        if (!read_rows_in_place(dst, row_stride)) return false;
+        finish_decode();
+        return true;
+    }
     // A scratch row from libjpeg's pool: freed by jpeg_destroy even after a longjmp.
     JSAMPARRAY scratch = (*cinfo_.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo_),
                                                      JPOOL_IMAGE, crop_width * decoded_channels_, 1);
-    if (region_top_ > 0) jpeg_skip_scanlines(&cinfo_, region_top_);
 
     for (JDIMENSION y = 0; y < region_height_; ++y) {
         uint8_t* out_row = dst + ptrdiff_t(y) * row_stride;
@@ -371,11 +401,7 @@ bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage
             std::memmove(out_row, row + skip_bytes, row_bytes);
         }
     }
-    if (cinfo_.output_scanline == cinfo_.output_height) {
-        jpeg_finish_decompress(&cinfo_);
-    } else {
-        jpeg_abort_decompress(&cinfo_);
-    }
+    finish_decode();
     return true;
 }
 
@@ -476,23 +502,63 @@ bool JpegDecoder::decode_wide(uint8_t* dst, ptrdiff_t row_stride) {
             }
         }
     }
-    if (cinfo_.output_scanline == cinfo_.output_height) {
-        jpeg_finish_decompress(&cinfo_);
-    } else {
-        jpeg_abort_decompress(&cinfo_);
-    }
+    finish_decode();
     return true;
 }
 #endif
 
 namespace {
 
+// The encoder's destination: one malloc'd buffer, sized from a guess and grown with
+// realloc (often in place), where jpeg_mem_dest starts at 4 KiB and copies the
+// whole output on every doubling.
+struct GrowingDest {
+    jpeg_destination_mgr pub;
+    uint8_t* data = nullptr;
+    size_t capacity = 0;
+
+    size_t used() const { return capacity - pub.free_in_buffer; }
+};
+
+void dest_init(j_compress_ptr) {}
+
+boolean dest_grow(j_compress_ptr cinfo) {
+    auto* dest = reinterpret_cast<GrowingDest*>(cinfo->dest);
+    const size_t used = dest->capacity;  // called when the buffer is full
+    void* grown = std::realloc(dest->data, used * 2);
+    if (grown == nullptr) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 10);
+    dest->data = static_cast<uint8_t*>(grown);
+    dest->capacity = used * 2;
+    dest->pub.next_output_byte = dest->data + used;
+    dest->pub.free_in_buffer = dest->capacity - used;
+    return TRUE;
+}
+
+void dest_term(j_compress_ptr) {}
+
 struct EncoderState {
     jpeg_compress_struct cinfo;
     JpegDecoder::ErrorManager err;
-    unsigned char* buffer = nullptr;
-    unsigned long size = 0;
+    GrowingDest dest;
+
+    ~EncoderState() { std::free(dest.data); }
 };
+
+// Starts the destination at about the size a JPEG of these samples takes at the
+// usual qualities (an 8th of the raw size), so most encodes never grow it.
+bool start_dest(EncoderState* s, size_t raw_bytes) {
+    GrowingDest& dest = s->dest;
+    dest.capacity = std::max<size_t>(size_t(1) << 14, raw_bytes / 8);
+    dest.data = static_cast<uint8_t*>(std::malloc(dest.capacity));
+    if (dest.data == nullptr) return false;
+    dest.pub.init_destination = dest_init;
+    dest.pub.empty_output_buffer = dest_grow;
+    dest.pub.term_destination = dest_term;
+    dest.pub.next_output_byte = dest.data;
+    dest.pub.free_in_buffer = dest.capacity;
+    s->cinfo.dest = &dest.pub;
+    return true;
+}
 
 bool set_subsampling(jpeg_compress_struct* cinfo, int subsampling, Diagnostics* diag) {
     int h = 2, v = 2;
@@ -520,7 +586,9 @@ bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, 
                  ptrdiff_t row_stride, const JpegEncodeOptions& options, Diagnostics* diag) {
     if (setjmp(s->err.jump)) return false;
     jpeg_create_compress(&s->cinfo);
-    jpeg_mem_dest(&s->cinfo, &s->buffer, &s->size);
+    if (!start_dest(s, size_t(height) * size_t(width) * size_t(channels))) {
+        return diag->fail(ErrorKind::TooLarge, "out of memory");
+    }
     s->cinfo.image_width = static_cast<JDIMENSION>(width);
     s->cinfo.image_height = static_cast<JDIMENSION>(height);
     s->cinfo.input_components = channels;
@@ -549,9 +617,14 @@ bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, 
         return true;
     }
 #endif
+    // Every row pointer at once: libjpeg converts and downsamples whole row groups
+    // per call.
+    JSAMPARRAY rows = static_cast<JSAMPARRAY>((*s->cinfo.mem->alloc_large)(
+        reinterpret_cast<j_common_ptr>(&s->cinfo), JPOOL_IMAGE, sizeof(JSAMPROW) * size_t(height)));
+    for (int y = 0; y < height; ++y) rows[y] = const_cast<JSAMPROW>(pixels + ptrdiff_t(y) * row_stride);
     while (s->cinfo.next_scanline < s->cinfo.image_height) {
-        JSAMPROW row = const_cast<JSAMPROW>(pixels + ptrdiff_t(s->cinfo.next_scanline) * row_stride);
-        jpeg_write_scanlines(&s->cinfo, &row, 1);
+        const JDIMENSION next = s->cinfo.next_scanline;
+        jpeg_write_scanlines(&s->cinfo, rows + next, s->cinfo.image_height - next);
     }
     jpeg_finish_compress(&s->cinfo);
     return true;
@@ -595,9 +668,8 @@ bool encode_jpeg(const void* pixels, int height, int width, int channels,
     state.err.diag = diag;
     const bool ok = run_encoder(&state, static_cast<const uint8_t*>(pixels), height, width,
                                 channels, row_stride, options, diag);
-    if (ok) out->assign(state.buffer, state.buffer + state.size);
-    jpeg_destroy_compress(&state.cinfo);
-    std::free(state.buffer);  // allocated by jpeg_mem_dest, also after an error
+    if (ok) out->assign(state.dest.data, state.dest.data + state.dest.used());
+    jpeg_destroy_compress(&state.cinfo);  // the buffer is freed with the state
     return ok;
 }
 

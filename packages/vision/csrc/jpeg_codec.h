@@ -55,6 +55,8 @@ private:
     enum class RowConversion { None, GrayToGrayAlpha, CmykToRgb, CmykToRgba, CmykToGray, CmykToGrayAlpha };
 
     bool start();
+    bool read_rows_in_place(uint8_t* dst, ptrdiff_t row_stride);
+    void finish_decode();
     void convert_row(const uint8_t* src, uint8_t* dst, int width) const;
     // 12-bit and lossless JPEGs: rows decoded into a scratch row of the library's
     // sample type, then converted to the output channels with every sample
