@@ -11,9 +11,11 @@
 //
 // Shapes are data-dependent, so the fake kernels used for torch.compile and
 // torch.export (unbacked sizes) are Python ones, in trivium.vision.io.ops.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -118,9 +120,20 @@ ReadMode read_mode(int64_t mode, const char* func) {
 
 int64_t pixel_limit(int64_t max_pixels) { return max_pixels < 0 ? kDefaultMaxPixels : max_pixels; }
 
+// A new CPU tensor on plain malloc memory, as NumPy allocates: glibc hands a freed
+// block back to the next image of the same size, where at::empty's 64-byte-aligned
+// blocks do not fit the freed ones and take fresh, page-faulting memory per image.
+at::Tensor malloc_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
+    size_t bytes = c10::elementSize(dtype);
+    for (const int64_t n : sizes) bytes *= size_t(n);
+    void* data = std::malloc(std::max<size_t>(bytes, 1));
+    TORCH_CHECK(data != nullptr, "out of memory (", bytes, " bytes)");
+    return at::from_blob(data, sizes, [](void* p) { std::free(p); }, at::TensorOptions().dtype(dtype));
+}
+
 // An [H, W, C] buffer seen as [C, H, W]: the layout every decode returns.
 at::Tensor empty_chw(int64_t c, int64_t h, int64_t w, at::ScalarType dtype) {
-    return at::empty({h, w, c}, at::TensorOptions().dtype(dtype)).permute({2, 0, 1});
+    return malloc_empty({h, w, c}, dtype).permute({2, 0, 1});
 }
 
 // The layout the op promises (its fake kernel's): contiguous [C, H, W]. Python's eager
@@ -377,7 +390,7 @@ at::Tensor hwc_samples(const at::Tensor& image, const char* func, std::vector<in
 }
 
 at::Tensor to_tensor(const std::vector<uint8_t>& bytes) {
-    at::Tensor t = at::empty({int64_t(bytes.size())}, at::TensorOptions().dtype(at::kByte));
+    at::Tensor t = malloc_empty({int64_t(bytes.size())}, at::kByte);
     std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
     return t;
 }
