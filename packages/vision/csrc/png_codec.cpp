@@ -239,7 +239,6 @@ bool PngDecoder::decode(uint8_t* dst, bool stop_at_damage) {
 
 bool encode_png(const void* pixels, int height, int width, int channels, int bit_depth,
                 int compression_level, std::vector<uint8_t>* out, Diagnostics* diag) {
-    static const uint8_t kColorTypes[] = {kGray, kGrayAlpha, kRGB, kRGBA};
     if (channels < 1 || channels > 4) {
         return diag->fail(ErrorKind::Corrupt,
                           "PNG needs 1 to 4 channels, got " + std::to_string(channels));
@@ -254,31 +253,10 @@ bool encode_png(const void* pixels, int height, int width, int channels, int bit
         return diag->fail(ErrorKind::Corrupt, "compression_level must be in 0..9, got " +
                                                   std::to_string(compression_level));
     }
-    std::unique_ptr<spng_ctx, decltype(&spng_ctx_free)> ctx(spng_ctx_new(SPNG_CTX_ENCODER),
-                                                            &spng_ctx_free);
-    if (!ctx) return diag->fail(ErrorKind::Corrupt, "out of memory");
-    spng_ihdr ihdr{};
-    ihdr.width = static_cast<uint32_t>(width);
-    ihdr.height = static_cast<uint32_t>(height);
-    ihdr.bit_depth = static_cast<uint8_t>(bit_depth);
-    ihdr.color_type = kColorTypes[channels - 1];
-    int ret = spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
-    if (ret == 0) ret = spng_set_option(ctx.get(), SPNG_IMG_COMPRESSION_LEVEL, compression_level);
-    if (ret == 0) ret = spng_set_ihdr(ctx.get(), &ihdr);
-    const size_t bytes = size_t(height) * width * channels * (bit_depth / 8);
-    if (ret == 0) {
-        ret = spng_encode_image(ctx.get(), pixels, bytes, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
+    if (bit_depth != 8 && bit_depth != 16) {
+        return diag->fail(ErrorKind::Corrupt, "PNG bit depth must be 8 or 16, got " + std::to_string(bit_depth));
     }
-    if (ret != 0) return diag->fail(ErrorKind::Corrupt, std::string("cannot encode: ") + spng_strerror(ret));
-    size_t len = 0;
-    void* buffer = spng_get_png_buffer(ctx.get(), &len, &ret);
-    if (buffer == nullptr) {
-        return diag->fail(ErrorKind::Corrupt, std::string("cannot encode: ") + spng_strerror(ret));
-    }
-    const uint8_t* begin = static_cast<const uint8_t*>(buffer);
-    out->assign(begin, begin + len);
-    std::free(buffer);
-    return true;
+    return encode_png_rows(pixels, height, width, channels, bit_depth, compression_level, out, diag);
 }
 
 }  // namespace trivium

@@ -1,4 +1,4 @@
-// PNG decode and encode on libspng.
+// PNG decode on libspng (with a zlib fast path, png_rows.h) and encode on zlib (png_rows.h).
 #pragma once
 #include <spng.h>
 
