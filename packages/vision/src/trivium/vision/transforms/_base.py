@@ -98,7 +98,10 @@ class ImageTransform(Transform):
             if type(x) is torch.Tensor and x.ndim >= 3:
                 # One plain image tensor (the per-image pipeline): what the general path
                 # below does for it, without flattening, leaf kinds or rebuilding.
-                return self._transform_images([x], self.make_params([x]))[0]
+                params = self.make_params([x])
+                if not self.per_sample and type(self)._transform_images is _TRANSFORM_IMAGES:
+                    return self.transform(x, self._params_for_chunk(params, None, x.shape[:-3]))
+                return self._transform_images([x], params)[0]
         flat, rebuild = flatten_inputs(self, inputs)
         kinds = _leaf_kinds(flat)
         as_tensors = [
@@ -356,10 +359,12 @@ def _fused_steps(transforms: list[Any]) -> list[Any]:
 
 
 def _fused_pair(first: Any, second: Any) -> Any:
-    fuse = getattr(first, "_fuse_next", None)
+    # Looked up on the class: a missing attribute of an nn.Module goes through its slow
+    # __getattr__ and an AttributeError.
+    fuse = getattr(type(first), "_fuse_next", None)
     if fuse is None or _has_hooks(first) or _has_hooks(second):
         return None  # a hook expects to see each module called
-    return fuse(second)
+    return fuse(first, second)
 
 
 def _has_hooks(module: Any) -> bool:
@@ -372,6 +377,9 @@ def _global_hooks() -> bool:
     # torch has no public way to ask whether a global module hook is registered.
     return bool(_nn_module._global_forward_hooks or _nn_module._global_forward_pre_hooks)
 
+
+# What ImageTransform.forward may skip for one image (a subclass may replace it).
+_TRANSFORM_IMAGES = ImageTransform._transform_images
 
 # How ImageTransform.forward treats each leaf of a sample.
 _IMAGE, _TYPED, _OTHER = "image", "typed", "other"

@@ -300,7 +300,8 @@ def _to_float_normalized(to_dtype: ToDtype, normalize: Normalize, inpt: Any) -> 
         and inpt.ndim >= 3
         and inpt.numel() > 0
         and not (inpt.is_floating_point() or inpt.is_complex() or inpt.dtype == torch.bool)
-        and all(len(v) in (1, inpt.shape[-3]) for v in (normalize.mean, normalize.std))
+        and len(normalize.mean) in (1, inpt.shape[-3])
+        and len(normalize.std) in (1, inpt.shape[-3])
     )
     if not fused:  # the two steps give the results and the errors
         return normalize(to_dtype(inpt))

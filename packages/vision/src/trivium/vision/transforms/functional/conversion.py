@@ -168,7 +168,11 @@ def _normalize_rows(
 
 def _is_channels_innermost(img: torch.Tensor) -> bool:
     """Whether ``[..., C, H, W]`` is laid out as dense ``[..., H, W, C]`` memory (C > 1)."""
-    return img.dim() >= 3 and img.shape[-3] > 1 and img.movedim(-3, -1).is_contiguous()
+    if img.dim() < 3 or img.shape[-3] == 1:
+        return False
+    if img.shape[-1] > 1 and img.stride(-1) == 1:
+        return False  # pixels of a row are adjacent (channels first): the common case, cheaply
+    return img.movedim(-3, -1).is_contiguous()
 
 
 def _rows(img: torch.Tensor) -> torch.Tensor:
@@ -199,7 +203,7 @@ def _scale_normalize(img: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor
     if _is_channels_innermost(img):
         rows = torch.addcmul(_tile_row(shift, img), _rows(img), _tile_row(scale, img))
         return _from_rows(rows, img)
-    return torch.mul(img, scale).add_(shift)
+    return img.to(scale.dtype).mul_(scale).add_(shift)  # exact cast, then in place
 
 
 def _normalize_image(
