@@ -144,6 +144,46 @@ def test_long_files_read_in_parts_equal_one_read(
     assert info(path).num_frames == 5000
 
 
+def with_chunk_before_data(data: bytes, chunk: bytes) -> bytes:
+    """``data`` (a canonical 44-byte-header WAV) with ``chunk`` between ``fmt`` and ``data``."""
+    out = bytearray(data[:36] + chunk + data[36:])
+    out[4:8] = struct.pack("<I", len(out) - 8)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("junk", [0, 2])  # samples at a 4-byte boundary, and 2 bytes off it
+@pytest.mark.parametrize("whole", [True, False])  # one read, or the parts path of long files
+def test_stereo_16_bit_float_is_scipy_over_32768(
+    junk: int, whole: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interleaved 16-bit stereo converts to [channels, time] float32 with integer shifts on
+    whole frames: every sample must equal scipy's int16 / 32768, in every block and range."""
+    scipy_wavfile = pytest.importorskip("scipy.io.wavfile")
+    data = with_chunk_before_data(
+        wav_bytes("PCM_16", 2, 1001), b"JUNK" + struct.pack("<I", junk) + bytes(junk)
+    )
+    assert aio._wav_layout(data).data_offset % 4 == (2 if junk else 0)
+    path = tmp_path / "stereo.wav"
+    path.write_bytes(data)
+    stored = scipy_wavfile.read(path)[1]
+    assert stored.dtype == np.int16 and stored.shape == (1001, 2)
+    stored[5:7] = ((-32768, 32767), (0, -1))  # the extremes, zero and -1 in both channels
+    stored[7:9] = ((32767, -32768), (-1, 0))
+    data = data[: len(data) - stored.nbytes] + stored.tobytes()
+    path.write_bytes(data)
+    expected = (stored.astype(np.float32) / np.float32(32768)).T
+    monkeypatch.setattr(aio, "_STEREO_FRAMES", 64)  # many blocks, the last one short
+    if not whole:
+        monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
+        monkeypatch.setattr(aio, "_WAV_PART_BYTES", 998)
+    for source in (path, data):
+        for offset, count in ((0, -1), (3, 500), (1000, -1), (1001, -1)):
+            waveform = load(source, offset, count)[0]
+            assert waveform.is_contiguous()
+            end = None if count == -1 else offset + count
+            assert np.array_equal(waveform.numpy(), expected[:, offset:end])
+
+
 def test_long_file_with_trailing_chunks_and_truncation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
