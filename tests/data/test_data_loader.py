@@ -126,14 +126,35 @@ def test_arrow_source_exactly_once_across_layouts(
 
 
 def test_arrow_shuffle_window_keeps_rows_near_their_fragment(parquet_dir: pathlib.Path) -> None:
-    pipe = ParquetSource(parquet_dir).shuffle(buffer_size=9).to_tensors(["id"])
-    loader = DataLoader(pipe, 9, seed=4)
+    pipe = ParquetSource(parquet_dir).shuffle().to_tensors(["id"])
+    loader = DataLoader(pipe, 9, seed=4, shuffle_window=9)
     assert loader.shuffle
     batches = arrow_ids(loader)
     # a window of 9 rows = one row group (when aligned): each batch is one row group
     groups = [sorted(b) for b in batches[:4]]
     assert all(g == list(range(g[0], g[0] + len(g))) for g in groups if g[0] < 36)
     assert sorted(itertools.chain.from_iterable(batches)) == list(range(N))
+
+
+def test_shuffle_buffer_size_means_items_and_is_read_as_the_window_with_a_warning(
+    parquet_dir: pathlib.Path,
+) -> None:
+    # Outside the loader, buffer_size counts the pipe's items: RecordBatches here.
+    source = ParquetSource(parquet_dir)
+    batches = [b["id"].to_pylist() for b in source.shuffle(buffer_size=3, seed=0)]
+    assert sorted(batches) == [b["id"].to_pylist() for b in source]
+    # In the loader: shuffle() shuffles the global order with shuffle_window's rows...
+    plain = DataLoader(ParquetSource(parquet_dir).shuffle().to_tensors(["id"]), 9, seed=4)
+    window = DataLoader(ParquetSource(parquet_dir).to_tensors(["id"]), 9, shuffle=True, seed=4)
+    assert plain.shuffle and plain.shuffle_window is None
+    assert arrow_ids(plain) == arrow_ids(window)
+    # ... and a buffer_size given to shuffle() is still read as the window (deprecated).
+    old = ParquetSource(parquet_dir).shuffle(buffer_size=9).to_tensors(["id"])
+    with pytest.warns(DeprecationWarning, match="shuffle_window=9"):
+        deprecated = DataLoader(old, 9, seed=4)
+    new = DataLoader(ParquetSource(parquet_dir).shuffle().to_tensors(["id"]), 9, seed=4,
+                     shuffle_window=9)  # fmt: skip
+    assert arrow_ids(deprecated) == arrow_ids(new) != arrow_ids(plain)
 
 
 def interrupted(make, steps: int) -> tuple[list[list[int]], dict]:

@@ -187,3 +187,92 @@ def test_an_exception_in_the_loop_frees_the_cache(
                 raise KeyError("stop")
         assert cache_files(shm) == []
         assert sorted(itertools.chain.from_iterable(ids_of(loader))) == list(range(ROWS))
+
+
+def test_load_many_reads_each_missing_fragment_once(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    log = tmp_path / "reads.log"
+    source = CountingSource(parquet_file, log, columns=["id"])
+    reference = pq.ParquetFile(parquet_file)
+    cache = SharedReadCache()
+    try:
+        cache.load(source, 5)  # already cached: mapped, not read again
+        reads(log)
+        tables = cache.load_many(source, [3, 0, 5])
+        assert reads(log) == {"3": 1, "0": 1}
+        for index in (3, 0, 5):
+            assert tables[index] == reference.read_row_group(index, columns=["id"])
+        cache.load_many(source, [0, 3])
+        assert reads(log) == {}
+    finally:
+        cache.close()
+
+
+def test_fill_without_waiting_leaves_a_fragment_being_read_to_its_reader(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    import fcntl
+
+    log = tmp_path / "reads.log"
+    source = CountingSource(parquet_file, log, columns=["id"])
+    cache = SharedReadCache()
+    try:
+        fd = os.open(os.path.join(cache.path, "2.arrow.lock"), os.O_CREAT | os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another reader holds fragment 2
+        assert cache.fill(source, 2, want=True, wait=False) is None
+        assert reads(log) == {}
+        os.close(fd)  # its reader is done (here: gone without writing it)
+        table = cache.fill(source, 2, want=True, wait=False)
+        assert table["id"].to_pylist() == list(range(2 * GROUP, 3 * GROUP))
+        assert reads(log) == {"2": 1}
+    finally:
+        cache.close()
+
+
+RANK_SCRIPT = """
+import collections, json, os, sys
+import torch.distributed as dist
+sys.path.insert(0, {tests!r})
+from test_data_shared_cache import CountingSource
+from trivium.data import DataLoader
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+log = {log!r} + f".{{rank}}"
+loader = DataLoader(CountingSource({path!r}, log, columns=["id"]).shuffle({rows}), 8,
+                    num_workers=2, seed=0)
+ids = [i for b in loader for i in b["id"].tolist()]
+reads = collections.Counter(open(log).read().split())
+everyone = [None, None]
+dist.all_gather_object(everyone, {{"ids": ids, "reads": reads}})
+if rank == 0:
+    print(json.dumps(everyone))
+dist.destroy_process_group()
+"""
+
+
+def test_two_ranks_on_one_machine_each_read_the_window_once(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """Each rank has its own cache: on one machine, R ranks read a shuffled window R times.
+
+    Within a rank every fragment is read once (its workers share the cache); the ranks
+    split the rows exactly. Run under torchrun with 2 ranks on gloo.
+    """
+    import json
+
+    script = tmp_path / "ranks.py"
+    tests = str(pathlib.Path(__file__).parent)
+    log = str(tmp_path / "reads")
+    script.write_text(RANK_SCRIPT.format(tests=tests, log=log, path=str(parquet_file), rows=ROWS))
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += ["--nproc-per-node", "2", str(script)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ranks = json.loads(out.stdout.strip().splitlines()[-1])
+    every_fragment_once = {str(i): 1 for i in range(ROWS // GROUP)}
+    assert [rank["reads"] for rank in ranks] == [every_fragment_once] * 2
+    assert sorted(ranks[0]["ids"] + ranks[1]["ids"]) == list(range(ROWS))
+    assert not set(ranks[0]["ids"]) & set(ranks[1]["ids"])
+    assert cache_files(shm) == []

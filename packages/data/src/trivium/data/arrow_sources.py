@@ -55,7 +55,7 @@ from trivium.core.errors import (
     TriviumError,
 )
 from trivium.core.forking import ForkSafe, abandon
-from trivium.data.pipes import IterPipe
+from trivium.data.pipes.base import IterPipe
 from trivium.data.shared_cache import SharedReadCache
 
 __all__ = ["ArrowIPCSource", "ArrowSource", "CSVSource", "Fragment", "ParquetSource"]
@@ -320,6 +320,19 @@ class ArrowSource(ForkSafe, IterPipe):
         out.read_cache = None
         return out
 
+    @property
+    def sharded(self) -> bool:
+        """Whether this source reads only a shard of its fragments (made by :meth:`shard`).
+
+        Example:
+            >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+            >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+            >>> pq.write_table(pa.table({"x": [1, 2]}), path)
+            >>> ParquetSource(path).sharded, ParquetSource(path).shard(2, 0).sharded
+            (False, True)
+        """
+        return self._shard is not None
+
     def _my_fragments(self) -> list[Fragment]:
         shard = self._shard
         info = get_worker_info()
@@ -367,6 +380,22 @@ class ArrowSource(ForkSafe, IterPipe):
             self._cache.move_to_end(index)
         return table
 
+    def _load(self, indices: list[int]) -> None:
+        """Bring fragments ``indices`` into the per-process cache, all in one go.
+
+        Through the shared read cache, the missing ones are read together
+        (:meth:`SharedReadCache.load_many`), not one by one as the rows ask for them.
+        """
+        missing = [i for i in indices if i not in self._cache]
+        if self.read_cache is None or len(missing) < 2:
+            return
+        for index in indices:
+            if index in self._cache:
+                self._cache.move_to_end(index)
+        self._cache.update(self.read_cache.load_many(self, missing))
+        while len(self._cache) > max(self.cache_fragments, len(indices)):
+            self._cache.popitem(last=False)
+
     def release_fragments(self, done: np.ndarray) -> None:
         """Drop cached fragments for which ``done[index]`` is true (no batch needs them).
 
@@ -402,6 +431,7 @@ class ArrowSource(ForkSafe, IterPipe):
         # Runs of consecutive rows of one fragment: each becomes a zero-copy slice.
         breaks = np.flatnonzero((np.diff(ids) != 1) | (np.diff(which) != 0)) + 1
         fragments = dict.fromkeys(which.tolist())
+        self._load(list(fragments))
         if len(breaks) + 1 <= _SLICES_PER_TAKE * len(fragments):
             run_starts = np.concatenate([[0], breaks]).tolist()
             run_ends = [*breaks.tolist(), len(ids)]

@@ -36,7 +36,7 @@ import pyarrow.dataset as pds
 import torch
 
 from trivium.data.batches import TensorBatch, is_batch
-from trivium.data.pipes import IterPipe, _check_map, _get_col
+from trivium.data.pipes.base import IterPipe, _check_map, _get_col, register_op
 
 __all__ = ["to_tensors"]
 
@@ -226,7 +226,7 @@ def evaluate(batch: Columnar, expression: Any) -> pa.Array | pa.ChunkedArray:
 
 
 class _ColumnarOp(IterPipe):
-    _per_batch = True
+    runs_in_workers = True
     op_name = "columnar op"
 
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
@@ -238,6 +238,7 @@ class _ColumnarOp(IterPipe):
         raise NotImplementedError
 
 
+@register_op("map_batches")
 class MapBatches(IterPipe):
     """``pipe.map_batches(fn, input_col, output_col)``.
 
@@ -248,7 +249,7 @@ class MapBatches(IterPipe):
         [1]
     """
 
-    _per_batch = True
+    runs_in_workers = True
 
     def __init__(
         self,
@@ -280,6 +281,7 @@ class MapBatches(IterPipe):
         return out
 
 
+@register_op("select")
 class Select(_ColumnarOp):
     """``pipe.select(columns)``.
 
@@ -302,6 +304,7 @@ class Select(_ColumnarOp):
         return batch.select(self.columns)
 
 
+@register_op("rename")
 class Rename(_ColumnarOp):
     """``pipe.rename(mapping)``.
 
@@ -324,6 +327,7 @@ class Rename(_ColumnarOp):
         return batch.rename_columns([self.mapping.get(n, n) for n in batch.schema.names])
 
 
+@register_op("with_column")
 class WithColumn(_ColumnarOp):
     """``pipe.with_column(name, expression)``.
 
@@ -347,6 +351,7 @@ class WithColumn(_ColumnarOp):
         return batch.append_column(self.name, value)
 
 
+@register_op("to_rows")
 class ToRows(_ColumnarOp):
     """``pipe.to_rows()``: each RecordBatch becomes its rows (dicts).
 
@@ -367,6 +372,7 @@ class ToRows(_ColumnarOp):
         self.source = source
 
 
+@register_op("to_tensors")
 class ToTensors(_ColumnarOp):
     """``pipe.to_tensors(columns)``.
 

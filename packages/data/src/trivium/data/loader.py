@@ -19,8 +19,9 @@ What the loader reads: a map-style dataset (``ArrowDataset``, ``MapPipe``, a lis
 any ``Dataset`` with ``__len__``), or an ``IterPipe`` whose root is an Arrow source
 (``ParquetSource`` ...) or ``MapPipe.to_iter_pipe()``, followed by per-item ops
 (``map``, ``filter``, ``flatmap``, ``parallel_map``, ``select``, ``to_tensors``, ...).
-Those ops run in the workers on each batch; a ``shuffle(buffer_size)`` in the
-chain sets the shuffle window of the global order. An Arrow source gives each
+Those ops run in the workers on each batch (the ops whose ``runs_in_workers`` is
+true, through ``apply_in_worker``); a ``shuffle()`` in the chain shuffles the global
+order, within windows of ``shuffle_window`` rows. An Arrow source gives each
 batch as one ``RecordBatch`` (turn it into tensors with ``to_tensors``), or rows
 after ``to_rows()`` (collated with ``collate_fn``). A ``filter`` (or
 ``on_error="skip"``) makes a batch smaller, never changes the number of batches;
@@ -66,7 +67,8 @@ from trivium.core.devices import CUDAPrefetcher
 from trivium.core.seeding import derive_seed, sample_scope
 from trivium.data.arrow_sources import ArrowSource, fragments_for_window
 from trivium.data.batches import TensorBatch, is_batch
-from trivium.data.pipes import IterPipe, Map, Shuffle, SkippedSamplesWarning, _MapToIter
+from trivium.data.pipes import IterPipe, Shuffle, SkippedSamplesWarning
+from trivium.data.pipes.map_style import _MapToIter
 from trivium.data.sharding import EpochPlan, epoch_order
 from trivium.data.shared_cache import ReadAhead, SharedReadCache, fragment_uses
 from trivium.data.transfer import inline_small_tensors
@@ -88,8 +90,10 @@ class _Chain:
         node = dataset
         while isinstance(node, IterPipe) and node.source is not None:
             if isinstance(node, Shuffle):
-                self.pipe_shuffle, self.window = True, node.buffer_size
-            elif node._per_batch:
+                self.pipe_shuffle = True
+                if node.buffer_size_given:  # the deprecated reading, see DataLoader
+                    self.window = node.buffer_size
+            elif node.runs_in_workers:
                 self.ops.append(node)
             else:
                 raise TypeError(
@@ -104,7 +108,7 @@ class _Chain:
         self.root = node
         self.columnar = isinstance(node, ArrowSource)
         if self.columnar:
-            if node._shard is not None:
+            if node.sharded:
                 raise ValueError("DataLoader shards by itself: pass the source unsharded")
         elif isinstance(node, IterableDataset) or not (
             hasattr(node, "__getitem__") and hasattr(node, "__len__")
@@ -123,7 +127,7 @@ class _Chain:
         return list(self.root.fragment_rows()) if self.columnar else [len(self.root)]
 
     def skipped(self) -> int:
-        return sum(op.skipped for op in self.ops if isinstance(op, Map))
+        return sum(getattr(op, "skipped", 0) for op in self.ops)
 
     def read(
         self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int, batch_seed: int
@@ -139,8 +143,7 @@ class _Chain:
         else:
             items = iter(self._rows(ids, positions, seed, epoch))
         for i, op in enumerate(self.ops):
-            op_seed = derive_seed(batch_seed, i)
-            items = op._apply(items, op_seed) if op._per_sample else op._apply(items)
+            items = op.apply_in_worker(items, derive_seed(batch_seed, i))
         return list(items)
 
     def _rows(self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int) -> list[Any]:
@@ -261,8 +264,11 @@ class DataLoader:
         seed: fixes the order of every epoch together with :meth:`set_epoch`, and what
             every random transform draws for each sample (see the module docstring).
         shuffle_window: for an Arrow source, rows are shuffled within windows of this
-            many rows after the fragments are permuted (default: the pipe's
-            ``shuffle(buffer_size)``, else 16384). Map-style data is fully permuted.
+            many rows after the fragments are permuted (default 16384); a
+            ``shuffle()`` in the pipe, or ``shuffle=True``, turns shuffling on.
+            Map-style data is fully permuted. (A ``shuffle(buffer_size=N)`` in the
+            pipe is read as ``shuffle_window=N``, deprecated: ``buffer_size``
+            counts the pipe's items outside a DataLoader.)
         rank, world_size: this process's place among the ranks (default: from
             ``torch.distributed`` when initialised, else 0 and 1).
         device: move each batch there, overlapping the copy with compute on CUDA
@@ -350,7 +356,7 @@ class DataLoader:
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
         self.seed = seed
-        self.shuffle_window = shuffle_window or self._chain.window
+        self.shuffle_window = shuffle_window or self._pipe_window()
         self.device = device
         self.shared_cache = shared_cache
         dist_rank, dist_world = _distributed()
@@ -366,6 +372,21 @@ class DataLoader:
         self._workers: tuple[_EpochStream, torch.utils.data.DataLoader] | None = None
         self._read_cache: SharedReadCache | None = None
         self._reader: ReadAhead | None = None
+
+    def _pipe_window(self) -> int | None:
+        """The window of a ``shuffle(buffer_size)`` in the pipe: the deprecated reading."""
+        window = self._chain.window
+        if window is not None and self._chain.columnar:
+            warnings.warn(
+                f"DataLoader: the pipe's shuffle(buffer_size={window}) is read as "
+                f"shuffle_window={window} (rows of the global order), while outside a "
+                "DataLoader buffer_size counts the items of the pipe; pass "
+                f"DataLoader(..., shuffle_window={window}) and shuffle() without "
+                "buffer_size. This reading of buffer_size goes in the next release",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+        return window
 
     def __repr__(self) -> str:
         return (

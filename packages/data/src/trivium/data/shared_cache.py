@@ -53,14 +53,23 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from trivium.data.arrow_sources import ArrowSource
     from trivium.data.sharding import EpochPlan
+
+
+class ArrowSource(Protocol):
+    """What the cache reads: the fragments of an Arrow source (``ParquetSource``, ...)."""
+
+    @property
+    def fragments(self) -> Sequence[Any]: ...
+
+    def read_fragment(self, fragment: Any) -> pa.Table: ...
+
 
 __all__ = ["ReadAhead", "SharedReadCache", "fragment_uses", "shm_root"]
 
@@ -215,15 +224,53 @@ class SharedReadCache:
             return table
         return self.fill(source, index, want=True)
 
-    def fill(self, source: ArrowSource, index: int, want: bool = False) -> pa.Table | None:
-        """Read fragment ``index`` into the cache unless someone has; return it if ``want``."""
+    def load_many(self, source: ArrowSource, indices: Sequence[int]) -> dict[int, pa.Table]:
+        """Fragments ``indices`` of ``source``, each read at most once by anyone.
+
+        Mapped where cached; the missing ones are read from the last down, so that a
+        reader going up through them (the main process's :class:`ReadAhead`) and this
+        process read different fragments at the same time instead of waiting on each
+        other's locks. A fragment being read by someone else is taken last.
+
+        Example:
+            >>> import tempfile, pyarrow as pa, pyarrow.parquet as pq
+            >>> from trivium.data import ParquetSource
+            >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+            >>> pq.write_table(pa.table({"x": list(range(6))}), path, row_group_size=2)
+            >>> cache = SharedReadCache()
+            >>> tables = cache.load_many(ParquetSource(path), [2, 0])
+            >>> [tables[i]["x"].to_pylist() for i in (2, 0)]
+            [[4, 5], [0, 1]]
+            >>> cache.close()
+        """
+        tables = {index: _map(self._file(index)) for index in indices}
+        busy = []
+        for index in sorted((i for i, t in tables.items() if t is None), reverse=True):
+            table = self.fill(source, index, want=True, wait=False)
+            if table is None:
+                busy.append(index)
+            tables[index] = table
+        for index in busy:
+            tables[index] = self.load(source, index)
+        return tables
+
+    def fill(
+        self, source: ArrowSource, index: int, want: bool = False, wait: bool = True
+    ) -> pa.Table | None:
+        """Read fragment ``index`` into the cache unless someone has; return it if ``want``.
+
+        ``wait=False``: return None at once when another process is reading it.
+        """
         path = self._file(index)
         try:
             fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         except FileNotFoundError:  # the directory is gone (the epoch stopped): read privately
             return source.read_fragment(source.fragments[index]).combine_chunks() if want else None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # released by the kernel if this process dies
+            try:  # released by the kernel if this process dies
+                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
             table = _map(path)
             if table is None:
                 table = source.read_fragment(source.fragments[index]).combine_chunks()
@@ -373,8 +420,8 @@ class ReadAhead:
     def _run(self) -> None:
         while (index := self._next()) is not None:
             try:
-                with _fork_lock:
-                    self.cache.fill(self.source, index)
+                with _fork_lock:  # a fragment a worker is reading is left to it
+                    self.cache.fill(self.source, index, wait=False)
             except Exception:  # the worker that needs it reads it and raises, naming the file
                 return
             with self._cond:
