@@ -13,6 +13,7 @@
 #include "jpeg_codec.h"
 #include "nms.h"
 #include "png_codec.h"
+#include "resample.h"
 
 namespace py = pybind11;
 using namespace trivium;
@@ -286,6 +287,7 @@ PYBIND11_MODULE(_C, m) {
     m.def("decode_png", &py_decode_png, py::arg("data"), py::arg("mode"), py::arg("stop_at_damage"),
           py::arg("max_pixels"), py::arg("out") = py::none());
     m.def("encode_png", &py_encode_png, py::arg("image"), py::arg("compression_level"));
+    register_resample(m);
     m.def("nms", &py_nms, py::arg("boxes"), py::arg("order"), py::arg("iou_threshold"),
           py::arg("classes") = py::none(), py::arg("ascending") = false);
     m.attr("jpeg_version") = JPEG_LIB_VERSION;

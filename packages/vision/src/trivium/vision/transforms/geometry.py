@@ -587,9 +587,10 @@ class RandomResizedCrop(ImageTransform):
     ``size``: ``[h, w]`` or one int for a square. The box is drawn by
     :meth:`get_params` (torchvision's algorithm). With ``per_sample=True`` every
     image of a batch gets its own box. On CPU each image is then cropped and
-    resized exactly as without ``per_sample`` (torch's native uint8 kernel, straight
-    into one output); on CUDA and under ``torch.compile`` all boxes are resampled in
-    one ``grid_sample`` call (see
+    resized exactly as without ``per_sample``, pixel for pixel, straight into one
+    output (antialiased uint8 batches by a native kernel that runs torch's arithmetic
+    on the whole batch without the GIL); on CUDA and under ``torch.compile`` all
+    boxes are resampled in one ``grid_sample`` call (see
     :func:`~trivium.vision.transforms.functional.resized_crop_batched` for how
     antialiasing is approximated there).
 

@@ -607,10 +607,13 @@ def _resized_crops_each(
     """Box ``n`` of the flattened batch to one output ``size``, image by image (the CPU way).
 
     Each image is cropped to its box and resized exactly as :func:`resized_crop`
-    does (for uint8, torch's native antialiased kernel), straight into one output,
-    so the result equals :func:`resized_crop` applied to every image. On a CPU this
-    is faster than :func:`resized_crop_batched`, whose one ``grid_sample`` call
-    suits CUDA.
+    does, into one output, so the result equals :func:`resized_crop` applied to
+    every image. Antialiased bilinear and bicubic uint8 batches go through the
+    native kernel (``trivium.vision._C.resized_crops_u8``: torch's arithmetic, bit
+    for bit, on the planes where they lie, GIL released, images shared out to
+    ``torch.get_num_threads()`` threads); other batches through torch's kernel image
+    by image. On a CPU this is faster than :func:`resized_crop_batched`, whose one
+    ``grid_sample`` call suits CUDA.
 
     Example:
         >>> import torch
@@ -626,6 +629,12 @@ def _resized_crops_each(
     c, h, w = shape[-3], shape[-2], shape[-1]
     x = img.reshape(-1, c, h, w)
     n = x.shape[0]
+    native = _native_resized_crops(x, mode, antialias)
+    if native is not None:
+        out = x.new_empty((n, c, out_h, out_w))
+        boxes = torch.stack([b.reshape(-1).expand(n) for b in (top, left, height, width)], 1)
+        native(x.numpy(), boxes.to(torch.int64).numpy(), out.numpy(), mode, torch.get_num_threads())
+        return out.reshape((*shape[:-2], out_h, out_w))
     boxes = [b.reshape(-1).expand(n).tolist() for b in (top, left, height, width)]
     out = x.new_empty((n, c, out_h, out_w))
     # The antialiased kernel interpolate calls, called with out=: no copy of each result.
@@ -643,6 +652,30 @@ def _resized_crops_each(
             slot = out[k : k + 1]
             kernel(_channels_last_batch(crop), [out_h, out_w], False, None, None, out=slot)
     return out.reshape((*shape[:-2], out_h, out_w))
+
+
+def _native_resized_crops(x: torch.Tensor, mode: str, antialias: bool) -> Any:
+    """The native crop + resize kernel when it computes this batch exactly as torch, else None.
+
+    That is antialiased bilinear or bicubic on uint8 CPU tensors whose rows are
+    contiguous (torch's kernel is as fast on channels-last images, which it need not
+    repack), outside ``torch.compile`` (which cannot trace a NumPy call), with the
+    extension built.
+    """
+    if (
+        x.dtype != torch.uint8
+        or not antialias
+        or mode not in ("bilinear", "bicubic")
+        or x.device.type != "cpu"
+        or (x.stride(-1) != 1 and x.shape[-1] > 1)
+        or torch.compiler.is_compiling()
+    ):
+        return None
+    try:
+        from trivium.vision import _C
+    except ImportError:
+        return None
+    return getattr(_C, "resized_crops_u8", None)
 
 
 # torch's antialiased CPU kernels, and the dtypes it runs them on natively (see _resize_image).
