@@ -135,16 +135,26 @@ def test_mulaw_transforms_round_trip() -> None:
 
 
 def test_transforms_are_transforms_with_reprs() -> None:
-    for t in (
-        T.Fade(1, 1),
-        T.Vol(0.5),
-        T.TimeMasking(3),
-        T.Resample(2, 1),
-        T.MelSpectrogram(n_mels=64),
-    ):
+    for t in (T.Fade(1, 1), T.Vol(0.5), T.Resample(2, 1), T.MelSpectrogram(n_mels=64)):
         assert isinstance(t, Transform)
+    # Called with options beside the data (torchaudio's signatures): not sample transforms.
+    for t in (
+        T.AddNoise(),
+        T.TimeMasking(3),
+        T.FrequencyMasking(3),
+        T.InverseSpectrogram(),
+        T.TimeStretch(),
+        T.SpeedPerturbation(16000, [1.0]),
+    ):
+        assert isinstance(t, T.CallTransform) and not isinstance(t, Transform)
     assert "time_mask_param" not in repr(T.TimeMasking(3))
     assert "mask_param=3" in repr(T.TimeMasking(3))
+    g = torch.Generator()
+    assert repr(T.SpeedPerturbation(8000, [0.9], generator=g)) == (
+        "SpeedPerturbation(orig_freq=8000, factors=[0.9], generator=torch.Generator(device='cpu'))"
+    )
+    with pytest.raises(TypeError, match=r"TimeMasking: generator must be a torch\.Generator"):
+        T.TimeMasking(3, generator=0)  # type: ignore[arg-type]
 
 
 def test_buffers_move_with_to() -> None:

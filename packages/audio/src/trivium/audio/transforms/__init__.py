@@ -1,4 +1,9 @@
-"""Audio transforms as ``nn.Module``s on :class:`trivium.core.Transform` (torchaudio's names).
+r"""Audio transforms as ``nn.Module``s (torchaudio's names and calls).
+
+Those called with a sample (``t(waveform)``) are :class:`trivium.core.Transform`\ s;
+those whose call takes options beside the data (``AddNoise``, ``FrequencyMasking``,
+``TimeMasking``, ``InverseSpectrogram``, ``TimeStretch``, ``SpeedPerturbation``) are
+:class:`~trivium.audio.transforms.base.CallTransform`\ s.
 
 They take any leading batch shape, compute on the input's device (buffers follow
 ``.to()``), are differentiable where the math allows and run under ``torch.compile``.
@@ -12,6 +17,7 @@ Example:
     torch.Size([2, 64, 81])
 """
 
+from trivium.audio.transforms.base import CallTransform
 from trivium.audio.transforms.effects import AddNoise, Fade, Vol
 from trivium.audio.transforms.masking import FrequencyMasking, TimeMasking
 from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
@@ -32,6 +38,7 @@ __all__ = [
     "MFCC",
     "AddNoise",
     "AmplitudeToDB",
+    "CallTransform",
     "Fade",
     "FrequencyMasking",
     "GriffinLim",

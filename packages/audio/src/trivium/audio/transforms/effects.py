@@ -15,6 +15,7 @@ from typing import Any
 from torch import Tensor
 
 from trivium.audio.functional.effects import FADE_SHAPES, add_noise, fade, gain
+from trivium.audio.transforms.base import CallTransform
 from trivium.core.transform import Transform
 
 __all__ = ["AddNoise", "Fade", "Vol"]
@@ -76,7 +77,7 @@ class Vol(Transform):
         return out.clamp(-1, 1)
 
 
-class AddNoise(Transform):
+class AddNoise(CallTransform):
     """Add ``noise`` scaled to a signal-to-noise ratio of ``snr`` dB.
 
     Call it as ``add(waveform, noise, snr, lengths=None)`` with ``waveform`` and
@@ -89,7 +90,7 @@ class AddNoise(Transform):
         torch.Size([2, 50])
     """
 
-    def forward(  # type: ignore[override]
+    def forward(
         self, waveform: Tensor, noise: Tensor, snr: Tensor, lengths: Tensor | None = None
     ) -> Tensor:
         """Mix ``noise`` into ``waveform`` at ``snr`` dB."""

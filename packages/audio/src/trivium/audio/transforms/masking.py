@@ -9,18 +9,16 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import Tensor
 
 from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_iid
-from trivium.core.transform import Transform
+from trivium.audio.transforms.base import CallTransform
 
 __all__ = ["FrequencyMasking", "TimeMasking"]
 
 
-class _AxisMasking(Transform):
+class _AxisMasking(CallTransform):
     """Mask a band of ``[..., freq, time]`` along ``axis`` (-2 or -1)."""
 
     def __init__(
@@ -41,19 +39,15 @@ class _AxisMasking(Transform):
         self.iid_masks = iid_masks
         self.p = p
 
-    def forward(self, specgram: Tensor, mask_value: float = 0.0) -> Tensor:  # type: ignore[override]
+    def forward(self, specgram: Tensor, mask_value: float = 0.0) -> Tensor:
         """Mask ``specgram`` ``[..., freq, time]``, filling with ``mask_value``."""
         if self.iid_masks:
             return mask_along_axis_iid(
-                specgram, self.mask_param, mask_value, self.axis, self.p, self._active_generator()
+                specgram, self.mask_param, mask_value, self.axis, self.p, self.active_generator()
             )
         return mask_along_axis(
-            specgram, self.mask_param, mask_value, self.axis, self.p, self._active_generator()
+            specgram, self.mask_param, mask_value, self.axis, self.p, self.active_generator()
         )
-
-    def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
-        """Mask one spectrogram with the default fill value 0."""
-        return self.forward(inpt)
 
 
 class FrequencyMasking(_AxisMasking):

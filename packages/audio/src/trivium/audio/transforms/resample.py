@@ -21,6 +21,7 @@ from trivium.audio.functional.resampling import (
     sinc_resample_kernel,
     speed,
 )
+from trivium.audio.transforms.base import CallTransform
 from trivium.core.transform import Transform
 
 __all__ = ["Resample", "SpeedPerturbation"]
@@ -89,7 +90,7 @@ class Resample(Transform):
         )
 
 
-class SpeedPerturbation(Transform):
+class SpeedPerturbation(CallTransform):
     """Change speed by a factor drawn uniformly from ``factors`` (Ko et al., 2015).
 
     Call it as ``perturb(waveform, lengths=None)``; it returns ``(waveform, lengths)``
@@ -116,15 +117,17 @@ class SpeedPerturbation(Transform):
         self.orig_freq = orig_freq
         self.factors = list(factors)
 
-    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
-        """Pick the speed factor."""
-        return {"factor": self.factors[int(self._randint(0, len(self.factors)))]}
-
-    def forward(  # type: ignore[override]
+    def forward(
         self, waveform: Tensor, lengths: Tensor | None = None
     ) -> tuple[Tensor, Tensor | None]:
         """Perturb ``waveform`` ``[..., time]``; ``lengths`` ``[...]`` are scaled alike."""
-        factor = self.make_params([waveform])["factor"]
+        factor = self.factors[int(self._draw_index())]
         if factor == 1.0:
             return waveform, lengths
         return speed(waveform, self.orig_freq, factor, lengths)
+
+    def _draw_index(self) -> Tensor:
+        """Which of ``factors`` to use, drawn on the generator's device."""
+        generator = self.active_generator()
+        device = "cpu" if generator is None else generator.device
+        return torch.randint(0, len(self.factors), (), generator=generator, device=device)

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from trivium.audio.functional import spectral as F
+from trivium.audio.transforms.base import CallTransform
 from trivium.core.transform import Transform
 
 __all__ = [
@@ -50,24 +51,22 @@ def _frames(n_fft: int, win_length: int | None, hop_length: int | None) -> tuple
     return win_length, hop_length
 
 
-class _STFTTransform(Transform):
-    """A transform built on the STFT: checks and keeps its frame sizes and window."""
-
-    def _set_stft(
-        self,
-        n_fft: int,
-        win_length: int | None,
-        hop_length: int | None,
-        window_fn: WindowFn,
-        wkwargs: dict | None,
-    ) -> None:
-        """Set ``n_fft``, ``win_length``, ``hop_length`` (torchaudio's defaults) and ``window``."""
-        self.n_fft = n_fft
-        self.win_length, self.hop_length = _frames(n_fft, win_length, hop_length)
-        self.register_buffer("window", window_fn(self.win_length, **(wkwargs or {})))
+def _set_stft(
+    module: torch.nn.Module,
+    n_fft: int,
+    win_length: int | None,
+    hop_length: int | None,
+    window_fn: WindowFn,
+    wkwargs: dict | None,
+) -> None:
+    """Set ``n_fft``, ``win_length``, ``hop_length`` (torchaudio's defaults) and the
+    ``window`` buffer of a transform built on the STFT."""
+    module.n_fft = n_fft
+    module.win_length, module.hop_length = _frames(n_fft, win_length, hop_length)
+    module.register_buffer("window", window_fn(module.win_length, **(wkwargs or {})))
 
 
-class Spectrogram(_STFTTransform):
+class Spectrogram(Transform):
     """``[..., time]`` waveform to a ``[..., n_fft // 2 + 1, frames]`` spectrogram.
 
     ``power=None`` gives the complex STFT, else ``|STFT| ** power``. Arguments and
@@ -94,7 +93,7 @@ class Spectrogram(_STFTTransform):
         onesided: bool = True,
     ) -> None:
         super().__init__()
-        self._set_stft(n_fft, win_length, hop_length, window_fn, wkwargs)
+        _set_stft(self, n_fft, win_length, hop_length, window_fn, wkwargs)
         self.pad = pad
         self.power = power
         self.normalized = normalized
@@ -119,7 +118,7 @@ class Spectrogram(_STFTTransform):
         )
 
 
-class InverseSpectrogram(_STFTTransform):
+class InverseSpectrogram(CallTransform):
     """Complex spectrogram ``[..., freq, frames]`` back to a waveform ``[..., time]``.
 
     Call it as ``inv(spectrogram, length=None)``.
@@ -147,14 +146,14 @@ class InverseSpectrogram(_STFTTransform):
         onesided: bool = True,
     ) -> None:
         super().__init__()
-        self._set_stft(n_fft, win_length, hop_length, window_fn, wkwargs)
+        _set_stft(self, n_fft, win_length, hop_length, window_fn, wkwargs)
         self.pad = pad
         self.normalized = normalized
         self.center = center
         self.pad_mode = pad_mode
         self.onesided = onesided
 
-    def forward(self, spectrogram: Tensor, length: int | None = None) -> Tensor:  # type: ignore[override]
+    def forward(self, spectrogram: Tensor, length: int | None = None) -> Tensor:
         """Invert ``spectrogram``; ``length`` trims or pads to that many samples."""
         return F.inverse_spectrogram(
             spectrogram,
@@ -404,7 +403,7 @@ class MFCC(Transform):
         return torch.matmul(mel.transpose(-1, -2), dct).transpose(-1, -2)
 
 
-class GriffinLim(_STFTTransform):
+class GriffinLim(Transform):
     """Magnitude spectrogram ``[..., freq, frames]`` to a waveform by Griffin-Lim.
 
     Random initial phases (``rand_init=True``) come from ``generator``.
@@ -434,7 +433,7 @@ class GriffinLim(_STFTTransform):
         if not 0 <= momentum < 1:
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")
         self.n_iter = n_iter
-        self._set_stft(n_fft, win_length, hop_length, window_fn, wkwargs)
+        _set_stft(self, n_fft, win_length, hop_length, window_fn, wkwargs)
         self.power = power
         self.momentum = momentum
         self.length = length
@@ -457,7 +456,7 @@ class GriffinLim(_STFTTransform):
         )
 
 
-class TimeStretch(Transform):
+class TimeStretch(CallTransform):
     """Stretch a complex STFT ``[..., freq, frames]`` in time by a phase vocoder.
 
     Call it as ``stretch(spec, overriding_rate=None)``; ``rate > 1`` speeds up.
@@ -479,7 +478,7 @@ class TimeStretch(Transform):
         advance = torch.linspace(0, math.pi * self.hop_length, n_freq)[..., None]
         self.register_buffer("phase_advance", advance)
 
-    def forward(self, complex_specgrams: Tensor, overriding_rate: float | None = None) -> Tensor:  # type: ignore[override]
+    def forward(self, complex_specgrams: Tensor, overriding_rate: float | None = None) -> Tensor:
         """Stretch by ``overriding_rate`` or, when omitted, ``fixed_rate``."""
         if not complex_specgrams.is_complex():
             raise TypeError("TimeStretch: expected a complex spectrogram (Spectrogram(power=None))")
