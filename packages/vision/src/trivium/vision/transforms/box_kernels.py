@@ -209,6 +209,19 @@ def clamp_bounding_boxes(
 # Flips.
 
 
+def _flip(boxes: torch.Tensor, fmt: BoundingBoxFormat, axis: int, extent: int) -> torch.Tensor:
+    # Mirror coordinate `axis` (0: x, 1: y) on [0, extent]: columns axis and axis + 2.
+    lo, hi = axis, axis + 2
+    out = boxes.clone().reshape(-1, 4)
+    if fmt == _XYXY:
+        out[:, [lo, hi]] = out[:, [hi, lo]].sub_(extent).neg_()
+    elif fmt == _XYWH:
+        out[:, lo].add_(out[:, hi]).sub_(extent).neg_()
+    else:  # CXCYWH: the centre moves, the size stays
+        out[:, lo].sub_(extent).neg_()
+    return out.reshape(boxes.shape)
+
+
 def horizontal_flip_bounding_boxes(
     bounding_boxes: torch.Tensor, format: Format, canvas_size: tuple[int, int]
 ) -> torch.Tensor:
@@ -220,15 +233,7 @@ def horizontal_flip_bounding_boxes(
         [[8, 0, 2, 3]]
     """
     _check_boxes("horizontal_flip_bounding_boxes", bounding_boxes)
-    fmt, width = _as_format(format), canvas_size[1]
-    out = bounding_boxes.clone().reshape(-1, 4)
-    if fmt == _XYXY:
-        out[:, [2, 0]] = out[:, [0, 2]].sub_(width).neg_()
-    elif fmt == _XYWH:
-        out[:, 0].add_(out[:, 2]).sub_(width).neg_()
-    else:
-        out[:, 0].sub_(width).neg_()
-    return out.reshape(bounding_boxes.shape)
+    return _flip(bounding_boxes, _as_format(format), 0, canvas_size[1])
 
 
 def vertical_flip_bounding_boxes(
@@ -242,15 +247,7 @@ def vertical_flip_bounding_boxes(
         [[0, 1, 2, 4]]
     """
     _check_boxes("vertical_flip_bounding_boxes", bounding_boxes)
-    fmt, height = _as_format(format), canvas_size[0]
-    out = bounding_boxes.clone().reshape(-1, 4)
-    if fmt == _XYXY:
-        out[:, [1, 3]] = out[:, [3, 1]].sub_(height).neg_()
-    elif fmt == _XYWH:
-        out[:, 1].add_(out[:, 3]).sub_(height).neg_()
-    else:
-        out[:, 1].sub_(height).neg_()
-    return out.reshape(bounding_boxes.shape)
+    return _flip(bounding_boxes, _as_format(format), 1, canvas_size[0])
 
 
 # Resize, crop, pad.
