@@ -36,30 +36,14 @@ the vector products of plain generation.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
-import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+import harness
 import torch
-from harness import (
-    Row,
-    Side,
-    cpu_busy_seconds,
-    cpu_model,
-    measure,
-    print_header,
-    report,
-    row_from,
-)
 
 from trivium.audio.models import Wav2Letter, WaveRNN, conv_tasnet_base
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from peers import import_torchaudio
 
 HOP = 160
 SCALES = [4, 5, 8]
@@ -74,9 +58,12 @@ REDUCED = {
 FULL = {"n_freq": 80}
 
 
+WORKLOADS = ["wavernn", "forward"]
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.benchmark_parser(__doc__.split("\n\n")[0], WORKLOADS, repeats=3, min_time=0.2)
     parser.add_argument("--seconds", type=float, default=3.0, help="audio vocoded per call")
     parser.add_argument("--target", type=int, default=400, help="fold length in samples")
     parser.add_argument("--overlap", type=int, default=40, help="fold overlap in samples")
@@ -84,23 +71,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--threads", type=int, default=None, help="torch threads (default: torch's)"
     )
     parser.add_argument("--full", action="store_true", help="torchaudio's default WaveRNN sizes")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per side (median)")
-    parser.add_argument("--min-time", type=float, default=0.2, help="seconds per timed loop")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
-    return parser.parse_args(argv)
+    return harness.parse_benchmark_args(parser, WORKLOADS, argv)
 
 
-def machine_info(ta: Any) -> dict[str, str]:
-    """What the numbers were measured on."""
-    return {
-        "cpu": f"{cpu_model()}; os.cpu_count()={os.cpu_count()}",
-        "torch": f"{torch.__version__}, {torch.get_num_threads()} threads",
-        "torchaudio": getattr(ta, "__version__", "not importable"),
-        "python": platform.python_version(),
-    }
-
-
-def wavernn_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[Row]:
+def wavernn_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[harness.Row]:
     """Folded vs plain generation, and against torchaudio's infer."""
     sizes = FULL if args.full else REDUCED
     torch.manual_seed(0)
@@ -110,12 +84,14 @@ def wavernn_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[R
     samples = frames * HOP
     bf16 = torch.bfloat16
     sides = [
-        Side("folded", lambda: ours.generate(mel, target=args.target, overlap=args.overlap)),
-        Side(
+        harness.Side(
+            "folded", lambda: ours.generate(mel, target=args.target, overlap=args.overlap)
+        ),
+        harness.Side(
             "folded bf16",
             lambda: ours.generate(mel, target=args.target, overlap=args.overlap, dtype=bf16),
         ),
-        Side("plain", lambda: ours.generate(mel, batched=False)),
+        harness.Side("plain", lambda: ours.generate(mel, batched=False)),
     ]
     theirs = None
     if ta is not None:
@@ -126,13 +102,15 @@ def wavernn_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[R
             with torch.no_grad():
                 return theirs.infer(mel)
 
-        sides.append(Side("torchaudio", ta_infer))
-    timings = measure(sides, args.repeats, args.min_time)
+        sides.append(harness.Side("torchaudio", ta_infer))
+    timings = harness.measure(sides, args.repeats, args.min_time)
     label = f"WaveRNN {'full' if args.full else 'reduced'}, {samples} samples"
     fold = f"folded (target {args.target}, overlap {args.overlap})"
     rows = [
-        row_from(f"{label}: {fold} vs plain sequential", timings, "folded", "plain", "ours plain"),
-        row_from(
+        harness.row_from(
+            f"{label}: {fold} vs plain sequential", timings, "folded", "plain", "ours plain"
+        ),
+        harness.row_from(
             f"{label}: {fold}, bfloat16 steps, vs plain sequential",
             timings,
             "folded bf16",
@@ -143,12 +121,12 @@ def wavernn_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[R
     ]
     if theirs is not None:
         rows.append(
-            row_from(
+            harness.row_from(
                 f"{label}: {fold} vs torchaudio infer", timings, "folded", "torchaudio", target=10.0
             )
         )
         rows.append(
-            row_from(
+            harness.row_from(
                 f"{label}: our plain sequential vs torchaudio infer", timings, "plain", "torchaudio"
             )
         )
@@ -158,7 +136,7 @@ def wavernn_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[R
     return rows
 
 
-def forward_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[Row]:
+def forward_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[harness.Row]:
     """Wav2Letter and ConvTasNet forward passes against torchaudio with the same weights."""
     if ta is None:
         checks.append("torchaudio not importable: forward-pass rows skipped")
@@ -194,10 +172,12 @@ def forward_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[R
             with torch.no_grad():
                 return model(inp)
 
-        timings = measure(
-            [Side("ours", run), Side("torchaudio", run_peer)], args.repeats, args.min_time
+        timings = harness.measure(
+            [harness.Side("ours", run), harness.Side("torchaudio", run_peer)],
+            args.repeats,
+            args.min_time,
         )
-        rows.append(row_from(name, timings, "ours", "torchaudio"))
+        rows.append(harness.row_from(name, timings, "ours", "torchaudio"))
     return rows
 
 
@@ -206,15 +186,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    started = time.perf_counter()
-    cpu_start = cpu_busy_seconds()
-    ta = import_torchaudio()
-    info = machine_info(ta)
-    print_header("trivium.audio.models benchmark", info, args)
-    checks: list[str] = []
-    rows = wavernn_rows(args, ta, checks) + forward_rows(args, ta, checks)
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+    run = harness.Session(args)
+    ta = harness.peers.import_torchaudio()
+    threads = torch.get_num_threads()
+    run.header(
+        "trivium.audio.models benchmark",
+        harness.machine_info(threads, torchaudio=harness.version(ta)),
+    )
+    for workload, rows_of in (("wavernn", wavernn_rows), ("forward", forward_rows)):
+        if workload in args.only:
+            run.rows += rows_of(args, ta, run.checks)
+    return run.report()
 
 
 if __name__ == "__main__":

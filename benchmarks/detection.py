@@ -34,32 +34,15 @@ from __future__ import annotations
 
 import argparse
 import copy
-import platform
 import sys
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
+import harness
 import torch
-from harness import (
-    Row,
-    Side,
-    benchmark_parser,
-    cpu_busy_seconds,
-    cpu_model,
-    measure,
-    parse_benchmark_args,
-    print_header,
-    report,
-    row_from,
-)
 from torch import nn
 
 from trivium.vision import models
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from peers import import_torchvision
 
 WORKLOADS = ["eval"]
 LAYOUTS = {"channels-last": torch.channels_last, "contiguous": torch.contiguous_format}
@@ -148,7 +131,7 @@ def compare(a: Detections, b: Detections) -> str:
     return "; ".join(parts)
 
 
-def eval_rows(tv: Any, args: argparse.Namespace, checks: list[str]) -> list[Row]:
+def eval_rows(tv: Any, args: argparse.Namespace, checks: list[str]) -> list[harness.Row]:
     """The eval workload's rows at every thread count."""
     ours, theirs = build_pair(tv)
     g = torch.Generator().manual_seed(0)
@@ -162,74 +145,27 @@ def eval_rows(tv: Any, args: argparse.Namespace, checks: list[str]) -> list[Row]
         checks.append(f"{name} vs torchvision contiguous: {compare(calls[name](), reference)}")
     checks.append(NMS_NOTE)
     label = "retinanet_resnet50_fpn eval, 2 images 3x800x800"
-    rows = []
-    for threads in args.threads:
-        torch.set_num_threads(threads)
-        sides = [
-            Side(name, fn, lambda n=threads: torch.set_num_threads(n)) for name, fn in calls.items()
-        ]
-        timings = measure(sides, args.repeats, args.min_time)
-        at = f"{label}, {threads} thread(s)"
-        rows += [
-            row_from(
-                f"{at}: ours channels-last vs torchvision as documented",
-                timings,
-                "ours channels-last",
-                "torchvision contiguous",
-                target=1.0,
-            ),
-            row_from(
-                f"{at}: both contiguous", timings, "ours contiguous", "torchvision contiguous"
-            ),
-            row_from(
-                f"{at}: both channels-last",
-                timings,
-                "ours channels-last",
-                "torchvision channels-last",
-            ),
-        ]
-    return rows
+    return harness.layout_rows_by_threads(label, calls, args)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = benchmark_parser(__doc__.splitlines()[0], WORKLOADS, repeats=3, min_time=0.2)
-    parser.add_argument(
-        "--threads", default="1,2", help="comma-separated torch thread counts (default 1,2)"
-    )
-    args = parse_benchmark_args(parser, WORKLOADS, argv)
-    try:
-        args.threads = [int(n) for n in args.threads.split(",") if n.strip()]
-    except ValueError:
-        parser.error(f"--threads must be comma-separated integers, got {args.threads!r}")
-    if not args.threads or min(args.threads) < 1:
-        parser.error("--threads needs at least one count, each >= 1")
-    return args
+    return harness.parse_thread_counts_args(__doc__.splitlines()[0], WORKLOADS, argv, 3)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workload and print the table (and JSON with --json)."""
-    args = parse_args(argv)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    tv = import_torchvision()
-    info = {
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "torch": f"{torch.__version__} (threads: {', '.join(map(str, args.threads))})",
-        "torchvision": tv.__version__ if tv is not None else "not installed",
-        "nms": NMS_NOTE,
-    }
-    print_header("trivium.vision.models detection benchmark", info, args)
+    run = harness.Session(parse_args(argv))
+    tv = harness.peers.import_torchvision()
+    info = harness.machine_info(run.args.threads, torchvision=harness.version(tv), nms=NMS_NOTE)
+    run.header("trivium.vision.models detection benchmark", info)
     if tv is None:
         print("torchvision is not installed: nothing to compare against")
         return 0
     share_nms(tv)
-    rows: list[Row] = []
-    checks: list[str] = []
-    if "eval" in args.only:
-        rows += eval_rows(tv, args, checks)
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+    if "eval" in run.args.only:
+        run.rows += eval_rows(tv, run.args, run.checks)
+    return run.report()
 
 
 if __name__ == "__main__":

@@ -30,31 +30,14 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
+import harness
 import torch
-from harness import (
-    Row,
-    Side,
-    benchmark_parser,
-    cpu_busy_seconds,
-    cpu_model,
-    measure,
-    parse_benchmark_args,
-    print_header,
-    report,
-    row_from,
-)
 
 from trivium.vision import ops
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from peers import import_torchvision
 
 WORKLOADS = ["batched_nms", "nms", "box_iou"]
 IOU_THRESHOLD = 0.5
@@ -127,7 +110,7 @@ def check_same(label: str, ours: torch.Tensor, theirs: torch.Tensor, checks: lis
     checks.append(f"{label}: {'same' if same else 'DIFFERENT'} result ({ours.numel()} kept)")
 
 
-def nms_rows(workload: str, tv: Any, native: bool, args, checks: list[str]) -> list[Row]:
+def nms_rows(workload: str, tv: Any, native: bool, args, checks: list[str]) -> list[harness.Row]:
     """Rows of the nms or batched_nms workload against every peer that runs here."""
     boxes, scores, idxs = detections()
     if workload == "batched_nms":
@@ -157,27 +140,32 @@ def nms_rows(workload: str, tv: Any, native: bool, args, checks: list[str]) -> l
     expected = calls["ours"]()
     for name in peers:
         check_same(f"{label}: {name} vs ours", expected, calls[name](), checks)
-    timings = measure([Side(name, fn) for name, fn in calls.items()], args.repeats, args.min_time)
-    return [row_from(label, timings, "ours", name) for name in peers]
+    timings = harness.measure(
+        [harness.Side(name, fn) for name, fn in calls.items()], args.repeats, args.min_time
+    )
+    return [harness.row_from(label, timings, "ours", name) for name in peers]
 
 
-def box_iou_rows(tv: Any, args, checks: list[str]) -> list[Row]:
+def box_iou_rows(tv: Any, args, checks: list[str]) -> list[harness.Row]:
     """box_iou on 1000 x 1000 boxes against torchvision's."""
     a, _, _ = detections(1000, seed=1)
     b, _, _ = detections(1000, seed=2)
     label = "box_iou, 1000 x 1000 float32"
     diff = float((ops.box_iou(a, b) - tv.ops.box_iou(a, b)).abs().max())
     checks.append(f"{label}: max |ours - torchvision| = {diff:.1e}")
-    sides = [Side("ours", lambda: ops.box_iou(a, b)), Side("tv", lambda: tv.ops.box_iou(a, b))]
-    timings = measure(sides, args.repeats, args.min_time)
-    return [row_from(label, timings, "ours", "tv", "torchvision (Python)", target=1.0)]
+    sides = [
+        harness.Side("ours", lambda: ops.box_iou(a, b)),
+        harness.Side("tv", lambda: tv.ops.box_iou(a, b)),
+    ]
+    timings = harness.measure(sides, args.repeats, args.min_time)
+    return [harness.row_from(label, timings, "ours", "tv", "torchvision (Python)", target=1.0)]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = benchmark_parser(__doc__.splitlines()[0], WORKLOADS, repeats=7, min_time=0.2)
+    parser = harness.benchmark_parser(__doc__.splitlines()[0], WORKLOADS, repeats=7, min_time=0.2)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    args = parse_benchmark_args(parser, WORKLOADS, argv)
+    args = harness.parse_benchmark_args(parser, WORKLOADS, argv)
     if args.threads < 1:
         parser.error("--threads must be >= 1")
     return args
@@ -187,36 +175,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads and print the table (and JSON with --json)."""
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    tv = import_torchvision()
+    run = harness.Session(args)
+    tv = harness.peers.import_torchvision()
     native = tv is not None and torchvision_native(tv)
     peer = (
         "torchvision C++ nms"
         if native
         else "vectorised torch NMS (torchvision's C++ nms does not load)"
     )
-    info = {
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "torch": f"{torch.__version__} (threads: {args.threads})",
-        "torchvision": tv.__version__ if tv is not None else "not installed",
-        "NMS peer": peer,
-    }
-    print_header("trivium.vision.ops detection benchmark", info, args)
+    info = harness.machine_info(args.threads, torchvision=harness.version(tv), **{"NMS peer": peer})
+    run.header("trivium.vision.ops detection benchmark", info)
     if tv is None:
         print("torchvision is not installed: nothing to compare against")
         return 0
-    rows: list[Row] = []
-    checks: list[str] = []
     for workload in WORKLOADS:
         if workload not in args.only:
             continue
         if workload == "box_iou":
-            rows += box_iou_rows(tv, args, checks)
+            run.rows += box_iou_rows(tv, args, run.checks)
         else:
-            rows += nms_rows(workload, tv, native, args, checks)
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+            run.rows += nms_rows(workload, tv, native, args, run.checks)
+    return run.report()
 
 
 if __name__ == "__main__":

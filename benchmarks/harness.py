@@ -21,14 +21,20 @@ import math
 import os
 import platform
 import statistics
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 # ---------------------------------------------------------------------- peers
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+# tests/peers.py, where every peer library comes from: scripts take it from here
+import peers  # noqa: E402, F401
 
 Peer = tuple[ModuleType | None, str]
 
@@ -79,6 +85,25 @@ def other_load(start: tuple[float, float], wall_s: float) -> str:
     if math.isnan(others):
         return "unknown (no /proc/stat)"
     return f"{max(others, 0.0) / wall_s:.2f} CPUs busy outside this process on average"
+
+
+def version(module: ModuleType | None) -> str:
+    """A peer's version, or that it is not installed."""
+    return module.__version__ if module is not None else "not installed"
+
+
+def machine_info(threads: str | int | Sequence[int], **peer_info: str) -> dict[str, str]:
+    """The header's facts: CPU, Python, torch with its thread count(s), then ``peer_info``."""
+    import torch  # the data-only benchmarks need not import it
+
+    if not isinstance(threads, str | int):
+        threads = ", ".join(map(str, threads))
+    return {
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "torch": f"{torch.__version__} (threads: {threads})",
+        **peer_info,
+    }
 
 
 # ------------------------------------------------------------------------- timing
@@ -153,6 +178,18 @@ def measure(sides: Sequence[Side], repeats: int, min_time: float) -> dict[str, T
                 side.setup()
             samples[side.name].append(loop_time(side.fn, numbers[side.name]))
     return {name: Timing(samples[name], numbers[name]) for name in samples}
+
+
+def measure_at_threads(
+    calls: dict[str, Callable[[], object]], threads: Sequence[int], repeats: int, min_time: float
+) -> Iterator[tuple[int, dict[str, Timing]]]:
+    """``(threads, timings)`` of all ``calls`` at each torch thread count in turn."""
+    import torch
+
+    for n in threads:
+        torch.set_num_threads(n)
+        sides = [Side(name, fn, lambda n=n: torch.set_num_threads(n)) for name, fn in calls.items()]
+        yield n, measure(sides, repeats, min_time)
 
 
 # ---------------------------------------------------------------------------- rows
@@ -238,6 +275,32 @@ def row_from(
     )
 
 
+def layout_rows(at: str, timings: dict[str, Timing], peer: str = "torchvision") -> list[Row]:
+    """Ours channels-last against the peer as documented (contiguous), then like for like.
+
+    ``timings`` holds ``"ours channels-last"``, ``"ours contiguous"`` and the same two
+    of ``peer``.
+    """
+    ours_cl, peer_cl = "ours channels-last", f"{peer} channels-last"
+    ours_nchw, peer_nchw = "ours contiguous", f"{peer} contiguous"
+    return [
+        row_from(f"{at}: ours channels-last vs {peer} as documented", timings, ours_cl, peer_nchw,
+                 target=1.0),
+        row_from(f"{at}: both contiguous", timings, ours_nchw, peer_nchw),
+        row_from(f"{at}: both channels-last", timings, ours_cl, peer_cl),
+    ]  # fmt: skip
+
+
+def layout_rows_by_threads(
+    label: str, calls: dict[str, Callable[[], object]], args: argparse.Namespace
+) -> list[Row]:
+    """:func:`layout_rows` at each of ``args.threads``, timed with ``args``' settings."""
+    rows = []
+    for n, timings in measure_at_threads(calls, args.threads, args.repeats, args.min_time):
+        rows += layout_rows(f"{label}, {n} thread(s)", timings)
+    return rows
+
+
 # ------------------------------------------------------------------- command line
 
 
@@ -271,6 +334,52 @@ def parse_benchmark_args(
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; choose from {list(workloads)}")
     return args
+
+
+def parse_thread_counts_args(
+    description: str,
+    workloads: Sequence[str],
+    argv: Sequence[str] | None,
+    repeats: int,
+    min_time: float = 0.2,
+    default: str = "1,2",
+) -> argparse.Namespace:
+    """:func:`benchmark_parser`'s options and ``--threads`` (comma-separated counts, a list)."""
+    parser = benchmark_parser(description, workloads, repeats, min_time)
+    help = f"comma-separated torch thread counts (default {default})"
+    parser.add_argument("--threads", default=default, help=help)
+    args = parse_benchmark_args(parser, workloads, argv)
+    try:
+        args.threads = [int(n) for n in args.threads.split(",") if n.strip()]
+    except ValueError:
+        parser.error(f"--threads must be comma-separated integers, got {args.threads!r}")
+    if not args.threads or min(args.threads) < 1:
+        parser.error("--threads needs at least one count, each >= 1")
+    return args
+
+
+class Session:
+    """One benchmark run: its clock and load counter, header facts, rows and checks.
+
+    Start it right after parsing the options; :meth:`report` prints the results.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.started, self.cpu_start = time.perf_counter(), cpu_busy_seconds()
+        self.info: dict[str, str] = {}
+        self.rows: list[Row] = []
+        self.checks: list[str] = []
+
+    def header(self, title: str, info: dict[str, str]) -> None:
+        """Keep ``info`` for the report and print the header."""
+        self.info = info
+        print_header(title, info, self.args)
+
+    def report(self) -> int:
+        """Print (and write with ``--json``) the table, checks and load; returns 0."""
+        report(self.rows, self.checks, self.info, self.args, self.started, self.cpu_start)
+        return 0
 
 
 def print_header(title: str, info: dict[str, str], args: argparse.Namespace) -> None:

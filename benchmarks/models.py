@@ -31,32 +31,15 @@ from __future__ import annotations
 
 import argparse
 import copy
-import platform
 import sys
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
+import harness
 import torch
-from harness import (
-    Row,
-    Side,
-    benchmark_parser,
-    cpu_busy_seconds,
-    cpu_model,
-    measure,
-    parse_benchmark_args,
-    print_header,
-    report,
-    row_from,
-)
 from torch import nn
 
 from trivium.vision import models
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from peers import import_torchvision
 
 CL = torch.channels_last
 NCHW = torch.contiguous_format
@@ -123,77 +106,34 @@ def sides_for(
     return label, calls
 
 
-def workload_rows(workload: str, tv: Any, args: argparse.Namespace, checks: list[str]) -> list[Row]:
+def workload_rows(
+    workload: str, tv: Any, args: argparse.Namespace, checks: list[str]
+) -> list[harness.Row]:
     """Rows of one workload at every thread count."""
     label, calls = sides_for(workload, tv, checks)
-    rows = []
-    for threads in args.threads:
-        torch.set_num_threads(threads)
-        sides = [
-            Side(name, fn, lambda n=threads: torch.set_num_threads(n)) for name, fn in calls.items()
-        ]
-        timings = measure(sides, args.repeats, args.min_time)
-        at = f"{label}, {threads} thread(s)"
-        rows += [
-            row_from(
-                f"{at}: ours channels-last vs torchvision as documented",
-                timings,
-                "ours channels-last",
-                "torchvision contiguous",
-                "torchvision contiguous",
-                target=1.0,
-            ),
-            row_from(
-                f"{at}: both contiguous", timings, "ours contiguous", "torchvision contiguous"
-            ),
-            row_from(
-                f"{at}: both channels-last",
-                timings,
-                "ours channels-last",
-                "torchvision channels-last",
-            ),
-        ]
-    return rows
+    return harness.layout_rows_by_threads(label, calls, args)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = benchmark_parser(__doc__.splitlines()[0], WORKLOADS, repeats=5, min_time=0.2)
-    parser.add_argument(
-        "--threads", default="1,2", help="comma-separated torch thread counts (default 1,2)"
-    )
-    args = parse_benchmark_args(parser, WORKLOADS, argv)
-    try:
-        args.threads = [int(n) for n in args.threads.split(",") if n.strip()]
-    except ValueError:
-        parser.error(f"--threads must be comma-separated integers, got {args.threads!r}")
-    if not args.threads or min(args.threads) < 1:
-        parser.error("--threads needs at least one count, each >= 1")
-    return args
+    return harness.parse_thread_counts_args(__doc__.splitlines()[0], WORKLOADS, argv, 5)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads and print the table (and JSON with --json)."""
-    args = parse_args(argv)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    tv = import_torchvision()
-    info = {
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "torch": f"{torch.__version__} (threads: {', '.join(map(str, args.threads))})",
-        "torchvision": tv.__version__ if tv is not None else "not installed",
-    }
-    print_header("trivium.vision.models benchmark", info, args)
+    run = harness.Session(parse_args(argv))
+    tv = harness.peers.import_torchvision()
+    run.header(
+        "trivium.vision.models benchmark",
+        harness.machine_info(run.args.threads, torchvision=harness.version(tv)),
+    )
     if tv is None:
         print("torchvision is not installed: nothing to compare against")
         return 0
-    rows: list[Row] = []
-    checks: list[str] = []
     for workload in WORKLOADS:
-        if workload in args.only:
-            rows += workload_rows(workload, tv, args, checks)
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+        if workload in run.args.only:
+            run.rows += workload_rows(workload, tv, run.args, run.checks)
+    return run.report()
 
 
 if __name__ == "__main__":
