@@ -29,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import stat
@@ -48,10 +47,10 @@ from trivium.core.errors import (
     DecodeError,
     EmptyInputError,
     EncodeError,
-    PathNotFoundError,
     UnsupportedFormatError,
 )
 from trivium.core.forking import ForkSafe, own_file
+from trivium.core.sources import as_readable, check_path, describe_source
 from trivium.core.threads import get_num_threads, parallel_map
 
 __all__ = ["AudioMetaData", "AudioStream", "info", "load", "save", "stream"]
@@ -175,56 +174,15 @@ class AudioMetaData:
     encoding: str
 
 
-def _describe(src: Any) -> str:
-    if isinstance(src, (str, os.PathLike)):
-        return os.fspath(src)
-    name = getattr(src, "name", None)
-    if isinstance(name, str):
-        return name
-    return f"<{type(src).__name__}>"
-
-
-def _as_readable(src: AudioSource) -> tuple[Any, str]:
-    """What soundfile can open for ``src``, and the name errors should carry."""
-    if isinstance(src, (str, os.PathLike)):
-        path = os.fspath(src)
-        return path, path
-    if isinstance(src, Tensor):
-        if src.dtype != torch.uint8 or src.dim() != 1:
-            raise TypeError(
-                "expected encoded audio as a 1-D uint8 tensor, got "
-                f"{src.dtype} of shape {tuple(src.shape)}"
-            )
-        if src.numel() == 0:
-            raise EmptyInputError()
-        return io.BytesIO(src.detach().cpu().contiguous().numpy().tobytes()), "<uint8 tensor>"
-    if isinstance(src, (bytes, bytearray, memoryview)):
-        data = bytes(src)
-        if not data:
-            raise EmptyInputError()
-        return io.BytesIO(data), f"<{type(src).__name__}>"
-    if hasattr(src, "read") and hasattr(src, "seek"):
-        return src, _describe(src)
-    raise TypeError(
-        "expected a path, a binary file-like object, or encoded bytes "
-        f"(bytes, bytearray, memoryview, uint8 tensor), got {type(src).__name__}"
-    )
-
-
 def _open(src: AudioSource, format: str | None = None) -> tuple[sf.SoundFile, str]:
     """Open ``src`` for reading, turning libsndfile's complaints into ``DecodeError``."""
-    obj, name = _as_readable(src)
+    obj, name = as_readable(src, "audio")
     start = _position(obj)
     try:
         f = _SoundFile(obj, mode="r", format=format)
     except sf.LibsndfileError as e:
         if isinstance(obj, str):  # checked only on failure: no stat calls on the fast path
-            if not os.path.exists(obj):
-                raise PathNotFoundError(path=obj) from None
-            if os.path.isdir(obj):
-                raise IsADirectoryError(f"{obj}: is a directory, not an audio file") from None
-            if os.path.getsize(obj) == 0:
-                raise EmptyInputError(path=obj) from None
+            _check_path(obj)
         reason = e.error_string or str(e)
         if "not recognised" in reason or "unimplemented format" in reason:
             raise UnsupportedFormatError(f"cannot decode: {reason}", path=name) from None
@@ -237,6 +195,14 @@ def _open(src: AudioSource, format: str | None = None) -> tuple[sf.SoundFile, st
     elif f.format == "MP3":
         f.exact_frames = _mp3_states_length(lambda at, n: _read_at(obj, start + at, n))
     return f, name
+
+
+def _check_path(path: str) -> None:
+    """Raise what the Errors table says if ``path`` is missing, a directory or empty."""
+    try:
+        check_path(path, "audio")
+    except (OSError, EmptyInputError) as e:
+        raise e from None  # not "during handling of" libsndfile's error
 
 
 def _read_at(obj: Any, offset: int, size: int) -> bytes:
@@ -911,7 +877,7 @@ def save(
             f"choose one of {sorted(sf.available_subtypes(fmt))}"
         )
     data = _writable_array(src, channels_first, chosen)
-    name = _describe(uri)
+    name = describe_source(uri)
     try:
         sf.write(uri, data, sample_rate, subtype=chosen, format=fmt)
     except (sf.SoundFileError, RuntimeError, ValueError) as e:
