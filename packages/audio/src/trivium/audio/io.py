@@ -33,9 +33,9 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 import soundfile as sf
@@ -55,6 +55,7 @@ from trivium.core.threads import get_num_threads, parallel_map
 
 __all__ = ["AudioMetaData", "AudioStream", "info", "load", "save", "stream"]
 
+_T = TypeVar("_T")
 AudioSource = str | os.PathLike | IO[bytes] | bytes | bytearray | memoryview | Tensor
 
 # subtype -> (encoding as torchaudio names it, bits per sample)
@@ -597,6 +598,18 @@ def _wav_layout(uri: AudioSource) -> _wav.WavLayout | None:
     memory = _memory_source(uri)
     if memory is not None:
         return _parse_wav_memory(memory)
+    return _on_wav_file(uri, lambda fd, layout, whole: layout)
+
+
+def _on_wav_file(
+    uri: AudioSource, use: Callable[[int, _wav.WavLayout, np.ndarray | None], _T]
+) -> _T | None:
+    """``use(fd, layout, whole)`` if ``uri`` is a path to a plain WAV file, else None.
+
+    ``whole`` holds the file when it is short (read in one call), else None. An
+    ``OSError`` (missing, a directory, unreadable) also gives None: libsndfile's path
+    reports it.
+    """
     if not isinstance(uri, (str, os.PathLike)):
         return None
     try:
@@ -606,11 +619,11 @@ def _wav_layout(uri: AudioSource) -> _wav.WavLayout | None:
         fd, size = opened
         try:
             parsed = _parse_wav_file(fd, size)
+            return None if parsed is None else use(fd, *parsed)
         finally:
             os.close(fd)
-    except OSError:  # missing, a directory, unreadable: libsndfile's path reports it
+    except OSError:
         return None
-    return None if parsed is None else parsed[0]
 
 
 def _parse_wav_memory(buffer: np.ndarray) -> _wav.WavLayout | None:
@@ -647,33 +660,21 @@ def _load_wav(
         return _wav_from_memory(
             memory, layout, frame_offset, num_frames, normalize, channels_first, False
         ), layout.sample_rate
-    if not isinstance(uri, (str, os.PathLike)):
-        return None
-    try:
-        opened = _open_regular(uri)
-        if opened is None:
-            return None
-        fd, size = opened
-        try:
-            parsed = _parse_wav_file(fd, size)
-            if parsed is None:
-                return None
-            layout, whole = parsed
-            if whole is not None:
-                waveform = _wav_from_memory(
-                    whole, layout, frame_offset, num_frames, normalize, channels_first, True
-                )
-            else:
-                waveform = _wav_in_parts(
-                    fd, layout, frame_offset, num_frames, normalize, channels_first
-                )
-        finally:
-            os.close(fd)
-    except OSError:
-        return None
-    if waveform is None:
-        return None
-    return waveform, layout.sample_rate
+
+    def read(
+        fd: int, layout: _wav.WavLayout, whole: np.ndarray | None
+    ) -> tuple[Tensor, int] | None:
+        if whole is not None:
+            waveform = _wav_from_memory(
+                whole, layout, frame_offset, num_frames, normalize, channels_first, True
+            )
+        else:
+            waveform = _wav_in_parts(
+                fd, layout, frame_offset, num_frames, normalize, channels_first
+            )
+        return None if waveform is None else (waveform, layout.sample_rate)
+
+    return _on_wav_file(uri, read)
 
 
 def _wav_range(layout: _wav.WavLayout, frame_offset: int, num_frames: int) -> tuple[int, int]:
