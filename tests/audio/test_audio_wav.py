@@ -135,6 +135,7 @@ def test_long_files_read_in_parts_equal_one_read(
     monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
     monkeypatch.setattr(aio, "_WAV_PART_BYTES", 999)  # not a whole number of frames
     monkeypatch.setattr(aio, "_FILL_SAMPLES", 64)
+    monkeypatch.setattr(aio, "get_num_threads", lambda: 3)  # a read as stored in 3 pieces
     calls = []
     original = aio._wav_in_parts
     monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: calls.append(1) or original(*a))
