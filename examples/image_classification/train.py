@@ -35,6 +35,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trivium.vision.pipelines import ClassificationConfig, evaluate, from_checkpoint, train
+from trivium.vision.pipelines.cli import (
+    config_from_args,
+    parse_recipe_args,
+    print_summary,
+    recipe_parser,
+)
 
 DEMO = {
     "model": "resnet18",
@@ -56,31 +62,13 @@ DEMO = {
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (``--help`` lists them, with their defaults)."""
     d = ClassificationConfig()
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    p = recipe_parser(
+        __doc__,
+        d,
+        data_help="train/ and val/",
+        corpus_dir="data/image_corpus",
+        model_help="a trivium.vision.models builder",
     )
-    p.add_argument("--data-path", default=None, help="train/ and val/ (default: the corpus)")
-    p.add_argument("--corpus-dir", default="data/image_corpus", help="embedded corpus folder")
-    p.add_argument("--output-dir", default=d.out_dir, help="the run folder")
-    p.add_argument("--model", default=d.model, help="a trivium.vision.models builder")
-    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over train/")
-    p.add_argument("-b", "--batch-size", type=int, default=d.batch_size, help="per process")
-    p.add_argument("--opt", default=d.opt, choices=["sgd", "adamw"], help="optimizer")
-    p.add_argument("--lr", type=float, default=d.lr, help="peak learning rate")
-    p.add_argument("--momentum", type=float, default=d.momentum, help="SGD momentum")
-    p.add_argument(
-        "--wd", "--weight-decay", dest="weight_decay", type=float, default=d.weight_decay,
-        help="weight decay",
-    )  # fmt: skip
-    p.add_argument(
-        "--lr-scheduler", default=d.lr_scheduler, choices=["cosine", "step", "constant"],
-        help="schedule after the warm-up, per iteration",
-    )  # fmt: skip
-    p.add_argument("--lr-warmup-epochs", type=int, default=d.lr_warmup_epochs, help="warm-up")
-    p.add_argument("--lr-warmup-decay", type=float, default=d.lr_warmup_decay, help="start lr")
-    p.add_argument("--lr-step-size", type=int, default=d.lr_step_size, help="step schedule")
-    p.add_argument("--lr-gamma", type=float, default=d.lr_gamma, help="step schedule factor")
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing, help="0: off")
     p.add_argument("--mixup-alpha", type=float, default=d.mixup_alpha, help="0: no MixUp")
     p.add_argument("--cutmix-alpha", type=float, default=d.cutmix_alpha, help="0: no CutMix")
@@ -94,21 +82,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )  # fmt: skip
     p.add_argument("--val-resize-size", type=int, default=d.val_resize_size, help="val resize")
     p.add_argument("--val-crop-size", type=int, default=d.val_crop_size, help="val crop")
-    p.add_argument("--amp", action="store_true", help="mixed precision (bfloat16 on CPU)")
-    p.add_argument("--channels-last", action="store_true", help="channels-last memory format")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("-j", "--workers", type=int, default=d.workers, help="loader workers")
-    p.add_argument("--seed", type=int, default=d.seed, help="model, order and augmentations")
-    p.add_argument("--device", default=d.device, help="auto, cpu, cuda, cuda:1, ...")
-    p.add_argument(
-        "--checkpoint-every", type=int, default=d.checkpoint_every, help="steps; 0: per epoch"
-    )
-    p.add_argument("--resume", action="store_true", help="continue from the run folder")
-    p.add_argument("--test-only", action="store_true", help="evaluate the run's checkpoint")
-    p.add_argument("--demo", action="store_true", help="the make demo recipe's defaults")
-    if p.parse_known_args(argv)[0].demo:  # the recipe's values; flags given still win
-        p.set_defaults(**DEMO)
-    return p.parse_args(argv)
+    return parse_recipe_args(p, argv, DEMO, "the make demo recipe's defaults")
 
 
 def prepare_corpus(corpus_dir: str | Path) -> Path:
@@ -126,30 +101,18 @@ def prepare_corpus(corpus_dir: str | Path) -> Path:
     return shards
 
 
-def config_of(args: argparse.Namespace, data_path: str) -> ClassificationConfig:
-    """The run's settings from the options."""
-    names = set(ClassificationConfig.__dataclass_fields__)
-    values = {k: v for k, v in vars(args).items() if k in names}
-    values.update(data_path=data_path, out_dir=args.output_dir)
-    return ClassificationConfig(**values)
-
-
-def print_summary(summary: dict, config: ClassificationConfig, seconds: float) -> None:
-    """The run in a few lines: model, throughput, accuracy, time and where the files are."""
-    rows = [
+def summary_rows(
+    summary: dict, config: ClassificationConfig, seconds: float
+) -> list[tuple[str, str]]:
+    """The run in a few lines: model, throughput, accuracy and time."""
+    return [
         ("model", f"{config.model}, {config.epochs} epochs, {config.train_crop_size} px crops"),
         ("data", config.data_path),
         ("training throughput", f"{summary['train_images_per_s']:.0f} images/s"),
         ("top-1 on the held-out split", f"{100 * summary['top1']:.1f} %"),
         ("top-5", f"{100 * summary['top5']:.1f} %"),
         ("wall time", f"{seconds / 60:.1f} min"),
-        ("run folder", summary["run_dir"]),
     ]
-    rows += [(f"  {Path(path).name}", "") for path in summary["files"].values()]
-    width = max(len(name) for name, _ in rows)
-    print()
-    for name, value in rows:
-        print(f"{name:<{width}}  {value}")
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -157,14 +120,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     start = time.perf_counter()
     args = parse_args(argv)
     data_path = args.data_path or str(prepare_corpus(args.corpus_dir))
-    config = config_of(args, data_path)
+    config = config_from_args(ClassificationConfig, args, data_path)
     if args.test_only:
         summary = evaluate(from_checkpoint(Path(config.out_dir) / "checkpoint.pt"), data_path)
         print(json.dumps(summary, indent=1))
         return summary
     summary = train(config, resume=args.resume)
     if "top1" in summary:  # rank 0 of the run
-        print_summary(summary, config, time.perf_counter() - start)
+        print_summary(summary_rows(summary, config, time.perf_counter() - start), summary)
     return summary
 
 

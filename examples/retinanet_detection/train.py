@@ -36,6 +36,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from trivium.vision.pipelines.cli import (
+    config_from_args,
+    parse_recipe_args,
+    print_summary,
+    recipe_parser,
+)
 from trivium.vision.pipelines.detection import (
     DetectionConfig,
     evaluate,
@@ -67,16 +73,15 @@ DEMO = {
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (``--help`` lists them, with their defaults)."""
     d = DetectionConfig()
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    p = recipe_parser(
+        __doc__,
+        d,
+        data_help="a COCO folder",
+        corpus_dir="data/detection_corpus",
+        model_help="a trivium.vision.models retinanet builder",
     )
-    p.add_argument("--data-path", default=None, help="a COCO folder (default: the corpus)")
-    p.add_argument("--corpus-dir", default="data/detection_corpus", help="embedded corpus folder")
     p.add_argument("--train-split", default=d.train_split, help="training image folder")
     p.add_argument("--val-split", default=d.val_split, help="held-out image folder")
-    p.add_argument("--output-dir", default=d.out_dir, help="the run folder")
-    p.add_argument("--model", default=d.model, help="a trivium.vision.models retinanet builder")
     p.add_argument("--fpn-channels", type=int, default=d.fpn_channels, help="pyramid width")
     p.add_argument(
         "--weights-backbone", default=None, help="a local file of the ResNet's state dict"
@@ -92,44 +97,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--box-loss", default=d.box_loss, choices=["l1", "smooth_l1", "giou"],
         help="box regression loss",
     )  # fmt: skip
-    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the train split")
-    p.add_argument("-b", "--batch-size", type=int, default=d.batch_size, help="per process")
-    p.add_argument("--opt", default=d.opt, choices=["sgd", "adamw"], help="optimizer")
-    p.add_argument("--lr", type=float, default=d.lr, help="peak learning rate")
-    p.add_argument("--momentum", type=float, default=d.momentum, help="SGD momentum")
-    p.add_argument(
-        "--wd", "--weight-decay", dest="weight_decay", type=float, default=d.weight_decay,
-        help="weight decay",
-    )  # fmt: skip
-    p.add_argument(
-        "--lr-scheduler", default=d.lr_scheduler, choices=["cosine", "step", "constant"],
-        help="schedule after the warm-up, per iteration",
-    )  # fmt: skip
-    p.add_argument("--lr-step-size", type=int, default=d.lr_step_size, help="step schedule")
-    p.add_argument("--lr-gamma", type=float, default=d.lr_gamma, help="step schedule factor")
-    p.add_argument("--lr-warmup-epochs", type=int, default=d.lr_warmup_epochs, help="warm-up")
-    p.add_argument("--lr-warmup-decay", type=float, default=d.lr_warmup_decay, help="start lr")
     p.add_argument("--clip-grad-norm", type=float, default=d.clip_grad_norm, help="0: off")
     p.add_argument(
         "--data-augmentation", dest="augmentation", default=d.augmentation,
         choices=["hflip", "multiscale", "ssd"], help="training augmentation preset",
     )  # fmt: skip
     p.add_argument("--score-thresh", type=float, default=d.score_thresh, help="detections")
-    p.add_argument("--amp", action="store_true", help="mixed precision (bfloat16 on CPU)")
-    p.add_argument("--channels-last", action="store_true", help="channels-last memory format")
-    p.add_argument("-j", "--workers", type=int, default=d.workers, help="loader workers")
-    p.add_argument("--seed", type=int, default=d.seed, help="model, order and augmentations")
-    p.add_argument("--device", default=d.device, help="auto, cpu, cuda, cuda:1, ...")
-    p.add_argument(
-        "--checkpoint-every", type=int, default=d.checkpoint_every, help="steps; 0: per epoch"
-    )
     p.add_argument("--eval-every", type=int, default=d.eval_every, help="epochs")
-    p.add_argument("--resume", action="store_true", help="continue from the run folder")
-    p.add_argument("--test-only", action="store_true", help="evaluate the run's checkpoint")
-    p.add_argument("--demo", action="store_true", help="the CPU demo recipe's defaults")
-    if p.parse_known_args(argv)[0].demo:  # the recipe's values; flags given still win
-        p.set_defaults(**DEMO)
-    return p.parse_args(argv)
+    return parse_recipe_args(p, argv, DEMO, "the CPU demo recipe's defaults")
 
 
 def prepare_corpus(corpus_dir: str | Path) -> Path:
@@ -139,30 +114,16 @@ def prepare_corpus(corpus_dir: str | Path) -> Path:
     return Path(build_detection_corpus(corpus_dir))
 
 
-def config_of(args: argparse.Namespace, data_path: str) -> DetectionConfig:
-    """The run's settings from the options."""
-    names = set(DetectionConfig.__dataclass_fields__)
-    values = {k: v for k, v in vars(args).items() if k in names}
-    values.update(data_path=data_path, out_dir=args.output_dir)
-    return DetectionConfig(**values)
-
-
-def print_summary(summary: dict, config: DetectionConfig, seconds: float) -> None:
-    """The run in a few lines: model, throughput, mAP, time and where the files are."""
-    rows = [
+def summary_rows(summary: dict, config: DetectionConfig, seconds: float) -> list[tuple[str, str]]:
+    """The run in a few lines: model, throughput, mAP and time."""
+    return [
         ("model", f"{config.model}, {config.epochs} epochs, {config.min_size} px images"),
         ("data", config.data_path),
         ("training throughput", f"{summary['train_images_per_s']:.1f} images/s"),
         ("held-out mAP@[.5:.95]", f"{summary['AP']:.3f}"),
         ("held-out mAP@0.5", f"{summary['AP50']:.3f}"),
         ("wall time", f"{seconds / 60:.1f} min"),
-        ("run folder", summary["run_dir"]),
     ]
-    rows += [(f"  {Path(path).name}", "") for path in summary["files"].values()]
-    width = max(len(name) for name, _ in rows)
-    print()
-    for name, value in rows:
-        print(f"{name:<{width}}  {value}")
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -170,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     start = time.perf_counter()
     args = parse_args(argv)
     data_path = args.data_path or str(prepare_corpus(args.corpus_dir))
-    config = config_of(args, data_path)
+    config = config_from_args(DetectionConfig, args, data_path)
     if args.test_only:
         pipeline = from_checkpoint(Path(config.out_dir) / "checkpoint.pt")
         summary = evaluate(pipeline, data_path, config.val_split)
@@ -178,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return summary
     summary = train(config, resume=args.resume)
     if "AP" in summary:  # rank 0 of the run
-        print_summary(summary, config, time.perf_counter() - start)
+        print_summary(summary_rows(summary, config, time.perf_counter() - start), summary)
     return summary
 
 

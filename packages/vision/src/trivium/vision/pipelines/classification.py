@@ -24,12 +24,10 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +35,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from trivium.core import load_checkpoint, progress, save_checkpoint, seed_everything
+from trivium.core import load_checkpoint
 from trivium.core.devices import resolve_device
 from trivium.core.seeding import derive_seed, sample_scope
-from trivium.core.training import MetricLogger, get_rng_state, set_rng_state
 from trivium.vision.io import ImageReadMode, decode_image
 from trivium.vision.pipelines.classification_data import (
     TrainBatch,
@@ -49,7 +46,14 @@ from trivium.vision.pipelines.classification_data import (
     make_loader,
     open_split,
 )
-from trivium.vision.pipelines.common import autocast, distributed, lr_factor, make_optimizer
+from trivium.vision.pipelines.common import (
+    TrainingRun,
+    autocast,
+    check_config,
+    config_from_state,
+    eval_mode,
+    fit,
+)
 from trivium.vision.transforms import CenterCrop, CutMix, MixUp, RandomChoice, Resize
 
 __all__ = [
@@ -59,8 +63,6 @@ __all__ = [
     "from_checkpoint",
     "train",
 ]
-
-CHECKPOINT = "checkpoint.pt"
 
 
 @dataclass
@@ -110,15 +112,7 @@ class ClassificationConfig:
     device: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.opt not in ("sgd", "adamw"):
-            raise ValueError(f"opt must be 'sgd' or 'adamw', got {self.opt!r}")
-        if self.lr_scheduler not in ("cosine", "step", "constant"):
-            raise ValueError(
-                f"lr_scheduler must be 'cosine', 'step' or 'constant', got {self.lr_scheduler!r}"
-            )
-        for name in ("epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_config(self)
 
 
 # ---------------------------------------------------------------------------- pieces
@@ -149,25 +143,27 @@ def _mixer(config: ClassificationConfig, num_classes: int) -> nn.Module | None:
     return RandomChoice(mixes) if mixes else None
 
 
-class _Run:
-    """What one training run holds; :func:`train` drives it."""
+class _Run(TrainingRun):
+    """A classification run; :func:`train` drives it."""
+
+    labels_key = "classes"
 
     def __init__(self, config: ClassificationConfig, show_progress: bool) -> None:
-        self.config, self.show_progress = config, show_progress
-        self.rank, self.world = distributed()
-        self.device = resolve_device(config.device)
-        if self.device.type == "cuda" and self.world > 1:
-            self.device = torch.device("cuda", self.rank % torch.cuda.device_count())
-        self.dir = Path(config.out_dir)
-        self.classes = find_classes(config.data_path, "train")
-        seed_everything(config.seed)  # the model's initial weights
+        super().__init__(config, show_progress)
+        self.mix = _mixer(config, len(self.labels))
+
+    def read_labels(self) -> list[str]:
+        return find_classes(self.config.data_path, "train")
+
+    def train_loader(self) -> Any:
+        config = self.config
         batches = TrainBatch(
             config.train_crop_size,
             config.auto_augment,
             generator=torch.Generator().manual_seed(config.seed),
             scale_min=config.train_crop_scale_min,
         )
-        self.loader = make_loader(
+        return make_loader(
             open_split(config.data_path, "train"),
             config.batch_size,
             train=True,
@@ -175,72 +171,15 @@ class _Run:
             seed=config.seed,
             collate_fn=batches,
         )
-        self.model = build_model(config.model, len(self.classes)).to(self.device)
-        if config.channels_last:
-            self.model = self.model.to(memory_format=torch.channels_last)
-        self.optimizer = make_optimizer(config, self.model)
-        steps = len(self.loader)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lr_factor(config, s, steps)
-        )
-        amp16 = config.amp and self.device.type == "cuda"
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=amp16)
-        self.mix = _mixer(config, len(self.classes))
-        self.val_loader: Any = None
-        self.epoch, self.step, self.train_seconds, self.images = 0, 0, 0.0, 0
-        self.logger = MetricLogger(self.dir if self.rank == 0 else None)
-        self.forward = self._wrap()
 
-    def _wrap(self) -> nn.Module:
-        model: nn.Module = self.model
-        if self.world > 1:
-            ids = [self.device.index] if self.device.type == "cuda" else None
-            model = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    def new_model(self) -> nn.Module:
+        return build_model(self.config.model, len(self.labels))
+
+    def wrap(self, model: nn.Module) -> nn.Module:
+        model = super().wrap(model)
         return torch.compile(model) if self.config.compile else model
 
-    # ---- checkpoints
-    def state_dict(self, epoch_done: bool) -> dict[str, Any]:
-        return {
-            "config": asdict(self.config),
-            "classes": self.classes,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "scaler": self.scaler.state_dict(),
-            "loader": self.loader.state_dict(),
-            "epoch": self.epoch,
-            "epoch_done": epoch_done,
-            "step": self.step,
-            "train_seconds": self.train_seconds,
-            "images": self.images,
-            "rng": get_rng_state(),
-        }
-
-    def save(self, epoch_done: bool = False) -> None:
-        if self.rank == 0:  # the log first: a resume truncates it to the checkpoint's step
-            self.logger.save()
-            save_checkpoint(self.dir / CHECKPOINT, self.state_dict(epoch_done))
-
-    def resume(self) -> None:
-        path = self.dir / CHECKPOINT
-        if not path.is_file():
-            return
-        state = load_checkpoint(path)
-        if state["classes"] != self.classes:
-            raise ValueError(f"{path}: the checkpoint's classes differ from the data's")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
-        self.loader.load_state_dict(state["loader"])
-        self.epoch = state["epoch"] + int(state["epoch_done"])
-        self.step, self.images = state["step"], state["images"]
-        self.train_seconds = state["train_seconds"]
-        set_rng_state(state["rng"])
-        self.logger.truncate(self.step)
-
-    # ---- steps
-    def train_step(self, images: Tensor, labels: Tensor) -> float:
+    def train_step(self, images: Tensor, labels: Tensor) -> dict[str, float]:
         config = self.config
         images = images.to(self.device, non_blocking=True)
         labels = labels.to(self.device, non_blocking=True)
@@ -252,37 +191,24 @@ class _Run:
         with autocast(self.device, config.amp):
             logits = self.forward(images)
             loss = F.cross_entropy(logits.float(), labels, label_smoothing=config.label_smoothing)
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.scheduler.step()
-        return float(loss.detach())
+        self.backward_and_step(loss)
+        return {"loss": float(loss.detach())}
 
-    def epoch_batches(self) -> Any:
-        """This epoch's (remaining) batches, behind a progress bar."""
-        self.loader.set_epoch(self.epoch)  # keeps a resume point of this epoch
-        total = len(self.loader)
-        return progress(
-            self.loader,
-            total=total,
-            initial=total - self._left(),
-            desc=f"epoch {self.epoch + 1}/{self.config.epochs}",
-            unit="batch",
-            disable=None if self.show_progress and self.rank == 0 else True,
+    def new_val_loader(self) -> Any:
+        return _eval_loader(self.config, "val")
+
+    def validate(self) -> dict[str, float]:
+        loader = self.validation_loader()
+        metrics = _evaluate_model(self.model, loader, self.config, self.device, self.labels)
+        return {k: v for k, v in metrics.items() if k != "images"}
+
+    def results(self) -> dict[str, Any]:
+        config = self.config
+        pipeline = ClassificationPipeline(
+            self.model, self.labels, config.val_crop_size, config.val_resize_size
         )
-
-    def _left(self) -> int:
-        state = self.loader.state_dict()
-        per_step = self.config.batch_size * self.world
-        if state["epoch"] != self.epoch:
-            return len(self.loader)
-        return len(self.loader) - state["samples_consumed"] // per_step
-
-
-def _progress_postfix(bar: Any, loss: float, images_per_s: float) -> None:
-    if hasattr(bar, "set_postfix"):
-        bar.set_postfix(loss=f"{loss:.3f}", img_s=f"{images_per_s:.0f}")
+        write_prediction_grid(pipeline, config.data_path, self.dir / "predictions.png")
+        return {"top1": self.logger.last("val_top1"), "top5": self.logger.last("val_top5")}
 
 
 # ---------------------------------------------------------------------------- public API
@@ -297,9 +223,8 @@ def train(
 ) -> dict[str, Any]:
     """Train, evaluate every epoch, write the run folder; returns the summary.
 
-    ``resume=True`` continues from ``out_dir/checkpoint.pt`` where it stopped (mid-epoch
-    too). ``stop_after_steps`` saves a checkpoint and returns after that many steps
-    in total (an interrupted run, for tests and time-boxed jobs).
+    ``resume`` and ``stop_after_steps`` are those of
+    :func:`~trivium.vision.pipelines.common.fit`: a run resumes exactly, mid-epoch too.
 
     Example:
         >>> ClassificationConfig(epochs=0)
@@ -308,65 +233,7 @@ def train(
         ValueError: epochs must be >= 1, got 0
     """
     run = _Run(config, show_progress)
-    if resume:
-        run.resume()
-    every = config.checkpoint_every
-    while run.epoch < config.epochs:
-        start = time.perf_counter()
-        batches = run.epoch_batches()
-        for images, labels in batches:
-            loss = run.train_step(images, labels)
-            run.step += 1
-            run.images += len(labels) * run.world
-            seconds = run.train_seconds + time.perf_counter() - start
-            run.logger.log(run.step, loss=loss, lr=run.scheduler.get_last_lr()[0])
-            _progress_postfix(batches, loss, run.images / max(seconds, 1e-9))
-            if (every and run.step % every == 0) or run.step == stop_after_steps:
-                run.train_seconds = seconds
-                start = time.perf_counter()
-                run.save()
-            if run.step == stop_after_steps:
-                return {"stopped_at_step": run.step}
-        run.train_seconds += time.perf_counter() - start
-        _end_of_epoch(run)
-        run.epoch += 1
-    return _finish(run)
-
-
-def _end_of_epoch(run: _Run) -> None:
-    if run.rank == 0:
-        if run.val_loader is None:  # built once: its workers persist across epochs
-            run.val_loader = _eval_loader(run.config, "val")
-        metrics = _evaluate_model(run.model, run.val_loader, run.config, run.device, run.classes)
-        run.logger.log(run.step, **{f"val_{k}": v for k, v in metrics.items() if k != "images"})
-        run.logger.log(run.step, train_images_per_s=run.images / max(run.train_seconds, 1e-9))
-    run.save(epoch_done=True)
-    if run.world > 1:
-        torch.distributed.barrier()
-
-
-def _finish(run: _Run) -> dict[str, Any]:
-    summary: dict[str, Any] = {"run_dir": str(run.dir), "steps": run.step}
-    if run.rank != 0:
-        return summary
-    run.logger.save()
-    run.logger.plot(run.dir / "metrics.png")
-    pipeline = ClassificationPipeline(
-        run.model, run.classes, run.config.val_crop_size, run.config.val_resize_size
-    )
-    write_prediction_grid(pipeline, run.config.data_path, run.dir / "predictions.png")
-    summary.update(
-        top1=run.logger.last("val_top1"),
-        top5=run.logger.last("val_top5"),
-        train_images_per_s=run.images / max(run.train_seconds, 1e-9),
-        train_seconds=run.train_seconds,
-        files={
-            name: str(run.dir / name)
-            for name in (CHECKPOINT, "metrics.csv", "metrics.png", "predictions.png")
-        },
-    )
-    (run.dir / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    return summary
+    return fit(run, resume=resume, stop_after_steps=stop_after_steps)
 
 
 def _eval_loader(config: ClassificationConfig, split: str) -> Any:
@@ -386,21 +253,19 @@ def _evaluate_model(
     device: torch.device,
     classes: Sequence[str],
 ) -> dict[str, float]:
-    was_training = model.training
-    model.eval()
     correct1 = correct5 = total = 0
     loss_sum = 0.0
-    for images, labels in loader:
-        images, labels = images.to(device), labels.to(device)
-        if config.channels_last:
-            images = images.contiguous(memory_format=torch.channels_last)
-        logits = model(images).float()
-        loss_sum += float(F.cross_entropy(logits, labels, reduction="sum"))
-        top = logits.topk(min(5, len(classes)), dim=1).indices
-        correct1 += int((top[:, 0] == labels).sum())
-        correct5 += int((top == labels[:, None]).any(dim=1).sum())
-        total += len(labels)
-    model.train(was_training)
+    with eval_mode(model):
+        for images, labels in loader:
+            images, labels = images.to(device), labels.to(device)
+            if config.channels_last:
+                images = images.contiguous(memory_format=torch.channels_last)
+            logits = model(images).float()
+            loss_sum += float(F.cross_entropy(logits, labels, reduction="sum"))
+            top = logits.topk(min(5, len(classes)), dim=1).indices
+            correct1 += int((top[:, 0] == labels).sum())
+            correct5 += int((top == labels[:, None]).any(dim=1).sum())
+            total += len(labels)
     return {
         "top1": correct1 / max(total, 1),
         "top5": correct5 / max(total, 1),
@@ -475,10 +340,8 @@ class ClassificationPipeline(nn.Module):
         items = [images] if single else list(images)
         device = next(self.model.parameters()).device
         batch = torch.stack([self._image(x) for x in items]).to(device)
-        was_training = self.model.training
-        self.model.eval()
-        probs = self.model(batch).float().softmax(dim=1).cpu()
-        self.model.train(was_training)
+        with eval_mode(self.model):
+            probs = self.model(batch).float().softmax(dim=1).cpu()
         scores, indices = probs.max(dim=1)
         out = [
             {"label": self.classes[int(i)], "index": int(i), "score": float(s)}
@@ -503,8 +366,7 @@ def from_checkpoint(
         FileNotFoundError: missing.pt: no such checkpoint
     """
     state = load_checkpoint(path)
-    known = {f.name for f in fields(ClassificationConfig)}
-    config = ClassificationConfig(**{k: v for k, v in state["config"].items() if k in known})
+    config = config_from_state(ClassificationConfig, state)
     model = build_model(config.model, len(state["classes"]))
     model.load_state_dict(state["model"])
     pipeline = ClassificationPipeline(

@@ -1,7 +1,9 @@
-"""What the training pipelines share: optimizer, learning-rate schedule, autocast, DDP.
+"""What the training pipelines share: the run and its loop, optimizer, schedule, autocast, DDP.
 
-Each function takes the pipeline's config object and reads only the fields named
-in its docstring, so classification and detection configs both work.
+:class:`TrainingRun` holds a run (model, optimizer, loader, logger, checkpoints)
+and :func:`fit` drives it; a pipeline subclasses the run with what differs. The
+functions take the pipeline's config object and read only the fields named in
+their docstrings, so classification and detection configs both work.
 
 Example:
     >>> from types import SimpleNamespace
@@ -14,14 +16,56 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
-from typing import Any
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
-__all__ = ["autocast", "distributed", "lr_factor", "make_optimizer"]
+from trivium.core import load_checkpoint, progress, save_checkpoint, seed_everything
+from trivium.core.devices import resolve_device
+from trivium.core.training import MetricLogger, get_rng_state, set_rng_state
+
+__all__ = [
+    "TrainingRun",
+    "autocast",
+    "check_config",
+    "config_from_state",
+    "distributed",
+    "eval_mode",
+    "fit",
+    "lr_factor",
+    "make_optimizer",
+]
+
+T = TypeVar("T")
+
+
+def check_config(config: Any, positive: tuple[str, ...] = ("epochs", "batch_size")) -> None:
+    """``ValueError`` for an unknown ``opt`` or ``lr_scheduler``, or a ``positive`` field < 1.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> check_config(SimpleNamespace(opt="lamb", lr_scheduler="cosine"))
+        Traceback (most recent call last):
+        ...
+        ValueError: opt must be 'sgd' or 'adamw', got 'lamb'
+    """
+    if config.opt not in ("sgd", "adamw"):
+        raise ValueError(f"opt must be 'sgd' or 'adamw', got {config.opt!r}")
+    if config.lr_scheduler not in ("cosine", "step", "constant"):
+        raise ValueError(
+            f"lr_scheduler must be 'cosine', 'step' or 'constant', got {config.lr_scheduler!r}"
+        )
+    for name in positive:
+        if getattr(config, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(config, name)}")
 
 
 def make_optimizer(config: Any, model: nn.Module) -> torch.optim.Optimizer:
@@ -97,3 +141,272 @@ def distributed() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+def config_from_state(config_type: type[T], state: dict[str, Any]) -> T:
+    """The config a checkpoint was written with; fields this version lacks are dropped.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Config:
+        ...     lr: float = 0.1
+        >>> config_from_state(Config, {"config": {"lr": 0.5, "gone": 1}})
+        Config(lr=0.5)
+    """
+    known = {f.name for f in fields(config_type)}  # type: ignore[arg-type]
+    return config_type(**{k: v for k, v in state["config"].items() if k in known})
+
+
+@contextlib.contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """``model`` in eval mode inside the block, in its former mode after it.
+
+    Example:
+        >>> model = nn.Dropout()
+        >>> with eval_mode(model):
+        ...     model.training
+        False
+        >>> model.training
+        True
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+class TrainingRun:
+    """One training run: model, optimizer, schedule, loader, logger and checkpoints.
+
+    A pipeline subclasses it with what differs: the labels of its data
+    (:meth:`read_labels`, checkpointed under :attr:`labels_key`), the training
+    loader, the model, a step, the validation metrics and the final summary.
+    :func:`fit` drives it. Checkpoints hold the loader's position and the RNG
+    states, so a resumed run is an uninterrupted one.
+
+    Example:
+        >>> TrainingRun.labels_key
+        'labels'
+    """
+
+    labels_key = "labels"
+    checkpoint = "checkpoint.pt"
+    speed_digits = 0  # images/s in the progress bar
+
+    def __init__(self, config: Any, show_progress: bool) -> None:
+        self.config, self.show_progress = config, show_progress
+        self.rank, self.world = distributed()
+        self.device = resolve_device(config.device)
+        if self.device.type == "cuda" and self.world > 1:
+            self.device = torch.device("cuda", self.rank % torch.cuda.device_count())
+        self.dir = Path(config.out_dir)
+        self.labels = self.read_labels()
+        seed_everything(config.seed)  # the model's initial weights
+        self.loader = self.train_loader()
+        self.model = self.new_model().to(self.device)
+        if config.channels_last:  # detection: the batched images follow the weights' layout
+            self.model = self.model.to(memory_format=torch.channels_last)
+        self.optimizer = make_optimizer(config, self.model)
+        steps = len(self.loader)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: lr_factor(config, s, steps)
+        )
+        amp16 = config.amp and self.device.type == "cuda"
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=amp16)
+        self.val_loader: Any = None
+        self.epoch, self.step, self.train_seconds, self.images = 0, 0, 0.0, 0
+        self.logger = MetricLogger(self.dir if self.rank == 0 else None)
+        self.forward = self.wrap(self.model)
+
+    # ---- what a pipeline defines
+    def read_labels(self) -> Any:
+        """The names of the data's classes, checkpointed and checked on resume."""
+        raise NotImplementedError
+
+    def train_loader(self) -> Any:
+        """The training loader (built after seeding, before the model)."""
+        raise NotImplementedError
+
+    def new_model(self) -> nn.Module:
+        """The model, with freshly seeded weights."""
+        raise NotImplementedError
+
+    def new_val_loader(self) -> Any:
+        """The validation loader."""
+        raise NotImplementedError
+
+    def train_step(self, inputs: Any, targets: Any) -> dict[str, float]:
+        """One optimisation step; the values to log, ``"loss"`` among them."""
+        raise NotImplementedError
+
+    def validate(self) -> dict[str, float] | None:
+        """The validation metrics of this epoch's end, or None to skip it."""
+        raise NotImplementedError
+
+    def results(self) -> dict[str, Any]:
+        """The summary's figures, after writing ``predictions.png`` into the run folder."""
+        raise NotImplementedError
+
+    def wrap(self, model: nn.Module) -> nn.Module:
+        """What a step calls: the model, in DDP when there is more than one process."""
+        if self.world == 1:
+            return model
+        ids = [self.device.index] if self.device.type == "cuda" else None
+        return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+
+    # ---- checkpoints
+    def state_dict(self, epoch_done: bool) -> dict[str, Any]:
+        """Everything a resume needs, as one picklable dict."""
+        return {
+            "config": asdict(self.config),
+            self.labels_key: self.labels,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "loader": self.loader.state_dict(),
+            "epoch": self.epoch,
+            "epoch_done": epoch_done,
+            "step": self.step,
+            "train_seconds": self.train_seconds,
+            "images": self.images,
+            "rng": get_rng_state(),
+        }
+
+    def save(self, epoch_done: bool = False) -> None:
+        """Write the checkpoint (rank 0)."""
+        if self.rank == 0:  # the log first: a resume truncates it to the checkpoint's step
+            self.logger.save()
+            save_checkpoint(self.dir / self.checkpoint, self.state_dict(epoch_done))
+
+    def resume(self) -> None:
+        """Continue from the run folder's checkpoint, if there is one."""
+        path = self.dir / self.checkpoint
+        if not path.is_file():
+            return
+        state = load_checkpoint(path)
+        if state[self.labels_key] != self.labels:
+            raise ValueError(f"{path}: the checkpoint's {self.labels_key} differ from the data's")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.loader.load_state_dict(state["loader"])
+        self.epoch = state["epoch"] + int(state["epoch_done"])
+        self.step, self.images = state["step"], state["images"]
+        self.train_seconds = state["train_seconds"]
+        set_rng_state(state["rng"])
+        self.logger.truncate(self.step)
+
+    # ---- the loop's parts
+    def backward_and_step(self, loss: Tensor, clip_grad_norm: float = 0.0) -> None:
+        """Backward of ``loss`` (scaled under float16 AMP), optional clipping, a step."""
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if clip_grad_norm > 0:
+            self.scaler.unscale_(self.optimizer)
+            nn.utils.clip_grad_norm_(self.model.parameters(), clip_grad_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+
+    def epoch_batches(self) -> Any:
+        """This epoch's (remaining) batches, behind a progress bar."""
+        self.loader.set_epoch(self.epoch)  # keeps a resume point of this epoch
+        total = len(self.loader)
+        state = self.loader.state_dict()
+        done = state["samples_consumed"] // (self.config.batch_size * self.world)
+        return progress(
+            self.loader,
+            total=total,
+            initial=done if state["epoch"] == self.epoch else 0,
+            desc=f"epoch {self.epoch + 1}/{self.config.epochs}",
+            unit="batch",
+            disable=None if self.show_progress and self.rank == 0 else True,
+        )
+
+    def validation_loader(self) -> Any:
+        """The validation loader, built once: its workers persist across epochs."""
+        if self.val_loader is None:
+            self.val_loader = self.new_val_loader()
+        return self.val_loader
+
+    def images_per_s(self) -> float:
+        """Training images per second so far."""
+        return self.images / max(self.train_seconds, 1e-9)
+
+    def end_of_epoch(self) -> None:
+        """Validate (rank 0) when :meth:`validate` does, then checkpoint the finished epoch."""
+        if self.rank == 0:
+            metrics = self.validate()
+            if metrics is not None:
+                self.logger.log(self.step, **{f"val_{k}": v for k, v in metrics.items()})
+                self.logger.log(self.step, train_images_per_s=self.images_per_s())
+        self.save(epoch_done=True)
+        if self.world > 1:
+            torch.distributed.barrier()
+
+    def finish(self) -> dict[str, Any]:
+        """Write the curves, the predictions and ``summary.json``; returns the summary."""
+        summary: dict[str, Any] = {"run_dir": str(self.dir), "steps": self.step}
+        if self.rank != 0:
+            return summary
+        self.logger.save()
+        self.logger.plot(self.dir / "metrics.png")
+        summary.update(
+            self.results(),
+            train_images_per_s=self.images_per_s(),
+            train_seconds=self.train_seconds,
+            files={
+                name: str(self.dir / name)
+                for name in (self.checkpoint, "metrics.csv", "metrics.png", "predictions.png")
+            },
+        )
+        (self.dir / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+        return summary
+
+
+def fit(
+    run: TrainingRun, *, resume: bool = False, stop_after_steps: int | None = None
+) -> dict[str, Any]:
+    """Train ``run`` to its last epoch (or to ``stop_after_steps``); returns the summary.
+
+    ``resume=True`` continues from ``out_dir/checkpoint.pt`` where it stopped (mid-epoch
+    too). Checkpoints every ``config.checkpoint_every`` steps, at each epoch's end,
+    and at ``stop_after_steps``, where it returns ``{"stopped_at_step": step}`` (an
+    interrupted run, for tests and time-boxed jobs).
+
+    Example:
+        >>> fit  # doctest: +ELLIPSIS
+        <function fit at ...>
+    """
+    if resume:
+        run.resume()
+    every = run.config.checkpoint_every
+    while run.epoch < run.config.epochs:
+        start = time.perf_counter()
+        batches = run.epoch_batches()
+        for inputs, targets in batches:
+            values = run.train_step(inputs, targets)
+            run.step += 1
+            run.images += len(inputs) * run.world
+            seconds = run.train_seconds + time.perf_counter() - start
+            run.logger.log(run.step, **values, lr=run.scheduler.get_last_lr()[0])
+            if hasattr(batches, "set_postfix"):
+                speed = run.images / max(seconds, 1e-9)
+                batches.set_postfix(
+                    loss=f"{values['loss']:.3f}", img_s=f"{speed:.{run.speed_digits}f}"
+                )
+            if (every and run.step % every == 0) or run.step == stop_after_steps:
+                run.train_seconds = seconds
+                start = time.perf_counter()
+                run.save()
+            if run.step == stop_after_steps:
+                return {"stopped_at_step": run.step}
+        run.train_seconds += time.perf_counter() - start
+        run.end_of_epoch()
+        run.epoch += 1
+    return run.finish()

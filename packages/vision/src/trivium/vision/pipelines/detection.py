@@ -26,19 +26,24 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from trivium.core import load_checkpoint, progress, save_checkpoint, seed_everything
+from trivium.core import load_checkpoint
 from trivium.core.devices import resolve_device
-from trivium.core.training import MetricLogger, get_rng_state, set_rng_state
 from trivium.vision.io import ImageReadMode, decode_image
-from trivium.vision.pipelines.common import autocast, distributed, lr_factor, make_optimizer
+from trivium.vision.pipelines.common import (
+    TrainingRun,
+    autocast,
+    check_config,
+    config_from_state,
+    eval_mode,
+    fit,
+)
 from trivium.vision.pipelines.detection_data import (
     AUGMENTATIONS,
     annotation_file,
@@ -55,8 +60,6 @@ __all__ = [
     "from_checkpoint",
     "train",
 ]
-
-CHECKPOINT = "checkpoint.pt"
 
 
 @dataclass
@@ -119,21 +122,13 @@ class DetectionConfig:
     device: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.opt not in ("sgd", "adamw"):
-            raise ValueError(f"opt must be 'sgd' or 'adamw', got {self.opt!r}")
-        if self.lr_scheduler not in ("cosine", "step", "constant"):
-            raise ValueError(
-                f"lr_scheduler must be 'cosine', 'step' or 'constant', got {self.lr_scheduler!r}"
-            )
+        check_config(self, ("epochs", "batch_size", "eval_every"))
         if self.box_loss not in ("l1", "smooth_l1", "giou"):
             raise ValueError(f"box_loss must be 'l1', 'smooth_l1' or 'giou', got {self.box_loss!r}")
         if self.augmentation not in AUGMENTATIONS:
             raise ValueError(
                 f"augmentation must be one of {AUGMENTATIONS}, got {self.augmentation!r}"
             )
-        for name in ("epochs", "batch_size", "eval_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 # ---------------------------------------------------------------------------- pieces
@@ -228,121 +223,53 @@ def _to_model(images: list[Tensor], targets: list[dict[str, Any]] | None, device
     return floats, moved
 
 
-class _Run:
-    """What one training run holds; :func:`train` drives it."""
+class _Run(TrainingRun):
+    """A detection run; :func:`train` drives it."""
 
-    def __init__(self, config: DetectionConfig, show_progress: bool) -> None:
-        self.config, self.show_progress = config, show_progress
-        self.rank, self.world = distributed()
-        self.device = resolve_device(config.device)
-        if self.device.type == "cuda" and self.world > 1:
-            self.device = torch.device("cuda", self.rank % torch.cuda.device_count())
-        self.dir = Path(config.out_dir)
-        self.categories = read_categories(config.data_path, config.train_split)
-        seed_everything(config.seed)  # the model's initial weights
+    labels_key = "categories"
+    speed_digits = 1
+
+    def read_labels(self) -> dict[int, str]:
+        return read_categories(self.config.data_path, self.config.train_split)
+
+    def train_loader(self) -> Any:
+        config = self.config
         transforms = train_transforms(config.augmentation, config.min_size)
         transforms.generator = torch.Generator().manual_seed(config.seed)
         dataset = open_split(config.data_path, config.train_split, transforms)
-        self.loader = make_loader(
+        return make_loader(
             dataset, config.batch_size, train=True, workers=config.workers, seed=config.seed
         )
-        self.model = build_model(config, max(self.categories) + 1).to(self.device)
-        if config.channels_last:  # the batched images follow the weights' layout
-            self.model = self.model.to(memory_format=torch.channels_last)
-        self.optimizer = make_optimizer(config, self.model)
-        steps = len(self.loader)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lr_factor(config, s, steps)
-        )
-        amp16 = config.amp and self.device.type == "cuda"
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=amp16)
-        self.val_loader: Any = None
-        self.epoch, self.step, self.train_seconds, self.images = 0, 0, 0.0, 0
-        self.logger = MetricLogger(self.dir if self.rank == 0 else None)
-        self.forward = self._wrap()
 
-    def _wrap(self) -> nn.Module:
-        if self.world == 1:
-            return self.model
-        ids = [self.device.index] if self.device.type == "cuda" else None
-        return nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+    def new_model(self) -> nn.Module:
+        return build_model(self.config, max(self.labels) + 1)
 
-    # ---- checkpoints
-    def state_dict(self, epoch_done: bool) -> dict[str, Any]:
-        return {
-            "config": asdict(self.config),
-            "categories": self.categories,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "scaler": self.scaler.state_dict(),
-            "loader": self.loader.state_dict(),
-            "epoch": self.epoch,
-            "epoch_done": epoch_done,
-            "step": self.step,
-            "train_seconds": self.train_seconds,
-            "images": self.images,
-            "rng": get_rng_state(),
-        }
-
-    def save(self, epoch_done: bool = False) -> None:
-        if self.rank == 0:  # the log first: a resume truncates it to the checkpoint's step
-            self.logger.save()
-            save_checkpoint(self.dir / CHECKPOINT, self.state_dict(epoch_done))
-
-    def resume(self) -> None:
-        path = self.dir / CHECKPOINT
-        if not path.is_file():
-            return
-        state = load_checkpoint(path)
-        if state["categories"] != self.categories:
-            raise ValueError(f"{path}: the checkpoint's categories differ from the data's")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
-        self.loader.load_state_dict(state["loader"])
-        self.epoch = state["epoch"] + int(state["epoch_done"])
-        self.step, self.images = state["step"], state["images"]
-        self.train_seconds = state["train_seconds"]
-        set_rng_state(state["rng"])
-        self.logger.truncate(self.step)
-
-    # ---- steps
     def train_step(self, images: list[Tensor], targets: list[dict[str, Any]]) -> dict[str, float]:
         config = self.config
         images, targets = _to_model(images, targets, self.device)
         with autocast(self.device, config.amp):
             losses = self.forward(images, targets)
         loss = sum(value.float() for value in losses.values())
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        if config.clip_grad_norm > 0:
-            self.scaler.unscale_(self.optimizer)
-            nn.utils.clip_grad_norm_(self.model.parameters(), config.clip_grad_norm)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.scheduler.step()
+        self.backward_and_step(loss, config.clip_grad_norm)
         values = {name: float(value.detach()) for name, value in losses.items()}
         values["loss"] = float(loss.detach())
         if not all(map(torch.isfinite, map(torch.tensor, values.values()))):
             raise FloatingPointError(f"step {self.step}: the loss is not finite: {values}")
         return values
 
-    def epoch_batches(self) -> Any:
-        """This epoch's (remaining) batches, behind a progress bar."""
-        self.loader.set_epoch(self.epoch)  # keeps a resume point of this epoch
-        total = len(self.loader)
-        state = self.loader.state_dict()
-        done = state["samples_consumed"] // (self.config.batch_size * self.world)
-        return progress(
-            self.loader,
-            total=total,
-            initial=done if state["epoch"] == self.epoch else 0,
-            desc=f"epoch {self.epoch + 1}/{self.config.epochs}",
-            unit="batch",
-            disable=None if self.show_progress and self.rank == 0 else True,
-        )
+    def new_val_loader(self) -> Any:
+        return _eval_loader(self.config, self.config.val_split)
+
+    def validate(self) -> dict[str, float] | None:
+        last = self.epoch + 1 == self.config.epochs
+        if not (last or (self.epoch + 1) % self.config.eval_every == 0):
+            return None
+        return _evaluate_model(self.model, self.validation_loader(), self.config, self.device)
+
+    def results(self) -> dict[str, Any]:
+        pipeline = DetectionPipeline(self.model, self.labels)
+        write_prediction_grid(pipeline, self.config, self.dir / "predictions.png")
+        return {name: self.logger.last(f"val_{name}") for name in ("AP", "AP50", "AP75", "AR100")}
 
 
 # ---------------------------------------------------------------------------- public API
@@ -357,9 +284,8 @@ def train(
 ) -> dict[str, Any]:
     """Train, evaluate every ``eval_every`` epochs, write the run folder; returns the summary.
 
-    ``resume=True`` continues from ``out_dir/checkpoint.pt`` where it stopped (mid-epoch
-    too). ``stop_after_steps`` saves a checkpoint and returns after that many steps
-    in total (an interrupted run, for tests and time-boxed jobs).
+    With ``resume=True`` it continues from the run folder's checkpoint, with
+    ``stop_after_steps`` it stops there (:func:`~trivium.vision.pipelines.common.fit`).
 
     Example:
         >>> DetectionConfig(batch_size=0)
@@ -368,65 +294,7 @@ def train(
         ValueError: batch_size must be >= 1, got 0
     """
     run = _Run(config, show_progress)
-    if resume:
-        run.resume()
-    every = config.checkpoint_every
-    while run.epoch < config.epochs:
-        start = time.perf_counter()
-        batches = run.epoch_batches()
-        for images, targets in batches:
-            losses = run.train_step(images, targets)
-            run.step += 1
-            run.images += len(images) * run.world
-            seconds = run.train_seconds + time.perf_counter() - start
-            run.logger.log(run.step, **losses, lr=run.scheduler.get_last_lr()[0])
-            if hasattr(batches, "set_postfix"):
-                speed = run.images / max(seconds, 1e-9)
-                batches.set_postfix(loss=f"{losses['loss']:.3f}", img_s=f"{speed:.1f}")
-            if (every and run.step % every == 0) or run.step == stop_after_steps:
-                run.train_seconds = seconds
-                start = time.perf_counter()
-                run.save()
-            if run.step == stop_after_steps:
-                return {"stopped_at_step": run.step}
-        run.train_seconds += time.perf_counter() - start
-        _end_of_epoch(run)
-        run.epoch += 1
-    return _finish(run)
-
-
-def _end_of_epoch(run: _Run) -> None:
-    last = run.epoch + 1 == run.config.epochs
-    if run.rank == 0 and (last or (run.epoch + 1) % run.config.eval_every == 0):
-        if run.val_loader is None:  # built once: its workers persist across epochs
-            run.val_loader = _eval_loader(run.config, run.config.val_split)
-        metrics = _evaluate_model(run.model, run.val_loader, run.config, run.device)
-        run.logger.log(run.step, **{f"val_{k}": v for k, v in metrics.items()})
-        run.logger.log(run.step, train_images_per_s=run.images / max(run.train_seconds, 1e-9))
-    run.save(epoch_done=True)
-    if run.world > 1:
-        torch.distributed.barrier()
-
-
-def _finish(run: _Run) -> dict[str, Any]:
-    summary: dict[str, Any] = {"run_dir": str(run.dir), "steps": run.step}
-    if run.rank != 0:
-        return summary
-    run.logger.save()
-    run.logger.plot(run.dir / "metrics.png")
-    pipeline = DetectionPipeline(run.model, run.categories)
-    write_prediction_grid(pipeline, run.config, run.dir / "predictions.png")
-    summary.update(
-        {name: run.logger.last(f"val_{name}") for name in ("AP", "AP50", "AP75", "AR100")},
-        train_images_per_s=run.images / max(run.train_seconds, 1e-9),
-        train_seconds=run.train_seconds,
-        files={
-            name: str(run.dir / name)
-            for name in (CHECKPOINT, "metrics.csv", "metrics.png", "predictions.png")
-        },
-    )
-    (run.dir / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    return summary
+    return fit(run, resume=resume, stop_after_steps=stop_after_steps)
 
 
 def _eval_loader(config: DetectionConfig, split: str) -> Any:
@@ -443,19 +311,17 @@ def _evaluate_model(
     from trivium.vision.detection_eval import CocoEvaluator
 
     evaluator = CocoEvaluator(annotation_file(config.data_path, config.val_split))
-    was_training = model.training
-    model.eval()
-    for images, targets in loader:
-        inputs, _ = _to_model(images, None, device)
-        with autocast(device, config.amp):
-            outputs = model(inputs)
-        evaluator.update(
-            {
-                int(t["image_id"]): {k: v.float().cpu() for k, v in out.items()}
-                for t, out in zip(targets, outputs, strict=True)
-            }
-        )
-    model.train(was_training)
+    with eval_mode(model):
+        for images, targets in loader:
+            inputs, _ = _to_model(images, None, device)
+            with autocast(device, config.amp):
+                outputs = model(inputs)
+            evaluator.update(
+                {
+                    int(t["image_id"]): {k: v.float().cpu() for k, v in out.items()}
+                    for t, out in zip(targets, outputs, strict=True)
+                }
+            )
     return evaluator.summarize()
 
 
@@ -520,10 +386,8 @@ class DetectionPipeline(nn.Module):
         single = not isinstance(images, list | tuple)
         items = [self._image(x) for x in ([images] if single else images)]
         device = next(self.model.parameters()).device
-        was_training = self.model.training
-        self.model.eval()
-        outputs = self.model(_to_model(items, None, device)[0])
-        self.model.train(was_training)
+        with eval_mode(self.model):
+            outputs = self.model(_to_model(items, None, device)[0])
         results = []
         for out in outputs:
             keep = out["scores"] > score_thresh
@@ -549,8 +413,7 @@ def from_checkpoint(
         FileNotFoundError: missing.pt: no such checkpoint
     """
     state = load_checkpoint(path)
-    known = {f.name for f in fields(DetectionConfig)}
-    config = DetectionConfig(**{k: v for k, v in state["config"].items() if k in known})
+    config = config_from_state(DetectionConfig, state)
     categories = {int(k): v for k, v in state["categories"].items()}
     model = build_model(config, max(categories) + 1)
     model.load_state_dict(state["model"])
