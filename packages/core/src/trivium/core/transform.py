@@ -168,6 +168,31 @@ class Transform(nn.Module):
             return self.generator
         return transform_generator(self.generator)
 
+    def _sample(
+        self,
+        draw: Callable[[torch.Generator | None, torch.device | None], torch.Tensor],
+        device: torch.device | None = None,
+    ) -> torch.Tensor:
+        """``draw(generator, generator's device)`` moved to ``device`` (kept where drawn if None).
+
+        The one place where a compiled transform changes its source of randomness:
+        under ``torch.compile``, which cannot trace a ``torch.Generator``, it returns
+        ``draw(None, device)``, a draw from torch's default generator (seed compiled
+        pipelines with ``torch.manual_seed``). Otherwise ``generator`` is
+        ``self._active_generator()``.
+
+        Example:
+            >>> import torch
+            >>> t = Transform(generator=torch.Generator().manual_seed(0))
+            >>> t._sample(lambda g, d: torch.rand(2, generator=g, device=d)).shape
+            torch.Size([2])
+        """
+        if torch.compiler.is_compiling():
+            return draw(None, device)
+        generator = self._active_generator()
+        out = draw(generator, torch.device("cpu") if generator is None else generator.device)
+        return out if device is None else out.to(device, non_blocking=True)
+
     def _device(self) -> torch.device:
         generator = self._active_generator()
         return torch.device("cpu") if generator is None else generator.device

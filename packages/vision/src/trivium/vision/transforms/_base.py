@@ -304,10 +304,7 @@ class ImageTransform(Transform):
 
     def _draw(self, shape: Sequence[int], device: torch.device | None = None) -> torch.Tensor:
         """Uniform samples in [0, 1) on ``device`` from ``generator`` (default RNG if compiling)."""
-        if torch.compiler.is_compiling():
-            return torch.rand(tuple(shape), device=device)
-        values = self._rand(shape)
-        return values if device is None else values.to(device, non_blocking=True)
+        return self._sample(lambda g, d: torch.rand(tuple(shape), generator=g, device=d), device)
 
 
 class Compose(_core.Compose):
@@ -344,8 +341,8 @@ def _fused_steps(transforms: list[Any]) -> list[Any]:
     A transform offers one with ``_fuse_next(following)``, returning a function of
     one input that computes ``following(self(x))``, or None.
     """
-    if len(transforms) < 2 or _global_hooks():
-        return transforms
+    if len(transforms) < 2 or _global_hooks() or torch.compiler.is_compiling():
+        return transforms  # under torch.compile every step is traced as it is
     steps, i = [], 0
     while i < len(transforms):
         fused = _fused_pair(transforms[i], transforms[i + 1]) if i + 1 < len(transforms) else None

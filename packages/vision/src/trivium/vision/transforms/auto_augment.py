@@ -307,6 +307,24 @@ class _AutoAugmentBase(ImageTransform):
     def _apply_one(self, img: torch.Tensor, params: dict[str, Any], i: int) -> torch.Tensor:
         return self._apply_plan(img, self._decode(params, i))
 
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Apply the operations: :meth:`_compiled` under ``torch.compile``, else :meth:`_eager`.
+
+        Example:
+            >>> import torch
+            >>> t = RandAugment(generator=torch.Generator().manual_seed(0))
+            >>> t.transform(torch.zeros(3, 8, 8, dtype=torch.uint8), {}).shape
+            torch.Size([3, 8, 8])
+        """
+        self._check(inpt)
+        if torch.compiler.is_compiling():
+            return self._compiled(inpt, (inpt.shape[-2], inpt.shape[-1]))
+        return self._eager(inpt, params)
+
+    def _compiled(self, img: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        """The traceable form: operations drawn as tensors, selected with ``torch.cond``."""
+        raise NotImplementedError
+
     def _eager(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         """The eager result: each image's plan with ``per_sample``, else one plan for all."""
         if "ops" in params:
@@ -447,12 +465,6 @@ class AutoAugment(_AutoAugmentBase):
             plan.append((name, magnitude))
         return plan
 
-    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        self._check(inpt)
-        if torch.compiler.is_compiling():
-            return self._compiled(inpt, (inpt.shape[-2], inpt.shape[-1]))
-        return self._eager(inpt, params)
-
     def _compiled(self, img: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
         names = [*_AUTOAUGMENT_SPACE, "Identity"]
         table, signs = self._magnitude_table(_AUTOAUGMENT_SPACE, 10, size)
@@ -523,18 +535,14 @@ class RandAugment(_AutoAugmentBase):
             )
         return plan
 
-    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        self._check(inpt)
-        if torch.compiler.is_compiling():
-            size = (inpt.shape[-2], inpt.shape[-1])
-            names = list(_RANDAUGMENT_SPACE)
-            table, signs = self._magnitude_table(_RANDAUGMENT_SPACE, self.num_magnitude_bins, size)
-            for _ in range(self.num_ops):
-                op = torch.randint(len(names), ())
-                magnitude = self._signed(table, signs, op, self.magnitude)
-                inpt = self._traced_op(inpt, names, op.to(inpt.device), magnitude)
-            return inpt
-        return self._eager(inpt, params)
+    def _compiled(self, img: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        names = list(_RANDAUGMENT_SPACE)
+        table, signs = self._magnitude_table(_RANDAUGMENT_SPACE, self.num_magnitude_bins, size)
+        for _ in range(self.num_ops):
+            op = torch.randint(len(names), ())
+            magnitude = self._signed(table, signs, op, self.magnitude)
+            img = self._traced_op(img, names, op.to(img.device), magnitude)
+        return img
 
 
 class TrivialAugmentWide(_AutoAugmentBase):
@@ -576,17 +584,13 @@ class TrivialAugmentWide(_AutoAugmentBase):
         index = int(self._randint(0, bins, ()))
         return [(name, self._magnitude(_TRIVIAL_SPACE, name, bins, index, size))]
 
-    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        self._check(inpt)
-        if torch.compiler.is_compiling():
-            size = (inpt.shape[-2], inpt.shape[-1])
-            names = list(_TRIVIAL_SPACE)
-            bins = self.num_magnitude_bins
-            table, signs = self._magnitude_table(_TRIVIAL_SPACE, bins, size)
-            op = torch.randint(len(names), ())
-            magnitude = self._signed(table, signs, op, torch.randint(bins, ()))
-            return self._traced_op(inpt, names, op.to(inpt.device), magnitude)
-        return self._eager(inpt, params)
+    def _compiled(self, img: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        names = list(_TRIVIAL_SPACE)
+        bins = self.num_magnitude_bins
+        table, signs = self._magnitude_table(_TRIVIAL_SPACE, bins, size)
+        op = torch.randint(len(names), ())
+        magnitude = self._signed(table, signs, op, torch.randint(bins, ()))
+        return self._traced_op(img, names, op.to(img.device), magnitude)
 
 
 class AugMix(_AutoAugmentBase):
@@ -644,12 +648,9 @@ class AugMix(_AutoAugmentBase):
     def _dirichlet(self, n: int, k: int, device: torch.device) -> torch.Tensor:
         """``[n, k]`` Dirichlet(alpha) samples: normalised Gamma draws from the generator."""
         concentration = torch.full((n, k), self.alpha, dtype=torch.float32)
-        if torch.compiler.is_compiling():
-            gamma = torch._standard_gamma(concentration.to(device))
-        else:
-            gamma = torch._standard_gamma(
-                concentration.to(self._device()), generator=self._active_generator()
-            ).to(device)
+        gamma = self._sample(
+            lambda g, d: torch._standard_gamma(concentration.to(d), generator=g), device
+        )
         return gamma / gamma.sum(-1, keepdim=True)
 
     def _space(self) -> dict[str, tuple[Magnitudes, bool]]:

@@ -108,7 +108,7 @@ class _RandomOp(ImageTransform):
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         img = inputs[0]
         check_image(type(self).__name__, img, channels=self._channels)
-        branch_free = self.per_sample or torch.compiler.is_compiling()
+        branch_free = self._tensor_params()
         coin = self._draw((self._num_draws(img),), img.device if branch_free else None)
         return {"apply": coin < self.p}
 
@@ -448,7 +448,7 @@ class GaussianBlur(ImageTransform):
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         img = inputs[0]
         check_image(type(self).__name__, img)
-        tensors = self.per_sample or torch.compiler.is_compiling()
+        tensors = self._tensor_params()
         u = self._draw((self._num_draws(img),), img.device if tensors else None)
         sigma = self.sigma[0] + (self.sigma[1] - self.sigma[0]) * u
         return {"sigma": sigma if tensors else [float(sigma)] * 2}

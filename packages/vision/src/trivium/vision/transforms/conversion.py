@@ -197,7 +197,6 @@ class ToDtype(_TensorOut):
             and isinstance(self.dtype, torch.dtype)
             and self.scale
             and self.dtype in (torch.float32, torch.float64)
-            and not torch.compiler.is_compiling()
         )
         return functools.partial(_to_float_normalized, self, following) if fusable else None
 

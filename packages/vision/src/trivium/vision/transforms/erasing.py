@@ -94,10 +94,7 @@ class RandomErasing(ImageTransform):
         return ("i", "j", "h", "w") if self.value is not None else ("i", "j", "h", "w", "v")
 
     def _normal(self, shape: Sequence[int], device: torch.device) -> torch.Tensor:
-        if torch.compiler.is_compiling():
-            return torch.randn(tuple(shape), device=device)
-        noise = torch.randn(tuple(shape), generator=self._active_generator(), device=self._device())
-        return noise.to(device)
+        return self._sample(lambda g, d: torch.randn(tuple(shape), generator=g, device=d), device)
 
     def _boxes(self, n: int, height: int, width: int, device: torch.device | None) -> dict:
         """One box per image as tensors ``[n]``: the first of 10 draws that fits, as torchvision."""
@@ -126,7 +123,7 @@ class RandomErasing(ImageTransform):
                 f"RandomErasing: value must have 1 or {channels} (the image's channels) "
                 f"entries, got {len(self.value)}"
             )
-        tensors = self.per_sample or torch.compiler.is_compiling()
+        tensors = self._tensor_params()
         n = self._num_draws(img)
         boxes = self._boxes(n, height, width, img.device if tensors else None)
         if not tensors:

@@ -73,12 +73,9 @@ class _MixBase(Transform):
     def _lam(self, device: torch.device) -> torch.Tensor:
         """One Beta(alpha, alpha) sample (0-dim tensor on ``device``)."""
         concentration = torch.full((2,), self.alpha)
-        if torch.compiler.is_compiling():
-            g = torch._standard_gamma(concentration.to(device))
-        else:
-            g = torch._standard_gamma(
-                concentration.to(self._device()), generator=self._active_generator()
-            ).to(device)
+        g = self._sample(
+            lambda gen, d: torch._standard_gamma(concentration.to(d), generator=gen), device
+        )
         return g[0] / (g[0] + g[1])
 
     def _soft_labels(self, labels: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
@@ -211,10 +208,7 @@ class CutMix(_MixBase):
         height, width = img.shape[-2:]
         device = img.device
         lam = self._lam(device)
-        if torch.compiler.is_compiling():
-            center = torch.rand(2, device=device)
-        else:
-            center = self._rand((2,)).to(device)
+        center = self._sample(lambda g, d: torch.rand(2, generator=g, device=d), device)
         r_x, r_y = (center[0] * width).floor(), (center[1] * height).floor()
         r = 0.5 * torch.sqrt(1.0 - lam)
         half_w, half_h = (r * width).floor(), (r * height).floor()
