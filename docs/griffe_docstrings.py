@@ -32,7 +32,10 @@ _PARAMETERS_HEADING = re.compile(
 _GROUPED_ITEM = re.compile(
     r"^(?P<indent>[ \t]+)(?P<names>\*{0,2}\w+(?:,[ \t]*\*{0,2}\w+)+):(?P<rest>.*)$"
 )
-_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|mod|attr|data|exc|obj):`(?P<target>[^`]+)`")
+# reST's escaped space after a role (":class:`Name`\\ s") joins the suffix: dropped with it.
+_ROLE = re.compile(
+    r":(?:py:)?(?:class|meth|func|mod|attr|data|exc|obj):`(?P<target>[^`]+)`(?:\\ )?"
+)
 
 
 def _qualify(target: str, obj: griffe.Object) -> str:

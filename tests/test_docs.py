@@ -118,11 +118,11 @@ def test_roles_become_optional_links_resolved_from_the_object(docstrings):
     cls = griffe.Class("Loader", parent=package)
     cls.set_member("set_epoch", griffe.Function("set_epoch", parent=cls))
     package.set_member("Loader", cls)
-    text = "See :meth:`set_epoch`, :class:`~torch.Tensor` and :func:`trivium.x.y`."
+    text = "See :meth:`set_epoch`, :class:`~torch.Tensor`\\ s and :func:`trivium.x.y`."
     assert module.rewrite(text, cls) == (
         'See <autoref identifier="trivium.Loader.set_epoch" optional><code>set_epoch</code>'
         '</autoref>, <autoref identifier="torch.Tensor" optional><code>Tensor</code>'
-        '</autoref> and <autoref identifier="trivium.x.y" optional><code>trivium.x.y</code>'
+        '</autoref>s and <autoref identifier="trivium.x.y" optional><code>trivium.x.y</code>'
         "</autoref>."
     )
 
