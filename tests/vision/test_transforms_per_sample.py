@@ -214,11 +214,11 @@ def test_cpu_flips_run_by_run_give_the_batched_select(photo: torch.Tensor, dim: 
 
 def test_big_per_image_draws_come_chunk_by_chunk_with_the_values_of_one_draw(photo):
     # ElasticTransform's noise: one draw per chunk on the CPU, no batch-sized buffer.
-    x = batch_of(photo, (5, 3, 224, 224), torch.uint8)
+    x = batch_of(photo, (9, 3, 224, 224), torch.uint8)
     t = T.ElasticTransform(per_sample=True, generator=seeded(4))
     noise = t.make_params([x])["noise"]
-    assert [piece.shape[0] for piece in noise] == [2, 2, 1]
-    assert torch.equal(torch.cat(noise), torch.rand(5, 2, 224, 224, generator=seeded(4)))
+    assert [piece.shape[0] for piece in noise] == [4, 4, 1]
+    assert torch.equal(torch.cat(noise), torch.rand(9, 2, 224, 224, generator=seeded(4)))
     # transform() straight on make_params' output, as torchvision's API allows.
     t.generator = seeded(4)
     direct = t.transform(x, t.make_params([x]))

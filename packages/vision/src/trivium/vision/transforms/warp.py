@@ -435,21 +435,66 @@ def _blur_matrix(n: int, sigma: float, dtype: torch.dtype, device: torch.device)
     return matrix.to(dtype)
 
 
-_cached_blur_matrix = functools.lru_cache(maxsize=16)(_blur_matrix)
+_BAND_BLOCK = 32  # output samples per block of the banded products
+
+
+def _band_plan(
+    n: int, sigma: float, dtype: torch.dtype, device: torch.device
+) -> tuple[torch.Tensor, list[tuple[int, int, int, int]]]:
+    """The blur matrix of :func:`_blur_matrix` and its bands: blocks (j0, j1, r0, r1).
+
+    Outputs ``[j0, j1)`` take inputs ``[r0, r1)`` only (every other weight is 0):
+    for sigma 5 at 224, a block of 32 outputs reads 72 inputs instead of 224.
+    """
+    matrix = _blur_matrix(n, sigma, dtype, device)
+    used = matrix != 0
+    blocks = []
+    count = -(-n // _BAND_BLOCK)
+    for k in range(count):  # blocks of near-equal widths
+        j0, j1 = k * n // count, (k + 1) * n // count
+        rows = used[:, j0:j1].any(dim=1).nonzero().flatten().tolist()
+        r0, r1 = (rows[0], rows[-1] + 1) if rows else (0, 1)
+        blocks.append((j0, j1, r0, r1))
+    return matrix, blocks
+
+
+_cached_band_plan = functools.lru_cache(maxsize=16)(_band_plan)
 
 
 def _gaussian_blur_displacement(x: torch.Tensor, sigma: float) -> torch.Tensor:
     """Gaussian blur of fields ``x`` [..., H, W] (torchvision's kernel, reflect padding).
 
-    Two matrix products with the banded blur matrices: ~2x faster than the two
-    depthwise convolutions at 224 x 224, and every field is blurred alike whether it
-    comes alone or in a batch (a per-sample chunk gives the batch's result).
+    Matrix products with the banded blur matrices, block by block of 32 outputs
+    over the inputs their band reaches (~3x fewer products than the full matrices
+    at 224 x 224, which were already ~2x faster than two depthwise convolutions).
+    Every field is blurred alike whether it comes alone or in a batch (a per-sample
+    chunk gives the batch's result). Under ``torch.compile``: the full products.
     """
     h, w = x.shape[-2], x.shape[-1]
-    make = _blur_matrix if torch.compiler.is_compiling() else _cached_blur_matrix
-    rows = make(w, sigma, x.dtype, x.device)
-    cols = make(h, sigma, x.dtype, x.device)
-    return torch.matmul(cols.t(), torch.matmul(x, rows))
+    if torch.compiler.is_compiling():
+        rows = _blur_matrix(w, sigma, x.dtype, x.device)
+        cols = _blur_matrix(h, sigma, x.dtype, x.device)
+        return torch.matmul(cols.t(), torch.matmul(x, rows))
+    across = _banded_right_product(x.contiguous(), *_cached_band_plan(w, sigma, x.dtype, x.device))
+    # The columns: the same product on the transposed fields (returned as a view).
+    down = across.transpose(-1, -2).contiguous()
+    return _banded_right_product(down, *_cached_band_plan(h, sigma, x.dtype, x.device)).transpose(
+        -1, -2
+    )
+
+
+def _banded_right_product(
+    x: torch.Tensor, matrix: torch.Tensor, blocks: list[tuple[int, int, int, int]]
+) -> torch.Tensor:
+    """``x @ matrix`` for contiguous ``x`` [..., n], block by block of :func:`_band_plan`.
+
+    Each block is one product of all rows of ``x`` (the batch folded into the rows),
+    so a row's result does not depend on how many images come with it.
+    """
+    out = x.new_empty(x.shape)
+    for j0, j1, r0, r1 in blocks:
+        out[..., j0:j1] = torch.matmul(x[..., r0:r1], matrix[r0:r1, j0:j1])
+    return out
 
 
 class ElasticTransform(_Warp):
@@ -466,7 +511,8 @@ class ElasticTransform(_Warp):
     """
 
     _per_image_params = ("noise",)
-    _cpu_chunk_values = 2 * 3 * 224 * 224  # 2 images: fields and grids of ~1 MB each
+    # 4 images: fields and grids of ~1.6 MB, and a blur product per 4 images, not per image.
+    _cpu_chunk_values = 4 * 3 * 224 * 224
 
     def __init__(
         self,
