@@ -81,17 +81,19 @@ def test_each_fragment_is_read_once_per_epoch_and_batches_are_unchanged(
 ) -> None:
     log = tmp_path / "reads.log"
     source = CountingSource(parquet_file, log, columns=["id", "blob"])
-    reference = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle(64)
-    loader = DataLoader(source.shuffle(64), 10, num_workers=num_workers, seed=1)
+    reference = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle()
+    loader = DataLoader(source.shuffle(), 10, num_workers=num_workers, seed=1, shuffle_window=64)
     for epoch in range(2):
         loader.set_epoch(epoch)
         got = [(b["id"].tolist(), b["blob"].to_pylist()) for b in loader]
         assert reads(log) == {str(i): 1 for i in range(ROWS // GROUP)}
-        expected = DataLoader(reference, 10, seed=1)
+        expected = DataLoader(reference, 10, seed=1, shuffle_window=64)
         expected.set_epoch(epoch)
         assert got == [(b["id"].tolist(), b["blob"].to_pylist()) for b in expected]
         assert cache_files(shm) == []  # freed at the end of the epoch
-    private = DataLoader(source.shuffle(64), 10, num_workers=2, seed=1, shared_cache=False)
+    private = DataLoader(
+        source.shuffle(), 10, num_workers=2, seed=1, shared_cache=False, shuffle_window=64
+    )
     ids_of(private)
     assert sum(reads(log).values()) > ROWS // GROUP  # per-worker caches read some twice
 
@@ -100,14 +102,16 @@ def test_resume_on_other_workers_and_ranks_through_the_cache(
     parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     log = tmp_path / "reads.log"
-    pipe = CountingSource(parquet_file, log, columns=["id"]).shuffle(48)
-    loader = DataLoader(pipe, 8, num_workers=2, seed=3)
+    pipe = CountingSource(parquet_file, log, columns=["id"]).shuffle()
+    loader = DataLoader(pipe, 8, num_workers=2, seed=3, shuffle_window=48)
     it = iter(loader)
     seen = [next(it)["id"].tolist() for _ in range(5)]
     state = loader.state_dict()
     del it
     for rank in range(2):
-        rest = DataLoader(pipe, 5, num_workers=3, seed=0, rank=rank, world_size=2)
+        rest = DataLoader(
+            pipe, 5, num_workers=3, seed=0, rank=rank, world_size=2, shuffle_window=48
+        )
         rest.load_state_dict(state)
         seen += ids_of(rest)
     assert sorted(itertools.chain.from_iterable(seen)) == list(range(ROWS))
@@ -117,8 +121,8 @@ def test_the_cache_holds_about_one_window(
     parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     """Window 32 rows = 2 row groups; in flight 2 workers x 2 batches of 4 rows."""
-    pipe = ParquetSource(parquet_file, columns=["id"]).shuffle(32)
-    loader = DataLoader(pipe, 4, num_workers=2, seed=0)
+    pipe = ParquetSource(parquet_file, columns=["id"]).shuffle()
+    loader = DataLoader(pipe, 4, num_workers=2, seed=0, shuffle_window=32)
     most = 0
     for _ in loader:
         most = max(most, len([p for p in cache_files(shm) if p.suffix == ".arrow"]))
@@ -139,8 +143,8 @@ def test_a_killed_worker_leaks_no_shared_memory(
     parquet_file: pathlib.Path, shm: pathlib.Path
 ) -> None:
     before = sorted(os.listdir(shm))
-    pipe = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle(64)
-    loader = DataLoader(pipe, 4, num_workers=2, seed=0, timeout=60)
+    pipe = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle()
+    loader = DataLoader(pipe, 4, num_workers=2, seed=0, timeout=60, shuffle_window=64)
     it = iter(loader)
     next(it)
     assert cache_files(shm)  # fragments are in shared memory mid-epoch
@@ -179,9 +183,11 @@ def test_a_killed_main_process_leaves_a_directory_the_next_cache_removes(
 def test_an_exception_in_the_loop_frees_the_cache(
     parquet_file: pathlib.Path, shm: pathlib.Path
 ) -> None:
-    pipe = ParquetSource(parquet_file, columns=["id"]).shuffle(64)
+    pipe = ParquetSource(parquet_file, columns=["id"]).shuffle()
     for persistent in (False, True):
-        loader = DataLoader(pipe, 4, num_workers=2, seed=0, persistent_workers=persistent)
+        loader = DataLoader(
+            pipe, 4, num_workers=2, seed=0, persistent_workers=persistent, shuffle_window=64
+        )
         with pytest.raises(KeyError):
             for _ in loader:
                 raise KeyError("stop")
@@ -240,26 +246,23 @@ from trivium.data import DataLoader
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 log = {log!r} + f".{{rank}}"
-loader = DataLoader(CountingSource({path!r}, log, columns=["id"]).shuffle({rows}), 8,
-                    num_workers=2, seed=0)
-ids = [i for b in loader for i in b["id"].tolist()]
-reads = collections.Counter(open(log).read().split())
+loader = DataLoader(CountingSource({path!r}, log, columns=["id"]).shuffle(), 8,
+                    num_workers=2, seed=0, shuffle_window={rows})
+ids = []
+for batch in loader:
+    ids += batch["id"].tolist()
+    dist.barrier()  # the ranks stay in step, as DDP's gradient all-reduce keeps them
+reads = collections.Counter(open(log).read().split()) if os.path.exists(log) else {{}}
 everyone = [None, None]
-dist.all_gather_object(everyone, {{"ids": ids, "reads": reads}})
+dist.all_gather_object(everyone, {{"ids": ids, "reads": reads, "dir": loader._read_cache.path}})
 if rank == 0:
     print(json.dumps(everyone))
 dist.destroy_process_group()
 """
 
 
-def test_two_ranks_on_one_machine_each_read_the_window_once(
-    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
-) -> None:
-    """Each rank has its own cache: on one machine, R ranks read a shuffled window R times.
-
-    Within a rank every fragment is read once (its workers share the cache); the ranks
-    split the rows exactly. Run under torchrun with 2 ranks on gloo.
-    """
+def run_two_ranks(tmp_path: pathlib.Path, parquet_file: pathlib.Path) -> list[dict]:
+    """Two ranks on this machine under torchrun (gloo), each with 2 workers."""
     import json
 
     script = tmp_path / "ranks.py"
@@ -270,9 +273,37 @@ def test_two_ranks_on_one_machine_each_read_the_window_once(
     command += ["--nproc-per-node", "2", str(script)]
     out = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    ranks = json.loads(out.stdout.strip().splitlines()[-1])
-    every_fragment_once = {str(i): 1 for i in range(ROWS // GROUP)}
-    assert [rank["reads"] for rank in ranks] == [every_fragment_once] * 2
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_two_ranks_on_one_machine_read_each_fragment_once_between_them(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """torchrun, 2 ranks on gloo: one cache for the machine, each fragment read once.
+
+    The reads are counted from both ranks and all their workers together; the ranks
+    still split the rows exactly, and the shared directory is gone at the end.
+    """
+    ranks = run_two_ranks(tmp_path, parquet_file)
+    assert ranks[0]["dir"] == ranks[1]["dir"]  # one cache directory for the machine
+    reads = collections.Counter(ranks[0]["reads"]) + collections.Counter(ranks[1]["reads"])
+    assert reads == {str(i): 1 for i in range(ROWS // GROUP)}
     assert sorted(ranks[0]["ids"] + ranks[1]["ids"]) == list(range(ROWS))
     assert not set(ranks[0]["ids"]) & set(ranks[1]["ids"])
-    assert cache_files(shm) == []
+    assert list(shm.iterdir()) == []
+
+
+def test_loaders_given_one_name_share_a_directory_removed_by_the_last(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    log = tmp_path / "reads.log"
+    source = CountingSource(parquet_file, log, columns=["id"])
+    first, second = SharedReadCache(name="job"), SharedReadCache(name="job")
+    assert first.path == second.path and first.shared
+    first.load(source, 3)
+    assert second.load(source, 3)["id"].to_pylist() == list(range(3 * GROUP, 4 * GROUP))
+    assert reads(log) == {"3": 1}
+    first.close()
+    assert sweep_stale() == [] and os.path.isdir(second.path)  # still held by second
+    second.close()
+    assert not os.path.exists(second.path)

@@ -55,6 +55,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -245,6 +247,18 @@ def _batch_seed(seed: int, epoch: int, positions: np.ndarray) -> int:
     return derive_seed(seed, epoch, int(positions[0]), -1)
 
 
+def _local_ranks(rank: int, world_size: int) -> list[int]:
+    """The ranks on this machine, from torchrun's ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``."""
+    try:
+        local_rank = int(os.environ["LOCAL_RANK"])
+        local_size = int(os.environ["LOCAL_WORLD_SIZE"])
+    except (KeyError, ValueError):
+        return [rank]
+    first = rank - local_rank
+    ranks = [r for r in range(first, first + local_size) if 0 <= r < world_size]
+    return ranks if rank in ranks else [rank]
+
+
 def _distributed() -> tuple[int, int]:
     dist = torch.distributed
     if dist.is_available() and dist.is_initialized():
@@ -274,8 +288,10 @@ class DataLoader:
         device: move each batch there, overlapping the copy with compute on CUDA
             (``trivium.core.CUDAPrefetcher``).
         shared_cache: with workers over an Arrow source, read each fragment once
-            into shared memory, where every worker maps it (default); ``False``:
-            each worker reads and caches the fragments its batches need
+            into shared memory, where every worker maps it (default); under
+            ``torchrun`` with several ranks on a machine (``LOCAL_WORLD_SIZE``), one
+            cache serves all of them, so each fragment is read once per machine.
+            ``False``: each worker reads and caches the fragments its batches need
             (:mod:`trivium.data.shared_cache`).
         persistent_workers: keep the worker processes from one epoch to the next
             (torch's option): no start-up per epoch. The workers keep the dataset and the
@@ -444,12 +460,46 @@ class DataLoader:
         return _EpochStream(self._chain, plan, window, self.collate_fn, unbatched)
 
     def _shared_cache(self) -> SharedReadCache | None:
-        """The cache the workers share, when they read an Arrow source."""
+        """The cache the workers share, when they read an Arrow source.
+
+        Under torchrun with several ranks on this machine, one cache for all of them.
+        """
         if not (self.shared_cache and self._chain.columnar and self.num_workers > 0):
             return None
         if self._read_cache is None:
-            self._read_cache = SharedReadCache()
+            self._read_cache = SharedReadCache(name=self._machine_cache_name())
         return self._read_cache
+
+    def _machine_cache_name(self) -> str | None:
+        """The name of the cache this machine's ranks share, or None for one per rank.
+
+        The same for every local rank of the job reading the same source: a hash of
+        torchrun's job variables and the source's fragments, columns and filter.
+        """
+        if len(_local_ranks(self.rank, self.world_size)) < 2:
+            return None
+        root = self._chain.root
+        job = [os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR",
+                                               "MASTER_PORT", "GROUP_RANK")]  # fmt: skip
+        fragments = [(f.path, f.index) for f in root.fragments]
+        what = repr((job, type(root).__name__, fragments, root.columns, str(root.filter)))
+        return "machine-" + hashlib.sha256(what.encode()).hexdigest()[:20]
+
+    def _fragment_uses(
+        self, order: np.ndarray, plan: EpochPlan, rows: list[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """First and last batch using each fragment, over every rank sharing the cache.
+
+        Batch ``k`` of one rank stands for batch ``k`` of all of them (ranks in step,
+        as DDP keeps them): a fragment is freed once every local rank is past it.
+        """
+        ranks = [self.rank]
+        if self._read_cache is not None and self._read_cache.shared:
+            ranks = _local_ranks(self.rank, self.world_size)
+        uses = [fragment_uses(order, dataclasses.replace(plan, rank=r), rows) for r in ranks]
+        first = np.minimum.reduce([u[0] for u in uses])
+        last = np.maximum.reduce([u[1] for u in uses])
+        return first, last
 
     def _start_reading(self, plan: EpochPlan) -> None:
         """Read the epoch's fragments ahead of the workers, first batches first.
@@ -464,7 +514,7 @@ class DataLoader:
         order = epoch_order(
             rows, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self._window()
         )
-        first, last = fragment_uses(order, plan, rows)
+        first, last = self._fragment_uses(order, plan, rows)
         in_flight = self.num_workers * (self.prefetch_factor or 2)
         source = copy.copy(self._chain.root)  # its own open files, not the workers'
         self._reader = ReadAhead(cache, source, first, last, in_flight)
@@ -481,7 +531,7 @@ class DataLoader:
         if failed and not self.persistent_workers:
             cache.close()
             self._read_cache = None
-        else:
+        elif not cache.shared:  # a shared one: the other ranks may still read files
             cache.clear()
 
     def _torch_loader(self, stream: _EpochStream) -> torch.utils.data.DataLoader:

@@ -21,9 +21,16 @@ the data N times and hold N copies of the window. With it:
   fragments of the next few batches, whatever the number of workers;
 - the directory (``trivium-data-<pid>-<random>``) is emptied at the end of each
   epoch and whenever the epoch stops on an error (a worker killed, an exception),
-  and removed with the loader. A process that holds a directory keeps an ``flock``
-  on its ``owner.lock``; any new cache removes directories whose owner is gone
-  (a main process killed with ``SIGKILL``).
+  and removed with the loader. A process that holds a directory keeps a shared
+  ``flock`` on its ``owner.lock``; the last holder removes it, and any new cache
+  removes directories no live process holds (a main process killed with ``SIGKILL``);
+- ranks of one machine (``torchrun``: ``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE``) share
+  one directory, ``trivium-data-machine-<hash>``, named from the job's variables and
+  the source: each rank's read-ahead and workers read into it under the same locks,
+  so a fragment is read once per machine. Every rank knows every local rank's plan
+  (the order depends on the seed and epoch only), so a fragment is unlinked once all
+  of them are past its last batch, counting batch ``k`` of one rank as batch ``k`` of
+  the others (DDP keeps ranks in step; a rank far behind reads again what was freed).
 
 Set ``TRIVIUM_SHM_DIR`` to put the directories elsewhere (default ``/dev/shm`` when
 writable, else the temp directory).
@@ -179,11 +186,38 @@ if hasattr(os, "register_at_fork"):
     )
 
 
+def _hold(path: str) -> int:
+    """Take a shared lock on the directory's owner lock: it is in use while held."""
+    fd = os.open(os.path.join(path, _OWNER), os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def _let_go(path: str, owner: list[int]) -> None:
+    """Drop this process's hold on ``path``; remove the directory if no one holds it."""
+    while owner:
+        os.close(owner.pop())
+    try:
+        fd = os.open(os.path.join(path, _OWNER), os.O_RDWR)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        shutil.rmtree(path, ignore_errors=True)
+    except BlockingIOError:  # another loader still holds it
+        pass
+    finally:
+        os.close(fd)
+
+
 class SharedReadCache:
     """Fragments of an Arrow source as IPC files in shared memory (see the module docstring).
 
-    Picklable (it travels as its path). Only the process that made it removes the
-    directory (``close``, or when it is garbage collected or the process exits).
+    Picklable (it travels as its path). The process that made it holds the directory
+    (a shared ``flock`` on ``owner.lock``) until ``close``, garbage collection or
+    exit, and the last holder removes it. With ``name``, the directory is
+    ``trivium-data-<name>``, which every loader given that name joins: the ranks of
+    one machine share one cache that way (see :class:`trivium.data.DataLoader`).
 
     Example:
         >>> cache = SharedReadCache()
@@ -192,25 +226,24 @@ class SharedReadCache:
         >>> cache.close()
     """
 
-    def __init__(self, root: str | None = None) -> None:
+    def __init__(self, root: str | None = None, name: str | None = None) -> None:
         root = root or shm_root()
         sweep_stale(root)
-        self.path = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=root)
-        self._owner_fd: int | None = None
-        self._lock_owner()
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, True)
-
-    def _lock_owner(self) -> None:
-        fd = os.open(os.path.join(self.path, _OWNER), os.O_CREAT | os.O_RDWR, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        self._owner_fd = fd
+        #: Whether the directory is shared by several loaders (``name`` given).
+        self.shared = name is not None
+        if name is None:
+            self.path = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=root)
+        else:
+            self.path = os.path.join(root, f"{_PREFIX}{name}")
+            os.makedirs(self.path, mode=0o700, exist_ok=True)
+        owner = [_hold(self.path)]
+        self._finalizer = weakref.finalize(self, _let_go, self.path, owner)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
+        return {"path": self.path, "shared": self.shared}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.path = state["path"]
-        self._owner_fd = None
+        self.path, self.shared = state["path"], state["shared"]
         self._finalizer = None
 
     def _file(self, index: int) -> str:
@@ -320,12 +353,12 @@ class SharedReadCache:
         return total
 
     def close(self) -> None:
-        """Remove the directory (only in the process that made it)."""
+        """Let go of the directory; it is removed once no loader holds it.
+
+        Only the processes that made or joined it hold it, not the workers.
+        """
         if self._finalizer is not None:
             self._finalizer()
-        if self._owner_fd is not None:
-            os.close(self._owner_fd)
-            self._owner_fd = None
 
 
 def fragment_uses(
