@@ -32,9 +32,9 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
-from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesWarning, TriviumError
+from trivium.core.errors import DatasetError, PathNotFoundError, TriviumError
 from trivium.vision import tv_tensors
-from trivium.vision.datasets.folder import _with_path
+from trivium.vision.datasets.skipping import SkipsUnreadable, check_on_error, with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 
 __all__ = ["COCO_TARGET_KEYS", "CocoDetection", "detection_collate"]
@@ -55,7 +55,6 @@ COCO_TARGET_KEYS = frozenset(
     }
 )
 _BUILT = ("image_id", "boxes", "masks", "labels")
-_ON_ERROR = ("raise", "skip")
 
 
 def _pycocotools() -> tuple[Any, Any]:
@@ -120,7 +119,7 @@ def _check_annotations(dataset: dict, path: str) -> None:
             raise ValueError(f"{where}: image_id {ann.get('image_id')!r} is not one of the images")
 
 
-class CocoDetection(Dataset):
+class CocoDetection(SkipsUnreadable, Dataset):
     """COCO detection data: ``(image, target)`` as torchvision's v2-wrapped ``CocoDetection``.
 
     Args:
@@ -164,6 +163,8 @@ class CocoDetection(Dataset):
         True
     """
 
+    _item_kind = "image"
+
     def __init__(
         self,
         root: str | os.PathLike[str],
@@ -179,8 +180,6 @@ class CocoDetection(Dataset):
             raise ValueError(
                 "Only transforms or transform/target_transform can be passed as argument"
             )
-        if on_error not in _ON_ERROR:
-            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         coco_cls, _ = _pycocotools()
         self.root = os.path.expanduser(root) if isinstance(root, str) else root
         self.annFile = os.fspath(annFile)
@@ -188,7 +187,7 @@ class CocoDetection(Dataset):
         self.target_transform = target_transform
         self.transforms = transforms
         self.target_keys = _target_keys(target_keys)
-        self.on_error = on_error
+        check_on_error(on_error)  # before the annotations are read
         dataset = _load_annotations(self.annFile)
         _check_annotations(dataset, self.annFile)
         with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints its progress
@@ -196,10 +195,7 @@ class CocoDetection(Dataset):
             self.coco.dataset = dataset
             self.coco.createIndex()
         self.ids = sorted(self.coco.imgs.keys())
-        # One flag per image in shared memory: workers' findings reach the parent.
-        self._bad = torch.zeros(len(self.ids), dtype=torch.uint8)
-        if on_error == "skip":
-            self._bad.share_memory_()
+        self._start_skipping(on_error, len(self.ids))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -212,7 +208,7 @@ class CocoDetection(Dataset):
         try:
             return tv_tensors.Image(decode_image(read_file(path), ImageReadMode.RGB, path=path))
         except (TriviumError, OSError) as e:
-            raise _with_path(e, path) from e
+            raise with_path(e, path) from e
 
     def _load_target(self, image_id: int) -> list[dict]:
         return self.coco.loadAnns(self.coco.getAnnIds(imgIds=image_id))
@@ -288,60 +284,10 @@ class CocoDetection(Dataset):
         """
         if not isinstance(index, int):
             index = operator.index(index)
-        if self.on_error == "raise":
-            return self._load(index)
-        count = len(self.ids)
-        if not -count <= index < count:
-            raise IndexError(f"index {index} is out of range for {count} images")
-        first_bad = None
-        for step in range(count):
-            j = (index + step) % count
-            try:
-                return self._load(j)
-            except TriviumError as e:
-                self._note_bad(j, e)
-                first_bad = e if first_bad is None else first_bad
-        raise DatasetError(
-            f"on_error='skip': none of the {count} images could be read (the first: {first_bad})",
-            path=self.root,
-        )
+        return self._get(index)
 
-    def _note_bad(self, index: int, error: TriviumError) -> None:
-        if self._bad[index]:
-            return
-        self._bad[index] = 1
-        warnings.warn(
-            f"{error} (on_error='skip': the next readable image takes its place)",
-            SkippedSamplesWarning,
-            stacklevel=3,
-        )
-
-    @property
-    def skipped(self) -> int:
-        """How many distinct unreadable images ``on_error="skip"`` has found (in any worker).
-
-        Example:
-            >>> import tempfile
-            >>> from trivium.vision.corpus import build_detection_corpus
-            >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
-            >>> CocoDetection(root / "val", root / "annotations" / "instances_val.json").skipped
-            0
-        """
-        return int(self._bad.sum())
-
-    @property
-    def skipped_files(self) -> list[str]:
-        """The unreadable images ``on_error="skip"`` has found (in any worker), in order.
-
-        Example:
-            >>> import tempfile
-            >>> from trivium.vision.corpus import build_detection_corpus
-            >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
-            >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json")
-            >>> ds.skipped_files
-            []
-        """
-        return [self._path(self.ids[i]) for i in self._bad.nonzero().flatten().tolist()]
+    def _item_path(self, index: int) -> str:
+        return self._path(self.ids[index])
 
     def __repr__(self) -> str:
         lines = [f"Number of datapoints: {len(self)}", f"Root location: {self.root}"]

@@ -33,9 +33,7 @@ Example:
 
 from __future__ import annotations
 
-import operator
 import os
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +43,7 @@ from torch.utils.data import Dataset
 
 from trivium.core import Compose
 from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesWarning, TriviumError
+from trivium.vision.datasets.skipping import SkipsUnreadable, with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.transforms.fused_decode import (
     DecodeCenterCrop,
@@ -71,7 +70,6 @@ __all__ = [
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
 _FUSED_DECODES = (DecodeRandomResizedCrop, DecodeResize, DecodeCenterCrop)
-_ON_ERROR = ("raise", "skip")
 
 
 class DatasetNotFoundError(PathNotFoundError):
@@ -255,21 +253,7 @@ def loader_for(transform: Callable | None) -> Callable[[str], torch.Tensor]:
     return read_file if starts_with_decode(transform) else default_loader
 
 
-def _with_path(error: TriviumError | OSError, path: str) -> TriviumError:
-    """``error`` as a ``trivium.core`` error naming ``path``."""
-    if isinstance(error, TriviumError):
-        if error.path is not None:
-            return error
-        try:
-            return type(error)(error.reason, path=path)
-        except TypeError:  # a subclass with its own constructor
-            return DatasetError(error.reason, path=path)
-    if isinstance(error, FileNotFoundError):
-        return PathNotFoundError(path=path)
-    return DatasetError(f"cannot load the file: {error.strerror or error}", path=path)
-
-
-class DatasetFolder(Dataset):
+class DatasetFolder(SkipsUnreadable, Dataset):
     """``(transform(loader(path)), target_transform(class_index))`` from ``root/<class>/**``.
 
     Arguments and attributes are torchvision's: ``classes`` (sorted folder names),
@@ -323,8 +307,6 @@ class DatasetFolder(Dataset):
         *,
         on_error: str = "raise",
     ) -> None:
-        if on_error not in _ON_ERROR:
-            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         self.root = os.path.expanduser(root) if isinstance(root, str) else root
         self.transform = transform
         self.target_transform = target_transform
@@ -341,11 +323,7 @@ class DatasetFolder(Dataset):
         self.classes = classes
         self.class_to_idx = class_to_idx
         self.targets = [s[1] for s in self.samples]
-        self.on_error = on_error
-        # One flag per sample in shared memory: workers' findings reach the parent.
-        self._bad = torch.zeros(len(self.samples), dtype=torch.uint8)
-        if on_error == "skip":
-            self._bad.share_memory_()
+        self._start_skipping(on_error, len(self.samples))
 
     @property
     def loader(self) -> Callable[[str], Any]:
@@ -417,26 +395,7 @@ class DatasetFolder(Dataset):
             >>> ImageFolder(root)[0][0].shape
             torch.Size([3, 2, 2])
         """
-        if self.on_error == "raise":
-            return self._load(index)
-        count = len(self.samples)
-        index = operator.index(index)
-        if not -count <= index < count:
-            raise IndexError(f"index {index} is out of range for {count} samples")
-        first_bad = None
-        for step in range(count):
-            j = (index + step) % count
-            try:
-                item = self._load(j)
-            except TriviumError as e:
-                self._note_bad(j, e)
-                first_bad = e if first_bad is None else first_bad
-                continue
-            return item
-        raise DatasetError(
-            f"on_error='skip': none of the {count} samples could be read (the first: {first_bad})",
-            path=self.root,
-        )
+        return self._get(index)
 
     def _load(self, index: int) -> tuple[Any, Any]:
         path, target = self.samples[index]
@@ -445,56 +404,13 @@ class DatasetFolder(Dataset):
             if self.transform is not None:  # a fused decode finds damage here
                 sample = self.transform(sample)
         except (TriviumError, OSError) as e:
-            raise _with_path(e, path) from e
+            raise with_path(e, path) from e
         if self.target_transform is not None:
             target = self.target_transform(target)
         return sample, target
 
-    def _note_bad(self, index: int, error: TriviumError) -> None:
-        if len(self._bad) != len(self.samples):  # samples replaced after construction
-            self._bad = torch.zeros(len(self.samples), dtype=torch.uint8)
-        if self._bad[index]:
-            return
-        self._bad[index] = 1
-        warnings.warn(
-            f"{error} (on_error='skip': the next readable sample takes its place)",
-            SkippedSamplesWarning,
-            stacklevel=3,
-        )
-
-    @property
-    def skipped(self) -> int:
-        """How many distinct bad files ``on_error="skip"`` has found (in any worker).
-
-        Example:
-            >>> import pathlib, tempfile
-            >>> root = pathlib.Path(tempfile.mkdtemp())
-            >>> (root / "a").mkdir()
-            >>> ImageFolder(root, allow_empty=True, on_error="skip").skipped
-            0
-        """
-        return int(self._bad.sum())
-
-    @property
-    def skipped_files(self) -> list[str]:
-        """The bad files ``on_error="skip"`` has found (in any worker), in sample order.
-
-        Example:
-            >>> import pathlib, tempfile, warnings
-            >>> root = pathlib.Path(tempfile.mkdtemp())
-            >>> (root / "a").mkdir()
-            >>> _ = (root / "a" / "bad.png").write_bytes(b"")
-            >>> ds = ImageFolder(root, on_error="skip")
-            >>> with warnings.catch_warnings(record=True):
-            ...     try:
-            ...         ds[0]
-            ...     except OSError as e:  # no sample reads
-            ...         print(type(e).__name__)
-            DatasetError
-            >>> [pathlib.Path(p).name for p in ds.skipped_files]
-            ['bad.png']
-        """
-        return [self.samples[i][0] for i in self._bad.nonzero().flatten().tolist()]
+    def _item_path(self, index: int) -> str:
+        return self.samples[index][0]
 
     def __len__(self) -> int:
         return len(self.samples)
