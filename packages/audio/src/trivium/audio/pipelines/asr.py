@@ -31,7 +31,7 @@ from trivium.audio.functional import resample
 from trivium.audio.metrics import char_error_rate, word_error_rate
 from trivium.audio.models import Wav2Letter
 from trivium.audio.pipelines.augment import augment_spectrogram
-from trivium.audio.pipelines.checkpoints import fit_pipeline, read_checkpoint
+from trivium.audio.pipelines.checkpoints import fit_pipeline, pipeline_from_checkpoint
 from trivium.audio.pipelines.ctc_decoder import ctc_beam_search, ctc_greedy_decode
 from trivium.audio.pipelines.tokenizer import DEFAULT_ALPHABET, CharTokenizer
 from trivium.audio.transforms import MFCC, MelSpectrogram
@@ -399,7 +399,4 @@ def from_checkpoint(
         >>> from_checkpoint(path).config.num_features
         13
     """
-    config, state = read_checkpoint(path, ASRConfig)
-    pipeline = ASRPipeline(config)
-    pipeline.model.load_state_dict(state["model"])
-    return pipeline.to(device).eval()
+    return pipeline_from_checkpoint(path, ASRPipeline, ASRConfig, device)

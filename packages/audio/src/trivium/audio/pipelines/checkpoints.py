@@ -28,9 +28,10 @@ from trivium.audio.pipelines.schedules import warmup_cosine
 from trivium.core.errors import DecodeError
 from trivium.core.training import CHECKPOINT_NAME, Trainer, load_checkpoint
 
-__all__ = ["make_trainer", "read_checkpoint"]
+__all__ = ["make_trainer", "pipeline_from_checkpoint", "read_checkpoint"]
 
 C = TypeVar("C")
+P = TypeVar("P", bound=nn.Module)
 
 
 def read_checkpoint(path: str | os.PathLike[str], config_cls: type[C]) -> tuple[C, dict[str, Any]]:
@@ -55,6 +56,40 @@ def read_checkpoint(path: str | os.PathLike[str], config_cls: type[C]) -> tuple[
     if "model" not in state:
         raise DecodeError("checkpoint has no model weights", path=path)
     return config, state
+
+
+def pipeline_from_checkpoint(
+    path: str | os.PathLike[str],
+    make: Callable[[C], P],
+    config_cls: type[C],
+    device: str | torch.device = "cpu",
+) -> P:
+    """``make(config)`` with the ``model`` weights of a checkpoint, on ``device``, in eval mode.
+
+    ``path`` is a checkpoint file or a run folder (see :func:`read_checkpoint`);
+    ``make`` builds the pipeline (an ``nn.Module`` with a ``model``) from its config.
+
+    Example:
+        >>> import dataclasses, tempfile, torch
+        >>> from trivium.core.training import save_checkpoint
+        >>> @dataclasses.dataclass
+        ... class Config:
+        ...     width: int = 1
+        >>> class Pipeline(torch.nn.Module):
+        ...     def __init__(self, config):
+        ...         super().__init__()
+        ...         self.config, self.model = config, torch.nn.Linear(config.width, 1)
+        >>> state = {"model": Pipeline(Config(3)).model.state_dict(),
+        ...          "extra": {"config": {"width": 3}}}
+        >>> path = save_checkpoint(tempfile.mkdtemp() + "/c.pt", state)
+        >>> pipeline = pipeline_from_checkpoint(path, Pipeline, Config)
+        >>> pipeline.model.in_features, pipeline.training
+        (3, False)
+    """
+    config, state = read_checkpoint(path, config_cls)
+    pipeline = make(config)
+    pipeline.model.load_state_dict(state["model"])
+    return pipeline.to(device).eval()
 
 
 def make_trainer(

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from trivium.audio.datasets import LibriMix
 from trivium.audio.metrics import pit_loss, si_snr
 from trivium.audio.models import ConvTasNet
-from trivium.audio.pipelines.checkpoints import fit_pipeline, read_checkpoint
+from trivium.audio.pipelines.checkpoints import fit_pipeline, pipeline_from_checkpoint
 from trivium.core.seeding import seed_everything
 
 __all__ = [
@@ -314,7 +314,4 @@ def from_checkpoint(
         >>> from_checkpoint(path).config.msk_num_layers
         1
     """
-    config, state = read_checkpoint(path, SeparationConfig)
-    pipeline = SeparationPipeline(config)
-    pipeline.model.load_state_dict(state["model"])
-    return pipeline.to(device).eval()
+    return pipeline_from_checkpoint(path, SeparationPipeline, SeparationConfig, device)

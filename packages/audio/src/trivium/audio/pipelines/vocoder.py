@@ -29,7 +29,7 @@ from torch import Tensor, nn
 from trivium.audio.datasets import LIBRITTS
 from trivium.audio.functional import mu_law_encoding, resample
 from trivium.audio.models import WaveRNN
-from trivium.audio.pipelines.checkpoints import fit_pipeline, read_checkpoint
+from trivium.audio.pipelines.checkpoints import fit_pipeline, pipeline_from_checkpoint
 from trivium.audio.transforms import MelSpectrogram
 from trivium.core.seeding import seed_everything
 
@@ -348,7 +348,4 @@ def from_checkpoint(
         >>> from_checkpoint(path).config.n_rnn
         16
     """
-    config, state = read_checkpoint(path, VocoderConfig)
-    pipeline = VocoderPipeline(config)
-    pipeline.model.load_state_dict(state["model"])
-    return pipeline.to(device).eval()
+    return pipeline_from_checkpoint(path, VocoderPipeline, VocoderConfig, device)
