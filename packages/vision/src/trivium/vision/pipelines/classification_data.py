@@ -30,6 +30,7 @@ from torch.utils.data import get_worker_info
 from trivium.core import DatasetError, empty_batch, stack_batch
 from trivium.core.threads import parallel_map
 from trivium.vision.io import ImageReadMode, decode_image, read_file
+from trivium.vision.pipelines.common import make_loader
 from trivium.vision.transforms import (
     DecodeRandomResizedCrop,
     ImageClassificationEval,
@@ -341,35 +342,4 @@ def open_split(
 
     return MapPipe(ArrowDataset([str(s) for s in shards], columns=["image", "label"])).map(
         _Row(transform)
-    )
-
-
-def make_loader(
-    dataset: Any,
-    batch_size: int,
-    *,
-    train: bool,
-    workers: int,
-    seed: int,
-    collate_fn: Callable[[list[Any]], Any] | None = None,
-) -> Any:
-    """``trivium.data.DataLoader`` over ``dataset``: shuffled and even across ranks to train.
-
-    Example:
-        >>> loader = make_loader(list(range(10)), 4, train=True, workers=0, seed=0)
-        >>> len(loader)
-        2
-    """
-    from trivium.data import DataLoader
-
-    return DataLoader(
-        dataset,
-        batch_size,
-        shuffle=train,
-        num_workers=workers,
-        drop_last=train,
-        persistent_workers=workers > 0,
-        collate_fn=collate_fn,
-        seed=seed,
-        **({} if train else {"rank": 0, "world_size": 1}),
     )

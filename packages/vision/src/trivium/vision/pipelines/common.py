@@ -20,7 +20,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +41,7 @@ __all__ = [
     "eval_mode",
     "fit",
     "lr_factor",
+    "make_loader",
     "make_optimizer",
 ]
 
@@ -85,6 +86,39 @@ def make_optimizer(config: Any, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.AdamW(params, config.lr, weight_decay=config.weight_decay)
     return torch.optim.SGD(
         params, config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+    )
+
+
+def make_loader(
+    dataset: Any,
+    batch_size: int,
+    *,
+    train: bool,
+    workers: int,
+    seed: int,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
+) -> Any:
+    """``trivium.data.DataLoader`` over ``dataset``: shuffled and even across ranks to train.
+
+    Training batches are full; evaluation reads everything in order on one process.
+
+    Example:
+        >>> loader = make_loader(list(range(10)), 4, train=True, workers=0, seed=0)
+        >>> len(loader)
+        2
+    """
+    from trivium.data import DataLoader
+
+    return DataLoader(
+        dataset,
+        batch_size,
+        shuffle=train,
+        num_workers=workers,
+        drop_last=train,
+        persistent_workers=workers > 0,
+        collate_fn=collate_fn,
+        seed=seed,
+        **({} if train else {"rank": 0, "world_size": 1}),
     )
 
 

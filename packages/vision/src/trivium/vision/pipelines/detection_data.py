@@ -106,17 +106,9 @@ def make_loader(dataset: Any, batch_size: int, *, train: bool, workers: int, see
         >>> images, targets
         ([1, 2], [{}, {}])
     """
-    from trivium.data import DataLoader
     from trivium.vision.datasets import detection_collate
+    from trivium.vision.pipelines import common
 
-    return DataLoader(
-        dataset,
-        batch_size,
-        shuffle=train,
-        num_workers=workers,
-        drop_last=train,
-        persistent_workers=workers > 0,
-        collate_fn=detection_collate,
-        seed=seed,
-        **({} if train else {"rank": 0, "world_size": 1}),
+    return common.make_loader(
+        dataset, batch_size, train=train, workers=workers, seed=seed, collate_fn=detection_collate
     )
