@@ -57,11 +57,12 @@ def test_load_matches_soundfile(path: Path) -> None:
         ("WAV", "PCM_24"),
         ("WAV", "PCM_32"),
         ("AIFF", "PCM_S8"),
+        ("AIFF", "PCM_16"),
         ("FLAC", "PCM_16"),
         ("FLAC", "PCM_24"),
     ],
 )
-@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("channels", [1, 2, 3])  # 2: interleaved stereo's own conversion
 def test_integer_pcm_scaled_like_libsndfile(fmt: str, subtype: str, channels: int) -> None:
     # load() reads integer PCM as stored and scales it itself: every value, the extremes
     # included, must equal libsndfile's own float conversion bit for bit.
