@@ -1,4 +1,4 @@
-"""RGB conversion in the PyAV backend: one reused scaler, the pixels of PyAV's own conversion."""
+"""RGB conversion in the PyAV backend: one reused converter, the pixels of PyAV's own conversion."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import torch
 from vision.video_testclips import pyav_frames
 
 from trivium.vision.io import VideoReader
+from trivium.vision.io.video_buffers import SHARED_POOL
 from trivium.vision.io.video_pyav import video_to_tensor
+from trivium.vision.io.video_swscale import FrameSizeError, RGBConverter
 
 av = pytest.importorskip("av")
 
@@ -63,21 +65,78 @@ def test_frames_match_pyav_to_ndarray(tmp_path: Path, name: str, suffix: str, ar
             np.testing.assert_array_equal(row.permute(1, 2, 0).numpy(), reference[position][0])
 
 
-def test_video_to_tensor_with_and_without_a_shared_reformatter() -> None:
-    """One VideoReformatter across frames of different sizes and formats: same as fresh ones."""
-    from av.video.reformatter import VideoReformatter
-
+def test_video_to_tensor_with_and_without_a_shared_converter() -> None:
+    """One converter across frames of different sizes, formats and tags: PyAV's pixels."""
     rng = np.random.default_rng(0)
-    shared = VideoReformatter()
-    for height, width, fmt in [(6, 8, "yuv420p"), (10, 4, "yuvj420p"), (6, 8, "yuv444p")]:
+    shared = RGBConverter()
+    cases = [
+        (6, 8, "yuv420p", None),
+        (10, 4, "yuvj420p", None),
+        (6, 8, "yuv444p", None),
+        (8, 30, "yuv420p", None),  # a width the SIMD rows do not divide
+        (12, 16, "yuv420p", (1, 2)),  # BT.709, full range
+        (12, 16, "yuv420p", (6, 1)),  # SMPTE 170M, limited
+        (7, 10, "yuv420p", None),  # odd height: PyAV's path
+    ]
+    for height, width, fmt, tags in cases:
         rgb = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
         frame = av.VideoFrame.from_ndarray(rgb, "rgb24").reformat(format=fmt)
+        if tags is not None:
+            frame.colorspace, frame.color_range = tags
+        expected = frame.to_ndarray(format="rgb24")
         ours = video_to_tensor(frame, shared)
         assert ours.shape == (3, height, width) and ours.dtype == torch.uint8
-        np.testing.assert_array_equal(
-            ours.permute(1, 2, 0).numpy(), frame.to_ndarray(format="rgb24")
-        )
+        np.testing.assert_array_equal(ours.permute(1, 2, 0).numpy(), expected)
         assert torch.equal(ours, video_to_tensor(frame))
+        out = np.zeros((height, width, 3), np.uint8)
+        assert video_to_tensor(frame, shared, out).numpy().base is not None
+        np.testing.assert_array_equal(out, expected)
+
+
+def test_converter_writes_into_out_and_reuses_only_released_buffers() -> None:
+    """A pooled buffer is written again only once no result (or view of one) holds it."""
+    SHARED_POOL.clear()
+    rng = np.random.default_rng(1)
+    converter = RGBConverter()
+    frames = [
+        av.VideoFrame.from_ndarray(
+            rng.integers(0, 256, (16, 32, 3), dtype=np.uint8), "rgb24"
+        ).reformat(format="yuv420p")
+        for _ in range(6)
+    ]
+    expected = [f.to_ndarray(format="rgb24") for f in frames]
+    converter.to_array(frames[0])
+    assert converter._ctx is not None  # swscale straight into our buffers, not PyAV's copy
+    kept = [torch.from_numpy(converter.to_array(f))[1:] for f in frames[:4]]  # views only
+    for view, array in zip(kept, expected[:4], strict=True):
+        np.testing.assert_array_equal(view.numpy(), array[1:])
+    first = converter.to_array(frames[4])
+    address = first.ctypes.data
+    del first
+    again = converter.to_array(frames[5])  # the released buffer comes back
+    assert again.ctypes.data == address
+    np.testing.assert_array_equal(again, expected[5])
+    for view, array in zip(kept, expected[:4], strict=True):  # the held ones are untouched
+        np.testing.assert_array_equal(view.numpy(), array[1:])
+    out = np.empty((16, 32, 3), np.uint8)
+    assert converter.to_array(frames[0], out) is out
+    np.testing.assert_array_equal(out, expected[0])
+    with pytest.raises(FrameSizeError, match=r"from \(8, 32, 3\) to \(16, 32, 3\)"):
+        converter.to_array(frames[0], np.empty((8, 32, 3), np.uint8))
+
+
+def test_interlaced_frames_convert_as_pyav_does(tmp_path: Path) -> None:
+    """Interlaced H.264 (field by field in swscale's frame API): PyAV's pixels."""
+    path = encode(
+        tmp_path / "interlaced.mp4",
+        ["-c:v", "libx264", "-flags", "+ilme+ildct", "-pix_fmt", "yuv420p"],
+    )
+    reference = pyav_frames(path)
+    with VideoReader(path) as reader:
+        frames = [f["data"].permute(1, 2, 0).numpy() for f in reader]
+    assert len(frames) == len(reference)
+    for frame, (array, _) in zip(frames, reference, strict=True):
+        np.testing.assert_array_equal(frame, array)
 
 
 def test_frames_outlive_the_next_conversion(tmp_path: Path) -> None:
@@ -91,19 +150,37 @@ def test_frames_outlive_the_next_conversion(tmp_path: Path) -> None:
         np.testing.assert_array_equal(frame.permute(1, 2, 0).numpy(), array)
 
 
-def test_one_scaler_per_reader_and_none_in_a_pickle(tmp_path: Path) -> None:
-    """The backend keeps one scaler for all frames; a pickled reader leaves it behind."""
+def test_one_converter_per_reader_and_none_in_a_pickle(tmp_path: Path) -> None:
+    """The backend keeps one converter for all frames; a pickled reader leaves it behind."""
     path = encode(tmp_path / "a.mp4", ["-c:v", "libx264", "-pix_fmt", "yuv420p"])
     with VideoReader(path) as reader:
         next(reader)
-        scaler = reader.backend._reformatter
-        assert scaler is not None
+        converter = reader.backend._converter
+        assert converter is not None
         next(reader)
         reader.get_frames_at([0, 9])
-        assert reader.backend._reformatter is scaler
+        assert reader.backend._converter is converter
         twin = pickle.loads(pickle.dumps(reader))
     with twin:
-        assert twin.backend._reformatter is None
+        assert twin.backend._converter is None
         np.testing.assert_array_equal(
             next(twin)["data"].permute(1, 2, 0).numpy(), pyav_frames(path)[2][0]
         )
+
+
+def test_batches_from_the_pool_are_not_reused_while_anything_holds_them(tmp_path: Path) -> None:
+    """A later batch of the same shape never lands in memory a kept view still reads."""
+    path = encode(tmp_path / "a.mp4", ["-c:v", "libx264", "-pix_fmt", "yuv420p"])
+    reference = [array for array, _ in pyav_frames(path)]
+    with VideoReader(path) as reader:
+        first = reader.get_frames_at([0, 1, 2]).data
+        kept = first[1]  # a view of the batch: the batch's memory stays in use
+        address = first.data_ptr()
+        del first
+        second = reader.get_frames_at([5, 6, 7]).data
+        assert second.data_ptr() != address
+        del second
+        third = reader.get_frames_at([8, 9, 3]).data  # released: its memory comes back
+    np.testing.assert_array_equal(kept.permute(1, 2, 0).numpy(), reference[1])
+    for row, position in zip(third, [8, 9, 3], strict=True):
+        np.testing.assert_array_equal(row.permute(1, 2, 0).numpy(), reference[position])

@@ -31,8 +31,9 @@ import torch
 
 from trivium.core.errors import EmptyInputError, PathNotFoundError
 
-#: A decoded frame not yet converted (call it for the tensor) and its pts in ticks.
-Frame: TypeAlias = tuple[Callable[[], torch.Tensor], int]
+#: A decoded frame not yet converted (call it for the tensor; a video frame's takes an
+#: optional ``[H, W, 3]`` uint8 array to write its pixels into) and its pts in ticks.
+Frame: TypeAlias = tuple[Callable[..., torch.Tensor], int]
 
 #: Where a video comes from: a path, or (PyAV backend only) encoded bytes or a binary file object.
 VideoSource: TypeAlias = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
@@ -253,7 +254,9 @@ class VideoBackend(ABC):
 
     ``frames`` yields ``(convert, pts_ticks)`` where ``convert()`` gives the frame
     (video: uint8 ``[C, H, W]`` RGB, audio: float32 ``[channels, samples]``); frames
-    a caller skips are never converted. With ``exact=True`` it starts at the first frame
+    a caller skips are never converted. A video frame's ``convert(out)`` writes the
+    pixels into ``out`` (C-contiguous uint8 ``[H, W, 3]``, e.g. a row of a batch) and
+    returns a ``[C, H, W]`` view of it. With ``exact=True`` it starts at the first frame
     whose pts is at or after ``start`` (audio: the frame holding ``start``); with
     ``exact=False`` at the keyframe before it. At most a few decoded frames are held.
 

@@ -60,6 +60,7 @@ from trivium.vision.io.video_backend import (
     import_optional,
     source_name,
 )
+from trivium.vision.io.video_swscale import check_size
 
 _AUDIO_CHUNK = 1024  # samples per yielded audio frame
 _PIPE_SIZE = 1 << 20  # bytes of pipe buffer asked for (the Linux default is 64 KiB)
@@ -146,8 +147,15 @@ def _kill(processes: set[subprocess.Popen]) -> None:
             proc.stdout.close()
 
 
-def _rgb_tensor(buffer: np.ndarray, height: int, width: int) -> torch.Tensor:
-    return torch.from_numpy(buffer.reshape(height, width, 3)).permute(2, 0, 1)
+def _rgb_tensor(
+    buffer: np.ndarray, height: int, width: int, out: np.ndarray | None = None
+) -> torch.Tensor:
+    rgb = buffer.reshape(height, width, 3)
+    if out is not None:
+        check_size(out, height, width)
+        np.copyto(out, rgb)
+        rgb = out
+    return torch.from_numpy(rgb).permute(2, 0, 1)
 
 
 def _audio_tensor(buffer: np.ndarray, channels: int) -> torch.Tensor:

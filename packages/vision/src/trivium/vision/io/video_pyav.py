@@ -38,6 +38,7 @@ from trivium.vision.io.video_backend import (
     import_optional,
     source_name,
 )
+from trivium.vision.io.video_swscale import RGBConverter
 
 # Decoders that honour ``skip_frame`` packet by packet and only drop frames that no
 # other frame references with it set to NONREF (checked against full decodes in tests).
@@ -88,33 +89,31 @@ def audio_to_tensor(frame: Any) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
 
 
-def video_to_tensor(frame: Any, reformatter: Any = None) -> torch.Tensor:
-    """A video frame as uint8 ``[C, H, W]`` RGB (a view of the swscale output).
+def video_to_tensor(
+    frame: Any, converter: RGBConverter | None = None, out: np.ndarray | None = None
+) -> torch.Tensor:
+    """A video frame as uint8 ``[C, H, W]`` RGB (a view of ``[H, W, 3]`` pixels).
 
-    Pass one ``av.video.reformatter.VideoReformatter`` for every frame of a stream:
-    its swscale context is set up once and converts on this thread.
-    ``frame.to_ndarray(format=...)`` makes a fresh context per frame that starts and
-    joins a pool of scaler threads each time, which at 360p costs more than
-    decoding the frame. The pixels are the same either way.
+    Pass one :class:`~trivium.vision.io.video_swscale.RGBConverter` for every frame of
+    a stream: its swscale context is set up once and converts on this thread, into
+    ``out`` (a C-contiguous ``[H, W, 3]`` uint8 array, e.g. a row of a batch) or a
+    buffer it reuses. ``frame.to_ndarray(format=...)`` makes a fresh context per frame
+    that starts and joins a pool of scaler threads each time, which at 360p costs
+    more than decoding the frame. The pixels are the same either way.
 
     Example:
         >>> import av, numpy as np
-        >>> from av.video.reformatter import VideoReformatter
         >>> frame = av.VideoFrame.from_ndarray(np.full((4, 6, 3), 200, np.uint8), "rgb24")
         >>> frame = frame.reformat(format="yuv420p")
-        >>> rgb = video_to_tensor(frame, VideoReformatter())
+        >>> rgb = video_to_tensor(frame, RGBConverter())
         >>> tuple(rgb.shape), torch.equal(rgb, video_to_tensor(frame))
         ((3, 4, 6), True)
         >>> np.array_equal(rgb.permute(1, 2, 0).numpy(), frame.to_ndarray(format="rgb24"))
         True
     """
-    if reformatter is None:
-        reformatter = import_optional("av").video.reformatter.VideoReformatter()
-    try:
-        rgb = reformatter.reformat(frame, format="rgb24", threads=1)
-    except TypeError:  # PyAV before 13: no ``threads`` (and no scaler threads either)
-        rgb = reformatter.reformat(frame, format="rgb24")
-    return torch.from_numpy(rgb.to_ndarray()).permute(2, 0, 1)
+    if converter is None:
+        converter = RGBConverter()
+    return torch.from_numpy(converter.to_array(frame, out)).permute(2, 0, 1)
 
 
 def _stream_info(stream: Any, container: Any, index: int) -> StreamInfo:
@@ -169,7 +168,7 @@ class PyAVBackend(ForkSafe, VideoBackend):
     """
 
     name = "pyav"
-    _fork_handles = ("_container", "_av_streams", "_reformatter")
+    _fork_handles = ("_container", "_av_streams", "_converter")
 
     def __init__(self, src: VideoSource, num_threads: int = 0) -> None:
         self._src = check_source(src)
@@ -177,7 +176,7 @@ class PyAVBackend(ForkSafe, VideoBackend):
         self._num_threads = num_threads
         self._indexes: dict[str, FrameIndex] = {}
         self._closed = False
-        self._reformatter: Any = None  # one swscale context for every frame converted
+        self._converter: RGBConverter | None = None  # one for every frame converted
         container = self._container = self._open()
         self._fresh = True  # nothing demuxed yet
         self._dts_clock = container.format.name in _DTS_CLOCK_FORMATS
@@ -203,11 +202,11 @@ class PyAVBackend(ForkSafe, VideoBackend):
             self._fresh = True
         return self._container
 
-    def _video_tensor(self, frame: Any) -> torch.Tensor:
-        """A decoded video frame as uint8 ``[C, H, W]`` RGB, through this backend's scaler."""
-        if self._reformatter is None:
-            self._reformatter = import_optional("av").video.reformatter.VideoReformatter()
-        return video_to_tensor(frame, self._reformatter)
+    def _video_tensor(self, frame: Any, out: np.ndarray | None = None) -> torch.Tensor:
+        """A decoded video frame as uint8 ``[C, H, W]`` RGB, in ``out`` (``[H, W, 3]``) if given."""
+        if self._converter is None:
+            self._converter = RGBConverter()
+        return video_to_tensor(frame, self._converter, out)
 
     def _after_fork(self) -> None:
         super()._after_fork()

@@ -37,6 +37,8 @@ from trivium.vision.io.video_backend import (
     VideoSource,
     find_stream,
 )
+from trivium.vision.io.video_buffers import SHARED_POOL
+from trivium.vision.io.video_swscale import FrameSizeError
 
 __all__ = ["VideoFrames", "VideoReader", "open_backend"]
 
@@ -273,35 +275,42 @@ class VideoReader(ForkSafe):
     def _decode_positions(self, index: FrameIndex, positions: np.ndarray) -> torch.Tensor:
         """The frames at ``positions`` (any order, repeats allowed) as ``[T, C, H, W]``.
 
-        Each decoded frame is copied straight into its rows of a channels-last batch
-        (a ``[T, H, W, C]`` buffer seen as ``[T, C, H, W]``): one plain memcpy of the
-        decoder's HWC output, no transposition. The copy is NumPy's, on this thread:
-        torch's would split it over intra-op threads, which only waits on busy cores.
+        The batch is channels-last (a ``[T, H, W, C]`` buffer seen as ``[T, C, H, W]``;
+        from the shared pool of released buffers, so that its pages are not faulted in
+        afresh), and each decoded frame is converted straight into its row (the first frame
+        sizes the batch, so it is converted first and copied); a frame wanted at more
+        than one position is copied to the others. Copies are NumPy's, on this thread:
+        torch's would split them over intra-op threads, which only wait on busy cores.
         """
         wanted, inverse = np.unique(positions, return_inverse=True)
         rows: list[list[int]] = [[] for _ in range(len(wanted))]
         for row, unique in enumerate(inverse.reshape(-1).tolist()):
             rows[unique].append(row)
-        batch = None
+        batch: np.ndarray | None = None
         with contextlib.closing(self._decode_sorted(index, wanted)) as frames:
-            for unique, frame in enumerate(frames):
-                hwc = frame.permute(1, 2, 0).numpy()
+            for unique, convert in enumerate(frames):
+                first, *others = rows[unique]
                 if batch is None:
-                    batch = torch.empty((len(positions), *hwc.shape), dtype=torch.uint8)
-                elif hwc.shape != batch.shape[1:]:
-                    raise DecodeError(
-                        f"frame size changed from {tuple(batch.shape[1:])} to {hwc.shape} (HWC)",
-                        path=self.path,
-                    )
-                for row in rows[unique]:
-                    np.copyto(batch[row].numpy(), hwc)
+                    hwc = convert().permute(1, 2, 0).numpy()
+                    batch = SHARED_POOL.take((len(positions), *hwc.shape))
+                    np.copyto(batch[first], hwc)
+                else:
+                    try:
+                        convert(batch[first])
+                    except FrameSizeError as e:
+                        raise DecodeError(str(e), path=self.path) from None
+                for row in others:
+                    np.copyto(batch[row], batch[first])
         if batch is None:
             s = self._stream
             return torch.empty((0, 3, s.height or 0, s.width or 0), dtype=torch.uint8)
-        return batch.permute(0, 3, 1, 2)
+        return torch.from_numpy(batch).permute(0, 3, 1, 2)
 
-    def _decode_sorted(self, index: FrameIndex, wanted: np.ndarray) -> Iterator[torch.Tensor]:
-        """Decode the frames at sorted, unique ``wanted`` positions, in that order.
+    def _decode_sorted(self, index: FrameIndex, wanted: np.ndarray) -> Iterator[Any]:
+        """The frames at sorted, unique ``wanted`` positions, in that order, unconverted.
+
+        Each is a ``convert`` callable (see :class:`VideoBackend`) to call before the
+        next one is asked for.
 
         The reader decodes forward through them and seeks only when a keyframe lies
         between the next frame it would decode and the next wanted one; frames in
@@ -328,7 +337,7 @@ class VideoReader(ForkSafe):
                         break
                     next_position = index.position_of(ticks) + 1
                     if next_position > target:  # this frame is the target (or stands in for it)
-                        found = convert()
+                        found = convert
                 if found is None:
                     raise DecodeError(
                         f"frame {target} (of {len(index)}) could not be decoded", path=self.path
