@@ -1,47 +1,68 @@
-"""Image I/O speed of ``trivium.vision.io`` against its peers, in one process.
+"""Image I/O speed of ``trivium.vision.io`` against every peer that imports, in one process.
+
+Peers: Pillow, PyTurboJPEG, simplejpeg, OpenCV, kornia-rs and ``torchvision.io``.
+The project's environment has Pillow and PyTurboJPEG; the others import in the
+benchmark-only virtualenv ``.venv-peers`` (built by ``../shared/peers/setup_peers_venv.sh``).
+When peers are missing here and that virtualenv exists, the script runs itself again
+under its Python (``--peers-python``) with this environment's site-packages, where
+trivium is installed, added after the peers' own: both sides then run in one process
+on the same inputs.
 
 What it measures (inputs are built at start-up from ``tests/assets/images``; the
 1920x1280 "photo" is grace hopper resized with Pillow LANCZOS and saved as JPEG
 quality 90, 4:2:0):
 
-1. Full-size JPEG decode to a uint8 [C, H, W] tensor (517x606, 960x720, 1920x1280)
-   against Pillow (``Image.open(...).convert("RGB")`` + ``torch.from_numpy(...).permute``),
-   ``torchvision.io.decode_jpeg`` when importable, and PyTurboJPEG.
-2. A batch of 200 JPEGs (500x600 .. 960x720) through ``decode_jpeg(list)`` on the
-   ``trivium.core`` thread pool with 2 threads against the same call with 1 thread.
-3. DCT-scaled decode (1/2, 1/4, 1/8) against our own full-size decode of the same
-   file, and against PyTurboJPEG ``scaling_factor`` and Pillow ``draft`` at the
-   same scale.
-4. PNG decode (1024x768 RGB, 1024x768 RGBA, 128x128 RGB) against Pillow and
-   ``torchvision.io.decode_png`` when importable.
-5. JPEG encode of the 1920x1280 photo at quality 90 against Pillow (and PyTurboJPEG).
+1. ``decode``: full-size JPEG decode to a uint8 RGB [C, H, W] tensor (517x606,
+   960x720 4:2:2, 1920x1280). Every peer's array is wrapped as a [C, H, W] tensor view.
+2. ``batch``: 200 JPEGs through ``decode_jpeg(list)`` on the ``trivium.core`` pool with
+   2 threads, against each GIL-releasing peer on a 2-thread ``ThreadPoolExecutor``, and
+   against our own call with 1 thread.
+3. ``scaled``: DCT-scaled decode (1/2, 1/4, 1/8) against our full-size decode and the
+   peers' scaled decodes (PyTurboJPEG ``scaling_factor``, Pillow ``draft``).
+4. ``png``: PNG decode (1024x768 RGB and RGBA, 128x128 RGB).
+5. ``encode``: JPEG encode at quality 90, 4:2:0 (517x606 and 1920x1280), every
+   side with libjpeg's accurate DCT (ISLOW) and no Huffman optimisation: the
+   defaults of OpenCV, Pillow, kornia-rs (TurboJPEG 3) and ours; PyTurboJPEG gets
+   ``TJFLAG_ACCURATEDCT`` and simplejpeg ``fastdct=False``, since their TurboJPEG 2
+   and their own defaults pick the fast DCT. Output sizes are checked alike.
+6. ``png_encode``: PNG encode of a 1024x768 RGB photo at zlib levels 6 and 1 (OpenCV
+   ``IMWRITE_PNG_COMPRESSION``, Pillow ``compress_level``); sizes are reported.
 
-Every side is warmed up once, then timed in ``--repeats`` repeats (default 7) of a
-loop sized to last at least ``--min-time`` seconds (default 0.2); the sides of a
-workload are interleaved repeat by repeat, and the median per-call time is
-reported. Each loop keeps only its latest result alive, for every side alike, and
-the garbage collector is paused while a loop runs. The ratio is peer time / our
-time: above 1 means we are faster.
+Each workload gives one row against its fastest peer (``best: ...``, with the target)
+and one row per other peer. Every side is warmed up, then timed in ``--repeats``
+repeats (default 7) of a loop of at least ``--min-time`` seconds (default 0.2), the
+sides interleaved repeat by repeat; the median per-call time is reported. OpenCV and
+torch run on 1 thread. The ratio is peer time / our time: above 1 means we are faster.
 
 Run from the repository root::
 
     .venv/bin/python benchmarks/image_io.py [--repeats N] [--min-time S] [--json PATH]
-        [--only decode,batch,scaled,png,encode]
+        [--only decode,batch,scaled,png,encode,png_encode]
+        [--peers-python .venv-peers/bin/python]
 """
 
 from __future__ import annotations
 
-import argparse
-import io
 import os
+import site
+
+# Under the peers' virtualenv (see ``rerun_under_peers``): trivium from the project's
+# environment, whose site-packages must be on the path before trivium imports.
+if os.environ.get("TRIVIUM_PROJECT_SITE"):
+    site.addsitedir(os.environ["TRIVIUM_PROJECT_SITE"])
+
+import argparse
+import importlib.util
+import io
 import platform
 import subprocess
 import sys
+import sysconfig
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -52,10 +73,10 @@ import torch
 from harness import (
     Row,
     Side,
+    Timing,
     benchmark_parser,
     cpu_busy_seconds,
     cpu_model,
-    fmt_time,
     measure,
     parse_benchmark_args,
     print_header,
@@ -66,19 +87,23 @@ from PIL import Image, features
 
 from trivium.core import get_num_threads, set_num_threads
 from trivium.vision import _C
-from trivium.vision.io import decode_jpeg, decode_png, encode_jpeg
+from trivium.vision.io import decode_jpeg, decode_png, encode_jpeg, encode_png
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "tests" / "assets" / "images"
 HOPPER_JPEG = IMAGES / "jpeg" / "tv-grace_hopper_517x606.jpg"
 MJPEG_JPEG = IMAGES / "jpeg" / "jd-mjpeg.jpg"
 HOPPER_PNG = IMAGES / "png" / "pil-hopper.png"
+PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+PEER_MODULES = ("turbojpeg", "simplejpeg", "cv2", "kornia_rs", "torchvision")
 
 PHOTO_SIZE = (1920, 1280)  # (width, height)
 PNG_SIZE = (1024, 768)
 BATCH_SIZE = 200
 SCALES = (2, 4, 8)  # decode at 1/k
 SCALE_TARGETS = {2: None, 4: 1.2, 8: 1.5}
+QUALITY = 90
+PNG_LEVELS = (6, 1)
 
 # Pillow's np.asarray gives a read-only array; torch warns once about wrapping it.
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
@@ -91,34 +116,73 @@ warnings.filterwarnings("ignore", message="Corrupt JPEG data", module="turbojpeg
 
 @dataclass
 class Peers:
-    """The optional peer libraries and a line saying what became of each."""
+    """The peer libraries that work here (None where not), and a line for each."""
 
-    tvio: Any | None
-    tvio_status: str
-    turbo: Any | None
-    turbo_status: str
-    turbo_rgb: int = 0  # turbojpeg.TJPF_RGB
-    turbo_420: int = 0  # turbojpeg.TJSAMP_420
+    turbo: Any = None
+    turbojpeg: Any = None  # the module, for its constants
+    simplejpeg: Any = None
+    cv2: Any = None
+    kornia: Any = None  # kornia_rs.io
+    tvio: Any = None
+    status: dict[str, str] = field(default_factory=dict)
+
+
+def _load(peers: Peers, name: str, load: Callable[[], tuple[Any, str]]) -> Any:
+    try:
+        module, line = load()
+    except Exception as e:  # a missing or broken install fails in many ways
+        peers.status[name] = f"not usable: {type(e).__name__}: {e}"
+        return None
+    peers.status[name] = line
+    return module
+
+
+def _turbo() -> tuple[Any, str]:
+    import turbojpeg
+
+    turbojpeg.TurboJPEG()  # loads the shared library
+    lib = ", ".join(_mapped_libraries("libturbojpeg")) or "?"
+    return turbojpeg, f"PyTurboJPEG {turbojpeg.__version__} ({lib})"
+
+
+def _cv2() -> tuple[Any, str]:
+    import cv2
+
+    cv2.setNumThreads(1)
+    return cv2, f"OpenCV {cv2.__version__}"
+
+
+def _kornia() -> tuple[Any, str]:
+    import kornia_rs
+
+    return kornia_rs.io, f"kornia-rs {kornia_rs.__version__}"
+
+
+def _simplejpeg() -> tuple[Any, str]:
+    import simplejpeg
+
+    return simplejpeg, f"simplejpeg {simplejpeg.__version__}"
+
+
+def _torchvision() -> tuple[Any, str]:
+    import torchvision
+    import torchvision.io as tvio
+
+    tvio.decode_jpeg(encode_jpeg(torch.zeros(3, 8, 8, dtype=torch.uint8)))  # the C++ ops load
+    return tvio, f"torchvision {torchvision.__version__}"
 
 
 def load_peers() -> Peers:
-    """Import torchvision.io and PyTurboJPEG if they work here; record why not otherwise."""
-    try:
-        import torchvision
-        import torchvision.io as tvio
-
-        tv_status = f"torchvision {torchvision.__version__}"
-    except Exception as e:  # a CUDA wheel on a CPU box fails in many ways
-        tvio, tv_status = None, f"not importable: {type(e).__name__}: {e}"
-    try:
-        import turbojpeg
-
-        turbo = turbojpeg.TurboJPEG()
-        turbo_status = f"PyTurboJPEG {getattr(turbojpeg, '__version__', '?')}"
-        constants = (turbojpeg.TJPF_RGB, turbojpeg.TJSAMP_420)
-    except Exception as e:
-        turbo, turbo_status, constants = None, f"not usable: {type(e).__name__}: {e}", (0, 0)
-    return Peers(tvio, tv_status, turbo, turbo_status, *constants)
+    """Every peer that imports and runs here."""
+    peers = Peers()
+    peers.turbojpeg = _load(peers, "PyTurboJPEG", _turbo)
+    if peers.turbojpeg is not None:
+        peers.turbo = peers.turbojpeg.TurboJPEG()
+    peers.simplejpeg = _load(peers, "simplejpeg", _simplejpeg)
+    peers.cv2 = _load(peers, "OpenCV", _cv2)
+    peers.kornia = _load(peers, "kornia-rs", _kornia)
+    peers.tvio = _load(peers, "torchvision.io", _torchvision)
+    return peers
 
 
 # ---------------------------------------------------------------------- machine info
@@ -138,23 +202,6 @@ def _mapped_libraries(*names: str) -> list[str]:
     return sorted(found)
 
 
-def _dpkg_version(package: str) -> str | None:
-    """The installed Debian package version, or None where dpkg is not available."""
-    try:
-        done = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", package],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.strip() or None
-
-
 def machine_info(peers: Peers) -> dict[str, str]:
     """Versions and CPU facts that the numbers depend on."""
     try:
@@ -163,35 +210,24 @@ def machine_info(peers: Peers) -> dict[str, str]:
         affinity = os.cpu_count() or 1
     ours_jpeg = f"libjpeg API {_C.jpeg_version}"
     built = getattr(_C, "libjpeg_turbo_version", None)  # the libjpeg-turbo _C was built on
-    debian = _dpkg_version("libjpeg62-turbo")
     if built:
         ours_jpeg += f" (libjpeg-turbo {built})"
-    elif debian:
-        ours_jpeg += f" (system libjpeg-turbo {debian})"
-    libs = _mapped_libraries("libjpeg", "libspng", "libturbojpeg", "libz.so")
     return {
         "cpu": f"{cpu_model()}; os.cpu_count()={os.cpu_count()}, usable={affinity}",
-        "python": f"{platform.python_version()} ({platform.platform()})",
-        "torch": torch.__version__,
+        "python": f"{platform.python_version()} ({sys.executable})",
+        "torch": f"{torch.__version__} (threads: {torch.get_num_threads()})",
         "numpy": np.__version__,
         "Pillow": (
             f"{PIL.__version__} (libjpeg-turbo {features.version('libjpeg_turbo')}, "
             f"zlib {features.version('zlib')})"
         ),
         "trivium jpeg": ours_jpeg,
-        "trivium png": f"libspng {_C.spng_version}",
+        "trivium png": f"libspng {_C.spng_version} (decode), zlib (encode, decode fast path)",
         "trivium threads": str(get_num_threads()),
-        "torchvision.io": peers.tvio_status,
-        "PyTurboJPEG": peers.turbo_status,
-        "mapped libraries": ", ".join(libs) or "unknown",
+        **peers.status,
+        "mapped libraries": ", ".join(_mapped_libraries("libjpeg", "libspng", "libz.so", "libpng"))
+        or "unknown",
     }
-
-
-def torchvision_row(workload: str, timings: dict, peers: Peers, target: float) -> Row:
-    """The torchvision comparison row, or a row saying why torchvision is absent."""
-    if peers.tvio is not None:
-        return row_from(workload, timings, "ours", "torchvision", target=target)
-    return Row(workload, timings["ours"].median, f"torchvision {peers.tvio_status}", None, target)
 
 
 # -------------------------------------------------------------------------- inputs
@@ -229,7 +265,7 @@ def build_inputs() -> Inputs:
     mjpeg = MJPEG_JPEG.read_bytes()
     hopper_rgb = Image.open(io.BytesIO(hopper)).convert("RGB")
     photo_image = hopper_rgb.resize(PHOTO_SIZE, Image.Resampling.LANCZOS)
-    photo = jpeg_bytes(photo_image, 90)
+    photo = jpeg_bytes(photo_image, QUALITY)
 
     # Batch: the two photo-sized assets plus re-encoded resizes of the photo.
     variants = [hopper, mjpeg]
@@ -267,9 +303,8 @@ def build_inputs() -> Inputs:
 # ----------------------------------------------------------------- decode callables
 
 
-def pil_to_tensor(image: Image.Image) -> torch.Tensor:
-    """A [C, H, W] uint8 view of a Pillow image (np.asarray loads and copies it)."""
-    array = np.asarray(image)
+def chw(array: np.ndarray) -> torch.Tensor:
+    """A [C, H, W] view of an (H, W[, C]) array, as our decoders return."""
     if array.ndim == 2:
         array = array[:, :, None]
     return torch.from_numpy(array).permute(2, 0, 1)
@@ -277,26 +312,66 @@ def pil_to_tensor(image: Image.Image) -> torch.Tensor:
 
 def pil_decode(data: bytes, mode: str = "RGB") -> torch.Tensor:
     """Pillow decode as a dataset loader does it: open, convert, wrap as a tensor."""
-    return pil_to_tensor(Image.open(io.BytesIO(data)).convert(mode))
+    return chw(np.asarray(Image.open(io.BytesIO(data)).convert(mode)))
 
 
 def pil_draft_decode(data: bytes, size: tuple[int, int]) -> torch.Tensor:
     """Pillow's JPEG draft mode: libjpeg DCT scaling to at least `size` (w, h)."""
     image = Image.open(io.BytesIO(data))
     image.draft("RGB", size)
-    return pil_to_tensor(image.convert("RGB"))
+    return chw(np.asarray(image.convert("RGB")))
 
 
 def turbo_decode(peers: Peers, data: bytes, k: int = 1) -> torch.Tensor:
-    """PyTurboJPEG decode to RGB at 1/k, wrapped as a [C, H, W] tensor."""
+    """PyTurboJPEG decode to RGB at 1/k."""
     scaling = None if k == 1 else (1, k)
-    array = peers.turbo.decode(data, pixel_format=peers.turbo_rgb, scaling_factor=scaling)
-    return torch.from_numpy(array).permute(2, 0, 1)
+    rgb = peers.turbojpeg.TJPF_RGB
+    return chw(peers.turbo.decode(data, pixel_format=rgb, scaling_factor=scaling))
 
 
 def as_tensor(data: bytes) -> torch.Tensor:
     """Encoded bytes as a 1-D uint8 tensor (what torchvision.io wants)."""
     return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+
+
+def jpeg_decoders(peers: Peers, data: bytes) -> dict[str, Callable[[], torch.Tensor]]:
+    """Every peer's full-size RGB decode of `data`, as a [C, H, W] tensor."""
+    sides: dict[str, Callable[[], torch.Tensor]] = {"Pillow": lambda: pil_decode(data)}
+    if peers.turbo is not None:
+        sides["PyTurboJPEG"] = lambda: turbo_decode(peers, data)
+    if peers.simplejpeg is not None:
+        # strict=False: harmless libjpeg warnings (extraneous bytes) do not fail, as ours.
+        sides["simplejpeg"] = lambda: chw(peers.simplejpeg.decode_jpeg(data, strict=False))
+    if peers.cv2 is not None:
+        cv2 = peers.cv2
+        flags = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
+        encoded = np.frombuffer(data, np.uint8)
+        sides["OpenCV"] = lambda: chw(cv2.imdecode(encoded, flags))
+    if peers.kornia is not None:
+        decoder = peers.kornia.ImageDecoder()
+        sides["kornia-rs"] = lambda: chw(decoder.decode(data))
+    if peers.tvio is not None:
+        tensor = as_tensor(data)
+        sides["torchvision"] = lambda: peers.tvio.decode_jpeg(tensor)
+    return sides
+
+
+def checked_sides(
+    label: str,
+    ours: torch.Tensor,
+    sides: dict[str, Callable[[], Any]],
+    checks: list[str],
+) -> dict[str, Callable[[], Any]]:
+    """The sides that decode `label`, each compared with ours in one check line."""
+    working, notes = {}, []
+    for name, fn in sides.items():
+        try:
+            notes.append(compare(name, ours, fn()))
+            working[name] = fn
+        except Exception as e:  # a peer that refuses a file is left out of its row
+            notes.append(f"{name}: fails ({type(e).__name__}: {e}), left out")
+    checks.append(f"{label} vs " + "; ".join(notes))
+    return working
 
 
 def compare(label: str, ours: torch.Tensor, theirs: torch.Tensor) -> str:
@@ -305,7 +380,33 @@ def compare(label: str, ours: torch.Tensor, theirs: torch.Tensor) -> str:
         return f"{label}: SHAPE MISMATCH ours {tuple(ours.shape)} vs {tuple(theirs.shape)}"
     diff = (ours.to(torch.int16) - theirs.to(torch.int16)).abs()
     mean = float(diff.float().mean())
-    return f"{label}: shape {tuple(ours.shape)}, max |diff| {int(diff.max())}, mean {mean:.3f}"
+    return f"{label}: max |diff| {int(diff.max())}, mean {mean:.3f}"
+
+
+# -------------------------------------------------------------------------- rows
+
+
+def peer_rows(
+    workload: str, timings: dict[str, Timing], peers: Sequence[str], target: float | None
+) -> list[Row]:
+    """The row against the fastest peer (with the target), then one per other peer."""
+    ranked = sorted(peers, key=lambda name: timings[name].median)
+    rows = [row_from(workload, timings, "ours", ranked[0], f"best: {ranked[0]}", target)]
+    rows += [row_from(workload, timings, "ours", name) for name in ranked[1:]]
+    return rows
+
+
+def time_against(
+    workload: str,
+    ours: Callable[[], object],
+    peers: dict[str, Callable[[], object]],
+    repeats: int,
+    min_time: float,
+    target: float | None,
+) -> list[Row]:
+    """Time ours against every peer, interleaved; the rows of :func:`peer_rows`."""
+    sides = [Side("ours", ours)] + [Side(name, fn) for name, fn in peers.items()]
+    return peer_rows(workload, measure(sides, repeats, min_time), list(peers), target)
 
 
 # ------------------------------------------------------------------------ workloads
@@ -314,40 +415,21 @@ def compare(label: str, ours: torch.Tensor, theirs: torch.Tensor) -> str:
 def bench_full_decode(
     inputs: Inputs, peers: Peers, repeats: int, min_time: float, checks: list[str]
 ) -> list[Row]:
-    """Workload 1: full-size JPEG decode against Pillow, torchvision and PyTurboJPEG."""
+    """Workload 1: full-size JPEG decode against every peer."""
     rows: list[Row] = []
     for label, data in inputs.jpegs.items():
         ours_out = decode_jpeg(data)
-        checks.append(compare(f"decode {label} vs Pillow", ours_out, pil_decode(data)))
-        sides = [
-            Side("ours", lambda d=data: decode_jpeg(d)),
-            Side("Pillow", lambda d=data: pil_decode(d)),
-        ]
-        if peers.tvio is not None:
-            tensor = as_tensor(data)
-            sides.append(Side("torchvision", lambda t=tensor: peers.tvio.decode_jpeg(t)))
-        if peers.turbo is not None:
-            checks.append(
-                compare(f"decode {label} vs PyTurboJPEG", ours_out, turbo_decode(peers, data))
-            )
-            sides.append(Side("PyTurboJPEG", lambda d=data: turbo_decode(peers, d)))
-        timings = measure(sides, repeats, min_time)
-        workload = f"JPEG decode {label}"
-        rows.append(row_from(workload, timings, "ours", "Pillow", target=1.0))
-        rows.append(torchvision_row(workload, timings, peers, target=1.0))
-        if peers.turbo is not None:
-            rows.append(row_from(workload, timings, "ours", "PyTurboJPEG"))
+        sides = checked_sides(f"decode {label}", ours_out, jpeg_decoders(peers, data), checks)
+        rows += time_against(
+            f"JPEG decode {label}", lambda d=data: decode_jpeg(d), sides, repeats, min_time, 1.0
+        )
     return rows
 
 
 def bench_batch(
     inputs: Inputs, peers: Peers, repeats: int, min_time: float, checks: list[str]
 ) -> list[Row]:
-    """Workload 2: decode_jpeg(list of 200) with 2 pool threads against 1 thread.
-
-    As a control of what the machine allows, the same batch is also decoded with
-    PyTurboJPEG (which releases the GIL) on 2 against 1 Python threads.
-    """
+    """Workload 2: decode_jpeg(list of 200) with 2 pool threads, against peers on 2 threads."""
     before = get_num_threads()
     batch = inputs.batch
 
@@ -358,43 +440,34 @@ def bench_batch(
 
         return setup
 
+    pool = ThreadPoolExecutor(2, thread_name_prefix="bench")
     sides = [
-        Side("2 threads", lambda: decode_jpeg(batch), use_threads(2)),
-        Side("1 thread", lambda: decode_jpeg(batch), use_threads(1)),
+        Side("ours", lambda: decode_jpeg(batch), use_threads(2)),
+        Side("ours, 1 thread", lambda: decode_jpeg(batch), use_threads(1)),
     ]
-    pools = [ThreadPoolExecutor(n, thread_name_prefix="bench") for n in (2, 1)]
+    # The peers that release the GIL while decoding, each on the same 2-thread pool.
+    decoders: dict[str, Callable[[bytes], torch.Tensor]] = {}
     if peers.turbo is not None:
-        for n, pool in zip((2, 1), pools, strict=True):
-            sides.append(
-                Side(
-                    f"PyTurboJPEG {n}",
-                    lambda p=pool: list(p.map(lambda d: turbo_decode(peers, d), batch)),
-                )
-            )
+        decoders["PyTurboJPEG"] = lambda d: turbo_decode(peers, d)
+    if peers.simplejpeg is not None:
+        decoders["simplejpeg"] = lambda d: chw(peers.simplejpeg.decode_jpeg(d, strict=False))
+    if peers.cv2 is not None:
+        flags = peers.cv2.IMREAD_COLOR_RGB | peers.cv2.IMREAD_IGNORE_ORIENTATION
+        decoders["OpenCV"] = lambda d: chw(peers.cv2.imdecode(np.frombuffer(d, np.uint8), flags))
+    for name, decode_one in decoders.items():
+        sides.append(Side(name, lambda f=decode_one: list(pool.map(f, batch))))
+    peer_names = list(decoders)
     try:
         timings = measure(sides, repeats, min_time)
     finally:
         set_num_threads(before)
-        for pool in pools:
-            pool.shutdown()
+        pool.shutdown()
     sizes = sorted(set(inputs.batch_sizes))
     checks.append(f"batch: {len(batch)} JPEGs cycling {len(sizes)} images, sizes (w, h) {sizes}")
-    if peers.turbo is not None:
-        one, two = timings["PyTurboJPEG 1"].median, timings["PyTurboJPEG 2"].median
-        checks.append(
-            f"batch control, PyTurboJPEG on a ThreadPoolExecutor: 1 thread {fmt_time(one)}, "
-            f"2 threads {fmt_time(two)}: {one / two:.2f}x (what this machine gave two threads)"
-        )
-    return [
-        row_from(
-            f"batch decode_jpeg(list of {len(batch)}), 2 threads",
-            timings,
-            "2 threads",
-            "1 thread",
-            "ours, 1 thread",
-            target=1.7,
-        )
-    ]
+    workload = f"batch decode_jpeg(list of {len(batch)}), 2 threads"
+    rows = peer_rows(workload, timings, peer_names, 1.0) if peer_names else []
+    rows.append(row_from(workload, timings, "ours", "ours, 1 thread", target=1.7))
+    return rows
 
 
 def bench_scaled(
@@ -411,20 +484,14 @@ def bench_scaled(
             ours_out = decode_jpeg(data, scale=scale)
             sides.append(Side(f"ours 1/{k}", lambda d=data, s=scale: decode_jpeg(d, scale=s)))
             if peers.turbo is not None:
-                checks.append(
-                    compare(
-                        f"1/{k} {label} vs PyTurboJPEG",
-                        ours_out,
-                        turbo_decode(peers, data, k),
-                    )
-                )
+                theirs = turbo_decode(peers, data, k)
+                checks.append(compare(f"1/{k} {label} vs PyTurboJPEG", ours_out, theirs))
                 sides.append(
                     Side(f"PyTurboJPEG 1/{k}", lambda d=data, k=k: turbo_decode(peers, d, k))
                 )
             size = (w // k, h // k)
-            checks.append(
-                compare(f"1/{k} {label} vs Pillow draft", ours_out, pil_draft_decode(data, size))
-            )
+            theirs = pil_draft_decode(data, size)
+            checks.append(compare(f"1/{k} {label} vs Pillow draft", ours_out, theirs))
             sides.append(Side(f"Pillow draft 1/{k}", lambda d=data, s=size: pil_draft_decode(d, s)))
         timings = measure(sides, repeats, min_time)
         for k in SCALES:
@@ -439,57 +506,141 @@ def bench_scaled(
     return rows
 
 
+def png_decoders(peers: Peers, data: bytes, channels: int) -> dict[str, Callable[[], object]]:
+    """Every peer's PNG decode of `data` to `channels` (1, 3 or 4) as a [C, H, W] tensor."""
+    mode = {1: "L", 3: "RGB", 4: "RGBA"}[channels]
+    sides: dict[str, Callable[[], object]] = {"Pillow": lambda: pil_decode(data, mode)}
+    if peers.cv2 is not None:
+        cv2 = peers.cv2
+        encoded = np.frombuffer(data, np.uint8)
+        if channels == 3:
+            flags = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
+            sides["OpenCV"] = lambda: chw(cv2.imdecode(encoded, flags))
+        elif channels == 4:  # BGRA, then RGBA as the others give
+            sides["OpenCV"] = lambda: chw(
+                cv2.cvtColor(cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED), cv2.COLOR_BGRA2RGBA)
+            )
+    if peers.tvio is not None:
+        tensor = as_tensor(data)
+        sides["torchvision"] = lambda: peers.tvio.decode_png(tensor)
+    return sides
+
+
 def bench_png(
     inputs: Inputs, peers: Peers, repeats: int, min_time: float, checks: list[str]
 ) -> list[Row]:
-    """Workload 4: PNG decode against Pillow and torchvision."""
+    """Workload 4: PNG decode against every peer."""
     rows: list[Row] = []
     for label, data in inputs.pngs.items():
         ours_out = decode_png(data)
-        mode = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}[ours_out.shape[0]]
-        checks.append(compare(f"PNG {label} vs Pillow", ours_out, pil_decode(data, mode)))
-        sides = [
-            Side("ours", lambda d=data: decode_png(d)),
-            Side("Pillow", lambda d=data, m=mode: pil_decode(d, m)),
-        ]
-        if peers.tvio is not None:
-            tensor = as_tensor(data)
-            sides.append(Side("torchvision", lambda t=tensor: peers.tvio.decode_png(t)))
-        timings = measure(sides, repeats, min_time)
-        workload = f"PNG decode {label}"
-        rows.append(row_from(workload, timings, "ours", "Pillow", target=1.0))
-        rows.append(torchvision_row(workload, timings, peers, target=1.2))
+        decoders = png_decoders(peers, data, ours_out.shape[0])
+        sides = checked_sides(f"PNG {label}", ours_out, decoders, checks)
+        rows += time_against(
+            f"PNG decode {label}", lambda d=data: decode_png(d), sides, repeats, min_time, 1.2
+        )
     return rows
+
+
+def jpeg_encoders(peers: Peers, image: torch.Tensor) -> dict[str, Callable[[], object]]:
+    """Every peer's JPEG encode of `image` at QUALITY, 4:2:0, accurate DCT, no optimisation."""
+    hwc = np.ascontiguousarray(image.permute(1, 2, 0).numpy())
+
+    def pil_encode() -> bytes:
+        buffer = io.BytesIO()
+        Image.fromarray(hwc).save(buffer, "JPEG", quality=QUALITY, subsampling="4:2:0")
+        return buffer.getvalue()
+
+    sides: dict[str, Callable[[], object]] = {"Pillow": pil_encode}
+    if peers.turbo is not None:
+        tj = peers.turbojpeg
+        sides["PyTurboJPEG"] = lambda: peers.turbo.encode(
+            hwc, QUALITY, tj.TJPF_RGB, tj.TJSAMP_420, tj.TJFLAG_ACCURATEDCT
+        )
+    if peers.simplejpeg is not None:
+        sides["simplejpeg"] = lambda: peers.simplejpeg.encode_jpeg(
+            hwc, QUALITY, "RGB", "420", fastdct=False
+        )
+    if peers.cv2 is not None:
+        bgr = np.ascontiguousarray(hwc[:, :, ::-1])  # OpenCV's own layout
+        params = [peers.cv2.IMWRITE_JPEG_QUALITY, QUALITY]
+        sides["OpenCV"] = lambda: peers.cv2.imencode(".jpg", bgr, params)[1]
+    if peers.kornia is not None:
+        sides["kornia-rs"] = lambda: peers.kornia.encode_image_jpegturbo(hwc, QUALITY, "4:2:0")
+    if peers.tvio is not None:
+        sides["torchvision"] = lambda: peers.tvio.encode_jpeg(image, QUALITY)
+    return sides
+
+
+def encoded_size(result: object) -> int:
+    """Bytes of an encoder's output (bytes, an array or a tensor)."""
+    if isinstance(result, torch.Tensor):
+        return result.numel()
+    if isinstance(result, np.ndarray):
+        return result.nbytes
+    return len(result)  # type: ignore[arg-type]
 
 
 def bench_encode(
     inputs: Inputs, peers: Peers, repeats: int, min_time: float, checks: list[str]
 ) -> list[Row]:
-    """Workload 5: JPEG encode of the 1920x1280 photo at quality 90."""
-    chw = decode_jpeg(inputs.photo)  # our decode's [C, H, W] (channels-last view)
-    hwc = np.ascontiguousarray(chw.permute(1, 2, 0).numpy())
+    """Workload 5: JPEG encode of the 517x606 and 1920x1280 photos at quality 90, 4:2:0."""
+    rows: list[Row] = []
+    for label, data in [("517x606", inputs.hopper), ("1920x1280", inputs.photo)]:
+        image = decode_jpeg(data)  # a [C, H, W] view of [H, W, C] memory, as decoded
+        sides = jpeg_encoders(peers, image)
+        sizes = {"ours": encoded_size(encode_jpeg(image, QUALITY))}
+        sizes.update({name: encoded_size(fn()) for name, fn in sides.items()})
+        checks.append(f"encode {label} q{QUALITY} bytes: {sizes}")
+        rows += time_against(
+            f"JPEG encode {label} q{QUALITY}",
+            lambda i=image: encode_jpeg(i, QUALITY),
+            sides,
+            repeats,
+            min_time,
+            1.0,
+        )
+    return rows
+
+
+def png_encoders(peers: Peers, image: torch.Tensor, level: int) -> dict[str, Callable[[], object]]:
+    """Every peer's PNG encode of an RGB `image` at zlib `level`."""
+    hwc = np.ascontiguousarray(image.permute(1, 2, 0).numpy())
 
     def pil_encode() -> bytes:
         buffer = io.BytesIO()
-        Image.fromarray(hwc).save(buffer, "JPEG", quality=90)
+        Image.fromarray(hwc).save(buffer, "PNG", compress_level=level)
         return buffer.getvalue()
 
-    sides = [Side("ours", lambda: encode_jpeg(chw, quality=90)), Side("Pillow", pil_encode)]
-    if peers.turbo is not None:
+    sides: dict[str, Callable[[], object]] = {"Pillow": pil_encode}
+    if peers.cv2 is not None:
+        bgr = np.ascontiguousarray(hwc[:, :, ::-1])
+        params = [peers.cv2.IMWRITE_PNG_COMPRESSION, level]
+        sides["OpenCV"] = lambda: peers.cv2.imencode(".png", bgr, params)[1]
+    if peers.tvio is not None:
+        sides["torchvision"] = lambda: peers.tvio.encode_png(image, level)
+    return sides
 
-        def turbo_encode() -> bytes:
-            return peers.turbo.encode(
-                hwc, quality=90, pixel_format=peers.turbo_rgb, jpeg_subsample=peers.turbo_420
-            )
 
-        sides.append(Side("PyTurboJPEG", turbo_encode))
-    ours_size, pil_size = len(encode_jpeg(chw, quality=90)), len(pil_encode())
-    checks.append(f"encode 1920x1280 q90: ours {ours_size} bytes, Pillow {pil_size} bytes")
-    timings = measure(sides, repeats, min_time)
-    workload = "JPEG encode 1920x1280 q90"
-    rows = [row_from(workload, timings, "ours", "Pillow", target=1.0)]
-    if peers.turbo is not None:
-        rows.append(row_from(workload, timings, "ours", "PyTurboJPEG"))
+def bench_png_encode(
+    inputs: Inputs, peers: Peers, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 6: PNG encode of a 1024x768 RGB photo at zlib levels 6 and 1."""
+    image = decode_png(inputs.pngs[f"{PNG_SIZE[0]}x{PNG_SIZE[1]} RGB"])
+    rows: list[Row] = []
+    for level in PNG_LEVELS:
+        ours = encode_png(image, level)
+        exact = torch.equal(decode_png(ours), image)
+        sides = png_encoders(peers, image, level)
+        sizes = {"ours": ours.numel()} | {name: encoded_size(fn()) for name, fn in sides.items()}
+        checks.append(f"PNG encode level {level} bytes: {sizes}; ours decodes exactly: {exact}")
+        rows += time_against(
+            f"PNG encode {PNG_SIZE[0]}x{PNG_SIZE[1]} RGB, level {level}",
+            lambda lv=level: encode_png(image, lv),
+            sides,
+            repeats,
+            min_time,
+            1.0,
+        )
     return rows
 
 
@@ -503,18 +654,55 @@ WORKLOADS: dict[str, Workload] = {
     "scaled": bench_scaled,
     "png": bench_png,
     "encode": bench_encode,
+    "png_encode": bench_png_encode,
 }
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS))
+    parser.add_argument(
+        "--peers-python",
+        default=str(PEERS_PYTHON),
+        help="the peers' virtualenv Python to run under when peers are missing here ('' : never)",
+    )
     return parse_benchmark_args(parser, list(WORKLOADS), argv)
+
+
+def rerun_under_peers(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """Run this script again under the peers' Python when peers are missing here.
+
+    Does nothing when every peer imports, when already re-run, or when that Python is
+    absent or of another Python version (trivium's compiled modules would not load).
+    """
+    if os.environ.get("TRIVIUM_PROJECT_SITE") or not args.peers_python:
+        return
+    if all(importlib.util.find_spec(name) is not None for name in PEER_MODULES):
+        return
+    python = Path(args.peers_python)
+    if not python.exists():
+        print(f"(no peers virtualenv at {python}: the missing peers are left out)")
+        return
+    theirs = subprocess.run(
+        [str(python), "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    if theirs != str(sys.version_info[:2]):
+        print(f"({python} is Python {theirs}, not {sys.version_info[:2]}: peers left out)")
+        return
+    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
+    sys.stdout.flush()
+    os.execve(str(python), [str(python), str(Path(__file__).resolve()), *argv], env)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run every workload, print machine info and the table, optionally write JSON."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    rerun_under_peers(args, argv)
+    torch.set_num_threads(1)
     started, cpu_start = time.perf_counter(), cpu_busy_seconds()
     peers = load_peers()
     info = machine_info(peers)
