@@ -6,7 +6,6 @@ from collections import OrderedDict
 
 import pytest
 import torch
-from peers import require_torchvision
 from torch import nn
 
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
@@ -18,18 +17,7 @@ from trivium.vision.models.fpn import (
 )
 from trivium.vision.ops import FrozenBatchNorm2d
 
-
-@pytest.fixture(scope="module")
-def tv():
-    return require_torchvision()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _features(channels: list[int], sizes: list[int]) -> OrderedDict[str, torch.Tensor]:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from peers import require_torchvision
 from torch import nn
 
 from trivium.core.errors import DecodeError
@@ -20,36 +19,13 @@ from trivium.vision import models
 from trivium.vision.models import IntermediateLayerGetter, ResNet, load_weights
 from trivium.vision.ops import FrozenBatchNorm2d
 
-BUILDERS = [
-    "resnet18",
-    "resnet34",
-    "resnet50",
-    "resnet101",
-    "resnet152",
-    "resnext50_32x4d",
-    "resnext101_32x8d",
-    "resnext101_64x4d",
-    "wide_resnet50_2",
-    "wide_resnet101_2",
-]
+BUILDERS = list(models.resnet.RESNET_BUILDERS)  # each is compared with torchvision's
 # Forward passes are compared on these (both blocks, groups); the larger ones, built of
 # the same blocks with other counts and widths, only structurally (time).
 FORWARD_BUILDERS = ["resnet18", "resnet34", "resnet50", "resnext50_32x4d"]
 
 
-@pytest.fixture(scope="module")
-def tv():
-    return require_torchvision()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # The inputs are small: a second thread gains little, and on a CPU shared with
-    # other jobs OpenMP threads wait on each other (the file ran 4x slower).
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:

@@ -29,19 +29,6 @@ from trivium.vision.ops import FrozenBatchNorm2d
 
 __all__ = ["BackboneWithFPN", "resnet_fpn_backbone"]
 
-RESNET_NAMES = (
-    "resnet18",
-    "resnet34",
-    "resnet50",
-    "resnet101",
-    "resnet152",
-    "resnext50_32x4d",
-    "resnext101_32x8d",
-    "resnext101_64x4d",
-    "wide_resnet50_2",
-    "wide_resnet101_2",
-)
-
 
 class BackboneWithFPN(nn.Module):
     """A model's intermediate feature maps (``body``) through an FPN (``fpn``), as torchvision's.
@@ -126,9 +113,9 @@ def resnet_fpn_backbone(
         >>> sorted({n.split(".")[0] for n, p in m.body.named_parameters() if p.requires_grad})
         ['layer4']
     """
-    if backbone_name not in RESNET_NAMES:
+    if backbone_name not in resnet.RESNET_BUILDERS:
         raise ValueError(
-            f"backbone_name must be one of {list(RESNET_NAMES)}, got {backbone_name!r}"
+            f"backbone_name must be one of {list(resnet.RESNET_BUILDERS)}, got {backbone_name!r}"
         )
     backbone = getattr(resnet, backbone_name)(weights=weights, norm_layer=norm_layer)
     return _resnet_fpn_extractor(backbone, trainable_layers, returned_layers, extra_blocks)

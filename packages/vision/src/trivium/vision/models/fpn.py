@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from trivium.vision.ops.misc import UpgradesStateDict
+
 __all__ = ["ExtraFPNBlock", "FeaturePyramidNetwork", "LastLevelMaxPool", "LastLevelP6P7"]
 
 
@@ -179,7 +181,7 @@ def _strided_conv(conv: nn.Conv2d, x: Tensor) -> Tensor:
     return y.to(torch.bfloat16)
 
 
-class FeaturePyramidNetwork(nn.Module):
+class FeaturePyramidNetwork(UpgradesStateDict):
     """An FPN over feature maps of increasing depth, as ``torchvision.ops.FeaturePyramidNetwork``.
 
     Each input level ``i`` goes through a 1x1 lateral convolution
@@ -238,27 +240,17 @@ class FeaturePyramidNetwork(nn.Module):
             )
         self.extra_blocks = extra_blocks
 
-    def _load_from_state_dict(
-        self,
-        state_dict: dict[str, Any],
-        prefix: str,
-        local_metadata: dict[str, Any],
-        strict: bool,
-        missing_keys: list[str],
-        unexpected_keys: list[str],
-        error_msgs: list[str],
+    def upgrade_state_dict(
+        self, state_dict: dict[str, Any], prefix: str, version: int | None
     ) -> None:
-        version = local_metadata.get("version")
-        if version is None or version < 2:  # version 1 had bare convolutions
+        """Version 1 had bare convolutions (``inner_blocks.0.weight``, now ``.0.0.weight``)."""
+        if version is None or version < 2:
             for block in ["inner_blocks", "layer_blocks"]:
                 for i in range(len(self.inner_blocks)):
                     for kind in ["weight", "bias"]:
                         old_key = f"{prefix}{block}.{i}.{kind}"
                         if old_key in state_dict:
                             state_dict[f"{prefix}{block}.{i}.0.{kind}"] = state_dict.pop(old_key)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
 
     def forward(self, x: dict[str, Tensor]) -> dict[str, Tensor]:
         """The pyramid: one ``out_channels`` map per input level (then the extra levels).

@@ -32,12 +32,8 @@ from trivium.vision.models.weights import (
     override_named_param,
 )
 
-__all__ = [
-    "BasicBlock",
-    "Bottleneck",
-    "ResNet",
-    "conv1x1",
-    "conv3x3",
+# The builders, named as torchvision's.
+RESNET_BUILDERS = (
     "resnet18",
     "resnet34",
     "resnet50",
@@ -48,7 +44,9 @@ __all__ = [
     "resnext101_64x4d",
     "wide_resnet50_2",
     "wide_resnet101_2",
-]
+)
+__all__ = ["RESNET_BUILDERS", "BasicBlock", "Bottleneck", "ResNet", "conv1x1", "conv3x3"]
+__all__ += RESNET_BUILDERS
 
 
 def conv3x3(
@@ -365,9 +363,13 @@ def _resnet(
     block: type[BasicBlock | Bottleneck],
     layers: list[int],
     weights: Weights | None,
-    progress: bool,
-    **kwargs: Any,
+    kwargs: dict[str, Any],
+    **fixed: int,
 ) -> ResNet:
+    """The ``name`` architecture; ``fixed`` are the :class:`ResNet` arguments it sets."""
+    for param, value in fixed.items():
+        reason = f"{param}={value}" if param != "groups" else f"{value} groups"
+        override_named_param(kwargs, param, value, f"{name} has {reason}")
     if kwargs.pop("pretrained", False):
         raise ValueError(
             f"{name}: pretrained=True (torchvision's deprecated argument) would download "
@@ -419,7 +421,7 @@ def resnet18(*, weights: Weights | None = None, progress: bool = True, **kwargs:
         >>> resnet18(num_classes=10).eval()(torch.zeros(1, 3, 64, 64)).shape
         torch.Size([1, 10])
     """
-    return _resnet("resnet18", BasicBlock, [2, 2, 2, 2], weights, progress, **kwargs)
+    return _resnet("resnet18", BasicBlock, [2, 2, 2, 2], weights, kwargs)
 
 
 @_with_weights_doc
@@ -431,7 +433,7 @@ def resnet34(*, weights: Weights | None = None, progress: bool = True, **kwargs:
         >>> [len(model.layer3), model.fc.in_features]
         [6, 512]
     """
-    return _resnet("resnet34", BasicBlock, [3, 4, 6, 3], weights, progress, **kwargs)
+    return _resnet("resnet34", BasicBlock, [3, 4, 6, 3], weights, kwargs)
 
 
 @_with_weights_doc
@@ -445,7 +447,7 @@ def resnet50(*, weights: Weights | None = None, progress: bool = True, **kwargs:
         >>> resnet50(weights=path).fc.weight.equal(model.fc.weight)
         True
     """
-    return _resnet("resnet50", Bottleneck, [3, 4, 6, 3], weights, progress, **kwargs)
+    return _resnet("resnet50", Bottleneck, [3, 4, 6, 3], weights, kwargs)
 
 
 @_with_weights_doc
@@ -459,7 +461,7 @@ def resnet101(*, weights: Weights | None = None, progress: bool = True, **kwargs
         >>> len(model.layer3)
         23
     """
-    return _resnet("resnet101", Bottleneck, [3, 4, 23, 3], weights, progress, **kwargs)
+    return _resnet("resnet101", Bottleneck, [3, 4, 23, 3], weights, kwargs)
 
 
 @_with_weights_doc
@@ -473,7 +475,7 @@ def resnet152(*, weights: Weights | None = None, progress: bool = True, **kwargs
         >>> len(model.layer3)
         36
     """
-    return _resnet("resnet152", Bottleneck, [3, 8, 36, 3], weights, progress, **kwargs)
+    return _resnet("resnet152", Bottleneck, [3, 8, 36, 3], weights, kwargs)
 
 
 @_with_weights_doc
@@ -486,9 +488,9 @@ def resnext50_32x4d(
         >>> resnext50_32x4d().layer1[0].conv2.groups
         32
     """
-    override_named_param(kwargs, "groups", 32, "resnext50_32x4d has 32 groups")
-    override_named_param(kwargs, "width_per_group", 4, "resnext50_32x4d has width_per_group=4")
-    return _resnet("resnext50_32x4d", Bottleneck, [3, 4, 6, 3], weights, progress, **kwargs)
+    return _resnet(
+        "resnext50_32x4d", Bottleneck, [3, 4, 6, 3], weights, kwargs, groups=32, width_per_group=4
+    )
 
 
 @_with_weights_doc
@@ -504,9 +506,9 @@ def resnext101_32x8d(
         >>> model.layer1[0].conv2.weight.shape
         torch.Size([256, 8, 3, 3])
     """
-    override_named_param(kwargs, "groups", 32, "resnext101_32x8d has 32 groups")
-    override_named_param(kwargs, "width_per_group", 8, "resnext101_32x8d has width_per_group=8")
-    return _resnet("resnext101_32x8d", Bottleneck, [3, 4, 23, 3], weights, progress, **kwargs)
+    return _resnet(
+        "resnext101_32x8d", Bottleneck, [3, 4, 23, 3], weights, kwargs, groups=32, width_per_group=8
+    )
 
 
 @_with_weights_doc
@@ -522,9 +524,9 @@ def resnext101_64x4d(
         >>> model.layer1[0].conv2.groups
         64
     """
-    override_named_param(kwargs, "groups", 64, "resnext101_64x4d has 64 groups")
-    override_named_param(kwargs, "width_per_group", 4, "resnext101_64x4d has width_per_group=4")
-    return _resnet("resnext101_64x4d", Bottleneck, [3, 4, 23, 3], weights, progress, **kwargs)
+    return _resnet(
+        "resnext101_64x4d", Bottleneck, [3, 4, 23, 3], weights, kwargs, groups=64, width_per_group=4
+    )
 
 
 @_with_weights_doc
@@ -540,8 +542,9 @@ def wide_resnet50_2(
         >>> model.layer1[0].conv2.weight.shape
         torch.Size([128, 128, 3, 3])
     """
-    override_named_param(kwargs, "width_per_group", 128, "wide_resnet50_2 has width_per_group=128")
-    return _resnet("wide_resnet50_2", Bottleneck, [3, 4, 6, 3], weights, progress, **kwargs)
+    return _resnet(
+        "wide_resnet50_2", Bottleneck, [3, 4, 6, 3], weights, kwargs, width_per_group=128
+    )
 
 
 @_with_weights_doc
@@ -557,5 +560,6 @@ def wide_resnet101_2(
         >>> len(model.layer3)
         23
     """
-    override_named_param(kwargs, "width_per_group", 128, "wide_resnet101_2 has width_per_group=128")
-    return _resnet("wide_resnet101_2", Bottleneck, [3, 4, 23, 3], weights, progress, **kwargs)
+    return _resnet(
+        "wide_resnet101_2", Bottleneck, [3, 4, 23, 3], weights, kwargs, width_per_group=128
+    )

@@ -47,6 +47,7 @@ from trivium.vision.ops import (
     generalized_box_iou_loss,
     sigmoid_focal_loss,
 )
+from trivium.vision.ops.misc import UpgradesStateDict
 
 __all__ = [
     "RetinaNet",
@@ -99,25 +100,14 @@ def _per_location(out: Tensor, columns: int) -> Tensor:
     return out.view(n, -1, columns, h, w).permute(0, 3, 4, 1, 2).reshape(n, -1, columns)
 
 
-class _VersionedHead(nn.Module):
+class _VersionedHead(UpgradesStateDict):
     _version = 2
 
-    def _load_from_state_dict(
-        self,
-        state_dict: dict[str, Any],
-        prefix: str,
-        local_metadata: dict[str, Any],
-        strict: bool,
-        missing_keys: list[str],
-        unexpected_keys: list[str],
-        error_msgs: list[str],
+    def upgrade_state_dict(
+        self, state_dict: dict[str, Any], prefix: str, version: int | None
     ) -> None:
-        version = local_metadata.get("version")
         if version is None or version < 2:
             _v1_to_v2_weights(state_dict, prefix)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
 
     def forward_levels(self, x: list[Tensor]) -> list[Tensor]:
         raise NotImplementedError
@@ -901,9 +891,7 @@ def retinanet_resnet18_fpn(
 ) -> RetinaNet:
     """RetinaNet with a ResNet-18 FPN backbone: the smallest configuration, for CPU training.
 
-    The FPN reads ``layer2`` .. ``layer4`` (128, 256, 512 channels) and, as the
-    ResNet-50 model, computes P6 from P5 (``LastLevelP6P7(256, 256)``), since P5 has
-    the FPN's 256 channels whatever the ResNet.
+    Its pyramid is that of :func:`retinanet_resnet34_fpn` (the same ResNet stage widths).
 
     Example:
         >>> import torch

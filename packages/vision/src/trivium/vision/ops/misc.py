@@ -16,7 +16,47 @@ from torch import Tensor, nn
 __all__ = ["FrozenBatchNorm2d"]
 
 
-class FrozenBatchNorm2d(nn.Module):
+class UpgradesStateDict(nn.Module):
+    """A module that rewrites older state dicts (by their saved ``version``) before loading.
+
+    A subclass overrides :meth:`upgrade_state_dict`; ``version`` is the one the
+    state dict was saved with (None: saved before versions were recorded).
+
+    Example:
+        >>> import torch
+        >>> class Renamed(UpgradesStateDict):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.register_buffer("new", torch.zeros(1))
+        ...     def upgrade_state_dict(self, state_dict, prefix, version):
+        ...         if prefix + "old" in state_dict:
+        ...             state_dict[prefix + "new"] = state_dict.pop(prefix + "old")
+        >>> Renamed().load_state_dict({"old": torch.ones(1)})
+        <All keys matched successfully>
+    """
+
+    def upgrade_state_dict(
+        self, state_dict: dict[str, Any], prefix: str, version: int | None
+    ) -> None:
+        """Rewrite ``state_dict``'s keys under ``prefix`` in place (default: nothing)."""
+
+    def _load_from_state_dict(
+        self,
+        state_dict: dict[str, Any],
+        prefix: str,
+        local_metadata: dict[str, Any],
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        self.upgrade_state_dict(state_dict, prefix, local_metadata.get("version"))
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+
+
+class FrozenBatchNorm2d(UpgradesStateDict):
     """BatchNorm2d whose statistics and affine parameters are fixed buffers, as torchvision's.
 
     ``y = (x - running_mean) / sqrt(running_var + eps) * weight + bias`` per channel,
@@ -46,20 +86,11 @@ class FrozenBatchNorm2d(nn.Module):
         self.register_buffer("running_mean", torch.zeros(num_features))
         self.register_buffer("running_var", torch.ones(num_features))
 
-    def _load_from_state_dict(
-        self,
-        state_dict: dict[str, Any],
-        prefix: str,
-        local_metadata: dict[str, Any],
-        strict: bool,
-        missing_keys: list[str],
-        unexpected_keys: list[str],
-        error_msgs: list[str],
+    def upgrade_state_dict(
+        self, state_dict: dict[str, Any], prefix: str, version: int | None
     ) -> None:
+        """Drop a ``BatchNorm2d`` state dict's ``num_batches_tracked``."""
         state_dict.pop(prefix + "num_batches_tracked", None)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
 
     def forward(self, x: Tensor) -> Tensor:
         """Normalise ``x`` [N, C, H, W] with the frozen statistics.
