@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import torch
 from torch._C import DisableTorchFunctionSubclass
@@ -195,7 +195,30 @@ def _from_pil_or_data(data: Any) -> Any:
     return pil_to_tensor(data) if is_pil(data) else data
 
 
-class Image(TVTensor):
+class _DataTensor(TVTensor):
+    """A TVTensor made from ``data`` alone (no metadata): Image, Video and Mask."""
+
+    _reads_pil = True  # data may be a PIL image
+
+    def __new__(
+        cls,
+        data: Any,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | int | None = None,
+        requires_grad: bool | None = None,
+    ) -> Self:
+        if cls._reads_pil:
+            data = _from_pil_or_data(data)
+        return cls._checked(cls._to_tensor(data, dtype, device, requires_grad)).as_subclass(cls)
+
+    @classmethod
+    def _checked(cls, tensor: torch.Tensor) -> torch.Tensor:
+        # The tensor in the type's layout, or a ValueError naming the type.
+        return tensor
+
+
+class Image(_DataTensor):
     """An image (or a batch of them) ``[..., C, H, W]``; a 2-D input gets one channel.
 
     ``data`` is anything ``torch.as_tensor`` takes, or a PIL image.
@@ -206,28 +229,16 @@ class Image(TVTensor):
         torch.Size([1, 4, 5])
     """
 
-    def __new__(
-        cls,
-        data: Any,
-        *,
-        dtype: torch.dtype | None = None,
-        device: torch.device | str | int | None = None,
-        requires_grad: bool | None = None,
-    ) -> Image:
-        tensor = cls._to_tensor(_from_pil_or_data(data), dtype, device, requires_grad)
+    @classmethod
+    def _checked(cls, tensor: torch.Tensor) -> torch.Tensor:
         if tensor.ndim < 2:
             raise ValueError(
                 f"Image: expected a tensor with 2 or more dimensions, got {tensor.ndim}"
             )
-        if tensor.ndim == 2:
-            tensor = tensor.unsqueeze(0)
-        return tensor.as_subclass(cls)
-
-    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
-        return self._make_repr()
+        return tensor.unsqueeze(0) if tensor.ndim == 2 else tensor
 
 
-class Video(TVTensor):
+class Video(_DataTensor):
     """A video (or a batch of them) ``[..., T, C, H, W]``.
 
     Example:
@@ -236,24 +247,16 @@ class Video(TVTensor):
         torch.Size([2, 3, 4, 4])
     """
 
-    def __new__(
-        cls,
-        data: Any,
-        *,
-        dtype: torch.dtype | None = None,
-        device: torch.device | str | int | None = None,
-        requires_grad: bool | None = None,
-    ) -> Video:
-        tensor = cls._to_tensor(data, dtype, device, requires_grad)
+    _reads_pil = False
+
+    @classmethod
+    def _checked(cls, tensor: torch.Tensor) -> torch.Tensor:
         if tensor.ndim < 4:
             raise ValueError(f"Video: expected a tensor [..., T, C, H, W], got {tensor.ndim} dims")
-        return tensor.as_subclass(cls)
-
-    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
-        return self._make_repr()
+        return tensor
 
 
-class Mask(TVTensor):
+class Mask(_DataTensor):
     """Segmentation or detection masks ``[..., H, W]`` (e.g. one ``[N, H, W]`` per box).
 
     ``data`` is anything ``torch.as_tensor`` takes, or a PIL image.
@@ -263,17 +266,6 @@ class Mask(TVTensor):
         >>> Mask(torch.zeros(2, 4, 4, dtype=torch.bool)).dtype
         torch.bool
     """
-
-    def __new__(
-        cls,
-        data: Any,
-        *,
-        dtype: torch.dtype | None = None,
-        device: torch.device | str | int | None = None,
-        requires_grad: bool | None = None,
-    ) -> Mask:
-        data = _from_pil_or_data(data)
-        return cls._to_tensor(data, dtype, device, requires_grad).as_subclass(cls)
 
 
 class BoundingBoxFormat(Enum):
