@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import io
 import math
 import os
 from abc import ABC, abstractmethod
@@ -29,7 +28,8 @@ from typing import IO, Any, TypeAlias
 import numpy as np
 import torch
 
-from trivium.core.errors import EmptyInputError, PathNotFoundError
+from trivium.core import sources
+from trivium.core.sources import source_name as source_name  # re-exported for the backends
 
 #: A decoded frame not yet converted (call it for the tensor; a video frame's takes an
 #: optional ``[H, W, 3]`` uint8 array to write its pixels into) and its pts in ticks.
@@ -58,45 +58,21 @@ def import_optional(name: str) -> ModuleType:
         raise ImportError(f"{name} is not installed; {_INSTALL_HINT}") from e
 
 
-def source_name(src: VideoSource) -> str | None:
-    """The path to name in errors about ``src`` (None for bytes without a name).
-
-    Example:
-        >>> source_name("a.mp4"), source_name(b"...")
-        ('a.mp4', None)
-    """
-    if isinstance(src, str | os.PathLike):
-        return os.fspath(src)
-    name = getattr(src, "name", None)
-    return name if isinstance(name, str) else None
-
-
 def check_source(src: VideoSource) -> VideoSource:
     """Validate ``src``: an existing file path, non-empty bytes or a readable file object.
+
+    :func:`trivium.core.sources.check_source` for a video source (the Errors table's
+    exceptions and messages).
 
     Example:
         >>> check_source(b"x")
         b'x'
+        >>> check_source(b"")
+        Traceback (most recent call last):
+        ...
+        trivium.core.errors.EmptyInputError: empty input (0 bytes)
     """
-    if isinstance(src, str | os.PathLike):
-        path = os.fspath(src)
-        if not os.path.exists(path):
-            raise PathNotFoundError(path=path)
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"{path}: is a directory, not a video file")
-        if os.path.getsize(path) == 0:
-            raise EmptyInputError(path=path)
-        return src
-    if isinstance(src, bytes | bytearray | memoryview):
-        if len(src) == 0:
-            raise EmptyInputError()
-        return src
-    if isinstance(src, io.IOBase) or hasattr(src, "read"):
-        return src
-    raise TypeError(
-        f"expected a path, bytes or a binary file object for the video source, "
-        f"got {type(src).__name__}"
-    )
+    return sources.check_source(src, "video")
 
 
 class StreamNotFoundError(ValueError):
