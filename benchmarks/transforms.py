@@ -341,12 +341,13 @@ SNIPPET_NOTES = """\
   they lie); the loop's torch kernel repacks every channel-first crop to RGBA and
   back, which costs more than the filtering. On float32 the per-sample path gains
   from drawing all the boxes at once.
-- ElasticTransform smooths its noise with banded matrix products (on both sides),
-  four images per product on the per-sample side; the grid sampling and the draw
-  cost the same either way, so its margin is the smallest.
+- ElasticTransform smooths its noise with banded matrix products on both sides, one
+  product per four images on the per-sample side against one per image in the loop;
+  the grid sampling and the draw cost the same either way, so its margin is small.
 - Flips copy the images straight into the output; crops and erasing take slices of
-  one image instead of a gather or a mask. GaussianBlur takes four images per chunk
-  (its depthwise convolutions vectorise across their 12 channels), the warps too.
+  one image instead of a gather or a mask. GaussianBlur, RandomAffine and
+  RandomRotation take four images per chunk (GaussianBlur's depthwise convolutions
+  vectorise across their 12 channels; the grid's fixed costs are shared).
 - Rows whose work is about one copy of the batch (flips, RandomInvert) move most
   between runs: each side page-faults its 9.6 MB (uint8) or 38 MB (float32) output
   in on some calls and not on others. With `MALLOC_MMAP_THRESHOLD_=4294967296

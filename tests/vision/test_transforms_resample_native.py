@@ -102,6 +102,12 @@ def test_every_kind_of_axis_equals_torch(photo: torch.Tensor, mode: str) -> None
         ([0, 0, 600, 1], [30, 30]),
         ([2, 3, 17, 250], [17, 19]),
         ([0, 0, 600, 500], [2, 3]),  # (torch's kernel fails an assert at [1, 1])
+        # Whole-number scales: weights of exactly 0 inside windows (trimmed; the
+        # windows then need not move monotonically).
+        ([1, 2, 50, 40], [100, 80]),
+        ([1, 2, 30, 31], [90, 93]),
+        ([0, 0, 200, 160], [100, 80]),
+        ([0, 0, 300, 240], [100, 80]),
     ]
     for box, size in cases:
         out = run_native(x, [box], size, mode)

@@ -422,10 +422,13 @@ struct Worker {
         if (need_v) down.build(bh, oh, filter);
         // Rows of the box the vertical pass reads (all of them without one).
         int64_t y0 = 0, y1 = bh;
-        if (need_v) {
-            y0 = down.first.front();
+        if (need_v) {  // (trimmed windows need not move down monotonically)
+            y0 = bh;
             y1 = 0;
-            for (int64_t y = 0; y < oh; ++y) y1 = std::max(y1, down.first[y] + down.count[y]);
+            for (int64_t y = 0; y < oh; ++y) {
+                y0 = std::min(y0, down.first[y]);
+                y1 = std::max(y1, down.first[y] + down.count[y]);
+            }
         }
         if (need_h && need_v) rows.resize(size_t(bh) * ow);
         for (int64_t c = 0; c < src.c; ++c) {
@@ -450,12 +453,13 @@ bool resized_crops_u8(const ImageBatch& src, const int64_t* boxes, const ImageBa
                       ResampleFilter filter, int threads, int64_t* bad_box) {
     for (int64_t k = 0; k < src.n; ++k) {
         const int64_t* b = boxes + 4 * k;
-        if (b[0] < 0 || b[1] < 0 || b[2] <= 0 || b[3] <= 0 || b[0] + b[2] > src.h ||
-            b[1] + b[3] > src.w) {
+        if (b[0] < 0 || b[1] < 0 || b[2] <= 0 || b[3] <= 0 || b[2] > src.h - b[0] ||
+            b[3] > src.w - b[1]) {
             *bad_box = k;
             return false;
         }
     }
+    if (dst.h <= 0 || dst.w <= 0 || src.c <= 0) return true;  // nothing to write
     // A thread per 64 K output samples at least: starting one costs tens of microseconds.
     const int64_t work = src.n * src.c * dst.h * dst.w;
     const int64_t workers = std::max<int64_t>(1, std::min<int64_t>({threads, src.n, work >> 16}));
