@@ -26,33 +26,16 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import harness
 import torch
 from data import make_image_folder
-from harness import (
-    Row,
-    Side,
-    benchmark_parser,
-    cpu_busy_seconds,
-    cpu_model,
-    load_peer,
-    measure,
-    parse_benchmark_args,
-    print_header,
-    report,
-    row_from,
-)
 
 from trivium.vision.pipelines.classification_data import TrainBatch, make_loader, open_split
 from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from peers import import_torchvision  # noqa: E402
 
 BATCH = 64
 WORKERS = 2
@@ -110,39 +93,38 @@ def labels_of(batches) -> Counter:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Time both pipelines, print the table (and write JSON with ``--json``)."""
-    parser = benchmark_parser(__doc__.splitlines()[0], ["epoch"], repeats=5, min_time=0.5)
-    args = parse_benchmark_args(parser, ["epoch"], argv)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    tv, tv_status = load_peer(import_torchvision)
-    info = {"cpu": cpu_model(), "torch": torch.__version__, "torchvision": tv_status}
-    print_header("image-classification input pipeline", info, args)
+    parser = harness.benchmark_parser(__doc__.splitlines()[0], ["epoch"], repeats=5, min_time=0.5)
+    args = harness.parse_benchmark_args(parser, ["epoch"], argv)
+    run = harness.Session(args)
+    tv, tv_status = harness.load_peer(harness.peers.import_torchvision)
     torch.set_num_threads(1)  # the work is in the loader workers
-    rows: list[Row] = []
-    checks: list[str] = []
+    run.header(
+        "image-classification input pipeline", harness.machine_info(1, torchvision=tv_status)
+    )
+    rows, checks = run.rows, run.checks
     with tempfile.TemporaryDirectory(prefix="trivium-cls-bench-") as tmp:
         folder = Path(tmp) / "images"
         files = make_image_folder(folder)
-        sides = [Side("ours", ours(folder))]
+        sides = [harness.Side("ours", ours(folder))]
         if tv is not None:
-            sides.append(Side("torchvision", torchvision_side(tv, folder)))
+            sides.append(harness.Side("torchvision", torchvision_side(tv, folder)))
         per_epoch = len(files) // BATCH * BATCH
         counts = {side.name: sum(side.fn().values()) for side in sides}
         checks.append(f"images per epoch (drop_last): {counts} of {per_epoch}")
-        timings = measure(sides, args.repeats, args.min_time)
+        timings = harness.measure(sides, args.repeats, args.min_time)
         workload = (
             f"1 epoch, {len(files)} JPEGs ~500x400: ImageFolder, RandomResizedCrop {CROP} + "
             f"flip + float + Normalize, batch {BATCH}, {WORKERS} workers, model step no-op"
         )
         if tv is None:
-            rows.append(Row(workload, timings["ours"].median, f"torchvision: {tv_status}"))
+            rows.append(harness.Row(workload, timings["ours"].median, f"torchvision: {tv_status}"))
         else:
             label = f"torchvision {tv.__version__} ImageFolder + v2"
-            rows.append(row_from(workload, timings, "ours", "torchvision", label, 2.0))
+            rows.append(harness.row_from(workload, timings, "ours", "torchvision", label, 2.0))
         for side in sides:
             rate = per_epoch / timings[side.name].median
             checks.append(f"{side.name}: {rate:.0f} images/s")
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+    return run.report()
 
 
 if __name__ == "__main__":
