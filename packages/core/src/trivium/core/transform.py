@@ -170,27 +170,30 @@ class Transform(nn.Module):
 
     def _sample(
         self,
-        draw: Callable[[torch.Generator | None, torch.device | None], torch.Tensor],
+        draw: Callable[..., torch.Tensor],
         device: torch.device | None = None,
     ) -> torch.Tensor:
-        """``draw(generator, generator's device)`` moved to ``device`` (kept where drawn if None).
+        """``draw(device, generator=...)``: random values from this transform's generator.
 
-        The one place where a compiled transform changes its source of randomness:
-        under ``torch.compile``, which cannot trace a ``torch.Generator``, it returns
-        ``draw(None, device)``, a draw from torch's default generator (seed compiled
-        pipelines with ``torch.manual_seed``). Otherwise ``generator`` is
-        ``self._active_generator()``.
+        ``draw(where, **generator)`` makes the values on ``where`` and passes
+        ``generator`` on to torch's sampling function. Eagerly it gets the generator
+        of ``self._active_generator()`` and its device, and the result moves to
+        ``device`` (stays where drawn if None). Under ``torch.compile``, which cannot
+        trace a ``torch.Generator``, it gets ``device`` and no generator: torch's
+        default one (seed compiled pipelines with ``torch.manual_seed``). This is the
+        one place where a compiled transform changes its source of randomness.
 
         Example:
             >>> import torch
             >>> t = Transform(generator=torch.Generator().manual_seed(0))
-            >>> t._sample(lambda g, d: torch.rand(2, generator=g, device=d)).shape
+            >>> t._sample(lambda where, **gen: torch.rand(2, device=where, **gen)).shape
             torch.Size([2])
         """
         if torch.compiler.is_compiling():
-            return draw(None, device)
+            return draw(device)
         generator = self._active_generator()
-        out = draw(generator, torch.device("cpu") if generator is None else generator.device)
+        where = torch.device("cpu") if generator is None else generator.device
+        out = draw(where, generator=generator)
         return out if device is None else out.to(device, non_blocking=True)
 
     def _device(self) -> torch.device:

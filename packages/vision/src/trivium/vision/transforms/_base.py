@@ -47,7 +47,13 @@ from trivium.core import transform as _core
 from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._dispatch import apply_kernel, is_image_type
-from trivium.vision.transforms._image import is_image, is_pil, pil_to_tensor, to_pil_image
+from trivium.vision.transforms._image import (
+    eager_cpu,
+    is_image,
+    is_pil,
+    pil_to_tensor,
+    to_pil_image,
+)
 
 __all__ = ["Compose", "ImageTransform"]
 
@@ -163,15 +169,13 @@ class ImageTransform(Transform):
 
     def _images_per_chunk(self, images: list[torch.Tensor]) -> int:
         """How many images one call of ``transform`` gets on CPU (0: the whole batch at once)."""
-        if (
-            self._cpu_chunk_values is None
-            or not self.per_sample
-            or torch.compiler.is_compiling()  # a traced loop would unroll over the batch
-        ):
+        if self._cpu_chunk_values is None or not self.per_sample:
+            return 0
+        if not eager_cpu(*images):  # CUDA: one launch per step; compiled: no unrolled loop
             return 0
         batch = images[0].shape[:-3]
-        if any(img.device.type != "cpu" or img.shape[:-3] != batch for img in images):
-            return 0  # CUDA: one launch per step for the whole batch
+        if any(img.shape[:-3] != batch for img in images):
+            return 0
         values = max(math.prod(img.shape[-3:]) for img in images)
         per_chunk = max(1, self._cpu_chunk_values // max(values, 1))
         return per_chunk if per_chunk < math.prod(batch) else 0
@@ -304,7 +308,9 @@ class ImageTransform(Transform):
 
     def _draw(self, shape: Sequence[int], device: torch.device | None = None) -> torch.Tensor:
         """Uniform samples in [0, 1) on ``device`` from ``generator`` (default RNG if compiling)."""
-        return self._sample(lambda g, d: torch.rand(tuple(shape), generator=g, device=d), device)
+        return self._sample(
+            lambda where, **gen: torch.rand(tuple(shape), device=where, **gen), device
+        )
 
 
 class Compose(_core.Compose):

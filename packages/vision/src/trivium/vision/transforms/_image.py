@@ -22,6 +22,7 @@ import torch
 
 __all__ = [
     "check_image",
+    "eager_cpu",
     "flatten_batch",
     "is_image",
     "is_pil",
@@ -53,6 +54,21 @@ def is_image(x: Any) -> bool:
         (True, False)
     """
     return is_pil(x) or (isinstance(x, torch.Tensor) and x.ndim >= 3)
+
+
+def eager_cpu(*tensors: torch.Tensor) -> bool:
+    """Whether the code runs eagerly (not traced by ``torch.compile``) on CPU ``tensors`` only.
+
+    The condition of every CPU fast path of the kernels (slices instead of masks, a
+    loop over runs of images, cached tables): compiled code and other devices take
+    the branch-free tensor form instead.
+
+    Example:
+        >>> import torch
+        >>> eager_cpu(torch.zeros(1)), eager_cpu(torch.zeros(1, device="meta"))
+        (True, False)
+    """
+    return not torch.compiler.is_compiling() and all(t.device.type == "cpu" for t in tensors)
 
 
 def check_image(

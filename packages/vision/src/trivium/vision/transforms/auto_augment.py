@@ -649,7 +649,7 @@ class AugMix(_AutoAugmentBase):
         """``[n, k]`` Dirichlet(alpha) samples: normalised Gamma draws from the generator."""
         concentration = torch.full((n, k), self.alpha, dtype=torch.float32)
         gamma = self._sample(
-            lambda g, d: torch._standard_gamma(concentration.to(d), generator=g), device
+            lambda where, **gen: torch._standard_gamma(concentration.to(where), **gen), device
         )
         return gamma / gamma.sum(-1, keepdim=True)
 

@@ -94,7 +94,9 @@ class RandomErasing(ImageTransform):
         return ("i", "j", "h", "w") if self.value is not None else ("i", "j", "h", "w", "v")
 
     def _normal(self, shape: Sequence[int], device: torch.device) -> torch.Tensor:
-        return self._sample(lambda g, d: torch.randn(tuple(shape), generator=g, device=d), device)
+        return self._sample(
+            lambda where, **gen: torch.randn(tuple(shape), device=where, **gen), device
+        )
 
     def _boxes(self, n: int, height: int, width: int, device: torch.device | None) -> dict:
         """One box per image as tensors ``[n]``: the first of 10 draws that fits, as torchvision."""

@@ -74,7 +74,7 @@ class _MixBase(Transform):
         """One Beta(alpha, alpha) sample (0-dim tensor on ``device``)."""
         concentration = torch.full((2,), self.alpha)
         g = self._sample(
-            lambda gen, d: torch._standard_gamma(concentration.to(d), generator=gen), device
+            lambda where, **gen: torch._standard_gamma(concentration.to(where), **gen), device
         )
         return g[0] / (g[0] + g[1])
 
@@ -208,7 +208,7 @@ class CutMix(_MixBase):
         height, width = img.shape[-2:]
         device = img.device
         lam = self._lam(device)
-        center = self._sample(lambda g, d: torch.rand(2, generator=g, device=d), device)
+        center = self._sample(lambda where, **gen: torch.rand(2, device=where, **gen), device)
         r_x, r_y = (center[0] * width).floor(), (center[1] * height).floor()
         r = 0.5 * torch.sqrt(1.0 - lam)
         half_w, half_h = (r * width).floor(), (r * height).floor()

@@ -19,7 +19,7 @@ import numbers
 
 import torch
 
-from trivium.vision.transforms._image import check_image
+from trivium.vision.transforms._image import check_image, eager_cpu
 
 __all__ = [
     "adjust_brightness",
@@ -115,8 +115,7 @@ def _select(mask: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tenso
     torch's CPU ``where`` and ``masked_fill`` run element by element, ~6x slower.
     """
     if (
-        a.device.type != "cpu"
-        or torch.compiler.is_compiling()
+        not eager_cpu(a)
         or a.dtype != b.dtype
         or a.element_size() not in _BITS
         or a.dtype == torch.bool

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from trivium.vision.transforms._image import check_image
+from trivium.vision.transforms._image import check_image, eager_cpu
 
 __all__ = ["erase", "erase_mask"]
 
@@ -76,7 +76,7 @@ def erase(
         return out
     if not all(isinstance(c, torch.Tensor) for c in (i, j, h, w)):
         raise TypeError("erase: i, j, h, w must be all ints or all tensors")
-    if i.numel() == 1 and img.device.type == "cpu" and not torch.compiler.is_compiling():
+    if i.numel() == 1 and eager_cpu(img):
         # One box on the CPU (a chunk of a per-sample batch): a slice, not a mask.
         i, j, h, w = (int(c) for c in (i, j, h, w))
         if v.shape[-2:] == img.shape[-2:] and v.ndim >= 3:  # noise over the whole image
