@@ -169,7 +169,11 @@ def _library() -> _Swscale | None:
 
 
 def _address(plane: Any) -> int:
-    return np.frombuffer(plane, np.uint8).ctypes.data
+    """Where a PyAV plane's pixels start."""
+    try:
+        return plane.buffer_ptr
+    except AttributeError:  # a PyAV without it
+        return np.frombuffer(plane, np.uint8).ctypes.data
 
 
 class RGBConverter:
