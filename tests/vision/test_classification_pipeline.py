@@ -13,13 +13,12 @@ import json
 import os
 import pathlib
 import random
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
+from vision.pipeline_runs import assert_same_weights, loss_records, losses, run_killed_and_resumed
 
 from trivium.core import DatasetError, load_checkpoint
 from trivium.vision.io import encode_jpeg
@@ -86,22 +85,6 @@ def config(data: pathlib.Path, out: pathlib.Path, **kwargs) -> ClassificationCon
     return ClassificationConfig(**values)
 
 
-def losses(run_dir: pathlib.Path) -> list[tuple[int, float]]:
-    records = json.loads((run_dir / "metrics.json").read_text())["records"]
-    return [(step, value) for step, name, value in records if name == "loss"]
-
-
-def weights(run_dir: pathlib.Path) -> dict[str, torch.Tensor]:
-    return load_checkpoint(run_dir / "checkpoint.pt")["model"]
-
-
-def assert_same_weights(a: pathlib.Path, b: pathlib.Path) -> None:
-    wa, wb = weights(a), weights(b)
-    assert wa.keys() == wb.keys()
-    for name in wa:
-        torch.testing.assert_close(wa[name], wb[name], rtol=1e-5, atol=1e-6, msg=name)
-
-
 def test_train_writes_the_run_folder_and_learns(tree: pathlib.Path, tmp_path: pathlib.Path) -> None:
     run = config(tree, tmp_path, epochs=4, workers=2, opt="adamw", lr=1e-3)
     summary = train(run, show_progress=False)
@@ -125,7 +108,7 @@ def test_image_folder_and_its_parquet_shards_train_identically(
 ) -> None:
     train(config(tree, tmp_path / "folder", epochs=1), show_progress=False)
     train(config(shards, tmp_path / "parquet", epochs=1, workers=2), show_progress=False)
-    assert losses(tmp_path / "folder") == losses(tmp_path / "parquet")
+    assert loss_records(tmp_path / "folder") == loss_records(tmp_path / "parquet")
     assert_same_weights(tmp_path / "folder", tmp_path / "parquet")
 
 
@@ -139,9 +122,7 @@ def test_resume_mid_epoch_equals_an_uninterrupted_run(
     assert train(cut, show_progress=False, stop_after_steps=stop) == {"stopped_at_step": stop}
     resumed = train(cut, resume=True, show_progress=False)
     assert resumed["steps"] == full["steps"]
-    assert [v for _, v in losses(tmp_path / "cut")] == pytest.approx(
-        [v for _, v in losses(tmp_path / "full")], rel=1e-5
-    )
+    assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "full"), rel=1e-5)
     assert_same_weights(tmp_path / "full", tmp_path / "cut")
     assert resumed["top1"] == full["top1"]
 
@@ -164,22 +145,9 @@ def test_killed_run_resumes_from_its_last_checkpoint(
         "--device", "cpu",
         "--checkpoint-every", "1",
     ]  # fmt: skip
-    env = {**os.environ, "TRIVIUM_PROGRESS": "0"}
-    subprocess.run([*args, "--output-dir", str(tmp_path / "full")], check=True, env=env)
-    cut = [*args, "--output-dir", str(tmp_path / "cut")]
-    proc = subprocess.Popen(cut, env=env, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "cut" / "checkpoint.pt").exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
-    time.sleep(random.uniform(0.0, 0.5))
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    subprocess.run([*cut, "--resume"], check=True, env=env, stdout=subprocess.DEVNULL)
+    run_killed_and_resumed(args, tmp_path)
     assert_same_weights(tmp_path / "full", tmp_path / "cut")
-    assert [v for _, v in losses(tmp_path / "cut")] == pytest.approx(
-        [v for _, v in losses(tmp_path / "full")], rel=1e-5
-    )
+    assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "full"), rel=1e-5)
 
 
 def test_recipe_options_run(tree: pathlib.Path, tmp_path: pathlib.Path) -> None:

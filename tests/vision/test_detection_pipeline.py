@@ -9,18 +9,14 @@ COCO evaluation, prediction and the run folder's files.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import random
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
-import torch
+from vision.pipeline_runs import assert_same_weights, losses, run_killed_and_resumed
 
-from trivium.core import load_checkpoint
 from trivium.vision.pipelines.detection import (
     DetectionConfig,
     evaluate,
@@ -63,19 +59,6 @@ def config(data: pathlib.Path, out: pathlib.Path, **kwargs) -> DetectionConfig:
     }
     values.update(kwargs)
     return DetectionConfig(**values)
-
-
-def losses(run_dir: pathlib.Path) -> list[float]:
-    records = json.loads((run_dir / "metrics.json").read_text())["records"]
-    return [value for _, name, value in records if name == "loss"]
-
-
-def assert_same_weights(a: pathlib.Path, b: pathlib.Path) -> None:
-    wa = load_checkpoint(a / "checkpoint.pt")["model"]
-    wb = load_checkpoint(b / "checkpoint.pt")["model"]
-    assert wa.keys() == wb.keys()
-    for name in wa:
-        torch.testing.assert_close(wa[name], wb[name], rtol=1e-5, atol=1e-6, msg=name)
 
 
 def test_train_writes_the_run_folder(corpus: pathlib.Path, tmp_path: pathlib.Path) -> None:
@@ -130,18 +113,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(
         "--device", "cpu",
         "--checkpoint-every", "1",
     ]  # fmt: skip
-    env = {**os.environ, "TRIVIUM_PROGRESS": "0"}
-    subprocess.run([*args, "--output-dir", str(tmp_path / "full")], check=True, env=env)
-    cut = [*args, "--output-dir", str(tmp_path / "cut")]
-    proc = subprocess.Popen(cut, env=env, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "cut" / "checkpoint.pt").exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
-    time.sleep(random.uniform(0.0, 0.5))
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    subprocess.run([*cut, "--resume"], check=True, env=env, stdout=subprocess.DEVNULL)
+    run_killed_and_resumed(args, tmp_path)
     assert_same_weights(tmp_path / "full", tmp_path / "cut")
     assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "full"), rel=1e-5)
 

@@ -36,14 +36,7 @@ from torch import Tensor, nn
 from trivium.core import load_checkpoint
 from trivium.core.devices import resolve_device
 from trivium.vision.io import ImageReadMode, decode_image
-from trivium.vision.pipelines.common import (
-    TrainingRun,
-    autocast,
-    check_config,
-    config_from_state,
-    eval_mode,
-    fit,
-)
+from trivium.vision.pipelines import common
 from trivium.vision.pipelines.detection_data import (
     AUGMENTATIONS,
     annotation_file,
@@ -122,7 +115,7 @@ class DetectionConfig:
     device: str = "auto"
 
     def __post_init__(self) -> None:
-        check_config(self, ("epochs", "batch_size", "eval_every"))
+        common.check_config(self, ("epochs", "batch_size", "eval_every"))
         if self.box_loss not in ("l1", "smooth_l1", "giou"):
             raise ValueError(f"box_loss must be 'l1', 'smooth_l1' or 'giou', got {self.box_loss!r}")
         if self.augmentation not in AUGMENTATIONS:
@@ -223,7 +216,7 @@ def _to_model(images: list[Tensor], targets: list[dict[str, Any]] | None, device
     return floats, moved
 
 
-class _Run(TrainingRun):
+class _Run(common.TrainingRun):
     """A detection run; :func:`train` drives it."""
 
     labels_key = "categories"
@@ -247,7 +240,7 @@ class _Run(TrainingRun):
     def train_step(self, images: list[Tensor], targets: list[dict[str, Any]]) -> dict[str, float]:
         config = self.config
         images, targets = _to_model(images, targets, self.device)
-        with autocast(self.device, config.amp):
+        with common.autocast(self.device, config.amp):
             losses = self.forward(images, targets)
         loss = sum(value.float() for value in losses.values())
         self.backward_and_step(loss, config.clip_grad_norm)
@@ -294,7 +287,7 @@ def train(
         ValueError: batch_size must be >= 1, got 0
     """
     run = _Run(config, show_progress)
-    return fit(run, resume=resume, stop_after_steps=stop_after_steps)
+    return common.fit(run, resume=resume, stop_after_steps=stop_after_steps)
 
 
 def _eval_loader(config: DetectionConfig, split: str) -> Any:
@@ -311,10 +304,10 @@ def _evaluate_model(
     from trivium.vision.detection_eval import CocoEvaluator
 
     evaluator = CocoEvaluator(annotation_file(config.data_path, config.val_split))
-    with eval_mode(model):
+    with common.eval_mode(model):
         for images, targets in loader:
             inputs, _ = _to_model(images, None, device)
-            with autocast(device, config.amp):
+            with common.autocast(device, config.amp):
                 outputs = model(inputs)
             evaluator.update(
                 {
@@ -386,7 +379,7 @@ class DetectionPipeline(nn.Module):
         single = not isinstance(images, list | tuple)
         items = [self._image(x) for x in ([images] if single else images)]
         device = next(self.model.parameters()).device
-        with eval_mode(self.model):
+        with common.eval_mode(self.model):
             outputs = self.model(_to_model(items, None, device)[0])
         results = []
         for out in outputs:
@@ -413,7 +406,7 @@ def from_checkpoint(
         FileNotFoundError: missing.pt: no such checkpoint
     """
     state = load_checkpoint(path)
-    config = config_from_state(DetectionConfig, state)
+    config = common.config_from_state(DetectionConfig, state)
     categories = {int(k): v for k, v in state["categories"].items()}
     model = build_model(config, max(categories) + 1)
     model.load_state_dict(state["model"])

@@ -1,0 +1,52 @@
+"""What the classification and detection pipeline tests share: run folders and a killed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import time
+
+import torch
+
+from trivium.core import load_checkpoint
+
+
+def loss_records(run_dir: pathlib.Path) -> list[tuple[int, float]]:
+    """``(step, loss)`` of every training step a run logged."""
+    records = json.loads((run_dir / "metrics.json").read_text())["records"]
+    return [(step, value) for step, name, value in records if name == "loss"]
+
+
+def losses(run_dir: pathlib.Path) -> list[float]:
+    """The training losses a run logged, in step order."""
+    return [value for _, value in loss_records(run_dir)]
+
+
+def assert_same_weights(a: pathlib.Path, b: pathlib.Path) -> None:
+    """The checkpoints of two run folders hold the same weights (to float rounding)."""
+    wa = load_checkpoint(a / "checkpoint.pt")["model"]
+    wb = load_checkpoint(b / "checkpoint.pt")["model"]
+    assert wa.keys() == wb.keys()
+    for name in wa:
+        torch.testing.assert_close(wa[name], wb[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def run_killed_and_resumed(args: list[str], tmp_path: pathlib.Path) -> None:
+    """The example ``args`` run whole into ``tmp_path/full``, and into ``tmp_path/cut``
+    SIGKILLed at a random moment after its first checkpoint, then ``--resume``d."""
+    env = {**os.environ, "TRIVIUM_PROGRESS": "0"}
+    subprocess.run([*args, "--output-dir", str(tmp_path / "full")], check=True, env=env)
+    cut = [*args, "--output-dir", str(tmp_path / "cut")]
+    proc = subprocess.Popen(cut, env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "cut" / "checkpoint.pt").exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(random.uniform(0.0, 0.5))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    subprocess.run([*cut, "--resume"], check=True, env=env, stdout=subprocess.DEVNULL)
