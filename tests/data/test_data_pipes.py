@@ -162,3 +162,51 @@ def test_from_iterable_refuses_one_shot_iterators() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert list(pipe([1]).map(str)) == ["1"]
+
+
+def test_every_chaining_method_returns_its_registered_op() -> None:
+    import inspect
+
+    import trivium.data.pipes as pipes
+    from trivium.data import columnar
+
+    methods = {
+        "map": pipes.Map, "parallel_map": pipes.ParallelMap, "filter": pipes.Filter,
+        "flatmap": pipes.FlatMap, "enumerate": pipes.Enumerate, "batch": pipes.Batch,
+        "unbatch": pipes.Unbatch, "bucket_by_length": pipes.BucketByLength,
+        "shuffle": pipes.Shuffle, "shard": pipes.Shard, "header": pipes.Header,
+        "cycle": pipes.Cycle, "cache": pipes.Cache, "prefetch": pipes.Prefetch,
+        "zip": pipes.Zip, "concat": pipes.Concat, "mux": pipes.Mux,
+        "map_batches": columnar.MapBatches, "select": columnar.Select,
+        "rename": columnar.Rename, "with_column": columnar.WithColumn,
+        "to_rows": columnar.ToRows, "to_tensors": columnar.ToTensors,
+    }  # fmt: skip
+    chaining = {
+        name
+        for name, fn in inspect.getmembers(IterPipe, inspect.isfunction)
+        if "self._chain(" in inspect.getsource(fn)
+    }
+    assert chaining == set(methods) | {"collate"}
+    assert {name: IterPipe._ops[name] for name in methods} == methods
+    assert isinstance(pipe().collate(), pipes.Map)
+    assert isinstance(pipe().batch(2), pipes.Batch) and isinstance(pipe().cache(), pipes.Cache)
+
+
+def test_what_the_loader_may_run_in_workers() -> None:
+    import trivium.data.pipes as pipes
+
+    per_batch = [pipe().map(str), pipe().filter(bool), pipe().flatmap(), pipe().select(["x"])]
+    assert all(op.runs_in_workers for op in per_batch)
+    stateful = [pipe().batch(2), pipe().shuffle(), pipe().header(1), pipe().enumerate()]
+    assert not any(op.runs_in_workers for op in stateful)
+    with pytest.raises(TypeError, match="Batch does not run inside DataLoader workers"):
+        pipe().batch(2).apply_in_worker(iter(DATA), seed=0)
+    # map's per-sample scopes: the same seed draws the same, another seed differently
+    from trivium.core.seeding import scope_generator
+
+    noisy = pipe().map(lambda x: x + torch.rand((), generator=scope_generator()).item())
+    first = list(noisy.apply_in_worker(iter(DATA), seed=7))
+    assert first == list(noisy.apply_in_worker(iter(DATA), seed=7))
+    assert first != list(noisy.apply_in_worker(iter(DATA), seed=8))
+    assert all(0 <= v - x < 1 for x, v in zip(DATA, first, strict=True))
+    assert isinstance(pipe().shuffle(), pipes.Shuffle)
