@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from harness import loop_time
+from harness import interleave, loop_time
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "vision")]
@@ -90,10 +90,7 @@ def main() -> None:
         with torch.inference_mode():
             for _ in range(5):  # warm up (and let the graph executor optimise)
                 model(data), scripted(data)
-            samples: dict[str, list[float]] = {name: [] for name in sides}
-            for _ in range(args.repeats):  # interleaved repeats
-                for name, measure in sides.items():
-                    samples[name].append(measure())
+            samples = interleave(sides, args.repeats)
     medians = {name: statistics.median(s) for name, s in samples.items()}
     print(f"deploy: 500x500 JPEG decode + preprocess, 1 thread, torch {torch.__version__}")
     print("| side | ms/call | ratio (Python / C++) |")

@@ -171,13 +171,29 @@ def measure(sides: Sequence[Side], repeats: int, min_time: float) -> dict[str, T
             side.setup()
         side.fn()  # warm-up
         numbers[side.name] = calls_for(side.fn, min_time)
-    samples: dict[str, list[float]] = {side.name: [] for side in sides}
-    for _ in range(repeats):
-        for side in sides:
+
+    def sampler(side: Side) -> Callable[[], float]:
+        def sample() -> float:
             if side.setup is not None:
                 side.setup()
-            samples[side.name].append(loop_time(side.fn, numbers[side.name]))
+            return loop_time(side.fn, numbers[side.name])
+
+        return sample
+
+    samples = interleave({side.name: sampler(side) for side in sides}, repeats)
     return {name: Timing(samples[name], numbers[name]) for name in samples}
+
+
+def interleave(samplers: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
+    """``repeats`` samples of each sampler (seconds per call), the samplers taking turns.
+
+    For sides that time themselves (a subprocess that reports its own timing).
+    """
+    samples: dict[str, list[float]] = {name: [] for name in samplers}
+    for _ in range(repeats):
+        for name, sample in samplers.items():
+            samples[name].append(sample())
+    return samples
 
 
 def measure_at_threads(
