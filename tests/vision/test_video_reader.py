@@ -478,3 +478,39 @@ def test_relative_path_starting_with_a_dash(
     (tmp_path / "-clip.mp4").write_bytes((ASSETS_VIDEO / "mp--video-with-dash-.mp4").read_bytes())
     monkeypatch.chdir(tmp_path)
     assert len(list(VideoReader("-clip.mp4", backend=backend))) == 5
+
+
+@pytest.mark.parametrize("backend", ["pyav", "ffmpeg"])
+def test_a_new_reader_of_an_indexed_file_does_not_demux_it_again(
+    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frame index is kept per file (path, size, mtime): changed files are indexed anew."""
+    if backend == "ffmpeg":
+        pytest.importorskip("trivium.vision.io.video_ffmpeg")
+    from trivium.vision.io import video_ffmpeg, video_pyav
+
+    owner, method = (
+        (video_pyav.PyAVBackend, "_demux_index")
+        if backend == "pyav"
+        else (video_ffmpeg.FFmpegBackend, "_probe_index")
+    )
+    built: list[str] = []
+    original = getattr(owner, method)
+
+    def counting(self, stream):
+        built.append(stream.name)
+        return original(self, stream)
+
+    monkeypatch.setattr(owner, method, counting)
+    path = write_numbered(tmp_path / "a.mp4", 12, fps=6, gop=4)
+    for _ in range(3):
+        with VideoReader(path, backend=backend) as reader:
+            frames = reader.get_frames_at([1, 10])
+        assert [frame_number(f) for f in frames.data] == [1, 10]
+    assert built == ["video:0"]
+    write_numbered(path, 20, fps=6, gop=4)  # same path, other content
+    with VideoReader(path, backend=backend) as reader:
+        assert [frame_number(f) for f in reader.get_frames_at([15, -1]).data] == [15, 19]
+    assert built == ["video:0", "video:0"]
+    with VideoReader(path.read_bytes(), backend="pyav") as reader:  # bytes: not cached
+        assert len(reader.get_frames_at([0]).data) == 1

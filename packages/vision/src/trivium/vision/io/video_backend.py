@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -188,6 +190,89 @@ def build_index(
         return FrameIndex(values[order], keyframes, time_base)
     step = max(1, round(1 / ((fps or 1.0) * time_base)))
     return FrameIndex(np.arange(n, dtype=np.int64) * step, np.zeros(1, np.int32), time_base, False)
+
+
+class FrameIndexCache:
+    """Frame indexes of files this process has read, so that a new reader skips the demux.
+
+    Keyed by the path, the backend, the stream and the file's identity (device, inode,
+    size, modification time in ns): a file changed or replaced under the same path is
+    indexed again. Least recently used indexes go first once more than ``max_frames``
+    frames are held (8 to 12 bytes a frame). The index arrays are read-only, since every
+    reader of the file shares them. Thread-safe.
+
+    Example:
+        >>> import tempfile
+        >>> path = tempfile.mkdtemp() + "/a.bin"
+        >>> _ = open(path, "wb").write(b"x")
+        >>> cache = FrameIndexCache(max_frames=10)
+        >>> built = []
+        >>> def build():
+        ...     built.append(1)
+        ...     return FrameIndex(np.array([0, 1]), np.array([0]), Fraction(1, 25))
+        >>> a = cache.get_or_build(path, "pyav", "video:0", build)
+        >>> b = cache.get_or_build(path, "pyav", "video:0", build)
+        >>> a is b, len(built), a.pts.flags.writeable
+        (True, 1, False)
+    """
+
+    def __init__(self, max_frames: int) -> None:
+        self.max_frames = max_frames
+        self._indexes: OrderedDict[tuple[Any, ...], FrameIndex] = OrderedDict()
+        self._frames = 0
+        self._lock = threading.Lock()
+        # A fork while another thread holds the lock would leave it held in the child.
+        os.register_at_fork(after_in_child=self._new_lock)
+
+    def _new_lock(self) -> None:
+        self._lock = threading.Lock()
+
+    def get_or_build(
+        self, path: str | None, backend: str, stream: str, build: Callable[[], FrameIndex]
+    ) -> FrameIndex:
+        """The index kept for this file and stream, else ``build()`` (kept for next time).
+
+        ``path`` None (bytes, a file object) builds without caching.
+        """
+        key = self._key(path, backend, stream)
+        if key is None:
+            return build()
+        with self._lock:
+            index = self._indexes.get(key)
+            if index is not None:
+                self._indexes.move_to_end(key)
+                return index
+        index = build()  # outside the lock: demuxing a file takes a while
+        index.pts.setflags(write=False)
+        index.keyframes.setflags(write=False)
+        with self._lock:
+            if key not in self._indexes and len(index) <= self.max_frames:
+                self._indexes[key] = index
+                self._frames += len(index)
+                while self._frames > self.max_frames:
+                    _, dropped = self._indexes.popitem(last=False)
+                    self._frames -= len(dropped)
+        return index
+
+    @staticmethod
+    def _key(path: str | None, backend: str, stream: str) -> tuple[Any, ...] | None:
+        if path is None:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return path, backend, stream, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+    def clear(self) -> None:
+        """Forget every index."""
+        with self._lock:
+            self._indexes.clear()
+            self._frames = 0
+
+
+#: The process's frame-index cache (a few million frames: hours of video).
+INDEX_CACHE = FrameIndexCache(max_frames=4_000_000)
 
 
 def frame_step(stream: StreamInfo) -> int:

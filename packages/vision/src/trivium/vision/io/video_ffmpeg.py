@@ -49,6 +49,7 @@ import torch
 from trivium.core.errors import DecodeError
 from trivium.core.forking import ForkSafe, abandon
 from trivium.vision.io.video_backend import (
+    INDEX_CACHE,
     Frame,
     FrameIndex,
     StreamInfo,
@@ -218,36 +219,46 @@ class FFmpegBackend(ForkSafe, VideoBackend):
         self._finalizer = weakref.finalize(self, _kill, self._processes)
 
     def frame_index(self, stream: StreamInfo) -> FrameIndex:
+        """The stream's index: kept from an earlier reader of the same file, or probed.
+
+        See :meth:`_probe_index`; once per file in a process (see
+        :class:`~trivium.vision.io.video_backend.FrameIndexCache`).
+        """
+        if stream.name not in self._indexes:
+            self._indexes[stream.name] = INDEX_CACHE.get_or_build(
+                self.path, self.name, stream.name, partial(self._probe_index, stream)
+            )
+        return self._indexes[stream.name]
+
+    def _probe_index(self, stream: StreamInfo) -> FrameIndex:
         """Every packet's pts and keyframe flag from one ``ffprobe -show_entries`` run.
 
         Where packets lack a pts (AVI with B-frames: the container keeps none) the
         index holds the decoded frames' best-effort timestamps instead, which rise in
         display order and are the times ``ffmpeg`` itself seeks and trims by.
         """
-        if stream.name not in self._indexes:
-            out = _run_probe(
-                [
-                    "-select_streams",
-                    f"{stream.kind[0]}:{stream.index}",
-                    "-show_entries",
-                    "packet=pts,flags",
-                    "-of",
-                    "csv=p=0",
-                ],
-                self.path,
-            )
-            pts: list[int | None] = []
-            keys: list[bool] = []
-            for line in out.splitlines():
-                fields = line.strip().split(",")
-                if len(fields) < 2 or "D" in fields[-1]:
-                    continue
-                pts.append(int(fields[0]) if fields[0].lstrip("-").isdigit() else None)
-                keys.append("K" in fields[-1])
-            if stream.kind == "video" and None in pts and any(p is not None for p in pts):
-                pts, keys = self._best_effort_times(stream)
-            self._indexes[stream.name] = build_index(pts, keys, stream.time_base, stream.fps)
-        return self._indexes[stream.name]
+        out = _run_probe(
+            [
+                "-select_streams",
+                f"{stream.kind[0]}:{stream.index}",
+                "-show_entries",
+                "packet=pts,flags",
+                "-of",
+                "csv=p=0",
+            ],
+            self.path,
+        )
+        pts: list[int | None] = []
+        keys: list[bool] = []
+        for line in out.splitlines():
+            fields = line.strip().split(",")
+            if len(fields) < 2 or "D" in fields[-1]:
+                continue
+            pts.append(int(fields[0]) if fields[0].lstrip("-").isdigit() else None)
+            keys.append("K" in fields[-1])
+        if stream.kind == "video" and None in pts and any(p is not None for p in pts):
+            pts, keys = self._best_effort_times(stream)
+        return build_index(pts, keys, stream.time_base, stream.fps)
 
     def _best_effort_times(self, stream: StreamInfo) -> tuple[list[int | None], list[bool]]:
         """Decoded frames' best-effort timestamps (ffprobe decodes the stream once).

@@ -27,6 +27,7 @@ import torch
 from trivium.core.errors import DecodeError, PathNotFoundError
 from trivium.core.forking import ForkSafe, own_file
 from trivium.vision.io.video_backend import (
+    INDEX_CACHE,
     Frame,
     FrameIndex,
     StreamInfo,
@@ -252,21 +253,32 @@ class PyAVBackend(ForkSafe, VideoBackend):
         return group[info.index]
 
     def frame_index(self, stream: StreamInfo) -> FrameIndex:
-        """Demux (no decode) a separate container once and keep the sorted pts."""
+        """The stream's index: kept from an earlier reader of the same file, or demuxed.
+
+        Demuxing (no decoding) runs on a separate container, once per file in a process
+        (see :class:`~trivium.vision.io.video_backend.FrameIndexCache`).
+        """
         if stream.name not in self._indexes:
-            pts: list[int | None] = []
-            keys: list[bool] = []
-            container = self._open()
-            try:
-                with av_errors(self.path):
-                    for packet in container.demux(self._av_stream_in(container, stream)):
-                        if packet.size and not packet.is_discard:
-                            pts.append(packet.pts)
-                            keys.append(packet.is_keyframe)
-            finally:
-                container.close()
-            self._indexes[stream.name] = build_index(pts, keys, stream.time_base, stream.fps)
+            path = self.path if isinstance(self._src, str | os.PathLike) else None
+            self._indexes[stream.name] = INDEX_CACHE.get_or_build(
+                path, self.name, stream.name, partial(self._demux_index, stream)
+            )
         return self._indexes[stream.name]
+
+    def _demux_index(self, stream: StreamInfo) -> FrameIndex:
+        """Demux (no decode) a separate container and index the stream's packets."""
+        pts: list[int | None] = []
+        keys: list[bool] = []
+        container = self._open()
+        try:
+            with av_errors(self.path):
+                for packet in container.demux(self._av_stream_in(container, stream)):
+                    if packet.size and not packet.is_discard:
+                        pts.append(packet.pts)
+                        keys.append(packet.is_keyframe)
+        finally:
+            container.close()
+        return build_index(pts, keys, stream.time_base, stream.fps)
 
     def frames(
         self,
