@@ -491,10 +491,12 @@ def _banded_right_product(
     Each block is one product of all rows of ``x`` (the batch folded into the rows),
     so a row's result does not depend on how many images come with it.
     """
-    out = x.new_empty(x.shape)
-    for j0, j1, r0, r1 in blocks:
-        out[..., j0:j1] = torch.matmul(x[..., r0:r1], matrix[r0:r1, j0:j1])
-    return out
+    n = x.shape[-1]
+    rows = x.reshape(-1, n)
+    out = x.new_empty(rows.shape)
+    for j0, j1, r0, r1 in blocks:  # each product written straight into its columns
+        torch.mm(rows[:, r0:r1], matrix[r0:r1, j0:j1], out=out[:, j0:j1])
+    return out.reshape(x.shape)
 
 
 class ElasticTransform(_Warp):
