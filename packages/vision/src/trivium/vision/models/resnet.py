@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -80,17 +80,17 @@ def conv1x1(in_planes: int, out_planes: int, stride: int = 1) -> nn.Conv2d:
     return nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
 
 
-class BasicBlock(nn.Module):
-    """Two 3x3 convolutions and a shortcut (ResNet-18/34), as torchvision's.
+class _BlockShape(NamedTuple):
+    inplanes: int
+    planes: int
+    stride: int
+    groups: int
+    base_width: int
+    dilation: int
 
-    ``downsample`` maps the input to the output's shape when they differ. Only
-    ``groups=1``, ``base_width=64`` and ``dilation=1`` are supported, as in torchvision.
 
-    Example:
-        >>> import torch
-        >>> BasicBlock(8, 8)(torch.zeros(1, 8, 5, 5)).shape
-        torch.Size([1, 8, 5, 5])
-    """
+class _Block(nn.Module):
+    """What both blocks share: torchvision's constructor arguments and the shortcut."""
 
     expansion: int = 1
 
@@ -108,17 +108,46 @@ class BasicBlock(nn.Module):
         super().__init__()
         if norm_layer is None:
             norm_layer = nn.BatchNorm2d
-        if groups != 1 or base_width != 64:
-            raise ValueError("BasicBlock only supports groups=1 and base_width=64")
-        if dilation > 1:
-            raise NotImplementedError("Dilation > 1 not supported in BasicBlock")
-        self.conv1 = conv3x3(inplanes, planes, stride)
-        self.bn1 = norm_layer(planes)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = conv3x3(planes, planes)
-        self.bn2 = norm_layer(planes)
+        shape = _BlockShape(inplanes, planes, stride, groups, base_width, dilation)
+        self._layers(shape, norm_layer)
         self.downsample = downsample
         self.stride = stride
+
+    def _layers(self, shape: _BlockShape, norm_layer: Callable[..., nn.Module]) -> None:
+        raise NotImplementedError
+
+    def _add_shortcut(self, out: Tensor, x: Tensor) -> Tensor:
+        identity = x
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        return self.relu(out)
+
+
+class BasicBlock(_Block):
+    """Two 3x3 convolutions and a shortcut (ResNet-18/34), as torchvision's.
+
+    ``downsample`` maps the input to the output's shape when they differ. Only
+    ``groups=1``, ``base_width=64`` and ``dilation=1`` are supported, as in torchvision.
+
+    Example:
+        >>> import torch
+        >>> BasicBlock(8, 8)(torch.zeros(1, 8, 5, 5)).shape
+        torch.Size([1, 8, 5, 5])
+    """
+
+    expansion: int = 1
+
+    def _layers(self, shape: _BlockShape, norm_layer: Callable[..., nn.Module]) -> None:
+        if shape.groups != 1 or shape.base_width != 64:
+            raise ValueError("BasicBlock only supports groups=1 and base_width=64")
+        if shape.dilation > 1:
+            raise NotImplementedError("Dilation > 1 not supported in BasicBlock")
+        self.conv1 = conv3x3(shape.inplanes, shape.planes, shape.stride)
+        self.bn1 = norm_layer(shape.planes)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = conv3x3(shape.planes, shape.planes)
+        self.bn2 = norm_layer(shape.planes)
 
     def forward(self, x: Tensor) -> Tensor:
         """The block's output: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
@@ -128,16 +157,11 @@ class BasicBlock(nn.Module):
             >>> BasicBlock(4, 4)(torch.zeros(1, 4, 3, 3)).sum().item()
             0.0
         """
-        identity = x
         out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        if self.downsample is not None:
-            identity = self.downsample(x)
-        out += identity
-        return self.relu(out)
+        return self._add_shortcut(self.bn2(self.conv2(out)), x)
 
 
-class Bottleneck(nn.Module):
+class Bottleneck(_Block):
     """1x1, 3x3 and 1x1 convolutions and a shortcut (ResNet-50 and deeper), as torchvision's.
 
     The stride sits on the 3x3 convolution (ResNet v1.5, as torchvision; the paper
@@ -153,20 +177,8 @@ class Bottleneck(nn.Module):
 
     expansion: int = 4
 
-    def __init__(
-        self,
-        inplanes: int,
-        planes: int,
-        stride: int = 1,
-        downsample: nn.Module | None = None,
-        groups: int = 1,
-        base_width: int = 64,
-        dilation: int = 1,
-        norm_layer: Callable[..., nn.Module] | None = None,
-    ) -> None:
-        super().__init__()
-        if norm_layer is None:
-            norm_layer = nn.BatchNorm2d
+    def _layers(self, shape: _BlockShape, norm_layer: Callable[..., nn.Module]) -> None:
+        inplanes, planes, stride, groups, base_width, dilation = shape
         width = int(planes * (base_width / 64.0)) * groups
         self.conv1 = conv1x1(inplanes, width)
         self.bn1 = norm_layer(width)
@@ -175,8 +187,6 @@ class Bottleneck(nn.Module):
         self.conv3 = conv1x1(width, planes * self.expansion)
         self.bn3 = norm_layer(planes * self.expansion)
         self.relu = nn.ReLU(inplace=True)
-        self.downsample = downsample
-        self.stride = stride
 
     def forward(self, x: Tensor) -> Tensor:
         """The block's output: relu(bn3(conv3(...(x))) + shortcut(x)).
@@ -186,14 +196,9 @@ class Bottleneck(nn.Module):
             >>> Bottleneck(8, 2)(torch.ones(1, 8, 3, 3)).min().item() >= 0
             True
         """
-        identity = x
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        if self.downsample is not None:
-            identity = self.downsample(x)
-        out += identity
-        return self.relu(out)
+        return self._add_shortcut(self.bn3(self.conv3(out)), x)
 
 
 class ResNet(nn.Module):
