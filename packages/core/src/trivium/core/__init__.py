@@ -4,7 +4,8 @@ Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``),
 ``map_tensors`` (the walker over nested tensors that they use), the
 ``trivium.core.sources`` helpers every loader takes its input through,
 ``stack_batch`` and ``empty_batch`` (batches made in shared memory inside DataLoader workers), the
-``Transform`` base and its containers, errors, a thread pool for GIL-free native
+``Transform`` base (on ``RandomModule``, the seeded randomness of any module) and its
+containers, errors, a thread pool for GIL-free native
 work, progress bars, seeding, and a small training helper (``Trainer``, ``MetricLogger``,
 checkpoints with exact resume).
 
@@ -33,7 +34,14 @@ from trivium.core.progress import progress, progress_enabled
 from trivium.core.seeding import make_generator, seed_everything, worker_init_fn
 from trivium.core.threads import get_num_threads, get_thread_pool, parallel_map, set_num_threads
 from trivium.core.training import MetricLogger, Trainer, load_checkpoint, save_checkpoint
-from trivium.core.transform import Compose, RandomApply, RandomChoice, RandomOrder, Transform
+from trivium.core.transform import (
+    Compose,
+    RandomApply,
+    RandomChoice,
+    RandomModule,
+    RandomOrder,
+    Transform,
+)
 from trivium.core.trees import map_tensors
 
 __version__ = "0.1.0"
@@ -51,6 +59,7 @@ __all__ = [
     "PathNotFoundError",
     "RandomApply",
     "RandomChoice",
+    "RandomModule",
     "RandomOrder",
     "Trainer",
     "Transform",

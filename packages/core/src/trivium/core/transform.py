@@ -36,13 +36,14 @@ __all__ = [
     "Compose",
     "RandomApply",
     "RandomChoice",
+    "RandomModule",
     "RandomOrder",
     "Transform",
     "check_probability",
     "flatten_inputs",
 ]
 
-# Attributes that Transform.extra_repr never lists.
+# Attributes that RandomModule.extra_repr never lists.
 _REPR_SKIP = frozenset({"training", "generator", "transforms"})
 
 
@@ -86,8 +87,140 @@ def _chain(transforms: Sequence[Callable], inputs: tuple[Any, ...]) -> Any:
     return x
 
 
-class Transform(nn.Module):
-    """Base class of every Trivium transform (an ``nn.Module``).
+class RandomModule(nn.Module):
+    """An ``nn.Module`` that draws its randomness by the seeding rule: the base of random modules.
+
+    ``generator`` (optional, a ``torch.Generator``) is the source of randomness; draw
+    through :meth:`active_generator` (pass it to torch's sampling functions) or the
+    helpers ``self._rand``, ``self._randint``, ``self._uniform``, ``self._randperm``
+    and ``self._sample``, so that draws follow the seeding rule of
+    :mod:`trivium.core.seeding`: a seeded ``generator`` makes results reproducible,
+    and inside DataLoader workers every worker, epoch and sample still draws
+    differently. ``repr`` lists the public settings. ``forward`` is the subclass's
+    own, with any signature; :class:`Transform` adds the sample contract
+    (``make_params`` / ``transform``, every argument an input).
+
+    Example:
+        >>> import torch
+        >>> class Jitter(RandomModule):
+        ...     def __init__(self, amount, generator=None):
+        ...         super().__init__(generator)
+        ...         self.amount = amount
+        ...     def forward(self, waveform, scale=1.0):
+        ...         noise = torch.rand(waveform.shape, generator=self.active_generator())
+        ...         return waveform + scale * self.amount * noise
+        >>> t = Jitter(0.1, generator=torch.Generator().manual_seed(0))
+        >>> t
+        Jitter(amount=0.1, generator=torch.Generator(device='cpu'))
+        >>> t(torch.zeros(3), scale=0.0)
+        tensor([0., 0., 0.])
+    """
+
+    def __init__(self, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"{type(self).__name__}: generator must be a torch.Generator or None, "
+                f"got {type(generator).__name__}"
+            )
+        self.generator = generator
+        keep_in_worker(generator)
+
+    def active_generator(self) -> torch.Generator | None:
+        """The generator to draw from now (:func:`trivium.core.seeding.transform_generator`).
+
+        Example:
+            >>> import torch
+            >>> g = torch.Generator()
+            >>> RandomModule(g).active_generator() is g  # outside a sample scope and worker
+            True
+        """
+        if torch.compiler.is_compiling():  # compiled code cannot trace the lookup
+            return self.generator
+        return transform_generator(self.generator)
+
+    # The name the transforms of vision and audio call: the same method.
+    _active_generator = active_generator
+
+    # Randomness helpers: always go through self.generator.
+
+    def _sample(
+        self,
+        draw: Callable[..., torch.Tensor],
+        device: torch.device | None = None,
+    ) -> torch.Tensor:
+        """``draw(device, generator=...)``: random values from this transform's generator.
+
+        ``draw(where, **generator)`` makes the values on ``where`` and passes
+        ``generator`` on to torch's sampling function. Eagerly it gets the generator
+        of ``self.active_generator()`` and its device, and the result moves to
+        ``device`` (stays where drawn if None). Under ``torch.compile``, which cannot
+        trace a ``torch.Generator``, it gets ``device`` and no generator: torch's
+        default one (seed compiled pipelines with ``torch.manual_seed``). This is the
+        one place where a compiled transform changes its source of randomness.
+
+        Example:
+            >>> import torch
+            >>> t = RandomModule(generator=torch.Generator().manual_seed(0))
+            >>> t._sample(lambda where, **gen: torch.rand(2, device=where, **gen)).shape
+            torch.Size([2])
+        """
+        if torch.compiler.is_compiling():
+            return draw(device)
+        generator = self.active_generator()
+        where = torch.device("cpu") if generator is None else generator.device
+        out = draw(where, generator=generator)
+        return out if device is None else out.to(device, non_blocking=True)
+
+    def _device(self) -> torch.device:
+        generator = self.active_generator()
+        return torch.device("cpu") if generator is None else generator.device
+
+    def _rand(self, shape: Sequence[int] = ()) -> torch.Tensor:
+        """Uniform samples in [0, 1) of the given shape, from ``self.active_generator()``."""
+        generator = self.active_generator()
+        device = "cpu" if generator is None else generator.device
+        return torch.rand(tuple(shape), generator=generator, device=device)
+
+    def _randint(self, low: int, high: int, shape: Sequence[int] = ()) -> torch.Tensor:
+        """Integers in [low, high) of the given shape, from ``self.active_generator()``."""
+        generator = self.active_generator()
+        device = "cpu" if generator is None else generator.device
+        return torch.randint(low, high, tuple(shape), generator=generator, device=device)
+
+    def _uniform(self, low: float, high: float) -> float:
+        """One float in [low, high), from ``self.active_generator()``."""
+        return low + (high - low) * float(self._rand())
+
+    def _randperm(self, n: int) -> list[int]:
+        """A random permutation of ``range(n)``, from ``self.active_generator()``."""
+        generator = self.active_generator()
+        device = "cpu" if generator is None else generator.device
+        return torch.randperm(n, generator=generator, device=device).tolist()
+
+    def extra_repr(self) -> str:
+        """List the public settings of the module (used by ``repr``).
+
+        Example:
+            >>> class Scale(RandomModule):
+            ...     def __init__(self, factor):
+            ...         super().__init__()
+            ...         self.factor = factor
+            >>> Scale(2.0)
+            Scale(factor=2.0)
+        """
+        parts = [
+            f"{name}={value!r}"
+            for name, value in vars(self).items()
+            if not name.startswith("_") and name not in _REPR_SKIP and not callable(value)
+        ]
+        if self.generator is not None:
+            parts.append(f"generator=torch.Generator(device={str(self.generator.device)!r})")
+        return ", ".join(parts)
+
+
+class Transform(RandomModule):
+    """Base class of every Trivium transform (a :class:`RandomModule`).
 
     Subclasses implement ``make_params(inputs) -> dict`` (random parameters,
     sampled once per call; the default samples nothing) and
@@ -95,11 +228,9 @@ class Transform(nn.Module):
     input, several inputs, or any nesting of tuples, lists, dicts and namedtuples
     of them (a sample such as ``(image, {"boxes": ..., "labels": ...})``); every
     leaf gets the same params and the output keeps the structure.
-    Draw randoms with ``self._rand``, ``self._randint``, ``self._uniform`` and
-    ``self._randperm`` (or pass ``self._active_generator()`` to torch) so that
-    draws follow the seeding rule of :mod:`trivium.core.seeding`: a seeded
-    ``generator`` makes results reproducible, and inside DataLoader workers every
-    worker, epoch and sample still draws differently.
+    Randomness comes from :class:`RandomModule` (``self._rand``, ``self._randint``,
+    ``self._uniform``, ``self._randperm``, or ``self.active_generator()`` passed to
+    torch), by the seeding rule of :mod:`trivium.core.seeding`.
 
     Example:
         >>> import torch
@@ -112,16 +243,6 @@ class Transform(nn.Module):
         >>> t(torch.arange(3)).shape
         torch.Size([3])
     """
-
-    def __init__(self, generator: torch.Generator | None = None) -> None:
-        super().__init__()
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(
-                f"{type(self).__name__}: generator must be a torch.Generator or None, "
-                f"got {type(generator).__name__}"
-            )
-        self.generator = generator
-        keep_in_worker(generator)
 
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         """Sample the parameters shared by all ``inputs`` of one call (none by default).
@@ -159,88 +280,6 @@ class Transform(nn.Module):
         flat, rebuild = flatten_inputs(self, inputs)
         params = self.make_params(flat)
         return rebuild([self.transform(inpt, params) for inpt in flat])
-
-    # Randomness helpers: always go through self.generator.
-
-    def _active_generator(self) -> torch.Generator | None:
-        """The generator to draw from now (:func:`trivium.core.seeding.transform_generator`)."""
-        if torch.compiler.is_compiling():  # compiled code cannot trace the lookup
-            return self.generator
-        return transform_generator(self.generator)
-
-    def _sample(
-        self,
-        draw: Callable[..., torch.Tensor],
-        device: torch.device | None = None,
-    ) -> torch.Tensor:
-        """``draw(device, generator=...)``: random values from this transform's generator.
-
-        ``draw(where, **generator)`` makes the values on ``where`` and passes
-        ``generator`` on to torch's sampling function. Eagerly it gets the generator
-        of ``self._active_generator()`` and its device, and the result moves to
-        ``device`` (stays where drawn if None). Under ``torch.compile``, which cannot
-        trace a ``torch.Generator``, it gets ``device`` and no generator: torch's
-        default one (seed compiled pipelines with ``torch.manual_seed``). This is the
-        one place where a compiled transform changes its source of randomness.
-
-        Example:
-            >>> import torch
-            >>> t = Transform(generator=torch.Generator().manual_seed(0))
-            >>> t._sample(lambda where, **gen: torch.rand(2, device=where, **gen)).shape
-            torch.Size([2])
-        """
-        if torch.compiler.is_compiling():
-            return draw(device)
-        generator = self._active_generator()
-        where = torch.device("cpu") if generator is None else generator.device
-        out = draw(where, generator=generator)
-        return out if device is None else out.to(device, non_blocking=True)
-
-    def _device(self) -> torch.device:
-        generator = self._active_generator()
-        return torch.device("cpu") if generator is None else generator.device
-
-    def _rand(self, shape: Sequence[int] = ()) -> torch.Tensor:
-        """Uniform samples in [0, 1) of the given shape, from ``self._active_generator()``."""
-        generator = self._active_generator()
-        device = "cpu" if generator is None else generator.device
-        return torch.rand(tuple(shape), generator=generator, device=device)
-
-    def _randint(self, low: int, high: int, shape: Sequence[int] = ()) -> torch.Tensor:
-        """Integers in [low, high) of the given shape, from ``self._active_generator()``."""
-        generator = self._active_generator()
-        device = "cpu" if generator is None else generator.device
-        return torch.randint(low, high, tuple(shape), generator=generator, device=device)
-
-    def _uniform(self, low: float, high: float) -> float:
-        """One float in [low, high), from ``self._active_generator()``."""
-        return low + (high - low) * float(self._rand())
-
-    def _randperm(self, n: int) -> list[int]:
-        """A random permutation of ``range(n)``, from ``self._active_generator()``."""
-        generator = self._active_generator()
-        device = "cpu" if generator is None else generator.device
-        return torch.randperm(n, generator=generator, device=device).tolist()
-
-    def extra_repr(self) -> str:
-        """List the public settings of the transform (used by ``repr``).
-
-        Example:
-            >>> class Scale(Transform):
-            ...     def __init__(self, factor):
-            ...         super().__init__()
-            ...         self.factor = factor
-            >>> Scale(2.0)
-            Scale(factor=2.0)
-        """
-        parts = [
-            f"{name}={value!r}"
-            for name, value in vars(self).items()
-            if not name.startswith("_") and name not in _REPR_SKIP and not callable(value)
-        ]
-        if self.generator is not None:
-            parts.append(f"generator=torch.Generator(device={str(self.generator.device)!r})")
-        return ", ".join(parts)
 
 
 class _Fn(nn.Module):
@@ -376,7 +415,7 @@ class RandomChoice(Transform):
     def forward(self, *inputs: Any) -> Any:
         """Pick one transform and apply it (see the class docstring)."""
         flatten_inputs(self, inputs)
-        generator = self._active_generator()
+        generator = self.active_generator()
         device = "cpu" if generator is None else generator.device
         index = int(torch.multinomial(torch.tensor(self.p, device=device), 1, generator=generator))
         return _chain([self.transforms[index]], inputs)
