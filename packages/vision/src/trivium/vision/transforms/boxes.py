@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from trivium.core import Transform
-from trivium.core.transform import _flatten
+from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms.box_kernels import (
     _convert,
@@ -189,7 +189,7 @@ class SanitizeBoundingBoxes(Transform):
 
     def forward(self, *inputs: Any) -> Any:
         """Drop the invalid boxes and their labels and masks (see the class docstring)."""
-        flat, rebuild = _flatten(self, inputs)
+        flat, rebuild = flatten_inputs(self, inputs)
         labels = self._labels(inputs if len(inputs) > 1 else inputs[0])
         boxes = _the_boxes(flat)
         for label in labels:

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from trivium.core.transform import _flatten
+from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
@@ -308,7 +308,7 @@ class RandomIoUCrop(ImageTransform):
             ...
             TypeError: RandomIoUCrop needs a sample with an image and tv_tensors.BoundingBoxes ...
         """
-        flat, _ = _flatten(self, inputs)
+        flat, _ = flatten_inputs(self, inputs)
         boxes = [x for x in flat if isinstance(x, tv_tensors.BoundingBoxes)]
         has_image = any(
             isinstance(x, (tv_tensors.Image, tv_tensors.Video))
