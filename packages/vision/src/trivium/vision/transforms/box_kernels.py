@@ -290,6 +290,31 @@ def resize_bounding_boxes(
     return bounding_boxes.mul(ratios).to(bounding_boxes.dtype), (new_h, new_w)
 
 
+def _resize_typed_boxes(
+    boxes: tv_tensors.BoundingBoxes, size: int | Sequence[int] | None, max_size: int | None = None
+) -> tv_tensors.BoundingBoxes:
+    """:func:`resize_bounding_boxes` of ``BoundingBoxes``: its format, and the new canvas.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision import tv_tensors
+        >>> b = tv_tensors.BoundingBoxes(torch.tensor([[4, 4, 8, 8]]), format="XYXY",
+        ...                              canvas_size=(16, 32))
+        >>> out = _resize_typed_boxes(b, 8)
+        >>> out.tolist(), out.canvas_size
+        ([[2, 2, 4, 4]], (8, 16))
+    """
+    out, canvas = resize_bounding_boxes(
+        boxes.as_subclass(torch.Tensor),
+        boxes.canvas_size,
+        size,
+        max_size,
+        format=boxes.format,
+        clamping_mode=boxes.clamping_mode,
+    )
+    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+
+
 def _shift(boxes: torch.Tensor, format: BoundingBoxFormat, dx: int, dy: int) -> torch.Tensor:
     """``boxes`` moved by (dx, dy): both corners in XYXY, the first point otherwise."""
     shift = [dx, dy, dx, dy] if format == _XYXY else [dx, dy, 0, 0]

@@ -33,10 +33,10 @@ from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms._image import is_pil
 from trivium.vision.transforms.box_kernels import (
+    _resize_typed_boxes,
     convert_bounding_box_format,
     crop_bounding_boxes,
     pad_bounding_boxes,
-    resize_bounding_boxes,
 )
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
@@ -482,14 +482,7 @@ class RandomShortestSize(ImageTransform):
 def _shortest_size_boxes(
     t: RandomShortestSize, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
 ) -> tv_tensors.BoundingBoxes:
-    out, canvas = resize_bounding_boxes(
-        _plain(boxes),
-        boxes.canvas_size,
-        params["size"],
-        format=boxes.format,
-        clamping_mode=boxes.clamping_mode,
-    )
-    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+    return _resize_typed_boxes(boxes, params["size"])
 
 
 @register_kernel(RandomShortestSize, tv_tensors.Mask)
