@@ -45,14 +45,10 @@ _BACKENDS = ("auto", "pycocotools", "faster-coco-eval")
 
 
 def _import_pycocotools() -> tuple[type, type]:
-    try:
-        from pycocotools.coco import COCO
-        from pycocotools.cocoeval import COCOeval
-    except ImportError as e:
-        raise ImportError(
-            "COCO evaluation needs pycocotools: pip install 'trivium-vision[detection]'"
-        ) from e
-    return COCO, COCOeval
+    from trivium.vision.datasets.coco import import_pycocotools
+
+    coco, cocoeval = import_pycocotools("coco", "cocoeval", needed_by="COCO evaluation")
+    return coco.COCO, cocoeval.COCOeval
 
 
 def _import_faster() -> tuple[type, type]:

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import math
@@ -57,15 +58,26 @@ COCO_TARGET_KEYS = frozenset(
 _BUILT = ("image_id", "boxes", "masks", "labels")
 
 
-def _pycocotools() -> tuple[Any, Any]:
+def import_pycocotools(*modules: str, needed_by: str) -> list[Any]:
+    """``pycocotools.<module>`` for each of ``modules``, or an ImportError saying how to install it.
+
+    Example:
+        >>> import_pycocotools("nope", needed_by="This example")
+        Traceback (most recent call last):
+        ...
+        ImportError: This example needs pycocotools: pip install 'trivium-vision[detection]'
+    """
     try:
-        from pycocotools import mask
-        from pycocotools.coco import COCO
+        return [importlib.import_module(f"pycocotools.{name}") for name in modules]
     except ImportError as e:
         raise ImportError(
-            "CocoDetection needs pycocotools: pip install 'trivium-vision[detection]'"
+            f"{needed_by} needs pycocotools: pip install 'trivium-vision[detection]'"
         ) from e
-    return COCO, mask
+
+
+def _pycocotools() -> tuple[Any, Any]:
+    coco, mask = import_pycocotools("coco", "mask", needed_by="CocoDetection")
+    return coco.COCO, mask
 
 
 def _target_keys(target_keys: str | Collection[str] | None) -> tuple[str, ...]:
