@@ -14,32 +14,24 @@ Example:
 
 from __future__ import annotations
 
-import operator
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
 from trivium.audio.io import load
-from trivium.core.errors import (
-    DatasetError,
-    PathNotFoundError,
-    SkippedSamplesWarning,
-    TriviumError,
-)
+from trivium.core.errors import DatasetError, PathNotFoundError, TriviumError
+from trivium.core.skipping import SkipsUnreadable, check_on_error, with_path
 
 __all__ = ["AUDIO_EXTENSIONS", "AudioFolder"]
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au")
-_ON_ERROR = ("raise", "skip")
 
 
-class AudioFolder(Dataset):
+class AudioFolder(SkipsUnreadable, Dataset):
     """Items ``(waveform, sample_rate, class_index)`` from ``root/<class>/**/<file>``.
 
     Classes are the sorted sub-folder names (``classes``, ``class_to_idx``); files
@@ -81,8 +73,7 @@ class AudioFolder(Dataset):
         *,
         on_error: str = "raise",
     ) -> None:
-        if on_error not in _ON_ERROR:
-            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        check_on_error(on_error)
         self.root = Path(root)
         if not self.root.exists():
             raise PathNotFoundError(path=self.root)
@@ -105,11 +96,7 @@ class AudioFolder(Dataset):
         self.transform = transform
         self.target_transform = target_transform
         self.loader = loader
-        self.on_error = on_error
-        # One flag per sample in shared memory: workers' findings reach the parent.
-        self._bad = torch.zeros(len(self.samples), dtype=torch.uint8)
-        if on_error == "skip":
-            self._bad.share_memory_()
+        self.start_skipping(on_error, len(self.samples))
 
     def __getitem__(self, index: int) -> tuple[Any, int, Any]:
         """Load ``(waveform, sample_rate, class_index)`` number ``index``.
@@ -127,50 +114,33 @@ class AudioFolder(Dataset):
             >>> waveform.shape, [p.name for p in ds.skipped_files]
             (torch.Size([1, 8]), ['a.wav'])
         """
-        if self.on_error == "raise":
-            return self._load(index)
-        count = len(self.samples)
-        index = operator.index(index)
-        if not -count <= index < count:
-            raise IndexError(f"index {index} is out of range for {count} samples")
-        first_bad: TriviumError | None = None
-        for step in range(count):
-            j = (index + step) % count
-            try:
-                return self._load(j)
-            except TriviumError as e:
-                self._note_bad(j, e)
-                first_bad = first_bad or e
-        raise DatasetError(
-            f"on_error='skip': none of the {count} samples could be read (the first: {first_bad})",
-            path=self.root,
-        )
+        return self.get_item(index)
 
-    def _load(self, index: int) -> tuple[Any, int, Any]:
+    def load_item(self, index: int) -> tuple[Any, int, Any]:
+        """Item ``index``, or a ``trivium.core`` error naming its file.
+
+        Example:
+            >>> import pathlib, tempfile, torch
+            >>> from trivium.audio.io import save
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "yes").mkdir()
+            >>> save(root / "yes" / "a.wav", torch.zeros(1, 8), 8000)
+            >>> AudioFolder(root).load_item(0)[1:]
+            (8000, 0)
+        """
         path, target = self.samples[index]
         try:
             waveform, sample_rate = self.loader(path)
         except (TriviumError, OSError) as e:
-            raise _with_path(e, path) from e
+            raise with_path(e, path) from e
         if self.transform is not None:
             waveform = self.transform(waveform)
         if self.target_transform is not None:
             target = self.target_transform(target)
         return waveform, sample_rate, target
 
-    def _note_bad(self, index: int, error: TriviumError) -> None:
-        if self._bad[index]:
-            return
-        self._bad[index] = 1
-        warnings.warn(
-            f"{error} (on_error='skip': the next readable sample takes its place)",
-            SkippedSamplesWarning,
-            stacklevel=3,
-        )
-
-    @property
-    def skipped(self) -> int:
-        """How many distinct bad files ``on_error="skip"`` has found (in any worker).
+    def item_path(self, index: int) -> Path:
+        """The file of item ``index``.
 
         Example:
             >>> import pathlib, tempfile, torch
@@ -178,39 +148,10 @@ class AudioFolder(Dataset):
             >>> root = pathlib.Path(tempfile.mkdtemp())
             >>> (root / "yes").mkdir()
             >>> save(root / "yes" / "a.wav", torch.zeros(1, 8), 8000)
-            >>> AudioFolder(root, on_error="skip").skipped
-            0
+            >>> AudioFolder(root).item_path(0).name
+            'a.wav'
         """
-        return int(self._bad.sum())
-
-    @property
-    def skipped_files(self) -> list[Path]:
-        """The bad files ``on_error="skip"`` has found (in any worker), in sample order.
-
-        Example:
-            >>> import pathlib, tempfile, torch
-            >>> from trivium.audio.io import save
-            >>> root = pathlib.Path(tempfile.mkdtemp())
-            >>> (root / "yes").mkdir()
-            >>> save(root / "yes" / "a.wav", torch.zeros(1, 8), 8000)
-            >>> AudioFolder(root, on_error="skip").skipped_files
-            []
-        """
-        return [self.samples[i][0] for i in self._bad.nonzero().flatten().tolist()]
+        return self.samples[index][0]
 
     def __len__(self) -> int:
         return len(self.samples)
-
-
-def _with_path(error: TriviumError | OSError, path: Path) -> TriviumError:
-    """``error`` as a ``trivium.core`` error naming ``path``."""
-    if isinstance(error, TriviumError):
-        if error.path is not None:
-            return error
-        try:
-            return type(error)(error.reason, path=path)
-        except TypeError:  # a subclass with its own constructor
-            return DatasetError(error.reason, path=path)
-    if isinstance(error, FileNotFoundError):
-        return PathNotFoundError(path=path)
-    return DatasetError(f"cannot load the file: {error.strerror or error}", path=path)
