@@ -120,13 +120,16 @@ class AudioFolder(SkipsUnreadable, Dataset):
         """Item ``index``, or a ``trivium.core`` error naming its file.
 
         Example:
-            >>> import pathlib, tempfile, torch
-            >>> from trivium.audio.io import save
+            >>> import pathlib, tempfile
+            >>> from trivium.core.errors import TriviumError
             >>> root = pathlib.Path(tempfile.mkdtemp())
             >>> (root / "yes").mkdir()
-            >>> save(root / "yes" / "a.wav", torch.zeros(1, 8), 8000)
-            >>> AudioFolder(root).load_item(0)[1:]
-            (8000, 0)
+            >>> _ = (root / "yes" / "cut.wav").write_bytes(b"RIFF")  # a truncated header
+            >>> try:
+            ...     AudioFolder(root).load_item(0)
+            ... except TriviumError as e:  # a trivium.core error naming the file
+            ...     print(type(e).__name__, pathlib.Path(e.path).name)
+            UnsupportedFormatError cut.wav
         """
         path, target = self.samples[index]
         try:
@@ -143,13 +146,13 @@ class AudioFolder(SkipsUnreadable, Dataset):
         """The file of item ``index``.
 
         Example:
-            >>> import pathlib, tempfile, torch
-            >>> from trivium.audio.io import save
+            >>> import pathlib, tempfile
             >>> root = pathlib.Path(tempfile.mkdtemp())
-            >>> (root / "yes").mkdir()
-            >>> save(root / "yes" / "a.wav", torch.zeros(1, 8), 8000)
-            >>> AudioFolder(root).item_path(0).name
-            'a.wav'
+            >>> for label, name in (("no", "x.wav"), ("yes", "y.wav")):
+            ...     (root / label).mkdir()
+            ...     (root / label / name).touch()  # not read until its item is loaded
+            >>> AudioFolder(root).item_path(1).relative_to(root).as_posix()
+            'yes/y.wav'
         """
         return self.samples[index][0]
 

@@ -35,13 +35,13 @@ class CallTransform(RandomModule):
 
     Example:
         >>> import torch
-        >>> class Jitter(CallTransform):
-        ...     def __init__(self, amount, generator=None):
-        ...         super().__init__(generator)
-        ...         self.amount = amount
-        ...     def forward(self, waveform):
-        ...         noise = torch.rand(waveform.shape, generator=self.active_generator())
-        ...         return waveform + self.amount * noise
-        >>> Jitter(0.1, generator=torch.Generator().manual_seed(0))
-        Jitter(amount=0.1, generator=torch.Generator(device='cpu'))
+        >>> class RandomGain(CallTransform):
+        ...     def forward(self, waveform, max_gain=2.0):
+        ...         u = torch.rand((), generator=self.active_generator())
+        ...         return waveform * (1.0 + (max_gain - 1.0) * u)
+        >>> gain = RandomGain(torch.Generator().manual_seed(0))
+        >>> gain
+        RandomGain(generator=torch.Generator(device='cpu'))
+        >>> bool((1.0 <= gain(torch.ones(4), max_gain=3.0)).all())
+        True
     """
