@@ -588,3 +588,24 @@ def test_resize_decoder_views_take_the_channels_last_kernel(photo: torch.Tensor,
         atol=1,
         rtol=0,
     )
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_resize_crops_of_decoder_views_match_dense_copies(photo: torch.Tensor, mode: str) -> None:
+    # A crop of a decoded image has its rows apart; it must resize exactly as the same
+    # pixels in fresh dense [H, W, C] memory, and through the channels-last kernel
+    # (its output keeps that layout).
+    gen = torch.Generator().manual_seed(3)
+    h, w = photo.shape[-2:]
+    for _ in range(20):
+        top, left = (int(torch.randint(0, n - 8, (1,), generator=gen)) for n in (h, w))
+        bh = int(torch.randint(1, h - top + 1, (1,), generator=gen))
+        bw = int(torch.randint(1, w - left + 1, (1,), generator=gen))
+        size = [int(v) for v in torch.randint(1, 300, (2,), generator=gen)]
+        region = photo[:, top : top + bh, left : left + bw]
+        dense = region.permute(1, 2, 0).clone().permute(2, 0, 1)
+        out = F.resize(region, size, mode)
+        assert torch.equal(out, F.resize(dense, size, mode))
+        assert torch.equal(out, F.resized_crop(photo, top, left, bh, bw, size, mode))
+        if list(out.shape[-2:]) != [bh, bw]:
+            assert out.permute(1, 2, 0).is_contiguous()

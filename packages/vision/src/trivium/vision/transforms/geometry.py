@@ -27,7 +27,7 @@ from torch import nn
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
-from trivium.vision.transforms._image import check_image
+from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms._scriptable import CenterCropModule, PadModule, ResizeModule
 from trivium.vision.transforms.box_kernels import (
     center_crop_bounding_boxes,
@@ -128,7 +128,7 @@ def _flip_per_image(img: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Te
     copied (flipped or not) straight into the output: every pixel is read and written
     once, as a loop over the images would, with a call per run instead of per image.
     """
-    if img.device.type != "cpu" or torch.compiler.is_compiling():
+    if not eager_cpu(img):
         return _where_per_image(mask, img.flip(dim), img, overwrite_a=True)
     x = img.reshape(-1, *img.shape[-3:])
     flags = mask.reshape(-1).expand(x.shape[0]).tolist()
@@ -660,7 +660,7 @@ class RandomResizedCrop(ImageTransform):
         check_image(type(self).__name__, inpt)
         top, left, h, w = params["box"]
         if isinstance(top, torch.Tensor):
-            if inpt.device.type == "cpu" and not torch.compiler.is_compiling():
+            if eager_cpu(inpt):
                 return _resized_crops_each(
                     inpt, top, left, h, w, self.size, self.interpolation, self.antialias
                 )

@@ -37,7 +37,7 @@ import torch
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
-from trivium.vision.transforms._image import check_image
+from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
     _pad_indices,
@@ -407,12 +407,7 @@ class RandomPerspective(_Warp):
 
 def _one_cpu_image(apply: Any, img: torch.Tensor) -> bool:
     """Whether ``apply`` is the coin of one image on the CPU (a chunk of a per-sample batch)."""
-    return (
-        isinstance(apply, torch.Tensor)
-        and apply.numel() == 1
-        and img.device.type == "cpu"
-        and not torch.compiler.is_compiling()
-    )
+    return isinstance(apply, torch.Tensor) and apply.numel() == 1 and eager_cpu(img)
 
 
 def _blur_matrix(n: int, sigma: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:

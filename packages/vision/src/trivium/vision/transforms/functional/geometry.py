@@ -20,6 +20,7 @@ import torch
 from torch.nn.functional import grid_sample, interpolate
 from torch.nn.functional import pad as torch_pad
 
+from trivium.vision.transforms._image import eager_cpu
 from trivium.vision.transforms.interpolation import InterpolationMode
 
 __all__ = [
@@ -195,11 +196,17 @@ def _channels_last_batch(x: torch.Tensor) -> torch.Tensor:
     Adding the batch dim to a ``[C, H, W]`` view of ``[H, W, C]`` memory (what image
     decoders return) gives it stride ``C``; torch's uint8 antialiased resize then
     misses its channels-last kernel and runs ~1.6x slower. The batch stride of a
-    size-1 dim never addresses memory, so setting it to ``H * W * C`` is free.
+    size-1 dim never addresses memory, so setting it to ``H * W * C`` is free. A crop
+    of such an image has its rows further apart than ``W * C``: torch's fast kernel
+    needs packed rows, so a uint8 CPU crop is packed channels-last first (one copy of
+    the crop costs less than the slow kernel's extra time).
     """
     n, c, h, w = x.shape
-    if n == 1 and x.stride(1) == 1 and x.stride(3) == c and x.stride(2) == w * c:
-        return x.as_strided([n, c, h, w], [h * w * c, 1, w * c, c])
+    if n == 1 and x.stride(1) == 1 and x.stride(3) == c:
+        if x.stride(2) == w * c:
+            return x.as_strided([n, c, h, w], [h * w * c, 1, w * c, c])
+        if x.dtype == torch.uint8 and x.device.type == "cpu":
+            return x.contiguous(memory_format=torch.channels_last)
     return x
 
 
@@ -532,7 +539,7 @@ def crop_batched(
     c, h, w = shape[-3], shape[-2], shape[-1]
     x = img.reshape(-1, c, h, w)
     n = x.shape[0]
-    if n == 1 and img.device.type == "cpu" and not torch.compiler.is_compiling():
+    if n == 1 and eager_cpu(img):
         y, x0 = int(top.reshape(-1)[0]), int(left.reshape(-1)[0])
         return img[..., y : y + height, x0 : x0 + width]
     top = top.to(device=img.device, dtype=torch.long).reshape(-1).expand(n)
@@ -666,9 +673,8 @@ def _native_resized_crops(x: torch.Tensor, mode: str, antialias: bool) -> Any:
         x.dtype != torch.uint8
         or not antialias
         or mode not in ("bilinear", "bicubic")
-        or x.device.type != "cpu"
         or (x.stride(-1) != 1 and x.shape[-1] > 1)
-        or torch.compiler.is_compiling()
+        or not eager_cpu(x)
     ):
         return None
     try:
