@@ -126,7 +126,7 @@ class ImageTransform(Transform):
                 f"but the sample holds {_typed_names(flat, kinds)}, which belong to one image; "
                 f"use per_sample=False for detection and segmentation samples"
             )
-        params = self.make_params(images)
+        params = self.make_sample_params(images, flat)
         done = iter(self._transform_images(images, params))
         outputs = []
         for x, t, kind in zip(flat, as_tensors, kinds, strict=True):
@@ -137,6 +137,27 @@ class ImageTransform(Transform):
             else:
                 outputs.append(x)
         return rebuild(outputs)
+
+    def make_sample_params(self, images: list[torch.Tensor], sample: list[Any]) -> dict[str, Any]:
+        """The parameters of one call, given its ``images`` and every leaf of its ``sample``.
+
+        The hook for transforms whose parameters depend on other parts of the sample
+        than its images (e.g. the boxes a crop must keep): override it to read them
+        from ``sample``. The default returns ``self.make_params(images)``. A single
+        plain image tensor (the per-image path of ``forward``) goes to ``make_params``
+        directly.
+
+        Example:
+            >>> import torch
+            >>> class CountLeaves(ImageTransform):
+            ...     def make_sample_params(self, images, sample):
+            ...         return {"leaves": len(sample)}
+            ...     def transform(self, inpt, params):
+            ...         return inpt + params["leaves"]
+            >>> CountLeaves()(torch.zeros(1, 2, 2), {"label": 7})[0][0, 0, 0]
+            tensor(2.)
+        """
+        return self.make_params(images)
 
     def _output(self, original: Any, tensor: torch.Tensor, out: Any) -> Any:
         """What ``forward`` returns for ``original`` (``tensor`` as given to ``transform``)."""

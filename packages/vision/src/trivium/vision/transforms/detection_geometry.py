@@ -20,18 +20,15 @@ Example:
 
 from __future__ import annotations
 
-import contextvars
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
-from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
-from trivium.vision.transforms._image import is_pil
 from trivium.vision.transforms.box_kernels import (
     _resize_typed_boxes,
     convert_bounding_box_format,
@@ -181,11 +178,6 @@ def _zoom_out_mask(t: RandomZoomOut, mask: tv_tensors.Mask, params: dict[str, An
 
 # RandomIoUCrop.
 
-# The BoundingBoxes of the sample RandomIoUCrop is transforming (make_params sees images only).
-_SAMPLE_BOXES: contextvars.ContextVar[tv_tensors.BoundingBoxes] = contextvars.ContextVar(
-    "_SAMPLE_BOXES"
-)
-
 # Crops tried before a sample is left as it is (torchvision keeps drawing, for ever when
 # nothing can satisfy the options). Options that no crop can meet by the bound of
 # _best_iou_bound are not tried at all.
@@ -298,8 +290,8 @@ class RandomIoUCrop(ImageTransform):
         self.options = [float(o) for o in sampler_options]
         self.trials = trials
 
-    def forward(self, *inputs: Any) -> Any:
-        """Crop the sample (see the class docstring); it must hold an image and boxes.
+    def make_sample_params(self, images: list[torch.Tensor], sample: list[Any]) -> dict[str, Any]:
+        """Draw the crop for the sample's first ``BoundingBoxes`` (see the class docstring).
 
         Example:
             >>> import torch
@@ -308,31 +300,21 @@ class RandomIoUCrop(ImageTransform):
             ...
             TypeError: RandomIoUCrop needs a sample with an image and tv_tensors.BoundingBoxes ...
         """
-        flat, _ = flatten_inputs(self, inputs)
-        boxes = [x for x in flat if isinstance(x, tv_tensors.BoundingBoxes)]
-        has_image = any(
-            isinstance(x, (tv_tensors.Image, tv_tensors.Video))
-            or is_pil(x)
-            or (type(x) is torch.Tensor and x.ndim >= 3)
-            for x in flat
-        )
-        if not boxes or not has_image:
+        boxes = [x for x in sample if isinstance(x, tv_tensors.BoundingBoxes)]
+        if not boxes:
             raise TypeError(
                 f"{type(self).__name__} needs a sample with an image and tv_tensors.BoundingBoxes "
                 f"(e.g. (image, {{'boxes': boxes, 'labels': labels}})), got "
-                f"{', '.join(type(x).__name__ for x in flat)}"
+                f"{', '.join(type(x).__name__ for x in sample)}"
             )
-        token = _SAMPLE_BOXES.set(boxes[0])
-        try:
-            return super().forward(*inputs)
-        finally:
-            _SAMPLE_BOXES.reset(token)
+        return self._draw_crop(images[0].shape[-2], images[0].shape[-1], boxes[0])
 
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
-        h, w = inputs[0].shape[-2], inputs[0].shape[-1]
-        boxes = _SAMPLE_BOXES.get(None)
-        if boxes is None:  # called on its own, not from forward
-            raise TypeError(f"{type(self).__name__}: make_params needs the sample's boxes")
+        """The images alone hold no boxes: a clear error (see :meth:`make_sample_params`)."""
+        return self.make_sample_params(inputs, inputs)
+
+    def _draw_crop(self, h: int, w: int, boxes: tv_tensors.BoundingBoxes) -> dict[str, Any]:
+        """The crop's parameters for an ``h`` x ``w`` image holding ``boxes``, or ``{}``."""
         if boxes.canvas_size != (h, w):
             raise ValueError(
                 f"{type(self).__name__}: the boxes' canvas_size {boxes.canvas_size} is not the "
