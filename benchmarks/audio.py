@@ -52,14 +52,13 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import harness
 import librosa
 import numpy as np
 import scipy
@@ -68,20 +67,6 @@ import scipy.signal
 import soundfile as sf
 import soxr
 import torch
-from harness import (
-    Peer,
-    Row,
-    Side,
-    benchmark_parser,
-    cpu_busy_seconds,
-    cpu_model,
-    load_peer,
-    measure,
-    parse_benchmark_args,
-    print_header,
-    report,
-    row_from,
-)
 
 import trivium.audio as ta
 import trivium.audio.transforms as T
@@ -89,8 +74,6 @@ import trivium.core
 
 ROOT = Path(__file__).resolve().parents[1]
 AUDIO = ROOT / "tests" / "assets" / "audio"
-sys.path.insert(0, str(ROOT / "tests"))
-from peers import import_torchaudio  # noqa: E402
 
 BATCH = 16
 LOAD_FILES = ("ds-LDC93S1.wav", "sb-example2.flac", "sb-multi-mic-speech.flac")
@@ -115,7 +98,9 @@ def compare(label: str, ours: np.ndarray, theirs: np.ndarray) -> str:
     return f"{label}: shapes {ours.shape} vs {theirs.shape}, max |diff| / max = {diff:.2e}"
 
 
-def bench_mel(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
+def bench_mel(
+    torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 1: MelSpectrogram against torchaudio and librosa."""
     batch = speech_batch(16000, 10.0)
     ours = T.MelSpectrogram(16000, n_fft=400, hop_length=160, n_mels=80)
@@ -134,30 +119,34 @@ def bench_mel(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]
         )
 
     with torch.inference_mode():
-        sides = [Side("ours", lambda: ours(batch)), Side("librosa", librosa_mel)]
+        sides = [harness.Side("ours", lambda: ours(batch)), harness.Side("librosa", librosa_mel)]
         module, status = torchaudio
         if module is not None:
             theirs = module.transforms.MelSpectrogram(16000, n_fft=400, hop_length=160, n_mels=80)
-            sides.append(Side("torchaudio", lambda: theirs(batch)))
+            sides.append(harness.Side("torchaudio", lambda: theirs(batch)))
             checks.append(compare("mel vs torchaudio", ours(batch).numpy(), theirs(batch).numpy()))
         checks.append(compare("mel vs librosa", ours(batch).numpy(), librosa_mel()))
-        timings = measure(sides, repeats, min_time)
+        timings = harness.measure(sides, repeats, min_time)
     workload = "MelSpectrogram 16 x 10 s, 16 kHz, 80 mels"
     rows = []
     if module is not None:
-        rows.append(row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
+        rows.append(harness.row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
     else:
-        rows.append(Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0))
+        rows.append(
+            harness.Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0)
+        )
     fallback = None if module is not None else 1.0  # the target is torchaudio's where it runs
     rows.append(
-        row_from(
+        harness.row_from(
             workload, timings, "ours", "librosa", f"librosa {librosa.__version__}", target=fallback
         )
     )
     return rows
 
 
-def bench_resample(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
+def bench_resample(
+    torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 2: Resample 48 -> 16 and 44.1 -> 16 kHz against torchaudio, soxr and scipy."""
     rows = []
     for orig_freq, new_freq in ((48000, 16000), (44100, 16000)):
@@ -168,11 +157,11 @@ def bench_resample(torchaudio: Peer, repeats: int, min_time: float, checks: list
 def _bench_resample_pair(
     orig_freq: int,
     new_freq: int,
-    torchaudio: Peer,
+    torchaudio: harness.Peer,
     repeats: int,
     min_time: float,
     checks: list[str],
-) -> list[Row]:
+) -> list[harness.Row]:
     seconds = 3.0
     batch = speech_batch(orig_freq, seconds)
     ours = T.Resample(orig_freq, new_freq)
@@ -182,14 +171,16 @@ def _bench_resample_pair(
     up, down = new_freq // gcd, orig_freq // gcd
     with torch.inference_mode():
         sides = [
-            Side("ours", lambda: ours(batch)),
-            Side("soxr", lambda: soxr.resample(interleaved, orig_freq, new_freq)),
-            Side("scipy", lambda: scipy.signal.resample_poly(numpy_batch, up, down, axis=-1)),
+            harness.Side("ours", lambda: ours(batch)),
+            harness.Side("soxr", lambda: soxr.resample(interleaved, orig_freq, new_freq)),
+            harness.Side(
+                "scipy", lambda: scipy.signal.resample_poly(numpy_batch, up, down, axis=-1)
+            ),
         ]
         module, status = torchaudio
         if module is not None:
             theirs = module.transforms.Resample(orig_freq, new_freq)
-            sides.append(Side("torchaudio", lambda: theirs(batch)))
+            sides.append(harness.Side("torchaudio", lambda: theirs(batch)))
             checks.append(
                 compare(
                     f"resample {orig_freq} -> {new_freq} vs torchaudio",
@@ -205,7 +196,7 @@ def _bench_resample_pair(
                 ref,
             )
         )
-        timings = measure(sides, repeats, min_time)
+        timings = harness.measure(sides, repeats, min_time)
     workload = f"Resample {orig_freq / 1000:g} -> {new_freq / 1000:g} kHz, {BATCH} x {seconds:g} s"
     audio_s = BATCH * seconds
     speed = ", ".join(
@@ -214,17 +205,25 @@ def _bench_resample_pair(
     checks.append(f"{workload}: {speed}")
     rows = []
     if module is not None:
-        rows.append(row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
+        rows.append(harness.row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
     else:
-        rows.append(Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0))
-    rows.append(row_from(workload, timings, "ours", "soxr", f"soxr {soxr.__version__} (HQ)", 1.0))
+        rows.append(
+            harness.Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0)
+        )
     rows.append(
-        row_from(workload, timings, "ours", "scipy", f"scipy {scipy.__version__} resample_poly")
+        harness.row_from(workload, timings, "ours", "soxr", f"soxr {soxr.__version__} (HQ)", 1.0)
+    )
+    rows.append(
+        harness.row_from(
+            workload, timings, "ours", "scipy", f"scipy {scipy.__version__} resample_poly"
+        )
     )
     return rows
 
 
-def bench_load(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
+def bench_load(
+    torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 3: load against a bare soundfile.read of the same file (and torchaudio.load)."""
     rows = []
     module, status = torchaudio
@@ -232,24 +231,28 @@ def bench_load(torchaudio: Peer, repeats: int, min_time: float, checks: list[str
         path = AUDIO / name
         meta = sf.info(path)
         sides = [
-            Side("ours", lambda p=path: ta.load(p)),
-            Side("soundfile", lambda p=path: sf.read(p, dtype="float32")),
+            harness.Side("ours", lambda p=path: ta.load(p)),
+            harness.Side("soundfile", lambda p=path: sf.read(p, dtype="float32")),
         ]
         ta_load: Callable | None = getattr(module, "load", None) if module is not None else None
         if ta_load is not None:
             try:
                 ta_load(path)
-                sides.append(Side("torchaudio", lambda p=path, f=ta_load: f(p)))
+                sides.append(harness.Side("torchaudio", lambda p=path, f=ta_load: f(p)))
             except Exception as e:  # its I/O needs the C++ extension / torchcodec
                 checks.append(f"torchaudio.load unusable here: {type(e).__name__}: {e}")
                 ta_load = None
-        timings = measure(sides, repeats, min_time)
+        timings = harness.measure(sides, repeats, min_time)
         workload = f"load {name} ({meta.subtype}, {meta.channels} ch, {meta.duration:.1f} s)"
         rows.append(
-            row_from(workload, timings, "ours", "soundfile", "bare soundfile.read", target=0.95)
+            harness.row_from(
+                workload, timings, "ours", "soundfile", "bare soundfile.read", target=0.95
+            )
         )
         if ta_load is not None:
-            rows.append(row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
+            rows.append(
+                harness.row_from(workload, timings, "ours", "torchaudio", status, target=1.0)
+            )
     return rows
 
 
@@ -268,7 +271,9 @@ def write_wav_files(folder: Path) -> tuple[list[Path], Path]:
     return short, long
 
 
-def bench_wav(torchaudio: Peer, repeats: int, min_time: float, checks: list[str]) -> list[Row]:
+def bench_wav(
+    torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 4: WAV files (short and long) against scipy.io.wavfile.read."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -289,7 +294,7 @@ def _bench_wav_case(
     repeats: int,
     min_time: float,
     checks: list[str],
-) -> list[Row]:
+) -> list[harness.Row]:
     def scipy_float(path: Path) -> np.ndarray:
         # A float32 divisor: NumPy 2 divides by a Python int 32768 many times slower.
         return scipy.io.wavfile.read(path)[1].astype(np.float32) / np.float32(32768)
@@ -302,17 +307,17 @@ def _bench_wav_case(
         assert np.array_equal(ta.load(path, channels_first=False)[0].numpy(), converted)
         assert np.array_equal(ta.load(path)[0].numpy(), converted.T)
     sides = [
-        Side("ours", lambda: [ta.load(p) for p in paths]),
-        Side("scipy float", lambda: [scipy_float(p) for p in paths]),
-        Side(
+        harness.Side("ours", lambda: [ta.load(p) for p in paths]),
+        harness.Side("scipy float", lambda: [scipy_float(p) for p in paths]),
+        harness.Side(
             "ours int16",
             lambda: [ta.load(p, normalize=False, channels_first=False) for p in paths],
         ),
-        Side("scipy", lambda: [scipy.io.wavfile.read(p) for p in paths]),
-        Side("ours [time, ch]", lambda: [ta.load(p, channels_first=False) for p in paths]),
-        Side("soundfile", lambda: [sf.read(p, dtype="float32") for p in paths]),
+        harness.Side("scipy", lambda: [scipy.io.wavfile.read(p) for p in paths]),
+        harness.Side("ours [time, ch]", lambda: [ta.load(p, channels_first=False) for p in paths]),
+        harness.Side("soundfile", lambda: [sf.read(p, dtype="float32") for p in paths]),
     ]
-    timings = measure(sides, repeats, min_time)
+    timings = harness.measure(sides, repeats, min_time)
     seconds = sum(sf.info(p).duration for p in paths)
     if unit == "files":
         speed = [f"{name} {len(paths) / t.median:,.0f} files/s" for name, t in timings.items()]
@@ -322,7 +327,7 @@ def _bench_wav_case(
     version = f"scipy {scipy.__version__} wavfile.read"
     float_peer = f"{version} + astype(float32) / float32(32768)"
     return [
-        row_from(
+        harness.row_from(
             f"{workload}, float32 (load's default)",
             timings,
             "ours",
@@ -330,7 +335,7 @@ def _bench_wav_case(
             float_peer,
             target=1.0,
         ),
-        row_from(
+        harness.row_from(
             f"{workload}, int16 as stored",
             timings,
             "ours int16",
@@ -338,7 +343,7 @@ def _bench_wav_case(
             f"{version} (int16 as stored)",
             target=1.0,
         ),
-        row_from(
+        harness.row_from(
             f"{workload}, float32 [time, channels]",
             timings,
             "ours [time, ch]",
@@ -346,7 +351,7 @@ def _bench_wav_case(
             float_peer,
             target=1.0,
         ),
-        row_from(
+        harness.row_from(
             f"{workload}, float32 (load's default)",
             timings,
             "ours",
@@ -360,24 +365,9 @@ def _bench_wav_case(
 WORKLOADS = {"mel": bench_mel, "resample": bench_resample, "load": bench_load, "wav": bench_wav}
 
 
-def machine_info(torchaudio: Peer) -> dict[str, str]:
-    """Versions and CPU facts that the numbers depend on."""
-    return {
-        "cpu": cpu_model(),
-        "python": f"{platform.python_version()} ({platform.platform()})",
-        "torch": f"{torch.__version__}, {torch.get_num_threads()} intra-op threads",
-        "numpy": np.__version__,
-        "soundfile": f"{sf.__version__} (libsndfile {sf.__libsndfile_version__})",
-        "librosa": librosa.__version__,
-        "soxr": soxr.__version__,
-        "scipy": scipy.__version__,
-        "torchaudio": torchaudio[1],
-    }
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS))
+    parser = harness.benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS))
     parser.add_argument(
         "--threads",
         type=int,
@@ -385,7 +375,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="torch intra-op and trivium.core pool threads (default: theirs); 1 matches the "
         "single-threaded peers",
     )
-    return parse_benchmark_args(parser, list(WORKLOADS), argv)
+    return harness.parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -395,19 +385,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
         trivium.core.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=UserWarning, module="torchaudio")
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    torchaudio = load_peer(import_torchaudio, "not installed (does not import here)")
-    info = machine_info(torchaudio)
+    run = harness.Session(args)
+    torchaudio = harness.load_peer(
+        harness.peers.import_torchaudio, "not installed (does not import here)"
+    )
+    info = harness.machine_info(
+        torch.get_num_threads(),
+        numpy=np.__version__,
+        soundfile=f"{sf.__version__} (libsndfile {sf.__libsndfile_version__})",
+        librosa=librosa.__version__,
+        soxr=soxr.__version__,
+        scipy=scipy.__version__,
+        torchaudio=torchaudio[1],
+    )
     if torchaudio[0] is None:
         info["note"] = "torchaudio does not import here: librosa / soxr / scipy are the comparison"
-    print_header("trivium.audio benchmark", info, args)
-    checks: list[str] = []
-    rows: list[Row] = []
+    run.header("trivium.audio benchmark", info)
     for name, bench in WORKLOADS.items():
         if name in args.only:
-            rows += bench(torchaudio, args.repeats, args.min_time, checks)
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+            run.rows += bench(torchaudio, args.repeats, args.min_time, run.checks)
+    return run.report()
 
 
 if __name__ == "__main__":

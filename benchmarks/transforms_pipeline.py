@@ -25,31 +25,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 import sys
-import time
 from collections.abc import Callable, Sequence
 
+import harness
 import torch
 import torch.nn.functional as F
-from harness import (
-    Row,
-    Side,
-    benchmark_parser,
-    cpu_busy_seconds,
-    cpu_model,
-    measure,
-    parse_benchmark_args,
-    print_header,
-    report,
-    row_from,
-)
 from transforms import MEAN, STD, cycler, make_jpegs, ours_pipeline, tv_pipeline
 
 from trivium.vision.io import decode_jpeg
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-from peers import import_torchvision
 
 WORKLOAD = "RandomResizedCrop 224 + flip + ToDtype + Normalize, one [3, H, W] uint8 image"
 
@@ -84,50 +68,49 @@ def hand_written(generator: torch.Generator) -> Callable[[torch.Tensor], torch.T
     return run
 
 
-def bench(images: Sequence[torch.Tensor], tv: object | None, args: argparse.Namespace) -> list[Row]:
+def bench(
+    images: Sequence[torch.Tensor], tv: object | None, args: argparse.Namespace
+) -> list[harness.Row]:
     """Time the three sides on the same image sequence, interleaved."""
     ours = ours_pipeline(torch.Generator().manual_seed(0))
     torch_ops = hand_written(torch.Generator().manual_seed(0))
     feeds = {name: cycler(images) for name in ("ours", "torch", "tv")}
     sides = [
-        Side("ours", lambda: ours(feeds["ours"]())),
-        Side("torch", lambda: torch_ops(feeds["torch"]())),
+        harness.Side("ours", lambda: ours(feeds["ours"]())),
+        harness.Side("torch", lambda: torch_ops(feeds["torch"]())),
     ]
     if tv is not None:
         theirs = tv_pipeline(tv)
-        sides.append(Side("tv", lambda: theirs(feeds["tv"]())))
-    t = measure(sides, args.repeats, args.min_time)
-    rows = [row_from(WORKLOAD, t, "ours", "torch", "hand-written torch ops", target=1.0)]
+        sides.append(harness.Side("tv", lambda: theirs(feeds["tv"]())))
+    t = harness.measure(sides, args.repeats, args.min_time)
+    rows = [harness.row_from(WORKLOAD, t, "ours", "torch", "hand-written torch ops", target=1.0)]
     if tv is not None:
-        rows.append(row_from(WORKLOAD, t, "ours", "tv", "torchvision v2", target=1.0))
+        rows.append(harness.row_from(WORKLOAD, t, "ours", "tv", "torchvision v2", target=1.0))
     else:
-        rows.append(Row(WORKLOAD, t["ours"].median, "torchvision v2: not installed", None, 1.0))
+        rows.append(
+            harness.Row(WORKLOAD, t["ours"].median, "torchvision v2: not installed", None, 1.0)
+        )
     return rows
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = benchmark_parser(__doc__.splitlines()[0], ["pipeline"], min_time=0.3)
+    parser = harness.benchmark_parser(__doc__.splitlines()[0], ["pipeline"], min_time=0.3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    return parse_benchmark_args(parser, ["pipeline"], argv)
+    return harness.parse_benchmark_args(parser, ["pipeline"], argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workload and print the table (and JSON with --json)."""
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    tv = import_torchvision()
-    info = {
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "torch": f"{torch.__version__} ({args.threads} thread(s))",
-        "torchvision": tv.__version__ if tv is not None else "not installed",
-    }
-    print_header("per-image tensor pipeline benchmark", info, args)
+    run = harness.Session(args)
+    tv = harness.peers.import_torchvision()
+    info = harness.machine_info(args.threads, torchvision=harness.version(tv))
+    run.header("per-image tensor pipeline benchmark", info)
     images = [decode_jpeg(d) for d in make_jpegs()]
-    report(bench(images, tv, args), [], info, args, started, cpu_start)
-    return 0
+    run.rows += bench(images, tv, args)
+    return run.report()
 
 
 if __name__ == "__main__":
