@@ -20,14 +20,16 @@ about 9 minutes on 2 CPU cores (bf16 autocast needs a CPU with AVX512-BF16 to pa
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from trivium.audio.corpus import build_corpus
 from trivium.audio.pipelines import SeparationConfig, separation
-from trivium.audio.pipelines.cli import training_options, training_parser
+from trivium.audio.pipelines.cli import (
+    config_options,
+    corpus_root,
+    training_parser,
+    write_metrics,
+)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -79,27 +81,10 @@ BASE = {
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Train, evaluate on the test mixtures, print and save the metrics."""
     args = parse_args(argv)
-    root = args.root
-    if root is None:
-        root = str(
-            build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=tuple(args.mixtures))
-        )
-    config = SeparationConfig(
-        root=root,
-        train_subset=args.train_subset,
-        test_subset=args.test_subset,
-        sample_rate=args.sample_rate,
-        segment_seconds=args.segment_seconds,
-        dynamic_mixing=args.dynamic_mixing,
-        enc_kernel_size=args.enc_kernel_size,
-        **training_options(args),
-        **(BASE if args.base else {}),
-    )
-    pipeline = separation.train(config, resume=not args.no_resume)
-    metrics = separation.evaluate(pipeline)
-    (Path(args.out_dir) / "eval.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    print(json.dumps(metrics))
-    return metrics
+    root = corpus_root(args, tuple(args.mixtures))
+    options = config_options(SeparationConfig, args, root=root, **(BASE if args.base else {}))
+    pipeline = separation.train(SeparationConfig(**options), resume=not args.no_resume)
+    return write_metrics(args.out_dir, separation.evaluate(pipeline))
 
 
 if __name__ == "__main__":

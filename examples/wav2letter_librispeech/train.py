@@ -22,14 +22,16 @@ The recipe that reaches 10-12 % CER on the embedded corpus's held-out voices in 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from trivium.audio.corpus import build_corpus
 from trivium.audio.pipelines import ASRConfig, asr
-from trivium.audio.pipelines.cli import training_options, training_parser
+from trivium.audio.pipelines.cli import (
+    config_options,
+    corpus_root,
+    training_parser,
+    write_metrics,
+)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -66,27 +68,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Train, evaluate on the test split, print and save the metrics."""
     args = parse_args(argv)
-    root = args.root
-    if root is None:
-        # num_mixtures=None: leave the separation example's mixtures in a shared corpus.
-        root = str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=None))
-    config = ASRConfig(
-        root=root,
-        train_url=args.train_url,
-        test_url=args.test_url,
-        input_type=args.input_type,
-        num_features=args.num_features,
-        hidden_channels=args.hidden_channels,
-        head_channels=args.head_channels,
-        freq_warp=args.freq_warp,
-        time_stretch=args.time_stretch,
-        **training_options(args),
-    )
+    config = ASRConfig(**config_options(ASRConfig, args, root=corpus_root(args)))
     pipeline = asr.train(config, resume=not args.no_resume)
-    metrics = asr.evaluate(pipeline, decoder=args.decoder)
-    (Path(args.out_dir) / "eval.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    print(json.dumps(metrics))
-    return metrics
+    return write_metrics(args.out_dir, asr.evaluate(pipeline, decoder=args.decoder))
 
 
 if __name__ == "__main__":

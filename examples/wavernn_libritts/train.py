@@ -16,16 +16,19 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from trivium.audio.corpus import build_corpus
 from trivium.audio.datasets import LIBRITTS
 from trivium.audio.io import save
 from trivium.audio.pipelines import VocoderConfig, vocoder
-from trivium.audio.pipelines.cli import training_options, training_parser
+from trivium.audio.pipelines.cli import (
+    config_options,
+    corpus_root,
+    training_parser,
+    write_metrics,
+)
 from trivium.core.training import MetricLogger
 
 
@@ -67,31 +70,15 @@ def loss_fall(history: Sequence[tuple[int, float]], window: int) -> dict[str, fl
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Train, evaluate on held-out utterances, save one vocoded example."""
     args = parse_args(argv)
-    root = args.root
-    if root is None:
-        # num_mixtures=None: leave the separation example's mixtures in a shared corpus.
-        root = str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=None))
-    config = VocoderConfig(
-        root=root,
-        train_url=args.train_url,
-        test_url=args.test_url,
-        sample_rate=args.sample_rate,
-        n_rnn=args.n_rnn,
-        n_fc=args.n_fc,
-        segment_frames=args.segment_frames,
-        **training_options(args),
-    )
+    config = VocoderConfig(**config_options(VocoderConfig, args, root=corpus_root(args)))
     pipeline = vocoder.train(config, resume=not args.no_resume)
     metrics = vocoder.evaluate(pipeline, max_seconds=args.eval_seconds)
     metrics.update(loss_fall(MetricLogger(args.out_dir).history("loss"), args.loss_window))
-    out = Path(args.out_dir)
-    (out / "eval.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    waveform = LIBRITTS(root, url=args.test_url)[0][0]
+    waveform = LIBRITTS(config.root, url=args.test_url)[0][0]
     frames_per_second = config.sample_rate / config.hop_length
     mel = pipeline.mel(waveform)[:, : int(args.eval_seconds * frames_per_second)]
-    save(out / "vocoded.wav", pipeline.vocode(mel).cpu(), config.sample_rate)
-    print(json.dumps(metrics))
-    return metrics
+    save(Path(args.out_dir) / "vocoded.wav", pipeline.vocode(mel).cpu(), config.sample_rate)
+    return write_metrics(args.out_dir, metrics)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Command-line options every pipeline's training example shares.
 
 :func:`training_parser` starts an ``argparse`` parser with the dataset, corpus, run
-folder and training options; an example adds its own and passes
-:func:`training_options` to its config dataclass.
+folder and training options; an example adds its own, builds its config dataclass from
+:func:`config_options` (on the corpus :func:`corpus_root` names) and saves its
+final metrics with :func:`write_metrics`.
 
 Example:
     >>> from trivium.audio.pipelines import SeparationConfig
@@ -16,9 +17,19 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
-__all__ = ["HelpFormatter", "training_options", "training_parser"]
+__all__ = [
+    "HelpFormatter",
+    "config_options",
+    "corpus_root",
+    "training_options",
+    "training_parser",
+    "write_metrics",
+]
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -112,3 +123,60 @@ def training_options(args: argparse.Namespace) -> dict[str, Any]:
         "max_eval_items": args.max_eval_items,
         "seed": args.seed,
     }
+
+
+def config_options(config_type: type, args: argparse.Namespace, **overrides: Any) -> dict[str, Any]:
+    """Keyword arguments for ``config_type`` (a dataclass) from the parsed options.
+
+    First every option named as one of the config's fields, then
+    :func:`training_options` (``--steps`` sets ``num_steps``, ...), then ``overrides``:
+    each later source wins over the earlier ones.
+
+    Example:
+        >>> from trivium.audio.pipelines import SeparationConfig
+        >>> parser = training_parser("demo", "Libri2Mix/", "runs/demo", steps=10, lr=1e-3)
+        >>> _ = parser.add_argument("--train-subset", default="train-100")
+        >>> args = parser.parse_args(["--train-subset", "dev", "--steps", "3"])
+        >>> options = config_options(SeparationConfig, args, root="data")
+        >>> options["train_subset"], options["num_steps"], options["root"]
+        ('dev', 3, 'data')
+        >>> SeparationConfig(**options).train_subset
+        'dev'
+    """
+    names = {field.name for field in dataclasses.fields(config_type)}
+    options = {name: value for name, value in vars(args).items() if name in names}
+    return {**options, **training_options(args), **overrides}
+
+
+def corpus_root(args: argparse.Namespace, num_mixtures: tuple[int, int] | None = None) -> str:
+    """``--root``, or the embedded corpus built (once) in ``--corpus-dir``.
+
+    ``num_mixtures``: the (training, held-out) 2-speaker mixtures the corpus holds;
+    ``None`` leaves the separation example's mixtures in a corpus the examples share.
+
+    Example:
+        >>> args = training_parser("demo", "x", "runs/x", 5, 0.1).parse_args(["--root", "data"])
+        >>> corpus_root(args)
+        'data'
+    """
+    if args.root is not None:
+        return args.root
+    from trivium.audio.corpus import build_corpus  # synthesis: only when it is needed
+
+    return str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=num_mixtures))
+
+
+def write_metrics(out_dir: str | Path, metrics: dict[str, float]) -> dict[str, float]:
+    """Write ``metrics`` to ``out_dir/eval.json``, print them as JSON and return them.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as out:
+        ...     metrics = write_metrics(out, {"wer": 0.5})
+        ...     (Path(out) / "eval.json").read_text()
+        {"wer": 0.5}
+        '{\\n "wer": 0.5\\n}\\n'
+    """
+    (Path(out_dir) / "eval.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    print(json.dumps(metrics))
+    return metrics
