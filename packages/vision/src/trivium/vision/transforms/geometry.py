@@ -30,11 +30,11 @@ from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms._scriptable import CenterCropModule, PadModule, ResizeModule
 from trivium.vision.transforms.box_kernels import (
+    _resize_typed_boxes,
     center_crop_bounding_boxes,
     crop_bounding_boxes,
     horizontal_flip_bounding_boxes,
     pad_bounding_boxes,
-    resize_bounding_boxes,
     resized_crop_bounding_boxes,
     vertical_flip_bounding_boxes,
 )
@@ -752,15 +752,7 @@ def _vertical_flip_boxes(
 def _resize_boxes(
     transform: Resize, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
 ) -> tv_tensors.BoundingBoxes:
-    out, canvas = resize_bounding_boxes(
-        boxes.as_subclass(torch.Tensor),
-        boxes.canvas_size,
-        transform.size,
-        transform.max_size,
-        format=boxes.format,
-        clamping_mode=boxes.clamping_mode,
-    )
-    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+    return _resize_typed_boxes(boxes, transform.size, transform.max_size)
 
 
 @register_kernel(Resize, tv_tensors.Mask)

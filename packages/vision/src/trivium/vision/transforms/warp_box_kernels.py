@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -33,6 +32,7 @@ import torch
 
 from trivium.vision.transforms.functional.warp import (
     _expanded_size,
+    _rotation_shear,
     affine,
     elastic,
     inverse_affine_matrix,
@@ -166,14 +166,9 @@ def _forward_affine_matrix(
     shear: Sequence[float],
 ) -> list[float]:
     """torchvision's forward affine map ``T * C * RSS * C^-1`` (6 floats, pixel coordinates)."""
-    rot = math.radians(angle)
-    sx, sy = math.radians(shear[0]), math.radians(shear[1])
     cx, cy = center
     tx, ty = translate
-    a = math.cos(rot - sy) / math.cos(sy)
-    b = -(a * math.tan(sx) + math.sin(rot))
-    c = math.sin(rot - sy) / math.cos(sy)
-    d = math.cos(rot) - c * math.tan(sx)
+    a, b, c, d = _rotation_shear(angle, shear)
     m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0]
     m[2] += cx + tx - m[0] * cx - m[1] * cy
     m[5] += cy + ty - m[3] * cx - m[4] * cy

@@ -98,6 +98,17 @@ def _affine_grid(theta: torch.Tensor, w: int, h: int, ow: int, oh: int) -> torch
     return (along_x + along_y).permute(0, 2, 3, 1)
 
 
+def _rotation_shear(angle: float, shear: Sequence[float]) -> tuple[float, float, float, float]:
+    """``[[a, b], [c, d]]``: torchvision's rotation times shear (degrees in), before the scale."""
+    rot = math.radians(angle)
+    sx, sy = math.radians(shear[0]), math.radians(shear[1])
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -(a * math.tan(sx) + math.sin(rot))
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = math.cos(rot) - c * math.tan(sx)
+    return a, b, c, d
+
+
 def inverse_affine_matrix(
     center: Sequence[float],
     angle: float,
@@ -113,14 +124,9 @@ def inverse_affine_matrix(
         >>> [round(v, 6) + 0.0 for v in inverse_affine_matrix([0, 0], 0.0, [1, 2], 2.0, [0, 0])]
         [0.5, 0.0, -0.5, 0.0, 0.5, -1.0]
     """
-    rot = math.radians(angle)
-    sx, sy = math.radians(shear[0]), math.radians(shear[1])
     cx, cy = center
     tx, ty = translate
-    a = math.cos(rot - sy) / math.cos(sy)
-    b = -(a * math.tan(sx) + math.sin(rot))
-    c = math.sin(rot - sy) / math.cos(sy)
-    d = math.cos(rot) - c * math.tan(sx)
+    a, b, c, d = _rotation_shear(angle, shear)
     m = [d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0]
     m[2] += cx - m[0] * (cx + tx) - m[1] * (cy + ty)
     m[5] += cy - m[3] * (cx + tx) - m[4] * (cy + ty)
