@@ -95,7 +95,6 @@ import functools
 import io
 import itertools
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -106,24 +105,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from harness import (
-    Peer,
-    Row,
-    Side,
-    benchmark_parser,
-    cpu_busy_seconds,
-    cpu_model,
-    load_peer,
-    measure,
-    parse_benchmark_args,
-    print_header,
-    report,
-    row_from,
-)
 from PIL import Image
 
 from trivium.data import ArrowDataset, DataLoader, ParquetSource
@@ -131,8 +117,6 @@ from trivium.data.convert import convert_image_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTOS = ROOT / "tests" / "assets" / "images" / "jpeg"
-sys.path.insert(0, str(ROOT / "tests"))
-from peers import import_torchvision  # noqa: E402
 
 FEAT = 128
 PARQUET_ROWS = 200_000
@@ -145,18 +129,6 @@ CROP = 224
 
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
 warnings.filterwarnings("ignore", message="This DataLoader will create")  # 4 workers, 2 CPUs
-
-
-def machine_info(torchvision: Peer) -> dict[str, str]:
-    """Versions and CPU facts that the numbers depend on."""
-    return {
-        "cpu": f"{cpu_model()}; usable CPUs {len(os.sched_getaffinity(0))}",
-        "python": f"{platform.python_version()} ({platform.platform()})",
-        "torch": torch.__version__,
-        "pyarrow": pa.__version__,
-        "Pillow": Image.__version__,
-        "torchvision": torchvision[1],
-    }
 
 
 # -------------------------------------------------------------------------- inputs
@@ -215,8 +187,8 @@ def shared_image_folder(folder: Path) -> list[Path]:
 
 
 def bench_parquet(
-    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
-) -> list[Row]:
+    tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 1: a Parquet file into dicts of tensors, against the bare pyarrow loop."""
     path = tmp / "features.parquet"
     write_feature_parquet(path, PARQUET_ROWS)
@@ -244,18 +216,22 @@ def bench_parquet(
     # An epoch takes ~0.2 s: loops of a few epochs keep the scheduler's noise on a
     # shared machine from deciding the median.
     loop_seconds = max(min_time, PARQUET_MIN_TIME)
-    timings = measure([Side("ours", ours), Side("bare", bare)], repeats, loop_seconds)
+    timings = harness.measure(
+        [harness.Side("ours", ours), harness.Side("bare", bare)], repeats, loop_seconds
+    )
     mb = path.stat().st_size / 1e6
     workload = f"Parquet -> dict of tensors ({PARQUET_ROWS} rows, {mb:.0f} MB), per epoch"
-    return [row_from(workload, timings, "ours", "bare", "pyarrow iter_batches+to_numpy", 0.9)]
+    return [
+        harness.row_from(workload, timings, "ours", "bare", "pyarrow iter_batches+to_numpy", 0.9)
+    ]
 
 
 # ---------------------------------------------------------------- 2. random access
 
 
 def bench_random(
-    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
-) -> list[Row]:
+    tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 2: single-row random access, against Table.slice and HF datasets."""
     rows = 100_000
     table = write_feature_parquet(tmp / "r.parquet", rows)
@@ -274,36 +250,42 @@ def bench_random(
         return read
 
     sides = [
-        Side("ours_np", reader(ds_np.__getitem__)),
-        Side("ours", reader(ds.__getitem__)),
-        Side("slice", reader(lambda i: mapped.slice(i, 1).to_pylist())),
+        harness.Side("ours_np", reader(ds_np.__getitem__)),
+        harness.Side("ours", reader(ds.__getitem__)),
+        harness.Side("slice", reader(lambda i: mapped.slice(i, 1).to_pylist())),
     ]
     try:
         import datasets
 
         hf = datasets.Dataset.from_file(str(ipc)).with_format("numpy")
-        sides.append(Side("hf", reader(hf.__getitem__)))
+        sides.append(harness.Side("hf", reader(hf.__getitem__)))
         hf_status = f"datasets {datasets.__version__}"
     except Exception as e:  # not installed here
         hf_status = f"not installed ({type(e).__name__})"
     row = ds[order[0]]
     check = torch.equal(row["feat"], torch.tensor(mapped.slice(order[0], 1)["feat"].to_pylist()[0]))
     checks.append(f"random access: ds[i] equal to pyarrow's row: {check}; HF datasets: {hf_status}")
-    timings = measure(sides, repeats, min_time)
+    timings = harness.measure(sides, repeats, min_time)
     # per call: RANDOM_READS rows; the table shows the time per call (of 2000 rows)
     workload = f"ArrowDataset single-row random access, {RANDOM_READS} rows per call"
     slice_label = "pyarrow Table.slice(i,1).to_pylist()"
     out = [
-        row_from(f'{workload}, format="numpy"', timings, "ours_np", "slice", slice_label, 5.0),
-        row_from(f'{workload}, format="torch"', timings, "ours", "slice", slice_label),
+        harness.row_from(
+            f'{workload}, format="numpy"', timings, "ours_np", "slice", slice_label, 5.0
+        ),
+        harness.row_from(f'{workload}, format="torch"', timings, "ours", "slice", slice_label),
     ]
     if "hf" in timings:
         hf_label = "HF datasets ds[i] (numpy format)"
-        out.append(row_from(f'{workload}, format="numpy"', timings, "ours_np", "hf", hf_label, 2.0))
+        out.append(
+            harness.row_from(f'{workload}, format="numpy"', timings, "ours_np", "hf", hf_label, 2.0)
+        )
     else:
         median = timings["ours_np"].median
         out.append(
-            Row(f'{workload}, format="numpy"', median, f"HF datasets: {hf_status}", None, 2.0)
+            harness.Row(
+                f'{workload}, format="numpy"', median, f"HF datasets: {hf_status}", None, 2.0
+            )
         )
     return out
 
@@ -399,8 +381,8 @@ def labels_of(batches: Iterable) -> Counter:
 
 
 def bench_images(
-    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
-) -> list[Row]:
+    tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 3: one epoch of decode + RandomResizedCrop(224) with 2 workers."""
     folder = tmp / "images"
     files = shared_image_folder(folder)
@@ -419,36 +401,43 @@ def bench_images(
         datasets["torchvision"] = tv.datasets.ImageFolder(folder, transform)
     sides = []
     for persistent, suffix in ((False, ""), (True, " persistent")):
-        sides.append(Side(f"ours{suffix}", trivium_epoch(tmp / "shards", persistent)))
+        sides.append(harness.Side(f"ours{suffix}", trivium_epoch(tmp / "shards", persistent)))
         sides += [
-            Side(f"{name}{suffix}", torch_epoch(ds, persistent)) for name, ds in datasets.items()
+            harness.Side(f"{name}{suffix}", torch_epoch(ds, persistent))
+            for name, ds in datasets.items()
         ]
     wds_version = webdataset_version()
     if wds_version is not None:
         urls = write_tars(sorted(files), tmp / "image-tars")
-        sides.append(Side("webdataset", epochs_of(webdataset_loader(urls, WORKERS), labels_of)))
+        sides.append(
+            harness.Side("webdataset", epochs_of(webdataset_loader(urls, WORKERS), labels_of))
+        )
         labels["webdataset"] = f"webdataset {wds_version} tar shards + PIL decode + the same crop"
     else:
         checks.append("images: webdataset not installed")
     expected = Counter(i % 8 for i in range(NUM_IMAGES))
     same = {side.name: side.fn() == expected for side in sides}
     checks.append(f"images: every image once per epoch, labels as the folder's: {same}")
-    timings = measure(sides, repeats, min_time)
+    timings = harness.measure(sides, repeats, min_time)
     workload = (
         f"image stream: 1 epoch, {NUM_IMAGES} JPEGs ~500x400, decode + RandomResizedCrop 224, "
         f"batch {BATCH}, {WORKERS} workers"
     )
     rows = []
     if tv is None:
-        rows.append(Row(workload, timings["ours"].median, f"torchvision: {tv_status}", None, 2.3))
+        rows.append(
+            harness.Row(workload, timings["ours"].median, f"torchvision: {tv_status}", None, 2.3)
+        )
     targets = {"torchvision": 2.3, "Pillow": 2.0, "webdataset": 1.0}
     for name in ("torchvision", "Pillow", "webdataset"):
         if name in timings:
-            rows.append(row_from(workload, timings, "ours", name, labels[name], targets[name]))
+            rows.append(
+                harness.row_from(workload, timings, "ours", name, labels[name], targets[name])
+            )
     for name in ("torchvision", "Pillow"):  # both sides with persistent_workers=True
         if name in datasets:
             rows.append(
-                row_from(
+                harness.row_from(
                     f"{workload}, persistent_workers=True (both)",
                     timings,
                     "ours persistent",
@@ -481,8 +470,8 @@ def first_batch_seconds(make: Callable[[], Iterable]) -> float:
 
 
 def bench_first(
-    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
-) -> list[Row]:
+    tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 3b: time to the first batch of a fresh loader, 1 and 2 workers."""
     from trivium.vision.transforms import DecodeRandomResizedCrop
 
@@ -510,16 +499,17 @@ def bench_first(
 
     rows = []
     for workers in FIRST_WORKERS:
-        samples: dict[str, list[float]] = {"ours": [], "torchvision": []}
-        first_batch_seconds(functools.partial(ours, workers))  # warm-up
-        first_batch_seconds(functools.partial(folder_loader, workers))
-        for _ in range(max(repeats, 5)):  # interleaved, each a fresh loader
-            samples["ours"].append(first_batch_seconds(functools.partial(ours, workers)))
-            samples["torchvision"].append(
-                first_batch_seconds(functools.partial(folder_loader, workers))
-            )
+        samplers = {
+            "ours": functools.partial(first_batch_seconds, functools.partial(ours, workers)),
+            "torchvision": functools.partial(
+                first_batch_seconds, functools.partial(folder_loader, workers)
+            ),
+        }
+        for sample in samplers.values():  # warm-up
+            sample()
+        samples = harness.interleave(samplers, max(repeats, 5))  # each a fresh loader
         rows.append(
-            Row(
+            harness.Row(
                 f"time to first batch, fresh loader, {workers} worker(s), batch {BATCH} "
                 "(target ratio >= 0.83x: ours <= 1.2x the peer's time)",
                 statistics.median(samples["ours"]),
@@ -570,8 +560,8 @@ def worker_memory(ds: ArrowDataset) -> tuple[float, float]:
 
 
 def bench_memory(
-    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
-) -> list[Row]:
+    tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 4: workers' private memory against the dataset's size (a check, not a time)."""
     sizes = {}
     for rows in (131_072, 524_288):  # 64 MB and 256 MB of 512-byte features (+ label)
@@ -721,8 +711,8 @@ def webdataset_loader(urls: list[str], workers: int) -> torch.utils.data.DataLoa
 
 
 def bench_scale(
-    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
-) -> list[Row]:
+    tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 5: bytes read and peak memory per epoch, 1 and 4 workers; first batch."""
     import pyarrow.fs as pafs
 
@@ -809,9 +799,16 @@ def shard_rows(out: Path) -> list[tuple[Any, ...]]:
     return sorted(zip(*(table[c].to_pylist() for c in table.column_names), strict=True))
 
 
+def seconds_of(call: Callable[[], object]) -> float:
+    """Seconds one call of ``call`` takes."""
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
 def bench_ray(
-    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
-) -> list[Row]:
+    tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 7: the image folder converted by the Ray engine (local 2-CPU Ray) and locally."""
     try:
         import ray
@@ -841,12 +838,11 @@ def bench_ray(
 
     try:
         same = shard_rows(local()) == shard_rows(on_ray())
-        samples: dict[str, list[float]] = {"local": [], "ray": []}
-        for _ in range(max(3, repeats // 2)):
-            for name, run in (("local", local), ("ray", on_ray)):
-                start = time.perf_counter()
-                run()
-                samples[name].append(time.perf_counter() - start)
+        samplers = {
+            "local": functools.partial(seconds_of, local),
+            "ray": functools.partial(seconds_of, on_ray),
+        }
+        samples = harness.interleave(samplers, max(3, repeats // 2))
     finally:
         ray.shutdown()
     checks.append(
@@ -854,7 +850,7 @@ def bench_ray(
         f"timed below); the Ray engine's rows are the local engine's: {same}"
     )
     return [
-        Row(
+        harness.Row(
             f"convert image-folder, {NUM_IMAGES} JPEGs (51 MB), local engine (ours) against "
             "--engine ray",
             statistics.median(samples["local"]),
@@ -930,8 +926,8 @@ def count_rows(batches: Iterable[dict[str, Any]]) -> int:
 
 
 def bench_scan(
-    tmp: Path, peers: Peer, repeats: int, min_time: float, checks: list[str]
-) -> list[Row]:
+    tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
     """Workload 6: Parquet scans into tensors, against pyarrow's iter_batches."""
     path = tmp / "list-features.parquet"
     write_list_parquet(path, PARQUET_ROWS)
@@ -951,23 +947,23 @@ def bench_scan(
     same_images = same_batches(ours_images(), pyarrow_image_batches(files, 256))
     checks.append(f"scan: tensors equal to pyarrow's: list {same_list}, JPEG {same_images}")
     sides = [
-        Side("ours list", lambda: count_rows(ours_list())),
-        Side("pyarrow list", lambda: count_rows(pyarrow_list_batches(path, 8192))),
-        Side("ours images", lambda: count_rows(ours_images())),
-        Side("pyarrow images", lambda: count_rows(pyarrow_image_batches(files, 256))),
+        harness.Side("ours list", lambda: count_rows(ours_list())),
+        harness.Side("pyarrow list", lambda: count_rows(pyarrow_list_batches(path, 8192))),
+        harness.Side("ours images", lambda: count_rows(ours_images())),
+        harness.Side("pyarrow images", lambda: count_rows(pyarrow_image_batches(files, 256))),
     ]
-    timings = measure(sides, repeats, max(min_time, PARQUET_MIN_TIME))
+    timings = harness.measure(sides, repeats, max(min_time, PARQUET_MIN_TIME))
     for kind, rows in (("list", PARQUET_ROWS), ("images", NUM_IMAGES)):
         speeds = [f"{side} {rows / timings[f'{side} {kind}'].median / 1e3:.0f} k rows/s"
                   for side in ("ours", "pyarrow")]  # fmt: skip
         checks.append(f"scan {kind}: {', '.join(speeds)}")
     peer = "pyarrow ParquetFile.iter_batches"
     return [
-        row_from(
+        harness.row_from(
             f"Parquet scan, label + list<float32>[128] ({PARQUET_ROWS} rows, batch 8192), per pass",
             timings, "ours list", "pyarrow list", peer, 1.0,
         ),
-        row_from(
+        harness.row_from(
             f"Parquet scan with a JPEG column ({NUM_IMAGES} rows ~50 kB, batch 256), per pass",
             timings, "ours images", "pyarrow images", peer, 1.0,
         ),
@@ -976,7 +972,7 @@ def bench_scan(
 
 # ------------------------------------------------------------------------------ main
 
-Workload = Callable[[Path, Peer, int, float, list[str]], list[Row]]
+Workload = Callable[[Path, harness.Peer, int, float, list[str]], list[harness.Row]]
 WORKLOADS: dict[str, Workload] = {
     "parquet": bench_parquet,
     "random": bench_random,
@@ -991,25 +987,30 @@ WORKLOADS: dict[str, Workload] = {
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), repeats=7, min_time=0.3)
-    return parse_benchmark_args(parser, list(WORKLOADS), argv)
+    parser = harness.benchmark_parser(
+        __doc__.splitlines()[0], list(WORKLOADS), repeats=7, min_time=0.3
+    )
+    return harness.parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads, print machine info and the table, optionally write JSON."""
     args = parse_args(argv)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    peers = load_peer(import_torchvision)
-    info = machine_info(peers)
-    print_header("trivium.data benchmark", info, args)
-    checks: list[str] = []
-    rows: list[Row] = []
+    run = harness.Session(args)
+    peers = harness.load_peer(harness.peers.import_torchvision)
+    info = harness.machine_info(
+        torch.get_num_threads(),
+        pyarrow=pa.__version__,
+        Pillow=Image.__version__,
+        torchvision=peers[1],
+    )
+    info["cpu"] += f"; usable CPUs {len(os.sched_getaffinity(0))}"
+    run.header("trivium.data benchmark", info)
     with tempfile.TemporaryDirectory(prefix="trivium-data-bench-") as tmp:
         for name, bench in WORKLOADS.items():
             if name in args.only:
-                rows += bench(Path(tmp), peers, args.repeats, args.min_time, checks)
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+                run.rows += bench(Path(tmp), peers, args.repeats, args.min_time, run.checks)
+    return run.report()
 
 
 if __name__ == "__main__":
