@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import platform
 import statistics
 import sys
 import time
@@ -48,33 +47,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 import PIL
 import torch
-from harness import (
-    Row,
-    Side,
-    Timing,
-    benchmark_parser,
-    calls_for,
-    cpu_busy_seconds,
-    cpu_model,
-    fmt_time,
-    loop_time,
-    measure,
-    other_load,
-    parse_benchmark_args,
-    print_header,
-    report,
-)
+from harness import ROOT, Row, Side, Timing, fmt_time
 from PIL import Image
 
 from trivium.vision import transforms as T
 from trivium.vision.io import decode_jpeg
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from peers import import_torchvision  # noqa: E402
 
 PHOTOS = [
     ROOT / "tests/assets/images/jpeg/tv-grace_hopper_517x606.jpg",
@@ -202,7 +183,7 @@ def bench_pipeline(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace)
     if tv is not None:
         theirs = tv_pipeline(tv)
         sides.append(Side("tv", lambda: theirs(next_image())))
-    t = measure(sides, args.repeats, args.min_time)
+    t = harness.measure(sides, args.repeats, args.min_time)
     name = "RandomResizedCrop 224 + flip + ToDtype + Normalize, per uint8 image"
     if tv is None:
         return [Row(name, t["ours"].median, "torchvision v2: not installed", None, 1.0)]
@@ -228,7 +209,7 @@ def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> l
                 lambda: theirs(decode(torch.frombuffer(bytearray(next_jpeg()), dtype=torch.uint8))),
             )
         )
-    t = measure(sides, args.repeats, args.min_time)
+    t = harness.measure(sides, args.repeats, args.min_time)
     name = "JPEG bytes → normalised 224x224 (fused DecodeRandomResizedCrop)"
     rows = []
     if tv is not None:
@@ -280,11 +261,11 @@ def measure_alternating(sides: Sequence[Side], repeats: int, min_time: float) ->
     numbers = {}
     for side in sides:
         side.fn()  # warm-up
-        numbers[side.name] = calls_for(side.fn, min_time)
+        numbers[side.name] = harness.calls_for(side.fn, min_time)
     samples: dict[str, list[float]] = {side.name: [] for side in sides}
     for r in range(repeats):
         for side in sides if r % 2 == 0 else sides[::-1]:
-            samples[side.name].append(loop_time(side.fn, numbers[side.name]))
+            samples[side.name].append(harness.loop_time(side.fn, numbers[side.name]))
     return {name: Timing(samples[name], numbers[name]) for name in samples}
 
 
@@ -388,7 +369,7 @@ def write_snippet(path: Path, rows: list[Row], argv: Sequence[str], load: str) -
         f"{PER_SAMPLE_SHAPE} batch, uint8, then float32 in [0, 1]; against the same transform\n"
         "without `per_sample` applied image by image and stacked, drawing the same\n"
         f"parameters from a generator seeded alike; medians of {repeats} repeats, the two\n"
-        f"sides alternating which goes first; {cpu_model()}; {load}):\n\n"
+        f"sides alternating which goes first; {harness.cpu_model()}; {load}):\n\n"
         f"{per_sample_table(rows)}\n\n{SNIPPET_NOTES}"
     )
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -404,7 +385,7 @@ WORKLOADS = {"pipeline": bench_pipeline, "e2e": bench_e2e, "per_sample": bench_p
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), min_time=0.3)
+    parser = harness.benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), min_time=0.3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument(
         "--cases",
@@ -417,39 +398,33 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="write the per_sample table as a Markdown fragment to this path",
     )
-    args = parse_benchmark_args(parser, list(WORKLOADS), argv)
+    args = harness.parse_benchmark_args(parser, list(WORKLOADS), argv)
     args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads and print the table (and JSON with --json)."""
-    args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    tv = import_torchvision()
-    info = {
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "torch": f"{torch.__version__} ({args.threads} thread(s))",
-        "torchvision": tv.__version__ if tv is not None else "not installed",
-        "Pillow": PIL.__version__,
-    }
-    print_header("trivium.vision.transforms benchmark", info, args)
+    run = harness.Session(parse_args(argv))
+    torch.set_num_threads(run.args.threads)
+    tv = harness.peers.import_torchvision()
+    info = harness.machine_info(
+        run.args.threads, torchvision=harness.version(tv), Pillow=PIL.__version__
+    )
+    run.header("trivium.vision.transforms benchmark", info)
     jpegs = make_jpegs()
-    rows: list[Row] = []
     per_sample: list[Row] = []
     for name, bench in WORKLOADS.items():
-        if name in args.only:
-            done = bench(jpegs, tv, args)
-            rows += done
+        if name in run.args.only:
+            done = bench(jpegs, tv, run.args)
+            run.rows += done
             if name == "per_sample":
                 per_sample = done
-    report(rows, [], info, args, started, cpu_start)
-    if args.snippet is not None and per_sample:
-        load = other_load(cpu_start, time.perf_counter() - started)
-        write_snippet(args.snippet, per_sample, sys.argv[1:] if argv is None else argv, load)
-    return 0
+    status = run.report()
+    if run.args.snippet is not None and per_sample:
+        load = harness.other_load(run.cpu_start, time.perf_counter() - run.started)
+        write_snippet(run.args.snippet, per_sample, sys.argv[1:] if argv is None else argv, load)
+    return status
 
 
 if __name__ == "__main__":
