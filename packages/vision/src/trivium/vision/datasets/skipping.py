@@ -33,12 +33,13 @@ __all__ = ["SkipsUnreadable", "check_on_error", "with_path"]
 class SkipsUnreadable(skipping.SkipsUnreadable):
     """:class:`trivium.core.skipping.SkipsUnreadable` with its hooks under vision's own names.
 
-    ``_start_skipping``, ``_get`` and ``_item_kind`` are ``start_skipping``,
-    ``get_item`` and ``item_kind``; a subclass defines ``_load`` and ``_item_path``
-    in place of ``load_item`` and ``item_path``.
+    ``_start_skipping`` and ``_get`` are ``start_skipping`` and ``get_item``; a
+    subclass defines ``_load``, ``_item_path`` and ``_item_kind`` in place of
+    ``load_item``, ``item_path`` and ``item_kind``.
 
     Example:
         >>> class Two(SkipsUnreadable):
+        ...     _item_kind = "image"
         ...     def __init__(self):
         ...         self._start_skipping("raise", 2)
         ...     def __len__(self):
@@ -48,16 +49,16 @@ class SkipsUnreadable(skipping.SkipsUnreadable):
         ...     def _item_path(self, index):
         ...         return f"{index}.jpg"
         >>> Two()._get(1), Two().item_path(0), Two().item_kind
-        (10, '0.jpg', 'sample')
+        (10, '0.jpg', 'image')
     """
 
-    _item_kind = "sample"
     _start_skipping = skipping.SkipsUnreadable.start_skipping
     _get = skipping.SkipsUnreadable.get_item  # no extra frame: warnings point at the caller
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.item_kind = cls._item_kind
+        if "_item_kind" in vars(cls):  # a subclass that sets item_kind itself keeps it
+            cls.item_kind = cls._item_kind
 
     def load_item(self, index: int) -> Any:
         """Item ``index`` (``_load``)."""
