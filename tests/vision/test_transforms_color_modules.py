@@ -115,6 +115,26 @@ def test_probability_zero_and_one(photos: torch.Tensor):
     assert 230 <= int((counts == 255).sum()) <= 370
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
+def test_per_sample_invert_writes_each_run_of_images(photos: torch.Tensor, dtype) -> None:
+    # A [2, 4] batch over channels-last memory: each image is NumPy's 255 - x (or 1 - x)
+    # where a seeded twin's draw says so, else itself, in runs of both kinds.
+    x = photos if dtype == torch.uint8 else photos.to(dtype) / 255
+    x = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2).reshape(2, 4, *x.shape[-3:])
+    mixed = 0
+    for seed in range(6):
+        out = T.RandomInvert(0.5, per_sample=True, generator=seeded(seed))(x)
+        twin = T.RandomInvert(0.5, per_sample=True, generator=seeded(seed))
+        flags = twin.make_params([x])["apply"].reshape(-1).tolist()
+        mixed += any(flags) and not all(flags)
+        full = 255 if dtype == torch.uint8 else 1
+        images = x.reshape(-1, *x.shape[-3:]).numpy()
+        ref = np.stack([full - im if f else im for f, im in zip(flags, images, strict=True)])
+        assert out.shape == x.shape and out.dtype == dtype
+        np.testing.assert_array_equal(out.reshape(-1, *x.shape[-3:]).numpy(), ref)
+    assert mixed >= 3
+
+
 def test_random_grayscale_keeps_channels(photos: torch.Tensor):
     out = T.RandomGrayscale(p=1.0)(photos)
     assert out.shape == photos.shape

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Callable, Sequence
@@ -28,8 +29,9 @@ from trivium.vision import tv_tensors
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_passthrough
-from trivium.vision.transforms._image import check_image
+from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms._switch import switch
+from trivium.vision.transforms.functional.color import _invert_into
 
 __all__ = [
     "ColorJitter",
@@ -165,8 +167,34 @@ class RandomInvert(_RandomOp):
         255
     """
 
+    # A per-sample CPU batch comes whole to _apply_to_chosen, which writes every pixel once.
+    _cpu_chunk_values = None
+
     def _op(self, img: torch.Tensor) -> torch.Tensor:
         return F.invert(img)
+
+    def _apply_to_chosen(self, img: torch.Tensor, apply: torch.Tensor) -> torch.Tensor:
+        """On the CPU: each run of images inverted alike, inverted or copied into the output.
+
+        Every pixel is read and written once (as the image-by-image loop's result is),
+        with a call per run instead of per image, and no gathered subset.
+        """
+        if apply.numel() == 1 or not eager_cpu(img):
+            return super()._apply_to_chosen(img, apply)
+        flags = apply.reshape(-1).tolist()
+        if all(flags) or not any(flags):
+            return self._op(img) if flags[0] else img
+        flat = img.reshape(-1, *img.shape[-3:])
+        out = torch.empty_like(flat, memory_format=torch.contiguous_format)
+        start = 0
+        for flag, run in itertools.groupby(flags):
+            stop = start + len(list(run))
+            if flag:
+                _invert_into(flat[start:stop], out[start:stop])
+            else:
+                out[start:stop] = flat[start:stop]
+            start = stop
+        return out.reshape(img.shape)
 
 
 class RandomPosterize(_RandomOp):

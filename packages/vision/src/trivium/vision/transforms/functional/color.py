@@ -321,6 +321,13 @@ def invert(img: torch.Tensor) -> torch.Tensor:
     return 1.0 - img if img.is_floating_point() else img.bitwise_not()
 
 
+def _invert_into(img: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """:func:`invert` of ``img`` written into ``out`` (its shape and dtype; no check)."""
+    if img.is_floating_point():
+        return torch.ops.aten.rsub.Scalar_out(img, 1.0, out=out)  # torch.rsub takes no out=
+    return torch.bitwise_not(img, out=out)
+
+
 def posterize(img: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
     """Keep the ``bits`` most significant bits of every channel (0 <= bits <= 8).
 
