@@ -38,18 +38,10 @@ class SkipsUnreadable(skipping.SkipsUnreadable):
     ``load_item``, ``item_path`` and ``item_kind``.
 
     Example:
-        >>> class Two(SkipsUnreadable):
-        ...     _item_kind = "image"
-        ...     def __init__(self):
-        ...         self._start_skipping("raise", 2)
-        ...     def __len__(self):
-        ...         return 2
-        ...     def _load(self, index):
-        ...         return index * 10
-        ...     def _item_path(self, index):
-        ...         return f"{index}.jpg"
-        >>> Two()._get(1), Two().item_path(0), Two().item_kind
-        (10, '0.jpg', 'image')
+        >>> from trivium.core.skipping import SkipsUnreadable as CoreSkipsUnreadable
+        >>> from trivium.vision.datasets import CocoDetection, ImageFolder
+        >>> issubclass(ImageFolder, CoreSkipsUnreadable), CocoDetection.item_kind
+        (True, 'image')
     """
 
     _start_skipping = skipping.SkipsUnreadable.start_skipping
