@@ -20,7 +20,8 @@ libx264 defaults: keyframe at most every 250 frames, B-frames):
    - one reader for all of them: ``VideoReader.get_frames_at`` over all their frames
      against torchcodec's ``get_frames_at`` on one decoder (both thread settings);
    - a new reader per clip, as a Dataset opens them: ``VideoClips.get_clip`` (which
-     hands the reader the saved frame index: no demuxing) against a plain PyAV
+     hands the reader the saved frame index: no demuxing) and a new ``VideoReader``
+     per clip (the process keeps each file's frame index) against a plain PyAV
      container per clip that seeks to the clip's start and decodes to its 16th frame
      (converting only the clip's frames), and a new torchcodec decoder per clip
      (``seek_mode="approximate"``, which skips the whole-file scan an exact decoder
@@ -337,6 +338,15 @@ def ours_clips(
     return list(frames.split(CLIP_LENGTH))
 
 
+def ours_per_clip(path: Path, clips: list[list[int]]) -> list[torch.Tensor]:
+    """A new VideoReader per clip (the file's frame index is kept from the first one)."""
+    out = []
+    for clip in clips:
+        with VideoReader(path) as reader:
+            out.append(reader.get_frames_at(clip).data)
+    return out
+
+
 def video_clips_get(clips: VideoClips, indices: list[int]) -> list[torch.Tensor]:
     """VideoClips.get_clip per clip, as a Dataset in a DataLoader calls it."""
     out = []
@@ -517,6 +527,7 @@ def clips_sides(
         Side("ours", lambda: ours_clips(path, clips)),
         Side("ours 1t", lambda: ours_clips(path, clips, threads=1)),
         Side("VideoClips", lambda: video_clips_get(dataset, indices)),
+        Side("reader per clip", lambda: ours_per_clip(path, clips)),
         Side("PyAV", lambda: pyav_clips(path, clips)),
         Side("ffmpeg", lambda: ours_clips(path, clips, "ffmpeg")),
         Side("ours g60", lambda: ours_clips(short_gop, clips)),
@@ -578,6 +589,15 @@ def clips_rows(timings: dict, peers: Peers) -> list[Row]:
             target=2.0,
             peer_label="torchcodec decoder per clip (approximate seek mode)",
         ),
+        peer_row(
+            f"{workload}, a new reader per clip (ours: VideoReader, index kept per file)",
+            timings,
+            "reader per clip",
+            "torchcodec per clip",
+            status,
+            target=2.0,
+            peer_label="torchcodec decoder per clip (approximate seek mode)",
+        ),
         row_from(f"{workload}, one reader", timings, "ours", "PyAV", "PyAV seek + decode per clip"),
         row_from(
             f"{workload}, one reader", timings, "ffmpeg", "PyAV", "PyAV per clip (ours: ffmpeg)"
@@ -608,6 +628,9 @@ def bench_clips(
     via_dataset = video_clips_get(dataset, [clip[0] for clip in clips])
     same = all(torch.equal(a, b) for a, b in zip(ours, via_dataset, strict=True))
     checks.append(f"clips: VideoClips.get_clip == ours: {same}")
+    per_reader = ours_per_clip(paths["g250"], clips)
+    same = all(torch.equal(a, b) for a, b in zip(ours, per_reader, strict=True))
+    checks.append(f"clips: a new VideoReader per clip == ours: {same}")
     if peers.torchcodec is not None:
         checks.append(compare_with_torchcodec(peers, paths["g250"], clips[0], root, "clips"))
     sides = clips_sides(paths, clips, dataset, peers)
