@@ -79,18 +79,24 @@ def check_size(out: np.ndarray, height: int, width: int) -> None:
         raise ValueError(f"out must be a C-contiguous uint8 array, got {out.dtype} {out.strides}")
 
 
-def _loaded_path(stem: str) -> str | None:
-    """The path of the shared library ``stem`` (e.g. ``libswscale``) this process loaded."""
+def _loaded_path(stem: str, prefer: str) -> str | None:
+    """The shared library ``stem`` (e.g. ``libswscale``) this process loaded.
+
+    Where several copies are loaded (OpenCV bundles its own), the one whose path starts
+    with ``prefer`` (PyAV's bundled libraries) wins.
+    """
+    found: list[str] = []
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
                 path = line.rsplit(" ", 1)[-1].strip()
                 name = os.path.basename(path)
-                if name.startswith(stem + "-") or name.startswith(stem + "."):
-                    return path
+                if name.startswith((stem + "-", stem + ".")) and path not in found:
+                    found.append(path)
     except OSError:  # no /proc (macOS, Windows): PyAV's own conversion is used
         pass
-    return None
+    preferred = [path for path in found if path.startswith(prefer)]
+    return (preferred or found or [None])[0]
 
 
 class _Swscale:
@@ -158,8 +164,10 @@ def _library() -> _Swscale | None:
     """PyAV's libswscale, loaded once (None where it cannot be found)."""
     global _LIBRARY
     if _LIBRARY is False:
-        import_optional("av").video.reformatter  # noqa: B018 (loads PyAV's libraries)
-        swscale, avutil = _loaded_path("libswscale"), _loaded_path("libavutil")
+        av = import_optional("av")
+        av.video.reformatter  # noqa: B018 (loads PyAV's libraries)
+        prefer = os.path.join(os.path.dirname(os.path.dirname(av.__file__)), "av")
+        swscale, avutil = _loaded_path("libswscale", prefer), _loaded_path("libavutil", prefer)
         try:
             found = swscale is not None and avutil is not None
             _LIBRARY = _Swscale(ctypes.CDLL(swscale), ctypes.CDLL(avutil)) if found else None
