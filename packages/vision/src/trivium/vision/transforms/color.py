@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from trivium.vision.transforms._dispatch import register_passthrough
 from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms._switch import switch
 from trivium.vision.transforms.functional.color import _invert_into
+from trivium.vision.transforms.geometry import _write_runs
 
 __all__ = [
     "ColorJitter",
@@ -185,16 +185,7 @@ class RandomInvert(_RandomOp):
         if all(flags) or not any(flags):
             return self._op(img) if flags[0] else img
         flat = img.reshape(-1, *img.shape[-3:])
-        out = torch.empty_like(flat, memory_format=torch.contiguous_format)
-        start = 0
-        for flag, run in itertools.groupby(flags):
-            stop = start + len(list(run))
-            if flag:
-                _invert_into(flat[start:stop], out[start:stop])
-            else:
-                out[start:stop] = flat[start:stop]
-            start = stop
-        return out.reshape(img.shape)
+        return _write_runs(flat, flags, _invert_into).reshape(img.shape)
 
 
 class RandomPosterize(_RandomOp):

@@ -134,13 +134,34 @@ def _flip_per_image(img: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Te
     flags = mask.reshape(-1).expand(x.shape[0]).tolist()
     if all(flags) or not any(flags):
         return img.flip(dim) if flags[0] else img
+    return _write_runs(x, flags, lambda a, b: b.copy_(a.flip(dim))).reshape(img.shape)
+
+
+def _write_runs(
+    x: torch.Tensor, flags: list[bool], write: Callable[[torch.Tensor, torch.Tensor], object]
+) -> torch.Tensor:
+    """A new ``[N, C, H, W]`` batch: each run of flagged images of ``x`` written by ``write``.
+
+    ``write(images, into)`` fills ``into`` from ``images``; the other images are copied.
+    Every pixel is read and written once, with a call per run instead of per image.
+
+    Example:
+        >>> import torch
+        >>> x = torch.arange(4.0).view(4, 1, 1, 1)
+        >>> neg = lambda images, into: torch.neg(images, out=into)
+        >>> _write_runs(x, [True, True, False, True], neg).flatten().tolist()
+        [-0.0, -1.0, 2.0, -3.0]
+    """
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
     start = 0
     for flag, run in itertools.groupby(flags):
         stop = start + len(list(run))
-        out[start:stop] = x[start:stop].flip(dim) if flag else x[start:stop]
+        if flag:
+            write(x[start:stop], out[start:stop])
+        else:
+            out[start:stop] = x[start:stop]
         start = stop
-    return out.reshape(img.shape)
+    return out
 
 
 # Resize.
