@@ -34,8 +34,8 @@ import torch
 from torch.utils.data import Dataset
 
 from trivium.core.errors import DatasetError, PathNotFoundError, TriviumError
+from trivium.core.skipping import SkipsUnreadable, check_on_error, with_path
 from trivium.vision import tv_tensors
-from trivium.vision.datasets.skipping import SkipsUnreadable, check_on_error, with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 
 __all__ = ["COCO_TARGET_KEYS", "CocoDetection", "detection_collate"]
@@ -175,7 +175,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
         True
     """
 
-    _item_kind = "image"
+    item_kind = "image"
 
     def __init__(
         self,
@@ -207,7 +207,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
             self.coco.dataset = dataset
             self.coco.createIndex()
         self.ids = sorted(self.coco.imgs.keys())
-        self._start_skipping(on_error, len(self.ids))
+        self.start_skipping(on_error, len(self.ids))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -270,7 +270,25 @@ class CocoDetection(SkipsUnreadable, Dataset):
                 target[key] = [a[key] for a in annotations]
         return target
 
-    def _load(self, index: int) -> tuple[Any, Any]:
+    def load_item(self, index: int) -> tuple[Any, Any]:
+        """``(image, target)`` of image ``ids[index]``, or a ``trivium.core`` error naming its file.
+
+        The hook :meth:`__getitem__` calls: it never skips, whatever ``on_error``.
+
+        Example:
+            >>> import os, tempfile
+            >>> from trivium.vision.corpus import build_detection_corpus
+            >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
+            >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json",
+            ...                    on_error="skip")
+            >>> ds.load_item(0)[1]["image_id"]
+            1
+            >>> os.remove(ds.item_path(0))
+            >>> ds.load_item(0)
+            Traceback (most recent call last):
+            ...
+            trivium.core.errors.PathNotFoundError: ...
+        """
         image_id = self.ids[index]
         image = self._load_image(image_id)
         height, width = image.shape[-2:]
@@ -296,9 +314,19 @@ class CocoDetection(SkipsUnreadable, Dataset):
         """
         if not isinstance(index, int):
             index = operator.index(index)
-        return self._get(index)
+        return self.get_item(index)
 
-    def _item_path(self, index: int) -> str:
+    def item_path(self, index: int) -> str:
+        """The image file of ``ids[index]`` (``root`` joined with its ``file_name``).
+
+        Example:
+            >>> import os, tempfile
+            >>> from trivium.vision.corpus import build_detection_corpus
+            >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
+            >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json")
+            >>> os.path.isfile(ds.item_path(0))
+            True
+        """
         return self._path(self.ids[index])
 
     def __repr__(self) -> str:

@@ -43,7 +43,7 @@ from torch.utils.data import Dataset
 
 from trivium.core import Compose
 from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesWarning, TriviumError
-from trivium.vision.datasets.skipping import SkipsUnreadable, with_path
+from trivium.core.skipping import SkipsUnreadable, with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.transforms.fused_decode import (
     DecodeCenterCrop,
@@ -323,7 +323,7 @@ class DatasetFolder(SkipsUnreadable, Dataset):
         self.classes = classes
         self.class_to_idx = class_to_idx
         self.targets = [s[1] for s in self.samples]
-        self._start_skipping(on_error, len(self.samples))
+        self.start_skipping(on_error, len(self.samples))
 
     @property
     def loader(self) -> Callable[[str], Any]:
@@ -395,9 +395,23 @@ class DatasetFolder(SkipsUnreadable, Dataset):
             >>> ImageFolder(root)[0][0].shape
             torch.Size([3, 2, 2])
         """
-        return self._get(index)
+        return self.get_item(index)
 
-    def _load(self, index: int) -> tuple[Any, Any]:
+    def load_item(self, index: int) -> tuple[Any, Any]:
+        """``(sample, target)`` number ``index``, or a ``trivium.core`` error naming its file.
+
+        The hook :meth:`__getitem__` calls: it never skips, whatever ``on_error``.
+
+        Example:
+            >>> import pathlib, tempfile
+            >>> root = pathlib.Path(tempfile.mkdtemp())
+            >>> (root / "a").mkdir()
+            >>> _ = (root / "a" / "1.png").write_bytes(b"not a png")
+            >>> ImageFolder(root, on_error="skip").load_item(0)
+            Traceback (most recent call last):
+            ...
+            trivium.core.errors.DecodeError: .../a/1.png: ...
+        """
         path, target = self.samples[index]
         try:
             sample = self.loader(path)
@@ -409,7 +423,17 @@ class DatasetFolder(SkipsUnreadable, Dataset):
             target = self.target_transform(target)
         return sample, target
 
-    def _item_path(self, index: int) -> str:
+    def item_path(self, index: int) -> str:
+        """The file of sample ``index`` (as ``samples`` holds it).
+
+        Example:
+            >>> import os, tempfile
+            >>> root = tempfile.mkdtemp()
+            >>> os.makedirs(os.path.join(root, "a"))
+            >>> open(os.path.join(root, "a", "1.png"), "wb").close()
+            >>> os.path.relpath(ImageFolder(root).item_path(0), root)
+            'a/1.png'
+        """
         return self.samples[index][0]
 
     def __len__(self) -> int:
