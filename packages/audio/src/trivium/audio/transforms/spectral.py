@@ -452,7 +452,7 @@ class GriffinLim(Transform):
             self.momentum,
             self.length,
             self.rand_init,
-            self._active_generator(),
+            self.active_generator(),
         )
 
 
