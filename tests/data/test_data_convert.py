@@ -140,6 +140,15 @@ def test_bad_image_raises_or_is_skipped(image_root: pathlib.Path, tmp_path: path
     assert "skipped 1 files" in str(summary) and "broken.jpg" in str(summary)
 
 
+def test_unknown_on_error_is_refused_before_writing(
+    image_root: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    for convert in (convert_image_folder, convert_audio_folder):
+        with pytest.raises(ValueError, match="on_error must be 'raise' or 'skip', got 'ignore'"):
+            convert(image_root, tmp_path / "out", on_error="ignore", progress_bar=False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_cli_image_folder(
     image_root: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -79,6 +79,23 @@ def test_ray_engine_writes_the_local_engines_rows(
         convert_folder(folder, tmp_path / "raise")
 
 
+def test_unknown_on_error_is_refused_before_ray_is_imported(
+    folder: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    code = (
+        "import sys; from trivium.data.ray import convert_folder\n"
+        f"try: convert_folder({str(folder)!r}, {str(tmp_path / 'out')!r}, on_error='ignore')\n"
+        "except ValueError as e: print(e)\n"
+        "print('ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "on_error must be 'raise' or 'skip', got 'ignore'",
+        "False",
+    ]
+    assert not (tmp_path / "out").exists()
+
+
 def test_cli_engine_ray(local_ray, folder: pathlib.Path, tmp_path: pathlib.Path) -> None:
     argv = ["convert", "image-folder", str(folder), str(tmp_path), "--on-error", "skip"]
     assert cli([*argv, "--engine", "ray"]) == 0

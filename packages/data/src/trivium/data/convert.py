@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from trivium.core.errors import DatasetError, DecodeError, PathNotFoundError, TriviumError
 from trivium.core.progress import progress
+from trivium.core.skipping import check_on_error
 from trivium.core.threads import parallel_map
 from trivium.data.writers import write_parquet
 
@@ -235,8 +236,7 @@ def _convert(
     on_error: str,
     progress_bar: bool | None,
 ) -> ConversionSummary:
-    if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    check_on_error(on_error)
     start = time.perf_counter()
     root = os.fspath(root)
     classes = find_classes(root)

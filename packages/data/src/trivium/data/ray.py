@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from trivium.core.errors import DatasetError, DecodeError
+from trivium.core.skipping import check_on_error
 from trivium.data import convert as local
 
 __all__ = ["DecodeAudio", "DecodeImages", "convert_folder", "read_shards", "write_shards"]
@@ -271,8 +272,7 @@ def convert_folder(
     """
     if kind not in ("images", "audio"):
         raise ValueError(f"kind must be 'images' or 'audio', got {kind!r}")
-    if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    check_on_error(on_error)
     ray = _ray()
     start = time.perf_counter()
     root = os.fspath(root)

@@ -21,14 +21,13 @@ from typing import Any, ClassVar, TypeVar
 from torch.utils.data import IterableDataset
 from torch.utils.data import default_collate as torch_default_collate
 
-__all__ = ["IterPipe", "register_op"]
+from trivium.core.skipping import check_on_error
 
-_ON_ERROR = ("raise", "skip")
+__all__ = ["IterPipe", "register_op"]
 
 
 def _check_on_error(on_error: str) -> str:
-    if on_error not in _ON_ERROR:
-        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    check_on_error(on_error)
     return on_error
 
 
