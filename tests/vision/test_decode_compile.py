@@ -9,6 +9,7 @@ honour must raise rather than vanish.
 from __future__ import annotations
 
 import ast
+import inspect
 import warnings
 import zlib
 from collections.abc import Callable
@@ -341,6 +342,16 @@ def test_sixteen_bit_png_without_dtype_raises_when_compiled() -> None:
             _compiled(lambda data, decode=decode: decode(data))(data)
     # 8-bit files need no dtype: uint8 in both modes.
     _same(_compiled(lambda data: decode_png(data))(_bytes(PNG_RGB)), decode_png(_bytes(PNG_RGB)))
+
+
+def test_twelve_bit_jpeg_hint_names_an_argument_that_exists() -> None:
+    # decode_jpeg has no dtype=: its hint sends the caller to decode_image's, which works.
+    data = encode_jpeg(torch.full((3, 8, 8), 2048 << 4, dtype=torch.uint16), quality=95)
+    assert "dtype" not in inspect.signature(decode_jpeg).parameters
+    with pytest.raises(TypeError, match=r"decode_image\(data, dtype=torch\.uint16\)"):
+        _compiled(lambda data: decode_jpeg(data))(data)
+    got = _compiled(lambda data: decode_image(data, dtype=torch.uint16))(data)
+    _same(got.contiguous(), decode_jpeg(data).contiguous())
 
 
 @pytest.mark.parametrize(

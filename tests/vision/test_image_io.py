@@ -32,8 +32,10 @@ from trivium.vision.io import (
     read_file,
     read_image,
     set_max_image_pixels,
+    sniff_format,
     write_file,
 )
+from trivium.vision.io.codec import find_format, formats
 
 PHOTO = JPEG_DIR / "tv-grace_hopper_517x606.jpg"
 
@@ -59,6 +61,34 @@ def test_decode_image_sniffs_jpeg_and_png() -> None:
         image = decode_image(read_file(path), ImageReadMode.RGB)
         np.testing.assert_array_equal(image.numpy(), pillow_array(path, "RGB"))
     assert torch.equal(decode_image(str(PHOTO)), read_image(PHOTO))
+
+
+@pytest.mark.parametrize("path", [PHOTO, PNG_DIR / "pil-hopper.png"], ids=lambda p: p.suffix)
+def test_registry_record_of_each_format_reads_and_decodes_its_files(path: Path) -> None:
+    # One record per format: sniffing, the header reader, the public decoder and its op
+    # all answer for the same file as Pillow does.
+    data = read_file(path)
+    record = find_format(bytes(data[:16].tolist()))
+    assert record.name == sniff_format(data) == Image.open(path).format.lower()
+    assert record in formats() and [f.name for f in formats()] == ["jpeg", "png"]
+    header = record.read_header(data.numpy())
+    assert (header["width"], header["height"]) == Image.open(path).size
+    want = pillow_array(path, "RGB")
+    np.testing.assert_array_equal(record.decoder(data, ImageReadMode.RGB).numpy(), want)
+    np.testing.assert_array_equal(record.op(data, int(ImageReadMode.RGB)).numpy(), want)
+    other = next(f for f in formats() if f is not record)
+    assert not other.matches(bytes(data[:16].tolist()))
+
+
+def test_unsupported_messages_name_the_registered_formats() -> None:
+    # The Python registry and the C++ one (trivium::decode_image) list the same formats.
+    for data, error in [(b"GIF89a" + bytes(20), UnsupportedFormatError), (b"x" * 20, DecodeError)]:
+        with pytest.raises(error) as python_side:
+            sniff_format(data, path="a.bin")
+        with pytest.raises(error) as op_side:
+            decode_image(data, path="a.bin")
+        assert str(python_side.value) == str(op_side.value)
+        assert "JPEG" in str(op_side.value) and "PNG" in str(op_side.value)
 
 
 @pytest.mark.parametrize("fmt", ["GIF", "BMP", "TIFF", "WEBP"])

@@ -224,11 +224,16 @@ def test_roi_in_every_mode_equals_cropping_the_full_decode(mode: ImageReadMode) 
         assert torch.equal(region, full[:, top : top + height, left : left + width]), (top, left)
 
 
-def test_roi_outside_the_image_raises() -> None:
-    data = read_file(PHOTO)
+def test_roi_outside_the_image_is_a_value_error_not_a_decode_error() -> None:
+    data = read_file(PHOTO)  # 517 x 606
     for roi in [(0, 0, 607, 10), (-1, 0, 5, 5), (0, 0, 0, 5), (600, 510, 7, 8)]:
-        with pytest.raises(DecodeError, match="outside"):
-            decode_jpeg(data, roi=roi)
+        for decode in (decode_jpeg, torch.ops.trivium.decode_jpeg):
+            with pytest.raises(ValueError, match=r"^decode_jpeg: roi .* outside the 517x606") as e:
+                decode(data, roi=roi)
+            assert not isinstance(e.value, DecodeError), roi
+    # The bytes are not to blame: the same call on a damaged file still names the file.
+    with pytest.raises(DecodeError, match=r"^cut\.jpg: "):
+        decode_jpeg(data[:300], roi=(0, 0, 5, 5), path="cut.jpg")
 
 
 def test_min_size_with_roi_covers_the_region() -> None:

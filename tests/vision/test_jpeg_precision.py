@@ -11,6 +11,7 @@ decodes. A lossless decode must give the source pixels back exactly. Pillow deco
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import warnings
 from pathlib import Path
@@ -31,8 +32,12 @@ from trivium.vision.io import (
     image_info,
     read_file,
 )
-from trivium.vision.transforms import ToDtype
-from trivium.vision.transforms.fused_decode import DecodeResize
+from trivium.vision.transforms import CenterCrop, RandomResizedCrop, Resize, ToDtype
+from trivium.vision.transforms.fused_decode import (
+    DecodeCenterCrop,
+    DecodeRandomResizedCrop,
+    DecodeResize,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "packages" / "vision" / "build" / "libjpeg-turbo" / "bin"
@@ -307,3 +312,32 @@ def test_fused_decode_treats_12_bit_jpeg_as_16_bit_png() -> None:
     data = encode_jpeg(image, quality=95)
     with pytest.raises(TypeError, match="uint16"):
         DecodeResize(8)(data)
+
+
+@needs_tools
+@pytest.mark.parametrize("bits", [8, 16])
+def test_fused_decode_of_lossless_jpeg_is_decode_then_transform(tmp_path: Path, bits: int) -> None:
+    # Lossless JPEG has no DCT to scale or crop by: the fused transforms decode it in
+    # full and resize or crop, exactly as decode_jpeg followed by the transform does.
+    pixels = known_pixels(40, 48, 3, bits)
+    data = cjpeg(tmp_path, pixels, bits, "-lossless", "1", "-precision", str(bits))
+    full = decode_jpeg(data, mode=ImageReadMode.RGB)
+    seeded = torch.Generator().manual_seed
+    pairs = [
+        (lambda: DecodeResize(20), lambda: Resize(20)),
+        (lambda: DecodeCenterCrop(16), lambda: CenterCrop(16)),
+        (
+            lambda: DecodeRandomResizedCrop(12, generator=seeded(3)),
+            lambda: RandomResizedCrop(12, generator=seeded(3)),
+        ),
+    ]
+    for fused, unfused in pairs:
+        assert not fused().plan(data).fused
+        try:
+            want = unfused()(full)
+        except TypeError as e:  # resize refuses uint16: so must the fused transform
+            with pytest.raises(TypeError, match=re.escape(str(e).split(": ", 1)[1])):
+                fused()(data)
+            continue
+        got = fused()(data)
+        assert got.dtype == want.dtype and torch.equal(got, want), type(fused()).__name__

@@ -12,7 +12,22 @@ namespace trivium {
 // Same values as trivium.vision.io.ImageReadMode.
 enum class ReadMode : int { Unchanged = 0, Gray = 1, GrayAlpha = 2, RGB = 3, RGBA = 4 };
 
-enum class ErrorKind : int { None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 3 };
+// Corrupt: damaged data; Unsupported: valid data in a format or feature not decoded;
+// TooLarge: over the pixel limit; BadArgument: an argument the image refuses (a roi
+// outside it), which the bindings raise as a plain ValueError, not a decode error.
+enum class ErrorKind : int { None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 3, BadArgument = 4 };
+
+// Every decoder has this shape (JpegDecoder, PngDecoder), so that one template in the
+// bindings (module.cpp, torch_ops.cpp) serves them all:
+//
+//     Decoder(const uint8_t* data, size_t size, Diagnostics* diag);
+//     bool read_header(ImageHeader* header);
+//     bool prepare(ReadMode mode, /* format options, */ int64_t max_pixels, OutputShape* shape);
+//     bool decode(uint8_t* dst, /* row stride, */ bool strict);
+//
+// `strict` means the same in every decoder: damage that loses pixels fails the
+// decode; without it the damage is recorded in Diagnostics (corrupt, warnings) and
+// the pixels decoded are kept. Each returns false after Diagnostics::fail.
 
 // What a header says, before any pixel is decoded.
 struct ImageHeader {

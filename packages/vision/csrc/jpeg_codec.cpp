@@ -51,13 +51,13 @@ void on_message(j_common_ptr cinfo, int level) {
     cinfo->err->num_warnings++;
     const bool loses_data = warning_loses_data(cinfo->err->msg_code);
     // Damaged data can raise a warning every few bytes: format only the ones kept.
-    if (err->diag->warnings.size() >= Diagnostics::kMaxWarnings && !err->stop_on_damage) {
+    if (err->diag->warnings.size() >= Diagnostics::kMaxWarnings && !err->strict) {
         err->diag->corrupt = err->diag->corrupt || loses_data;
         return;
     }
     char buffer[JMSG_LENGTH_MAX];
     (*cinfo->err->format_message)(cinfo, buffer);
-    if (loses_data && err->stop_on_damage) {
+    if (loses_data && err->strict) {
         // Strict decoding: fail at the first damage instead of decoding the rest.
         err->diag->fail(ErrorKind::Corrupt, std::string("corrupt image data (") + buffer + ")");
         std::longjmp(err->jump, 1);
@@ -266,7 +266,7 @@ bool JpegDecoder::prepare(ReadMode mode, int scale_num, const Roi* roi, int64_t 
         // overflow into a box that passes.
         if (roi->top < 0 || roi->left < 0 || roi->height <= 0 || roi->width <= 0 ||
             roi->top > H - roi->height || roi->left > W - roi->width) {
-            return diag_->fail(ErrorKind::Corrupt, "roi (top=" + std::to_string(roi->top) +
+            return diag_->fail(ErrorKind::BadArgument, "roi (top=" + std::to_string(roi->top) +
                                                        ", left=" + std::to_string(roi->left) +
                                                        ", height=" + std::to_string(roi->height) +
                                                        ", width=" + std::to_string(roi->width) +
@@ -342,8 +342,8 @@ void JpegDecoder::finish_decode() {
     }
 }
 
-bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage) {
-    err_.stop_on_damage = stop_on_damage;
+bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool strict) {
+    err_.strict = strict;
     if (setjmp(err_.jump)) return false;
 #if TRIVIUM_JPEG_WIDE
     if (lossless_ || precision_ != 8) {

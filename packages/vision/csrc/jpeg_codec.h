@@ -40,15 +40,15 @@ public:
                  OutputShape* shape);
     // Writes shape.height rows of shape.width * shape.channels samples, `row_stride`
     // bytes apart: uint8 for 8-bit JPEGs, else uint16 (see decode_wide).
-    // With `stop_on_damage`, the first damage that loses pixels fails the decode;
-    // otherwise it is recorded in the diagnostics and decoding goes on.
-    bool decode(uint8_t* dst, ptrdiff_t row_stride, bool stop_on_damage);
+    // With `strict`, the first damage that loses pixels fails the decode; otherwise
+    // it is recorded in the diagnostics and decoding goes on (see codec.h).
+    bool decode(uint8_t* dst, ptrdiff_t row_stride, bool strict);
 
     struct ErrorManager {
         jpeg_error_mgr pub;
         std::jmp_buf jump;
         Diagnostics* diag;
-        bool stop_on_damage = false;
+        bool strict = false;
     };
 
 private:

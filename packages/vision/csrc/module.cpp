@@ -1,9 +1,10 @@
 // pybind11 bindings of the codecs: trivium.vision._C.
 //
-// Every function takes any contiguous byte buffer (bytes, bytearray, memoryview,
-// a NumPy array) and returns NumPy arrays; the Python layer wraps them with
-// torch.from_numpy. The GIL is released around all codec work and only taken
-// back to allocate the output array.
+// What Python reads through _C rather than the torch operators (torch_ops.cpp): each
+// codec's header (`<format>_info`) and the scaled region decode of JPEG the fused
+// Decode* transforms use. Every function takes any contiguous byte buffer (bytes,
+// bytearray, memoryview, a NumPy array) and returns NumPy arrays or dicts. The GIL is
+// released around all codec work and only taken back to allocate the output array.
 #include <optional>
 
 #include <pybind11/numpy.h>
@@ -34,6 +35,7 @@ struct TooLargeFailure : std::runtime_error {
     switch (diag.error) {
         case ErrorKind::Unsupported: throw UnsupportedFailure(diag.message);
         case ErrorKind::TooLarge: throw TooLargeFailure(diag.message);
+        case ErrorKind::BadArgument: throw py::value_error(diag.message);
         default: throw DecodeFailure(diag.message);
     }
 }
@@ -101,7 +103,9 @@ ReadMode read_mode(int mode) {
     return static_cast<ReadMode>(mode);
 }
 
-// The header of a JPEG or PNG, read without decoding pixels.
+// The bindings of every codec (codec.h's Decoder shape), one template each.
+
+// `<format>_info(data)`: the header, read without decoding pixels.
 template <typename Decoder>
 py::dict header_info(const py::buffer& data) {
     ByteView view = view_bytes(data);
@@ -117,111 +121,54 @@ py::dict header_info(const py::buffer& data) {
     return header_dict(header);
 }
 
+// A decode into a NumPy array: `prepare(decoder, &shape)` fixes the output with the
+// format's own options, the array is allocated (GIL held: `out` may be a Python
+// allocator), then `write(decoder, dst, shape)` decodes into it. Returns (array,
+// warnings, corrupt).
+template <typename Decoder, typename Prepare, typename Write>
+py::tuple decode_array(const py::buffer& data, const std::optional<py::object>& out,
+                       Prepare prepare, Write write) {
+    ByteView view = view_bytes(data);
+    Diagnostics diag;
+    Decoder decoder(view.data(), view.size(), &diag);
+    OutputShape shape;
+    bool ok;
+    {
+        py::gil_scoped_release release;
+        ok = prepare(decoder, &shape);
+    }
+    if (!ok) raise(diag);
+    py::array image = output_array(shape, out);
+    uint8_t* dst = static_cast<uint8_t*>(image.mutable_data());
+    {
+        py::gil_scoped_release release;
+        ok = write(decoder, dst, shape);
+    }
+    if (!ok) raise(diag);
+    return result(image, diag);
+}
+
+template <typename Decoder>
+void bind_codec(py::module_& m, const std::string& format) {
+    m.def((format + "_info").c_str(), &header_info<Decoder>, py::arg("data"));
+}
+
+// JPEG at a DCT scale of scale_num/8, optionally of a region (the fused Decode* transforms).
 py::tuple py_decode_jpeg(const py::buffer& data, int mode, int scale_num,
                          std::optional<std::tuple<int64_t, int64_t, int64_t, int64_t>> roi,
                          bool strict, int64_t max_pixels, std::optional<py::object> out) {
     if (scale_num < 1 || scale_num > 8) throw py::value_error("scale_num must be in 1..8");
-    ByteView view = view_bytes(data);
     const ReadMode read = read_mode(mode);
     Roi box;
     if (roi) box = Roi{std::get<0>(*roi), std::get<1>(*roi), std::get<2>(*roi), std::get<3>(*roi)};
-    Diagnostics diag;
-    JpegDecoder decoder(view.data(), view.size(), &diag);
-    OutputShape shape;
-    bool ok;
-    {
-        py::gil_scoped_release release;
-        ok = decoder.prepare(read, scale_num, roi ? &box : nullptr, max_pixels, &shape);
-    }
-    if (!ok) raise(diag);
-    py::array image = output_array(shape, out);
-    uint8_t* dst = static_cast<uint8_t*>(image.mutable_data());
-    const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels * shape.bytes_per_sample;
-    {
-        py::gil_scoped_release release;
-        ok = decoder.decode(dst, stride, strict);
-    }
-    if (!ok) raise(diag);
-    return result(image, diag);
-}
-
-py::array_t<uint8_t> to_numpy(const std::vector<uint8_t>& bytes) {
-    py::array_t<uint8_t> arr(static_cast<py::ssize_t>(bytes.size()));
-    std::memcpy(arr.mutable_data(), bytes.data(), bytes.size());
-    return arr;
-}
-
-void check_hwc(const py::array& image, const char* what) {
-    if (image.ndim() != 3) throw py::value_error(std::string(what) + " expects an (H, W, C) array");
-    if (!(image.flags() & py::array::c_style)) {
-        throw py::value_error(std::string(what) + " expects a C-contiguous array");
-    }
-}
-
-// uint8 samples give an 8-bit JPEG, uint16 a 12-bit one (the top 12 bits of each).
-py::array_t<uint8_t> py_encode_jpeg(const py::array& image, int quality,
-                                 int subsampling, bool progressive, bool optimize) {
-    check_hwc(image, "encode_jpeg");
-    JpegEncodeOptions options{quality, subsampling, progressive, optimize};
-    if (image.dtype().is(py::dtype::of<uint16_t>())) {
-        options.precision = 12;
-    } else if (!image.dtype().is(py::dtype::of<uint8_t>())) {
-        throw py::value_error("encode_jpeg expects uint8 or uint16 samples");
-    }
-    const int h = int(image.shape(0)), w = int(image.shape(1)), c = int(image.shape(2));
-    const void* pixels = image.data();
-    std::vector<uint8_t> bytes;
-    Diagnostics diag;
-    bool ok;
-    {
-        py::gil_scoped_release release;
-        ok = encode_jpeg(pixels, h, w, c, ptrdiff_t(w) * c * image.itemsize(), options, &bytes,
-                         &diag);
-    }
-    if (!ok) throw py::value_error(diag.message);
-    return to_numpy(bytes);
-}
-
-py::tuple py_decode_png(const py::buffer& data, int mode, bool stop_at_damage, int64_t max_pixels,
-                     std::optional<py::object> out) {
-    ByteView view = view_bytes(data);
-    const ReadMode read = read_mode(mode);
-    Diagnostics diag;
-    PngDecoder decoder(view.data(), view.size(), &diag);
-    OutputShape shape;
-    bool ok;
-    {
-        py::gil_scoped_release release;
-        ok = decoder.prepare(read, max_pixels, &shape);
-    }
-    if (!ok) raise(diag);
-    py::array image = output_array(shape, out);
-    uint8_t* dst = static_cast<uint8_t*>(image.mutable_data());
-    {
-        py::gil_scoped_release release;
-        ok = decoder.decode(dst, stop_at_damage);
-    }
-    if (!ok) raise(diag);
-    return result(image, diag);
-}
-
-py::array_t<uint8_t> py_encode_png(const py::array& image, int compression_level) {
-    check_hwc(image, "encode_png");
-    int bit_depth = 0;
-    if (image.dtype().is(py::dtype::of<uint8_t>())) bit_depth = 8;
-    if (image.dtype().is(py::dtype::of<uint16_t>())) bit_depth = 16;
-    if (bit_depth == 0) throw py::value_error("encode_png expects uint8 or uint16 samples");
-    const int h = int(image.shape(0)), w = int(image.shape(1)), c = int(image.shape(2));
-    const void* pixels = image.data();
-    std::vector<uint8_t> bytes;
-    Diagnostics diag;
-    bool ok;
-    {
-        py::gil_scoped_release release;
-        ok = encode_png(pixels, h, w, c, bit_depth, compression_level, &bytes, &diag);
-    }
-    if (!ok) throw py::value_error(diag.message);
-    return to_numpy(bytes);
+    auto prepare = [&](JpegDecoder& decoder, OutputShape* shape) {
+        return decoder.prepare(read, scale_num, roi ? &box : nullptr, max_pixels, shape);
+    };
+    auto write = [&](JpegDecoder& decoder, uint8_t* dst, const OutputShape& shape) {
+        const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels * shape.bytes_per_sample;
+        return decoder.decode(dst, stride, strict);
+    };
+    return decode_array<JpegDecoder>(data, out, prepare, write);
 }
 
 // Greedy NMS (nms.h): boxes float32/float64 [N, 4], order int64 [N] (a permutation,
@@ -278,15 +225,11 @@ PYBIND11_MODULE(_C, m) {
     py::register_exception<UnsupportedFailure>(m, "UnsupportedFailure", base.ptr());
     py::register_exception<TooLargeFailure>(m, "TooLargeFailure", base.ptr());
 
-    m.def("jpeg_info", &header_info<JpegDecoder>, py::arg("data"));
+    // Each codec's header reader (trivium.vision.io's format registry reads these).
+    bind_codec<JpegDecoder>(m, "jpeg");
+    bind_codec<PngDecoder>(m, "png");
     m.def("decode_jpeg", &py_decode_jpeg, py::arg("data"), py::arg("mode"), py::arg("scale_num"),
           py::arg("roi"), py::arg("strict"), py::arg("max_pixels"), py::arg("out") = py::none());
-    m.def("encode_jpeg", &py_encode_jpeg, py::arg("image"), py::arg("quality"), py::arg("subsampling"),
-          py::arg("progressive"), py::arg("optimize"));
-    m.def("png_info", &header_info<PngDecoder>, py::arg("data"));
-    m.def("decode_png", &py_decode_png, py::arg("data"), py::arg("mode"), py::arg("stop_at_damage"),
-          py::arg("max_pixels"), py::arg("out") = py::none());
-    m.def("encode_png", &py_encode_png, py::arg("image"), py::arg("compression_level"));
     register_resample(m);
     m.def("nms", &py_nms, py::arg("boxes"), py::arg("order"), py::arg("iou_threshold"),
           py::arg("classes") = py::none(), py::arg("ascending") = false);

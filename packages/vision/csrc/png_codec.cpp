@@ -215,7 +215,8 @@ void PngDecoder::convert(const uint8_t* src, uint8_t* dst) const {
     }
 }
 
-bool PngDecoder::decode(uint8_t* dst, bool stop_at_damage) {
+bool PngDecoder::decode(uint8_t* dst, bool strict) {
+    const bool stop_at_damage = !strict;  // lenient: keep the rows decoded before the damage
     const size_t bps = size_t(shape_.bytes_per_sample);
     const size_t out_bytes = size_t(shape_.height) * shape_.width * shape_.channels * bps;
     if (stop_at_damage) std::memset(dst, 0, out_bytes);  // rows never reached read as zero

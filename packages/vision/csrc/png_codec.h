@@ -19,9 +19,10 @@ public:
     bool read_header(ImageHeader* header);
     bool prepare(ReadMode mode, int64_t max_pixels, OutputShape* shape);
     // Decodes into a contiguous buffer of shape.height*shape.width*shape.channels
-    // samples. With `stop_at_damage`, damaged image data ends the decode early
-    // (rows not reached stay as they were) and is reported as a warning.
-    bool decode(uint8_t* dst, bool stop_at_damage);
+    // samples. With `strict`, damaged image data fails the decode; otherwise it
+    // ends the decode early (rows not reached read as zero) and is reported as a
+    // warning (see codec.h).
+    bool decode(uint8_t* dst, bool strict);
 
 private:
     enum class Conversion { None, DropAlpha, ToLuma, ToLumaAlpha };

@@ -49,8 +49,11 @@ std::string prefix(const std::optional<c10::string_view>& path) {
     return path ? std::string(*path) + ": " : std::string();
 }
 
-[[noreturn]] void fail(const Diagnostics& diag, const std::string& where) {
+// A codec's failure: data errors name the input (`where`), argument errors (a roi
+// outside the image) name the function, as every other argument error here does.
+[[noreturn]] void fail(const Diagnostics& diag, const std::string& where, const char* func) {
     if (diag.error == ErrorKind::Unsupported) TORCH_CHECK_NOT_IMPLEMENTED(false, where + diag.message);
+    TORCH_CHECK_VALUE(diag.error != ErrorKind::BadArgument, func, ": ", diag.message);
     TORCH_CHECK_VALUE(false, where + diag.message);
 }
 
@@ -160,9 +163,13 @@ at::Tensor output_for(const OutputShape& shape, const std::optional<at::Tensor>&
 void check_output_dtype(const OutputShape& shape, const std::optional<at::ScalarType>& dtype,
                         const char* func) {
     if (dtype || shape.bytes_per_sample == 1 || python_call.eager) return;
+    // decode_jpeg has no dtype argument: decode_image (which sniffs the same JPEG) has.
+    const std::string fix = std::string(func) == "decode_jpeg"
+                                ? "decode it with decode_image(data, dtype=torch.uint16)"
+                                : "pass dtype= (e.g. dtype=torch.uint16)";
     TORCH_CHECK_TYPE(false, func,
                      ": this image decodes to torch.uint16, and inside torch.compile the output "
-                     "dtype must be known before decoding: pass dtype= (e.g. dtype=torch.uint16)");
+                     "dtype must be known before decoding: ", fix);
 }
 
 at::Tensor apply_orientation(const at::Tensor& image, int64_t orientation) {
@@ -195,12 +202,30 @@ at::Tensor convert_dtype(const at::Tensor& image, const std::optional<at::Scalar
 }
 
 template <typename Decoder>
-ImageHeader read_header(const Bytes& bytes, const std::string& where) {
+ImageHeader read_header(const Bytes& bytes, const std::string& where, const char* func) {
     Diagnostics diag;
     Decoder decoder(bytes.data, bytes.size, &diag);
     ImageHeader header;
-    if (!decoder.read_header(&header)) fail(diag, where);
+    if (!decoder.read_header(&header)) fail(diag, where, func);
     return header;
+}
+
+// Decodes with any codec (codec.h's Decoder shape) into a new tensor or `out`:
+// `prepare(decoder, &shape)` fixes the output with the format's own options, then
+// `write(decoder, dst, shape)` writes the pixels. Damage raises (strict) or warns.
+template <typename Decoder, typename Prepare, typename Write>
+at::Tensor decode_with(const Bytes& bytes, const std::optional<at::ScalarType>& dtype, bool strict,
+                       const std::optional<at::Tensor>& out, const std::string& where,
+                       const char* func, Prepare prepare, Write write) {
+    Diagnostics diag;
+    Decoder decoder(bytes.data, bytes.size, &diag);
+    OutputShape shape;
+    if (!prepare(decoder, &shape)) fail(diag, where, func);
+    check_output_dtype(shape, dtype, func);
+    at::Tensor image = output_for(shape, out);
+    if (!write(decoder, static_cast<uint8_t*>(image.data_ptr()), shape)) fail(diag, where, func);
+    check_damage(diag, strict, where);
+    return image;
 }
 
 // The numerator M of a supported JPEG scale M/8.
@@ -248,29 +273,29 @@ at::Tensor decode_jpeg_impl(const at::Tensor& data, const JpegArgs& a,
         box = Roi{(*a.roi)[0], (*a.roi)[1], (*a.roi)[2], (*a.roi)[3]};
     }
     ImageHeader header;
-    if (a.min_size || a.apply_exif_orientation) header = read_header<JpegDecoder>(bytes, where);
+    if (a.min_size || a.apply_exif_orientation) header = read_header<JpegDecoder>(bytes, where, func);
     int eighths = a.scale ? scale_to_eighths(*a.scale) : 8;
     if (a.min_size) {
         const int64_t h = a.roi ? box.height : header.height, w = a.roi ? box.width : header.width;
         // Lossless JPEG has no DCT scaling; its full size covers any min_size.
         eighths = header.lossless ? 8 : eighths_for_min_size(h, w, *a.min_size);
     }
-    Diagnostics diag;
-    JpegDecoder decoder(bytes.data, bytes.size, &diag);
-    OutputShape shape;
-    if (!decoder.prepare(mode, eighths, a.roi ? &box : nullptr, pixel_limit(a.max_pixels), &shape)) {
-        fail(diag, where);
-    }
-    check_output_dtype(shape, dtype, func);
-    at::Tensor image = output_for(shape, a.apply_exif_orientation || dtype ? std::nullopt : out);
-    const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels * shape.bytes_per_sample;
-    if (!decoder.decode(static_cast<uint8_t*>(image.data_ptr()), stride, a.strict)) fail(diag, where);
-    check_damage(diag, a.strict, where);
+    auto prepare = [&](JpegDecoder& decoder, OutputShape* shape) {
+        return decoder.prepare(mode, eighths, a.roi ? &box : nullptr, pixel_limit(a.max_pixels), shape);
+    };
+    auto write = [&](JpegDecoder& decoder, uint8_t* dst, const OutputShape& shape) {
+        const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels * shape.bytes_per_sample;
+        return decoder.decode(dst, stride, a.strict);
+    };
+    at::Tensor image = decode_with<JpegDecoder>(bytes, dtype, a.strict,
+                                                a.apply_exif_orientation || dtype ? std::nullopt : out,
+                                                where, func, prepare, write);
     if (a.apply_exif_orientation) image = apply_orientation(image, header.orientation);
     return output_layout(convert_dtype(image, dtype));
 }
 
-struct PngArgs {
+// The arguments decode_image gives every format (decode_png takes just these).
+struct ImageArgs {
     int64_t mode;
     bool apply_exif_orientation;
     std::optional<at::ScalarType> dtype;
@@ -278,43 +303,81 @@ struct PngArgs {
     int64_t max_pixels;
 };
 
-at::Tensor decode_png_impl(const at::Tensor& data, const PngArgs& a, const std::string& where,
+at::Tensor decode_png_impl(const at::Tensor& data, const ImageArgs& a, const std::string& where,
                            const std::optional<at::Tensor>& out, const char* func) {
     const Bytes bytes = encoded_bytes(data, func);
     const ReadMode mode = read_mode(a.mode, func);
-    Diagnostics diag;
-    PngDecoder decoder(bytes.data, bytes.size, &diag);
-    OutputShape shape;
-    if (!decoder.prepare(mode, pixel_limit(a.max_pixels), &shape)) fail(diag, where);
-    check_output_dtype(shape, a.dtype, func);
-    at::Tensor image = output_for(shape, a.apply_exif_orientation || a.dtype ? std::nullopt : out);
-    if (!decoder.decode(static_cast<uint8_t*>(image.data_ptr()), !a.strict)) fail(diag, where);
+    auto prepare = [&](PngDecoder& decoder, OutputShape* shape) {
+        return decoder.prepare(mode, pixel_limit(a.max_pixels), shape);
+    };
+    auto write = [&](PngDecoder& decoder, uint8_t* dst, const OutputShape&) {
+        return decoder.decode(dst, a.strict);
+    };
+    at::Tensor image = decode_with<PngDecoder>(bytes, a.dtype, a.strict,
+                                               a.apply_exif_orientation || a.dtype ? std::nullopt : out,
+                                               where, func, prepare, write);
     const int orientation =
-        a.apply_exif_orientation ? read_header<PngDecoder>(bytes, where).orientation : 0;
-    check_damage(diag, a.strict, where);
+        a.apply_exif_orientation ? read_header<PngDecoder>(bytes, where, func).orientation : 0;
     image = convert_dtype(image, a.dtype);
     return output_layout(apply_orientation(image, orientation));
 }
 
-// "jpeg" or "png" from the first bytes; anything else raises.
-std::string sniff(const Bytes& b, const std::string& where) {
+// decode_image of each format: its decode with decode_image's arguments.
+at::Tensor decode_jpeg_image(const at::Tensor& data, const ImageArgs& a, const std::string& where) {
+    const JpegArgs j{a.mode, a.apply_exif_orientation, std::nullopt, std::nullopt, std::nullopt,
+                     a.strict, a.max_pixels};
+    return decode_jpeg_impl(data, j, a.dtype, where, std::nullopt, "decode_image");
+}
+
+at::Tensor decode_png_image(const at::Tensor& data, const ImageArgs& a, const std::string& where) {
+    return decode_png_impl(data, a, where, std::nullopt, "decode_image");
+}
+
+// One record per format decode_image reads: its name, signature and decode. The same
+// formats, in the same order, as trivium.vision.io.codec's registry (FORMATS).
+struct ImageFormat {
+    const char* name;
+    const char* signature;
+    size_t signature_size;
+    at::Tensor (*decode)(const at::Tensor&, const ImageArgs&, const std::string&);
+};
+constexpr ImageFormat kFormats[] = {
+    {"JPEG", "\xff\xd8\xff", 3, decode_jpeg_image},
+    {"PNG", "\x89PNG\r\n\x1a\n", 8, decode_png_image},
+};
+
+// The formats' names joined as "JPEG and PNG" (`word` "and") or "JPEG or PNG".
+std::string format_names(const char* word) {
+    std::string names;
+    const size_t n = sizeof(kFormats) / sizeof(kFormats[0]);
+    for (size_t i = 0; i < n; ++i) {
+        names += i == 0 ? "" : (i + 1 == n ? std::string(" ") + word + " " : ", ");
+        names += kFormats[i].name;
+    }
+    return names;
+}
+
+// The format of `b` from its first bytes; anything else raises, naming what it is.
+const ImageFormat& sniff(const Bytes& b, const std::string& where) {
     auto starts = [&](const char* sig, size_t n, size_t at = 0) {
         return b.size >= at + n && std::memcmp(b.data + at, sig, n) == 0;
     };
-    if (starts("\xff\xd8\xff", 3)) return "jpeg";
-    if (starts("\x89PNG\r\n\x1a\n", 8)) return "png";
+    for (const ImageFormat& format : kFormats) {
+        if (starts(format.signature, format.signature_size)) return format;
+    }
     TORCH_CHECK_VALUE(b.size > 0, where, "empty input (0 bytes)");
-    TORCH_CHECK_NOT_IMPLEMENTED(!(starts("RIFF", 4) && starts("WEBP", 4, 8)), where,
-                                "WebP images are not supported (JPEG and PNG are)");
+    const std::string supported = " images are not supported (" + format_names("and") + " are)";
+    TORCH_CHECK_NOT_IMPLEMENTED(!(starts("RIFF", 4) && starts("WEBP", 4, 8)), where, "WebP",
+                                supported);
     const std::pair<const char*, const char*> others[] = {
         {"GIF87a", "GIF"}, {"GIF89a", "GIF"}, {"BM", "BMP"}, {"II*", "TIFF"}, {"MM\0*", "TIFF"},
         {"\0\0\1\0", "ICO"}};
     const size_t lengths[] = {6, 6, 2, 4, 4, 4};
     for (size_t i = 0; i < 6; ++i) {
         TORCH_CHECK_NOT_IMPLEMENTED(!starts(others[i].first, lengths[i]), where, others[i].second,
-                                    " images are not supported (JPEG and PNG are)");
+                                    supported);
     }
-    TORCH_CHECK_VALUE(false, where, "not a JPEG or PNG image (unknown signature)");
+    TORCH_CHECK_VALUE(false, where, "not a ", format_names("or"), " image (unknown signature)");
 }
 
 // ---- The operators ----
@@ -349,14 +412,14 @@ at::Tensor& decode_jpeg_out(const at::Tensor& data, int64_t mode, bool apply_exi
 at::Tensor decode_png_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
                          std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
                          std::optional<c10::string_view> path) {
-    const PngArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+    const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
     return decode_png_impl(data, a, prefix(path), std::nullopt, "decode_png");
 }
 
 at::Tensor& decode_png_out(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
                            std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
                            std::optional<c10::string_view> path, at::Tensor& out) {
-    const PngArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+    const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
     return finish_out(decode_png_impl(data, a, prefix(path), out, "decode_png"), out);
 }
 
@@ -364,13 +427,9 @@ at::Tensor decode_image_op(const at::Tensor& data, int64_t mode, bool apply_exif
                            std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
                            std::optional<c10::string_view> path) {
     const std::string where = prefix(path);
-    if (sniff(encoded_bytes(data, "decode_image"), where) == "png") {
-        const PngArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
-        return decode_png_impl(data, a, where, std::nullopt, "decode_image");
-    }
-    const JpegArgs a{mode, apply_exif_orientation, std::nullopt, std::nullopt, std::nullopt,
-                     strict, max_pixels};
-    return decode_jpeg_impl(data, a, dtype, where, std::nullopt, "decode_image");
+    const ImageFormat& format = sniff(encoded_bytes(data, "decode_image"), where);
+    return format.decode(data, ImageArgs{mode, apply_exif_orientation, dtype, strict, max_pixels},
+                         where);
 }
 
 // A [C, H, W] image as contiguous [H, W, C] samples, checked.

@@ -18,9 +18,10 @@ from trivium.vision.io.codec import (
     ImageReadMode,
     get_max_image_pixels,
     set_max_image_pixels,
+    sniff_format,
 )
 from trivium.vision.io.file import read_file, write_file
-from trivium.vision.io.image import decode_image, image_info, read_image, sniff_format
+from trivium.vision.io.image import decode_image, image_info, read_image
 from trivium.vision.io.jpeg import SUPPORTED_SCALES, decode_jpeg, encode_jpeg, write_jpeg
 from trivium.vision.io.orientation import apply_exif_orientation
 from trivium.vision.io.png import decode_png, encode_png, write_png

@@ -1,10 +1,17 @@
-"""What the JPEG and PNG codecs share: read modes, header info, the pixel limit,
-input coercion and the translation of native failures into Trivium errors.
+"""What every image codec shares: read modes, header info, the pixel limit, input
+normalisation, the format registry, batch decode and native errors.
+
+Each format (``jpeg.py``, ``png.py``) registers one :class:`ImageFormat` record with
+:func:`register_format`: its signature, header reader, public decoder and custom op.
+:func:`sniff_format` and ``image_info`` loop over the records; the design notes
+("Adding an image format") list the steps of adding one.
 
 Example:
     >>> from trivium.vision.io import ImageReadMode, get_max_image_pixels
     >>> int(ImageReadMode.RGB), get_max_image_pixels() > 0
     (3, True)
+    >>> [f.name for f in formats()]
+    ['jpeg', 'png']
 """
 
 from __future__ import annotations
@@ -19,7 +26,6 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import torch
-from torch._subclasses.fake_tensor import is_fake
 
 from trivium.core.errors import (
     DecodeError,
@@ -28,6 +34,7 @@ from trivium.core.errors import (
     EncodeError,
     UnsupportedFormatError,
 )
+from trivium.core.sources import as_bytes_buffer, as_bytes_tensor
 from trivium.core.threads import parallel_map
 from trivium.vision import _C
 
@@ -154,23 +161,99 @@ def native_max_pixels(max_pixels: int) -> int:
 
 
 def as_buffer(data: EncodedData, func: str) -> Buffer:
-    """A contiguous byte buffer over `data` without copying where possible."""
-    if isinstance(data, torch.Tensor):
-        if data.dtype != torch.uint8 or data.dim() != 1:
-            raise TypeError(
-                f"{func}: expected a 1-D uint8 tensor of encoded bytes, "
-                f"got {data.dtype} of shape {tuple(data.shape)}"
-            )
-        if type(data) is not torch.Tensor and is_fake(data):
-            # Reaching here with a fake tensor means the custom op's fake kernel was
-            # bypassed; reading its storage would crash.
-            raise TypeError(f"{func}: cannot decode a fake tensor; call it inside torch.compile")
-        return data.detach().cpu().contiguous().numpy()
-    if isinstance(data, bytes | bytearray | memoryview):
-        return data
-    if isinstance(data, np.ndarray):
-        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    raise TypeError(f"{func}: expected encoded bytes (tensor, bytes or array), got {type(data)!r}")
+    """A contiguous byte buffer over ``data``, without copying where possible.
+
+    Accepts a 1-D uint8 tensor, ``bytes``, ``bytearray``, ``memoryview`` or a NumPy
+    array; anything else is a ``TypeError`` naming ``func``. Empty input passes (the
+    decoders report it, naming the file).
+
+    Example:
+        >>> as_buffer(b"\\xff\\xd8", "decode_jpeg")
+        b'\\xff\\xd8'
+    """
+    return as_bytes_buffer(data, func, allow_empty=True)
+
+
+def as_tensor(data: EncodedData, func: str) -> torch.Tensor:
+    """Encoded bytes as the custom ops take them: a contiguous 1-D uint8 CPU tensor.
+
+    Example:
+        >>> as_tensor(b"\\xff\\xd8", "decode_jpeg")
+        tensor([255, 216], dtype=torch.uint8)
+    """
+    return as_bytes_tensor(data, func, allow_empty=True)
+
+
+# ---- The format registry ----
+
+
+@dataclass(frozen=True)
+class ImageFormat:
+    """One image format: how to recognise it, read its header and decode it.
+
+    - ``name``: the format's name in :class:`ImageInfo` and :func:`sniff_format`
+      (``"jpeg"``); messages use it upper-cased.
+    - ``signatures``: byte strings one of which the encoded data starts with.
+    - ``read_header``: the native header reader (``_C.<name>_info``): a buffer from
+      :func:`as_buffer` to the fields of :class:`ImageInfo`.
+    - ``decoder``: the public decoder (``decode_<name>``).
+    - ``op``: its custom op (``torch.ops.trivium.decode_<name>.default``).
+
+    ``decode_image`` runs the op ``trivium::decode_image``, whose C++ table of formats
+    (csrc/torch_ops.cpp) lists the same formats in the same order.
+
+    Example:
+        >>> jpeg = find_format(b"\\xff\\xd8\\xff\\xe0")
+        >>> jpeg.name, jpeg.decoder.__name__, str(jpeg.op)
+        ('jpeg', 'decode_jpeg', 'trivium.decode_jpeg.default')
+    """
+
+    name: str
+    signatures: tuple[bytes, ...]
+    read_header: Callable[[Buffer], dict[str, Any]]
+    decoder: Callable[..., Any]
+    op: Any
+
+    def matches(self, head: bytes) -> bool:
+        """Whether encoded data starting with ``head`` is of this format.
+
+        Example:
+            >>> find_format(b"\\x89PNG\\r\\n\\x1a\\n").matches(b"\\x89PNG\\r\\n\\x1a\\n....")
+            True
+        """
+        return head.startswith(self.signatures)
+
+
+_FORMATS: dict[str, ImageFormat] = {}
+
+
+def register_format(image_format: ImageFormat) -> ImageFormat:
+    """Add a format to the registry (each format's module calls it once, on import).
+
+    Registering a name again replaces its record.
+
+    Example:
+        >>> register_format(find_format(b"\\xff\\xd8\\xff")).name
+        'jpeg'
+    """
+    _FORMATS[image_format.name] = image_format
+    return image_format
+
+
+def formats() -> tuple[ImageFormat, ...]:
+    """The registered formats, in the order they were registered.
+
+    Example:
+        >>> [f.name for f in formats()]
+        ['jpeg', 'png']
+    """
+    return tuple(_FORMATS.values())
+
+
+def _names(word: str) -> str:
+    """The formats' names joined as "JPEG and PNG" (``word`` "and") or "JPEG or PNG"."""
+    names = [f.name.upper() for f in _FORMATS.values()]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
 # Signatures of formats we recognise but do not decode, for a helpful error.
@@ -184,32 +267,54 @@ _OTHER_FORMATS = {
 }
 
 
+def find_format(head: bytes) -> ImageFormat:
+    """The registered format of encoded data starting with ``head``; raises for anything else.
+
+    Empty data raises :class:`~trivium.core.errors.EmptyInputError`, a known format
+    that is not registered (WebP, GIF, ...) ``UnsupportedFormatError``, anything else
+    ``DecodeError``.
+
+    Example:
+        >>> find_format(b"GIF89a....")
+        Traceback (most recent call last):
+        ...
+        trivium.core.errors.UnsupportedFormatError: GIF images are not supported (JPEG and PNG are)
+    """
+    for image_format in _FORMATS.values():
+        if image_format.matches(head):
+            return image_format
+    if not head:
+        raise EmptyInputError()
+    supported = f"images are not supported ({_names('and')} are)"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        raise UnsupportedFormatError(f"WebP {supported}")
+    for signature, name in _OTHER_FORMATS.items():
+        if head.startswith(signature):
+            raise UnsupportedFormatError(f"{name} {supported}")
+    raise DecodeError(f"not a {_names('or')} image (unknown signature)")
+
+
+def format_of(buffer: Buffer, path: PathLike | None = None) -> ImageFormat:
+    """The registered format of a buffer from :func:`as_buffer`; errors name ``path``.
+
+    Example:
+        >>> format_of(b"\\x89PNG\\r\\n\\x1a\\n....").name
+        'png'
+    """
+    try:
+        return find_format(bytes(memoryview(buffer)[:16]))
+    except DecodeError as e:
+        raise type(e)(e.reason, path=path) from None
+
+
 def sniff_format(data: EncodedData, *, path: PathLike | None = None) -> str:
-    """``"jpeg"`` or ``"png"`` from the first bytes; raises for anything else.
+    """The name of the registered format (``"jpeg"``, ``"png"``) of ``data``; raises for others.
 
     Example:
         >>> sniff_format(b"\\x89PNG\\r\\n\\x1a\\n....")
         'png'
     """
-    try:
-        return _sniff(bytes(memoryview(as_buffer(data, "decode_image"))[:12]))
-    except DecodeError as e:
-        raise type(e)(e.reason, path=path) from None
-
-
-def _sniff(head: bytes) -> str:
-    if head.startswith(b"\xff\xd8\xff"):
-        return "jpeg"
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if not head:
-        raise EmptyInputError()
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        raise UnsupportedFormatError("WebP images are not supported (JPEG and PNG are)")
-    for signature, name in _OTHER_FORMATS.items():
-        if head.startswith(signature):
-            raise UnsupportedFormatError(f"{name} images are not supported (JPEG and PNG are)")
-    raise DecodeError("not a JPEG or PNG image (unknown signature)")
+    return format_of(as_buffer(data, "decode_image"), path).name
 
 
 @contextmanager
@@ -288,44 +393,3 @@ def encode_with(
 def to_chw(hwc: np.ndarray) -> torch.Tensor:
     """A [C, H, W] tensor viewing an (H, W, C) array: zero copy, channels-last strides."""
     return torch.from_numpy(hwc).permute(2, 0, 1)
-
-
-def make_output(
-    out: torch.Tensor | None, device: torch.device
-) -> tuple[Callable[..., np.ndarray] | np.ndarray | None, Callable[[np.ndarray], torch.Tensor]]:
-    """How to hand the decoder its output buffer, and how to turn it into the result.
-
-    - ``out`` given: decode straight into it when its [H, W, C] view is contiguous.
-    - a CUDA ``device``: decode into pinned host memory, then copy asynchronously.
-    - otherwise: a fresh array wrapped zero-copy.
-    """
-    if out is not None:
-        hwc = out.permute(1, 2, 0)
-        if out.device.type == "cpu" and hwc.is_contiguous():
-            return hwc.numpy(), lambda _: out
-
-        def copy_into(result: np.ndarray) -> torch.Tensor:
-            image = to_chw(result)
-            if out.shape != image.shape or out.dtype != image.dtype:
-                raise ValueError(
-                    f"out must be a {image.dtype} tensor of shape {tuple(image.shape)}, "
-                    f"got {out.dtype} of shape {tuple(out.shape)}"
-                )
-            return out.copy_(image, non_blocking=True)
-
-        return None, copy_into
-    if device.type == "cuda":
-        pinned: list[torch.Tensor] = []
-
-        def allocate_pinned(h: int, w: int, c: int, bits: int) -> np.ndarray:
-            dtype = torch.uint16 if bits == 16 else torch.uint8
-            pinned.append(torch.empty((h, w, c), dtype=dtype, pin_memory=True))
-            return pinned[0].numpy()
-
-        def transfer(_: np.ndarray) -> torch.Tensor:
-            return pinned[0].permute(2, 0, 1).to(device, non_blocking=True)
-
-        return allocate_pinned, transfer
-    if device.type != "cpu":
-        return None, lambda result: to_chw(result).to(device)
-    return None, to_chw

@@ -1,5 +1,9 @@
 """Format-agnostic image entry points: sniffing, header info, decode_image, read_image.
 
+They know no format by name: ``image_info`` asks the format registry
+(:mod:`trivium.vision.io.codec`) which format the bytes are and reads its header;
+``decode_image`` runs ``trivium::decode_image``, which does the same in C++.
+
 Example:
     >>> import torch
     >>> from trivium.vision.io import decode_image, encode_png, image_info
@@ -14,7 +18,6 @@ import os
 
 import torch
 
-from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
     EncodedData,
@@ -22,10 +25,9 @@ from trivium.vision.io.codec import (
     ImageReadMode,
     PathLike,
     as_buffer,
-    decode_batch,
+    format_of,
     max_pixels_arg,
     native_errors,
-    sniff_format,
 )
 from trivium.vision.io.file import read_file
 
@@ -45,11 +47,10 @@ def image_info(data: EncodedData | PathLike, *, path: PathLike | None = None) ->
     """
     if isinstance(data, str | os.PathLike):
         path, data = data, read_file(data)
-    fmt = sniff_format(data, path=path)
     buffer = as_buffer(data, "image_info")
+    image_format = format_of(buffer, path)
     with native_errors(path):
-        header = _C.jpeg_info(buffer) if fmt == "jpeg" else _C.png_info(buffer)
-    return ImageInfo(**header)
+        return ImageInfo(**image_format.read_header(buffer))
 
 
 def decode_image(
@@ -77,28 +78,11 @@ def decode_image(
         torch.Size([3, 3, 3])
     """
     mode = int(ImageReadMode(mode))
-    options = (bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
-    if torch.compiler.is_compiling():
-        if isinstance(input, str | os.PathLike):
-            raise TypeError(
-                "decode_image: inside torch.compile, pass the file's bytes (read_file(path)) "
-                "rather than its path"
-            )
-        args = (mode, *options)
-        return ops.decode_traced(ops.decode_image_op, input, args, path, device, "decode_image")
-    device = torch.device(device)
-    if isinstance(input, str | os.PathLike):
-        path, input = input, read_file(input)
-
-    def decode_one(data: EncodedData | PathLike, where: PathLike | None) -> torch.Tensor:
-        if isinstance(data, str | os.PathLike):
-            where, data = data, read_file(data)
-        args = (mode, *options)
-        return ops.decode_eager(ops.decode_image_op, data, args, where, device, "decode_image")
-
-    if isinstance(input, list | tuple):
-        return decode_batch(decode_one, input, path, None)
-    return decode_one(input, path)
+    args = (mode, bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
+    op = ops.decode_image_op
+    return ops.run_decoder(
+        op, input, args, path=path, device=device, func="decode_image", paths=True
+    )
 
 
 def read_image(

@@ -17,14 +17,16 @@ from fractions import Fraction
 import torch
 
 from trivium.core.threads import parallel_map
+from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
     EncodedData,
+    ImageFormat,
     ImageReadMode,
     PathLike,
-    decode_batch,
     encode_with,
     max_pixels_arg,
+    register_format,
 )
 from trivium.vision.io.file import write_file
 from trivium.vision.io.kernels import (  # noqa: F401  (the scale helpers: re-exported)
@@ -35,6 +37,9 @@ from trivium.vision.io.kernels import (  # noqa: F401  (the scale helpers: re-ex
 )
 
 _SUBSAMPLINGS = {"4:4:4": 444, "4:2:2": 422, "4:2:0": 420, "4:4:0": 440}
+
+
+_decode_op = ops.decode_op("decode_jpeg")
 
 
 def decode_jpeg(
@@ -70,7 +75,7 @@ def decode_jpeg(
       (lossless JPEGs decode at full size).
     - ``roi=(top, left, height, width)``: decode only that region, given in source
       pixels. With a scale the output covers the scaled box (start floored, end
-      rounded up).
+      rounded up). A region not inside the image raises ``ValueError``.
     - ``strict``: damaged data (a premature end, bad entropy codes) raises
       ``DecodeError``; with ``strict=False`` the decoded part is returned and a
       ``DecodeWarning`` issued.
@@ -87,7 +92,8 @@ def decode_jpeg(
     pool. Inside ``torch.compile`` it runs as the custom op
     ``torch.ops.trivium.decode_jpeg`` with every argument above except ``out``
     (which raises there); the input must then be a uint8 tensor, and the image
-    8-bit (a uint16 result raises ``TypeError``: use ``decode_image(..., dtype=)``).
+    8-bit (a uint16 result raises ``TypeError``: decode 12-bit and wide lossless
+    JPEGs with ``decode_image(data, dtype=torch.uint16)`` there).
 
     Example:
         >>> import torch
@@ -106,21 +112,12 @@ def decode_jpeg(
     if scale is not None:
         scale_to_eighths(scale)  # a clear error naming the scales there are
     options = (None if scale is None else float(scale), size, box, bool(strict))
-    limit = max_pixels_arg(max_pixels)
-    if torch.compiler.is_compiling():
-        if out is not None:
-            raise ValueError("decode_jpeg: out= is not supported inside torch.compile")
-        args = (mode, exif, *options, limit)
-        return ops.decode_traced(ops.decode_jpeg_op, input, args, path, device, "decode_jpeg")
-    device = torch.device(device)
-    args = (mode, exif, *options, limit)
+    args = (mode, exif, *options, max_pixels_arg(max_pixels))
+    op = _decode_op
+    return ops.run_decoder(op, input, args, path=path, device=device, func="decode_jpeg", out=out)
 
-    def decode_one(data: EncodedData, where: PathLike | None, out: torch.Tensor | None = None):
-        return ops.decode_eager(ops.decode_jpeg_op, data, args, where, device, "decode_jpeg", out)
 
-    if isinstance(input, list | tuple):
-        return decode_batch(decode_one, input, path, out)
-    return decode_one(input, path, out)
+register_format(ImageFormat("jpeg", (b"\xff\xd8\xff",), _C.jpeg_info, decode_jpeg, _decode_op))
 
 
 def _subsampling_code(subsampling: int | str) -> int:

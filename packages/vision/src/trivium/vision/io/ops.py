@@ -43,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -50,9 +51,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from torch._subclasses.fake_tensor import is_fake
 
 from trivium.core.errors import (
     EMPTY_INPUT,
@@ -62,7 +61,15 @@ from trivium.core.errors import (
     UnsupportedFormatError,
 )
 from trivium.vision import _C
-from trivium.vision.io.codec import EncodedData, ImageReadMode, PathLike, native_max_pixels
+from trivium.vision.io.codec import (
+    EncodedData,
+    ImageReadMode,
+    PathLike,
+    as_tensor,
+    decode_batch,
+    native_max_pixels,
+)
+from trivium.vision.io.file import read_file
 from trivium.vision.io.kernels import path_arg
 
 
@@ -116,15 +123,8 @@ def _load() -> None:
 
 _load()
 
-decode_jpeg_op = torch.ops.trivium.decode_jpeg.default
-decode_png_op = torch.ops.trivium.decode_png.default
-decode_image_op = torch.ops.trivium.decode_image.default
 encode_jpeg_op = torch.ops.trivium.encode_jpeg.default
 encode_png_op = torch.ops.trivium.encode_png.default
-_OUT_OPS = {
-    decode_jpeg_op: torch.ops.trivium.decode_jpeg.out,
-    decode_png_op: torch.ops.trivium.decode_png.out,
-}
 _python_call = torch.ops.trivium._python_call.default
 
 # Python's side of the ops: trivium errors, DecodeWarning, and the process-wide limit.
@@ -141,7 +141,7 @@ def native_dtype() -> Iterator[None]:
         >>> from trivium.vision.io import encode_png
         >>> data = encode_png(torch.zeros(1, 2, 2, dtype=torch.uint16))
         >>> with native_dtype():
-        ...     decode_png_op(data).dtype
+        ...     decode_image_op(data).dtype
         torch.uint16
     """
     before = getattr(_eager, "active", False)
@@ -152,14 +152,21 @@ def native_dtype() -> Iterator[None]:
         _eager.active = before
 
 
-def translate_error(error: Exception, path: str | None) -> Exception:
+def translate_error(error: Exception, path: str | None, func: str | None = None) -> Exception:
     """The Trivium error for what a C++ kernel raised (its message names ``path`` first).
+
+    Errors in the arguments name the function instead (``"decode_jpeg: roi ..."``):
+    they stay a plain ``ValueError``.
 
     Example:
         >>> translate_error(ValueError("a.png: empty input (0 bytes)"), "a.png")
         EmptyInputError('a.png: empty input (0 bytes)')
+        >>> translate_error(ValueError("decode_jpeg: roi (...) is outside"), None, "decode_jpeg")
+        ValueError('decode_jpeg: roi (...) is outside')
     """
     reason = str(error)
+    if func is not None and isinstance(error, ValueError) and reason.startswith(f"{func}: "):
+        return ValueError(reason)
     if path is not None:
         reason = reason.removeprefix(f"{path}: ")
     if isinstance(error, NotImplementedError):
@@ -183,6 +190,7 @@ def _bind(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
 def _translating(op: Any) -> Callable[..., Any]:
     names = [a.name for a in op._schema.arguments]
     limit_at, path_at = names.index("max_pixels"), names.index("path")
+    func = op._schema.name.split("::")[1]
 
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
         values = _bind(op, args, kwargs)
@@ -193,7 +201,7 @@ def _translating(op: Any) -> Callable[..., Any]:
         try:
             image = op.redispatch(keyset & _AFTER_BACKEND_SELECT, *values, **kwargs)
         except (ValueError, NotImplementedError) as e:
-            raise translate_error(e, path) from None
+            raise translate_error(e, path, func) from None
         finally:
             damage = _python_call(0)
         if damage:
@@ -206,35 +214,33 @@ def _translating(op: Any) -> Callable[..., Any]:
 
 
 _lib = torch.library.Library("trivium", "IMPL")
-for _op in (decode_jpeg_op, decode_png_op, decode_image_op, *_OUT_OPS.values()):
-    _lib.impl(_op._name.split("::")[1], _translating(_op), "BackendSelect", with_keyset=True)
 
 
-def as_tensor(data: EncodedData, func: str) -> torch.Tensor:
-    """Encoded bytes as the ops take them: a contiguous 1-D uint8 CPU tensor.
+def decode_op(name: str) -> Any:
+    """The decode op ``trivium::<name>`` (its default overload), set up for Python.
+
+    Each overload (``out`` too) gets the Python kernel that raises Trivium errors,
+    issues ``DecodeWarning`` and reads the process-wide pixel limit; the op gets its
+    fake kernel (for ``torch.compile``). Its schema must start ``(Tensor data, int
+    mode, ...)`` and hold ``max_pixels`` and ``path`` (``dtype``, when it has one, sets
+    the output dtype). Each format's module calls it once for its op.
 
     Example:
-        >>> as_tensor(b"\\xff\\xd8", "decode_jpeg")
-        tensor([255, 216], dtype=torch.uint8)
+        >>> decode_op("decode_image") is decode_image_op
+        True
     """
-    if isinstance(data, torch.Tensor):
-        if data.dtype != torch.uint8 or data.dim() != 1:
-            raise TypeError(
-                f"{func}: expected a 1-D uint8 tensor of encoded bytes, "
-                f"got {data.dtype} of shape {tuple(data.shape)}"
-            )
-        if type(data) is not torch.Tensor and is_fake(data):
-            raise TypeError(f"{func}: cannot decode a fake tensor; call it inside torch.compile")
-        return data.detach().cpu().contiguous()
-    if isinstance(data, np.ndarray):
-        array = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    elif isinstance(data, bytes | bytearray | memoryview):
-        array = np.frombuffer(data, dtype=np.uint8)
-    else:
-        raise TypeError(
-            f"{func}: expected encoded bytes (tensor, bytes or array), got {type(data)!r}"
-        )
-    return torch.from_numpy(array if array.flags.writeable else array.copy())
+    packet = getattr(torch.ops.trivium, name)
+    if name in _SET_UP:
+        return packet.default
+    for overload in packet.overloads():
+        op = getattr(packet, overload)
+        _lib.impl(op._name.split("::")[1], _translating(op), "BackendSelect", with_keyset=True)
+    torch.library.register_fake(f"trivium::{name}", _fake_decode(packet.default))
+    _SET_UP.add(name)
+    return packet.default
+
+
+_SET_UP: set[str] = set()
 
 
 def decode_eager(
@@ -251,13 +257,13 @@ def decode_eager(
     Example:
         >>> from trivium.vision.io import encode_png
         >>> data = encode_png(torch.zeros(1, 2, 3, dtype=torch.uint8))
-        >>> decode_eager(decode_png_op, data, (3,), None, torch.device("cpu"), "x").shape
+        >>> decode_eager(decode_image_op, data, (3,), None, torch.device("cpu"), "x").shape
         torch.Size([3, 2, 3])
     """
     tensor = as_tensor(data, func)
     with native_dtype():
         if out is not None:
-            image = _OUT_OPS[op](tensor, *args, path=path_arg(path), out=out)
+            image = op.overloadpacket.out(tensor, *args, path=path_arg(path), out=out)
         else:
             image = op(tensor, *args, path=path_arg(path))
     if device.type == "cpu":
@@ -300,7 +306,7 @@ def decode_traced(
         >>> import torch
         >>> from trivium.vision.io import encode_png
         >>> data = encode_png(torch.zeros(1, 2, 3, dtype=torch.uint8))
-        >>> [t.shape for t in decode_traced(decode_png_op, [data], (3,), None, "cpu", "x")]
+        >>> [t.shape for t in decode_traced(decode_image_op, [data], (3,), None, "cpu", "x")]
         [torch.Size([3, 2, 3])]
     """
     many = isinstance(input, list | tuple)
@@ -310,6 +316,50 @@ def decode_traced(
         where = path_arg(path) if path is not None or not many else f"<batch item {i}>"
         images.append(op(data, *args, path=where).to(device))
     return images if many else images[0]
+
+
+def run_decoder(
+    op: Any,
+    input: Any,
+    args: tuple[Any, ...],
+    *,
+    path: PathLike | None,
+    device: str | torch.device,
+    func: str,
+    out: torch.Tensor | None = None,
+    paths: bool = False,
+) -> torch.Tensor | list[torch.Tensor]:
+    """What every public decoder does with its op: one input or a list, eager or compiled.
+
+    Eager: :func:`decode_eager` on one input, or a list in parallel (errors name the
+    item); compiled: :func:`decode_traced`, where ``out`` raises. With ``paths``,
+    inputs may be file paths (read here; inside ``torch.compile`` they raise).
+
+    Example:
+        >>> from trivium.vision.io import encode_png
+        >>> data = encode_png(torch.zeros(1, 2, 3, dtype=torch.uint8))
+        >>> run_decoder(decode_image_op, [data], (3,), path=None, device="cpu", func="x")[0].shape
+        torch.Size([3, 2, 3])
+    """
+    if torch.compiler.is_compiling():
+        if out is not None:
+            raise ValueError(f"{func}: out= is not supported inside torch.compile")
+        if paths and isinstance(input, str | os.PathLike):
+            raise TypeError(
+                f"{func}: inside torch.compile, pass the file's bytes (read_file(path)) "
+                "rather than its path"
+            )
+        return decode_traced(op, input, args, path, device, func)
+    device = torch.device(device)
+
+    def decode_one(data: Any, where: PathLike | None, out: torch.Tensor | None = None):
+        if paths and isinstance(data, str | os.PathLike):
+            where, data = data, read_file(data)
+        return decode_eager(op, data, args, where, device, func, out)
+
+    if isinstance(input, list | tuple):
+        return decode_batch(decode_one, input, path, out)
+    return decode_one(input, path, out)
 
 
 # Fake kernels: the output's size is data-dependent (unbacked), it is contiguous, and
@@ -327,19 +377,19 @@ def _fake_image(data: torch.Tensor, mode: int, dtype: torch.dtype | None) -> tor
     return data.new_empty((channels, height, width), dtype=dtype, device="cpu")
 
 
-@torch.library.register_fake("trivium::decode_jpeg")
-def _(data, mode=0, apply_exif_orientation=False, *args, **kwargs):
-    return _fake_image(data, mode, None)
+def _fake_decode(op: Any) -> Callable[..., torch.Tensor]:
+    names = [a.name for a in op._schema.arguments if not a.kwarg_only]
+    dtype_at = names.index("dtype") if "dtype" in names else None
+
+    def fake(*args: Any, **kwargs: Any) -> torch.Tensor:
+        values = _bind(op, args, dict(kwargs))
+        dtype = None if dtype_at is None else values[dtype_at]
+        return _fake_image(values[0], values[1], dtype)
+
+    return fake
 
 
-@torch.library.register_fake("trivium::decode_png")
-def _(data, mode=0, apply_exif_orientation=False, dtype=None, *args, **kwargs):
-    return _fake_image(data, mode, dtype)
-
-
-@torch.library.register_fake("trivium::decode_image")
-def _(data, mode=0, apply_exif_orientation=False, dtype=None, *args, **kwargs):
-    return _fake_image(data, mode, dtype)
+decode_image_op = decode_op("decode_image")
 
 
 @torch.library.register_fake("trivium::encode_jpeg")

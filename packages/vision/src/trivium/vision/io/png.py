@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import torch
 
+from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
     EncodedData,
+    ImageFormat,
     ImageReadMode,
     PathLike,
-    decode_batch,
     encode_with,
     max_pixels_arg,
+    register_format,
 )
 from trivium.vision.io.file import write_file
+
+_decode_op = ops.decode_op("decode_png")
 
 
 def decode_png(
@@ -57,22 +61,12 @@ def decode_png(
         torch.Size([3, 2, 2])
     """
     mode = int(ImageReadMode(mode))
-    options = (bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
-    if torch.compiler.is_compiling():
-        if out is not None:
-            raise ValueError("decode_png: out= is not supported inside torch.compile")
-        return ops.decode_traced(
-            ops.decode_png_op, input, (mode, *options), path, device, "decode_png"
-        )
-    device = torch.device(device)
-    args = (mode, *options)
+    args = (mode, bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
+    op = _decode_op
+    return ops.run_decoder(op, input, args, path=path, device=device, func="decode_png", out=out)
 
-    def decode_one(data: EncodedData, where: PathLike | None, out: torch.Tensor | None = None):
-        return ops.decode_eager(ops.decode_png_op, data, args, where, device, "decode_png", out)
 
-    if isinstance(input, list | tuple):
-        return decode_batch(decode_one, input, path, out)
-    return decode_one(input, path, out)
+register_format(ImageFormat("png", (b"\x89PNG\r\n\x1a\n",), _C.png_info, decode_png, _decode_op))
 
 
 def encode_png(input: torch.Tensor, compression_level: int = 6) -> torch.Tensor:
