@@ -150,13 +150,13 @@ bool PngDecoder::prepare(ReadMode mode, int64_t max_pixels, OutputShape* shape) 
     return true;
 }
 
-bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool stop_at_damage) {
+bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool strict) {
     const bool alpha_out = decoded_channels_ == 2 || decoded_channels_ == 4;
     const bool trns = alpha_out && has_trns_ && spng_format_ != SPNG_FMT_PNG;
     const int flags = SPNG_DECODE_PROGRESSIVE | (trns ? SPNG_DECODE_TRNS : 0);
     int ret = spng_decode_image(ctx_, nullptr, 0, spng_format_, flags);
     if (ret != 0) {
-        if (stop_at_damage && is_data_damage(ret)) {
+        if (!strict && is_data_damage(ret)) {
             diag_->warn(std::string("image data damaged: ") + spng_strerror(ret), true);
             return true;
         }
@@ -168,7 +168,7 @@ bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool stop_at_damage
         if (ret == 0) ret = spng_decode_row(ctx_, dst + size_t(info.row_num) * row_bytes, row_bytes);
         if (ret == SPNG_EOI) break;
         if (ret == 0) continue;
-        if (stop_at_damage && is_data_damage(ret)) {
+        if (!strict && is_data_damage(ret)) {
             diag_->warn(std::string("image data damaged at row ") + std::to_string(info.row_num) +
                             ": " + spng_strerror(ret),
                         true);
@@ -180,7 +180,7 @@ bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool stop_at_damage
     // image data are read. A file cut short after its pixels is complete enough.
     ret = spng_decode_chunks(ctx_);
     if (ret == 0 || ret == SPNG_IO_EOF || ret == SPNG_EOF) return true;
-    if (stop_at_damage) {
+    if (!strict) {
         diag_->warn(std::string("damaged at or after the end of the image data: ") + spng_strerror(ret), false);
         return true;
     }
@@ -216,22 +216,21 @@ void PngDecoder::convert(const uint8_t* src, uint8_t* dst) const {
 }
 
 bool PngDecoder::decode(uint8_t* dst, bool strict) {
-    const bool stop_at_damage = !strict;  // lenient: keep the rows decoded before the damage
     const size_t bps = size_t(shape_.bytes_per_sample);
     const size_t out_bytes = size_t(shape_.height) * shape_.width * shape_.channels * bps;
-    if (stop_at_damage) std::memset(dst, 0, out_bytes);  // rows never reached read as zero
+    if (!strict) std::memset(dst, 0, out_bytes);  // rows never reached read as zero
     if (fast_path_) {
         return decode_png_rows_8bit(data_, size_, shape_.height, shape_.width, shape_.channels,
-                                    dst, stop_at_damage, diag_);
+                                    dst, strict, diag_);
     }
     if (conversion_ == Conversion::None) {
-        return decode_rows(dst, size_t(shape_.width) * decoded_channels_ * bps, stop_at_damage);
+        return decode_rows(dst, size_t(shape_.width) * decoded_channels_ * bps, strict);
     }
     const size_t bytes = size_t(shape_.height) * shape_.width * decoded_channels_ * bps;
     std::unique_ptr<uint8_t, decltype(&std::free)> tmp(static_cast<uint8_t*>(std::calloc(bytes, 1)),
                                                        &std::free);
     if (!tmp) return diag_->fail(ErrorKind::TooLarge, "out of memory");
-    if (!decode_rows(tmp.get(), size_t(shape_.width) * decoded_channels_ * bps, stop_at_damage)) {
+    if (!decode_rows(tmp.get(), size_t(shape_.width) * decoded_channels_ * bps, strict)) {
         return false;
     }
     convert(tmp.get(), dst);

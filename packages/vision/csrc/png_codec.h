@@ -28,7 +28,7 @@ private:
     enum class Conversion { None, DropAlpha, ToLuma, ToLumaAlpha };
 
     bool check(int ret, const char* what);
-    bool decode_rows(uint8_t* dst, size_t row_bytes, bool stop_at_damage);
+    bool decode_rows(uint8_t* dst, size_t row_bytes, bool strict);
     void convert(const uint8_t* src, uint8_t* dst) const;
 
     const uint8_t* data_;

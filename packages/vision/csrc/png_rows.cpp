@@ -197,12 +197,12 @@ std::string take_zlib_header(ImageData* data) {
 }  // namespace
 
 bool decode_png_rows_8bit(const uint8_t* png, size_t size, int height, int width, int channels,
-                          uint8_t* dst, bool stop_at_damage, Diagnostics* diag) {
+                          uint8_t* dst, bool strict, Diagnostics* diag) {
     const size_t row_bytes = size_t(width) * size_t(channels);
     ImageData data = find_image_data(png, size);
-    // A damaged stream ends the decode: with stop_at_damage as a warning.
+    // A damaged stream ends the decode: unless strict, as a warning.
     auto damaged = [&](const std::string& why, int row) {
-        if (!stop_at_damage) return diag->fail(ErrorKind::Corrupt, "cannot decode: " + why);
+        if (strict) return diag->fail(ErrorKind::Corrupt, "cannot decode: " + why);
         diag->warn("image data damaged at row " + std::to_string(row) + ": " + why, true);
         return true;
     };

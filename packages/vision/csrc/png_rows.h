@@ -19,10 +19,10 @@ namespace trivium {
 
 // Decodes the IDAT chunks of `png` (whose header and earlier chunks libspng has
 // already checked) into `height` rows of width * channels bytes at `dst`. Every
-// IDAT chunk's CRC is verified. With `stop_at_damage`, damage ends the decode with
-// a warning and the rows not reached are left as they are.
+// IDAT chunk's CRC is verified. With `strict`, damage fails the decode; without, it
+// ends the decode with a warning and the rows not reached are left as they are.
 bool decode_png_rows_8bit(const uint8_t* png, size_t size, int height, int width, int channels,
-                          uint8_t* dst, bool stop_at_damage, Diagnostics* diag);
+                          uint8_t* dst, bool strict, Diagnostics* diag);
 
 // Writes a whole non-interlaced PNG (signature, IHDR, IDAT chunks, IEND) of
 // height x width pixels of 1..4 channels (gray, gray+alpha, RGB, RGBA) of
