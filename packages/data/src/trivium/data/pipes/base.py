@@ -21,14 +21,7 @@ from typing import Any, ClassVar, TypeVar
 from torch.utils.data import IterableDataset
 from torch.utils.data import default_collate as torch_default_collate
 
-from trivium.core.skipping import check_on_error
-
 __all__ = ["IterPipe", "register_op"]
-
-
-def _check_on_error(on_error: str) -> str:
-    check_on_error(on_error)
-    return on_error
 
 
 def _check_positive(value: int, name: str) -> int:

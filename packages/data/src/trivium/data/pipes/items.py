@@ -19,12 +19,12 @@ from typing import Any
 
 from trivium.core.errors import SkippedSamplesWarning
 from trivium.core.seeding import derive_seed, sample_scope
+from trivium.core.skipping import check_on_error
 from trivium.core.threads import get_num_threads, get_thread_pool
 from trivium.data.batches import TensorBatch, collate_column, is_batch, rows_of, take_rows
 from trivium.data.pipes.base import (
     IterPipe,
     _check_map,
-    _check_on_error,
     _check_positive,
     _get_col,
     _set_col,
@@ -82,7 +82,8 @@ class Map(IterPipe):
         _check_map("map", fn, input_col, output_col)
         self.source, self.fn = source, fn
         self.input_col, self.output_col = input_col, output_col
-        self.on_error = _check_on_error(on_error)
+        check_on_error(on_error)
+        self.on_error = on_error
         self.skipped = 0
 
     def _call(self, item: Any) -> Any:
