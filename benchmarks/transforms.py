@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import statistics
 import sys
 import time
@@ -325,15 +326,17 @@ SNIPPET_NOTES = """\
 - ElasticTransform smooths its noise with banded matrix products on both sides, one
   product per four images on the per-sample side against one per image in the loop;
   the grid sampling and the draw cost the same either way, so its margin is small.
-- Flips copy the images straight into the output; crops and erasing take slices of
+- Flips and RandomInvert write each run of images drawn alike straight into the
+  output (flipped, inverted or copied): one pass, where the loop's results are
+  copied again by `torch.stack`. Crops and erasing take slices of
   one image instead of a gather or a mask. GaussianBlur, RandomAffine and
   RandomRotation take four images per chunk (GaussianBlur's depthwise convolutions
   vectorise across their 12 channels; the grid's fixed costs are shared).
 - Rows whose work is about one copy of the batch (flips, RandomInvert) move most
   between runs: each side page-faults its 9.6 MB (uint8) or 38 MB (float32) output
-  in on some calls and not on others. With `MALLOC_MMAP_THRESHOLD_=4294967296
-  MALLOC_TRIM_THRESHOLD_=68719476736` glibc keeps freed memory and the ratios
-  compare the work alone.
+  in on some calls and not on others. The command above sets
+  `MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736`: glibc then
+  keeps freed memory and the ratios compare the work alone.
 """
 
 
@@ -359,9 +362,14 @@ def per_sample_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+# Settings of the environment the fragment's command line shows when they are set.
+SNIPPET_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS")
+
+
 def write_snippet(path: Path, rows: list[Row], argv: Sequence[str], load: str) -> None:
     """The documentation fragment: how it was made, the table, where the time goes."""
-    command = " ".join([".venv/bin/python benchmarks/transforms.py", *argv])
+    env = [f"{k}={os.environ[k]}" for k in SNIPPET_ENV if k in os.environ]
+    command = " ".join([*env, ".venv/bin/python benchmarks/transforms.py", *argv])
     repeats = rows[0].samples and len(rows[0].samples["ours"])
     text = (
         f"{SNIPPET_INTRO}\n"
