@@ -47,16 +47,12 @@ Example:
 from __future__ import annotations
 
 import colorsys
-import hashlib
-import importlib.resources
-import json
 import math
 import os
 import random
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -66,7 +62,16 @@ from torch import Tensor
 from trivium.core.errors import DatasetError
 from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
-from trivium.vision.io import ImageReadMode, decode_image, encode_jpeg, write_file
+from trivium.vision.corpus_assets import (
+    background,
+    background_photos,
+    corpus_settings,
+    decoded_photos,
+    read_manifest,
+    write_manifest,
+)
+from trivium.vision.detection_corpus import build_detection_corpus
+from trivium.vision.io import encode_jpeg, write_file
 
 __all__ = [
     "DEFAULT_SHAPES",
@@ -75,6 +80,7 @@ __all__ = [
     "TEXTURES",
     "ImageSpec",
     "background_photos",
+    "build_detection_corpus",
     "build_image_corpus",
     "image_classes",
     "plan_image_corpus",
@@ -86,9 +92,6 @@ TEXTURES = ("checkered", "dotted", "plain", "speckled", "striped")
 DEFAULT_SHAPES = ("circle", "cross")
 SPLITS = ("train", "val")
 
-_FORMAT_VERSION = 1
-_MANIFEST = "corpus.json"
-_BACKGROUNDS = "corpus_backgrounds"
 # Size of each shape in units of the drawn radius r, so that all shapes cover
 # roughly the same area (~2 r^2).
 _CIRCLE, _SQUARE_HALF, _TRIANGLE, _STAR, _STAR_INNER = 0.8, 0.7, 1.05, 1.1, 0.5
@@ -199,57 +202,6 @@ def plan_image_corpus(
     return plan
 
 
-@lru_cache(maxsize=1)
-def _photos() -> tuple[tuple[str, bytes], ...]:
-    folder = importlib.resources.files("trivium.vision") / _BACKGROUNDS
-    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".jpg"))
-    if not names:
-        raise DatasetError("the background photos are missing from the package", path=str(folder))
-    return tuple((name, (folder / name).read_bytes()) for name in names)
-
-
-@lru_cache(maxsize=1)
-def _decoded_photos() -> tuple[Tensor, ...]:
-    return tuple(
-        decode_image(data, ImageReadMode.RGB, path=name).float().div_(255)
-        for name, data in _photos()
-    )
-
-
-def background_photos() -> list[str]:
-    """The names of the photos the backgrounds are cut from (package data).
-
-    Example:
-        >>> len(background_photos()) >= 5
-        True
-    """
-    return [name for name, _ in _photos()]
-
-
-def _background(rng: random.Random, height: int, width: int) -> Tensor:
-    """A jittered crop of a random photo, resized to ``height`` x ``width``, in [0, 1]."""
-    photo = rng.choice(_decoded_photos())
-    ph, pw = photo.shape[-2:]
-    box_w = min(pw, ph * width / height)  # the largest box of the image's aspect ratio
-    scale = rng.uniform(0.35, 1.0)
-    crop_h = max(8, round(scale * box_w * height / width))
-    crop_w = max(8, round(scale * box_w))
-    top, left = rng.randint(0, ph - crop_h), rng.randint(0, pw - crop_w)
-    crop = photo[None, :, top : top + crop_h, left : left + crop_w]
-    out = F.interpolate(crop, (height, width), mode="bilinear", antialias=True, align_corners=False)
-    out = out[0]
-    if rng.random() < 0.5:
-        out = out.flip(-1)
-    if rng.random() < 0.15:
-        out = (out * torch.tensor([0.299, 0.587, 0.114])[:, None, None]).sum(0, keepdim=True)
-    # Softer than the photo (the object is the subject), brightness and tint jittered.
-    mean = out.mean((1, 2), keepdim=True)
-    out = mean + rng.uniform(0.35, 0.75) * (out - mean)
-    brightness = rng.uniform(0.7, 1.3)
-    gains = torch.tensor([brightness * rng.uniform(0.85, 1.15) for _ in range(3)])
-    return (out * gains[:, None, None]).clamp_(0, 1)
-
-
 def _signed_distance(shape: str, u: Tensor, v: Tensor, r: float) -> Tensor:
     """Approximate signed distance in pixels to the shape's outline (positive inside)."""
     if shape == "circle":
@@ -356,7 +308,7 @@ def render_image(spec: ImageSpec) -> Tensor:
     rng = random.Random(spec.seed)
     height, width = spec.height, spec.width
     shape, texture = spec.label.split("_")
-    background = _background(rng, height, width)
+    canvas = background(rng, height, width)
 
     # The object spans 55-90 % of the shorter side, whatever its shape.
     r = rng.uniform(0.55, 0.9) * min(height, width) / (2 * _REACH[shape])
@@ -370,7 +322,7 @@ def render_image(spec: ImageSpec) -> Tensor:
     v = ys * math.cos(angle) - xs * math.sin(angle)
     alpha = (_signed_distance(shape, u, v, r) + 0.5).clamp_(0, 1)  # antialiased edge
 
-    behind = (background * alpha).sum((1, 2)) / alpha.sum().clamp_min(1.0)
+    behind = (canvas * alpha).sum((1, 2)) / alpha.sum().clamp_min(1.0)
     colours = _colours(rng, texture, behind)
     if texture == "plain":
         direction = rng.uniform(0, 2 * math.pi)
@@ -380,33 +332,10 @@ def render_image(spec: ImageSpec) -> Tensor:
         first = _first_colour_weight(texture, rng, u, v, r)
         fill = colours[0][:, None, None] * first + colours[1][:, None, None] * (1 - first)
 
-    image = background * (1 - alpha) + fill * alpha
+    image = canvas * (1 - alpha) + fill * alpha
     noise = torch.Generator().manual_seed(rng.getrandbits(63))
     image += torch.randn(image.shape, generator=noise) * rng.uniform(0.0, 0.03)
     return image.mul_(255).round_().clamp_(0, 255).to(torch.uint8)
-
-
-def _settings(plan_args: dict) -> dict:
-    digest = hashlib.sha256()
-    for name, data in _photos():
-        digest.update(name.encode() + b"\0" + data)
-    return {"version": _FORMAT_VERSION, **plan_args, "backgrounds_sha256": digest.hexdigest()}
-
-
-def _read_manifest(root: Path) -> dict | None:
-    try:
-        record = json.loads((root / _MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # none or damaged: rebuild
-    return record if isinstance(record, dict) else None
-
-
-def _write_manifest(root: Path, settings: dict | None) -> None:
-    # Written before (settings None) and after the build: an interrupted build is
-    # never taken for a finished one.
-    tmp = root / f".{_MANIFEST}.{os.getpid()}"
-    tmp.write_text(json.dumps({"settings": settings}, indent=1), encoding="utf-8")
-    os.replace(tmp, root / _MANIFEST)
 
 
 def _write_image(root: Path, spec: ImageSpec) -> None:
@@ -459,7 +388,7 @@ def build_image_corpus(
     plan = plan_image_corpus(
         num_train, num_val, size, quality, seed, shapes=shapes, textures=textures
     )
-    settings = _settings(
+    settings = corpus_settings(
         {
             "num_train": num_train,
             "num_val": num_val,
@@ -469,7 +398,7 @@ def build_image_corpus(
             "classes": list(image_classes(shapes, textures)),
         }
     )
-    record = _read_manifest(root)
+    record = read_manifest(root)
     finished = record is not None and record.get("settings") == settings
     if finished and all((root / spec.path).is_file() for spec in plan):
         return root
@@ -480,13 +409,13 @@ def build_image_corpus(
             path=root,
         )
     root.mkdir(parents=True, exist_ok=True)
-    _write_manifest(root, None)
+    write_manifest(root, None)
     for split in SPLITS:
         shutil.rmtree(root / split, ignore_errors=True)
         for label in settings["classes"]:
             (root / split / label).mkdir(parents=True)
     disable = None if progress_bar is None else not progress_bar
-    _decoded_photos()  # once, before the threads need them
+    decoded_photos()  # once, before the threads need them
     torch_threads = torch.get_num_threads()
     # Images are small: splitting each op over torch's threads costs more than it
     # saves (x20 slower on a busy machine); the images are drawn in parallel instead.
@@ -499,14 +428,5 @@ def build_image_corpus(
                 bar.update(len(chunk))
     finally:
         torch.set_num_threads(torch_threads)
-    _write_manifest(root, settings)
+    write_manifest(root, settings)
     return root
-
-
-def __getattr__(name: str) -> object:
-    # The detection corpus has its own module, which imports this one's helpers.
-    if name == "build_detection_corpus":
-        from trivium.vision.detection_corpus import build_detection_corpus
-
-        return build_detection_corpus
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

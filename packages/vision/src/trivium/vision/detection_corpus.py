@@ -60,12 +60,12 @@ from torch import Tensor
 from trivium.core.errors import DatasetError
 from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
-from trivium.vision.corpus import (
-    _background,
-    _decoded_photos,
-    _read_manifest,
-    _settings,
-    _write_manifest,
+from trivium.vision.corpus_assets import (
+    background,
+    corpus_settings,
+    decoded_photos,
+    read_manifest,
+    write_manifest,
 )
 from trivium.vision.io import encode_jpeg, write_file
 
@@ -402,7 +402,7 @@ def render_detection_image(spec: DetectionImageSpec) -> tuple[Tensor, list[dict]
         True
     """
     rng = random.Random(spec.seed)
-    canvas = _background(rng, spec.height, spec.width)
+    canvas = background(rng, spec.height, spec.width)
     owner = torch.full((spec.height, spec.width), -1, dtype=torch.int64)
     placed: list[_Placement] = []
     visible: list[int] = []
@@ -537,14 +537,14 @@ def build_detection_corpus(
         "object_size": object_size, "min_visible": min_visible,
     }  # fmt: skip
     plan = plan_detection_corpus(**args, **options)
-    settings = _settings(
+    settings = corpus_settings(
         {"kind": "detection", "detection_version": _FORMAT_VERSION, **args, **options}
     )
     settings = json.loads(json.dumps(settings))  # tuples as lists, as read back
     files = [root / s.path for s in plan] + [
         root / _ANNOTATIONS / f"instances_{s}.json" for s in SPLITS
     ]
-    record = _read_manifest(root)
+    record = read_manifest(root)
     if (
         record is not None
         and record.get("settings") == settings
@@ -558,7 +558,7 @@ def build_detection_corpus(
             path=root,
         )
     root.mkdir(parents=True, exist_ok=True)
-    _write_manifest(root, None)
+    write_manifest(root, None)
     for folder in (*SPLITS, _ANNOTATIONS):
         shutil.rmtree(root / folder, ignore_errors=True)
         (root / folder).mkdir(parents=True)
@@ -568,7 +568,7 @@ def build_detection_corpus(
         coco = _coco_json([s for s, _ in specs], [a for _, a in specs], _check_shapes(shapes))
         text = json.dumps(coco, separators=(",", ":"))
         (root / _ANNOTATIONS / f"instances_{split}.json").write_text(text, encoding="utf-8")
-    _write_manifest(root, settings)
+    write_manifest(root, settings)
     return root
 
 
@@ -576,7 +576,7 @@ def _render_all(
     root: Path, plan: list[DetectionImageSpec], num_threads: int | None, progress_bar: bool | None
 ) -> list[list[dict]]:
     disable = None if progress_bar is None else not progress_bar
-    _decoded_photos()  # once, before the threads need them
+    decoded_photos()  # once, before the threads need them
     torch_threads = torch.get_num_threads()
     # Images are small: torch's intra-op threads cost more than they save; the
     # images are drawn in parallel instead.

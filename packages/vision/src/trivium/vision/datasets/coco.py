@@ -9,7 +9,7 @@ pycocotools: ``pip install 'trivium-vision[detection]'``.
 
 Example:
     >>> import tempfile
-    >>> from trivium.vision.corpus import build_detection_corpus
+    >>> from trivium.vision.detection_corpus import build_detection_corpus
     >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=2, num_val=0)
     >>> ds = CocoDetection(root / "train", root / "annotations" / "instances_train.json")
     >>> image, target = ds[0]
@@ -164,7 +164,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
 
     Example:
         >>> import tempfile
-        >>> from trivium.vision.corpus import build_detection_corpus
+        >>> from trivium.vision.detection_corpus import build_detection_corpus
         >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
         >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json",
         ...                    target_keys=["boxes", "masks"])
@@ -277,7 +277,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
 
         Example:
             >>> import os, tempfile
-            >>> from trivium.vision.corpus import build_detection_corpus
+            >>> from trivium.vision.detection_corpus import build_detection_corpus
             >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
             >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json",
             ...                    on_error="skip")
@@ -306,7 +306,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
 
         Example:
             >>> import tempfile
-            >>> from trivium.vision.corpus import build_detection_corpus
+            >>> from trivium.vision.detection_corpus import build_detection_corpus
             >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
             >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json")
             >>> ds[0][1]["image_id"], ds[0][1]["labels"].dtype
@@ -321,7 +321,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
 
         Example:
             >>> import os, tempfile
-            >>> from trivium.vision.corpus import build_detection_corpus
+            >>> from trivium.vision.detection_corpus import build_detection_corpus
             >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
             >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json")
             >>> os.path.isfile(ds.item_path(0))
