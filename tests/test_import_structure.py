@@ -1,0 +1,134 @@
+"""Import structure: no cycles inside a package, no private name across packages.
+
+The layers are core under vision, audio and data (see the design notes). The graph
+of each package is read from the source with ``ast`` (every import statement, at
+module level or inside a function, ``TYPE_CHECKING`` blocks included); a cycle is
+found with a depth-first search. ``from package import submodule`` depends on the
+submodule; ``from module import name`` on the module. Other checks import a package
+in a fresh interpreter and look at ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+PACKAGES = ("trivium.core", "trivium.vision", "trivium.audio", "trivium.data")
+
+
+def package_root(package: str) -> pathlib.Path:
+    return pathlib.Path(importlib.import_module(package).__file__).parent
+
+
+def module_name(path: pathlib.Path, package: str) -> str:
+    parts = path.relative_to(package_root(package)).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join((package, *parts))
+
+
+def imported(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> set[str]:
+    """The modules that ``tree`` (module ``name``) imports, among ``modules``."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                package = name if is_package else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}" if base else package
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                out.add(submodule if submodule in modules else base)
+    return out & modules
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    paths = sorted(package_root(package).rglob("*.py"))
+    modules = {module_name(p, package): p for p in paths}
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        targets = imported(tree, name, path.name == "__init__.py", set(modules))
+        graph[name] = targets - {name}
+    return graph
+
+
+def private_imports_across_packages(package: str) -> list[str]:
+    """``file:line name`` for each private name ``package`` takes from another package."""
+    found = []
+    for path in sorted(package_root(package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+                continue
+            other = node.module.split(".")[:2]
+            if other[0] != "trivium" or ".".join(other) == package:
+                continue
+            names = [a.name for a in node.names if a.name.startswith("_")]
+            if any(part.startswith("_") for part in node.module.split(".")):
+                names.append(node.module)
+            found += [f"{path.name}:{node.lineno} {n}" for n in names]
+    return found
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a list of modules (first == last), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_graph_reads_submodule_and_name_imports() -> None:
+    graph = import_graph("trivium.data")
+    assert "trivium.data.pipes.base" in graph["trivium.data.columnar"]
+    vision = import_graph("trivium.vision")
+    assert "trivium.vision.io.ops" in vision["trivium.vision.io.jpeg"]  # from ..io import ops
+    assert "trivium.vision.io" not in vision["trivium.vision.io.jpeg"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle_between_the_modules_of_a_package(package: str) -> None:
+    assert find_cycle(import_graph(package)) is None
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_private_name_imported_from_another_package(package: str) -> None:
+    assert private_imports_across_packages(package) == []
+
+
+def test_importing_trivium_data_imports_neither_vision_nor_audio() -> None:
+    code = (
+        "import sys, trivium.data; print(sorted(m for m in sys.modules "
+        "if m.startswith(('trivium.vision', 'trivium.audio'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
