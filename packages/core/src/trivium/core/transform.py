@@ -139,9 +139,6 @@ class RandomModule(nn.Module):
             return self.generator
         return transform_generator(self.generator)
 
-    # The name the transforms of vision and audio call: the same method.
-    _active_generator = active_generator
-
     # Randomness helpers: always go through self.generator.
 
     def _sample(

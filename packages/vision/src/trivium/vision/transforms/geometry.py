@@ -662,7 +662,7 @@ class RandomResizedCrop(ImageTransform):
                 f"{type(self).__name__}: image size must be positive, got {height}x{width}"
             )
         return random_resized_crop_box(
-            height, width, self.scale, self.ratio, self._active_generator()
+            height, width, self.scale, self.ratio, self.active_generator()
         )
 
     sample_box = get_params
