@@ -747,25 +747,14 @@ def _flip_mask(transform: _RandomFlip, mask: tv_tensors.Mask, params: dict[str, 
     return _mask_op(mask, lambda x: x.flip(transform._dim))
 
 
-@register_kernel(RandomHorizontalFlip, tv_tensors.BoundingBoxes)
-def _horizontal_flip_boxes(
-    transform: RandomHorizontalFlip, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
+@register_kernel(_RandomFlip, tv_tensors.BoundingBoxes)
+def _flip_boxes(
+    transform: _RandomFlip, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
 ) -> tv_tensors.BoundingBoxes:
     if not _scalar(params["flip"]):
         return boxes
-    plain = boxes.as_subclass(torch.Tensor)
-    out = horizontal_flip_bounding_boxes(plain, boxes.format, boxes.canvas_size)
-    return tv_tensors.wrap(out, like=boxes)
-
-
-@register_kernel(RandomVerticalFlip, tv_tensors.BoundingBoxes)
-def _vertical_flip_boxes(
-    transform: RandomVerticalFlip, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    if not _scalar(params["flip"]):
-        return boxes
-    plain = boxes.as_subclass(torch.Tensor)
-    out = vertical_flip_bounding_boxes(plain, boxes.format, boxes.canvas_size)
+    flip = horizontal_flip_bounding_boxes if transform._dim == -1 else vertical_flip_bounding_boxes
+    out = flip(boxes.as_subclass(torch.Tensor), boxes.format, boxes.canvas_size)
     return tv_tensors.wrap(out, like=boxes)
 
 
