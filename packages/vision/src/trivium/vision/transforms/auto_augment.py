@@ -71,58 +71,66 @@ def _solarize(bins: int, height: int, width: int) -> torch.Tensor:
     return torch.linspace(1.0, 0.0, bins)
 
 
-# name -> (magnitudes for (num_bins, height, width), signed), as torchvision.
-_BASE_SPACE: dict[str, tuple[Magnitudes, bool]] = {
-    "ShearX": (_linear(0.3), True),
-    "ShearY": (_linear(0.3), True),
-    "TranslateX": (lambda bins, h, w: torch.linspace(0.0, 150.0 / 331.0 * w, bins), True),
-    "TranslateY": (lambda bins, h, w: torch.linspace(0.0, 150.0 / 331.0 * h, bins), True),
-    "Rotate": (_linear(30.0), True),
-    "Brightness": (_linear(0.9), True),
-    "Color": (_linear(0.9), True),
-    "Contrast": (_linear(0.9), True),
-    "Sharpness": (_linear(0.9), True),
-    "Posterize": (_posterize(8, 4), False),
-    "Solarize": (_solarize, False),
-    "AutoContrast": (_none, False),
-    "Equalize": (_none, False),
+_Space = dict[str, tuple[Magnitudes, bool]]
+
+
+def _geometric(
+    shear: float, translate_x: Magnitudes, translate_y: Magnitudes, rotate: float
+) -> _Space:
+    """Shears, translations and rotation: signed magnitudes."""
+    return {
+        "ShearX": (_linear(shear), True),
+        "ShearY": (_linear(shear), True),
+        "TranslateX": (translate_x, True),
+        "TranslateY": (translate_y, True),
+        "Rotate": (_linear(rotate), True),
+    }
+
+
+def _enhancements(top: float) -> _Space:
+    """Brightness, colour, contrast and sharpness: signed magnitudes up to ``top``."""
+    return {name: (_linear(top), True) for name in ("Brightness", "Color", "Contrast", "Sharpness")}
+
+
+def _tonal(posterize: Magnitudes) -> _Space:
+    """Posterize, solarize, autocontrast and equalize: unsigned."""
+    return {
+        "Posterize": (posterize, False),
+        "Solarize": (_solarize, False),
+        "AutoContrast": (_none, False),
+        "Equalize": (_none, False),
+    }
+
+
+# name -> (magnitudes for (num_bins, height, width), signed), as torchvision (same order).
+_BASE_SPACE: _Space = {
+    **_geometric(
+        0.3,
+        lambda bins, h, w: torch.linspace(0.0, 150.0 / 331.0 * w, bins),
+        lambda bins, h, w: torch.linspace(0.0, 150.0 / 331.0 * h, bins),
+        30.0,
+    ),
+    **_enhancements(0.9),
+    **_tonal(_posterize(8, 4)),
 }
 _AUTOAUGMENT_SPACE = {**_BASE_SPACE, "Invert": (_none, False)}
 _RANDAUGMENT_SPACE = {"Identity": (_none, False), **_BASE_SPACE}
-_TRIVIAL_SPACE: dict[str, tuple[Magnitudes, bool]] = {
+_TRIVIAL_SPACE: _Space = {
     "Identity": (_none, False),
-    "ShearX": (_linear(0.99), True),
-    "ShearY": (_linear(0.99), True),
-    "TranslateX": (_linear(32.0), True),
-    "TranslateY": (_linear(32.0), True),
-    "Rotate": (_linear(135.0), True),
-    "Brightness": (_linear(0.99), True),
-    "Color": (_linear(0.99), True),
-    "Contrast": (_linear(0.99), True),
-    "Sharpness": (_linear(0.99), True),
-    "Posterize": (_posterize(8, 6), False),
-    "Solarize": (_solarize, False),
-    "AutoContrast": (_none, False),
-    "Equalize": (_none, False),
+    **_geometric(0.99, _linear(32.0), _linear(32.0), 135.0),
+    **_enhancements(0.99),
+    **_tonal(_posterize(8, 6)),
 }
-_AUGMIX_PARTIAL_SPACE: dict[str, tuple[Magnitudes, bool]] = {
-    "ShearX": (_linear(0.3), True),
-    "ShearY": (_linear(0.3), True),
-    "TranslateX": (lambda bins, h, w: torch.linspace(0.0, w / 3.0, bins), True),
-    "TranslateY": (lambda bins, h, w: torch.linspace(0.0, h / 3.0, bins), True),
-    "Rotate": (_linear(30.0), True),
-    "Posterize": (_posterize(4, 4), False),
-    "Solarize": (_solarize, False),
-    "AutoContrast": (_none, False),
-    "Equalize": (_none, False),
+_AUGMIX_PARTIAL_SPACE: _Space = {
+    **_geometric(
+        0.3,
+        lambda bins, h, w: torch.linspace(0.0, w / 3.0, bins),
+        lambda bins, h, w: torch.linspace(0.0, h / 3.0, bins),
+        30.0,
+    ),
+    **_tonal(_posterize(4, 4)),
 }
-_AUGMIX_SPACE = {
-    **_AUGMIX_PARTIAL_SPACE,
-    "Brightness": (_linear(0.9), True),
-    "Color": (_linear(0.9), True),
-    "Contrast": (_linear(0.9), True),
-    "Sharpness": (_linear(0.9), True),
-}
+_AUGMIX_SPACE = {**_AUGMIX_PARTIAL_SPACE, **_enhancements(0.9)}
 
 _Policy = tuple[tuple[str, float, int | None], tuple[str, float, int | None]]
 
