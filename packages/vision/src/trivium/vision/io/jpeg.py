@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from functools import partial
 
 import torch
 
@@ -20,13 +21,16 @@ from trivium.core.threads import parallel_map
 from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
+    Buffer,
     EncodedData,
     ImageFormat,
     ImageReadMode,
     PathLike,
     encode_with,
     max_pixels_arg,
+    native_max_pixels,
     register_format,
+    to_chw,
 )
 from trivium.vision.io.file import write_file
 from trivium.vision.io.kernels import (  # noqa: F401  (the scale helpers: re-exported)
@@ -109,12 +113,37 @@ def decode_jpeg(
     exif = bool(apply_exif_orientation)
     size = None if min_size is None else [int(v) for v in min_size]
     box = None if roi is None else list(check_roi(roi))  # type: ignore[arg-type]
-    if scale is not None:
-        scale_to_eighths(scale)  # a clear error naming the scales there are
+    eighths = 8 if scale is None else scale_to_eighths(scale)  # errors name the scales
+    limit = max_pixels_arg(max_pixels)
+    direct = None
+    if not exif and size is None:  # the codec takes these directly
+        direct = partial(
+            _decode_direct, mode=mode, eighths=eighths, roi=box, strict=strict, limit=limit
+        )
     options = (None if scale is None else float(scale), size, box, bool(strict))
-    args = (mode, exif, *options, max_pixels_arg(max_pixels))
+    args = (mode, exif, *options, limit)
     op = _decode_op
-    return ops.run_decoder(op, input, args, path=path, device=device, func="decode_jpeg", out=out)
+    return ops.run_decoder(
+        op, input, args, path=path, device=device, func="decode_jpeg", out=out, direct=direct
+    )
+
+
+def _decode_direct(
+    buffer: Buffer, *, mode: int, eighths: int, roi: list[int] | None, strict: bool, limit: int
+) -> torch.Tensor | None:
+    """The op's eager result from the codec called directly; None for the op to run.
+
+    Only a clean decode is returned: on an error or damage it gives None, and the op
+    decodes again to raise (or warn) exactly as it does, naming the file.
+    """
+    box = None if roi is None else tuple(roi)
+    try:
+        array, _, corrupt = _C.decode_jpeg(
+            buffer, mode, eighths, box, bool(strict), native_max_pixels(limit)
+        )
+    except ValueError:  # DecodeFailure and its kinds, a roi outside the image
+        return None
+    return None if corrupt else to_chw(array)
 
 
 register_format(ImageFormat("jpeg", (b"\xff\xd8\xff",), _C.jpeg_info, decode_jpeg, _decode_op))

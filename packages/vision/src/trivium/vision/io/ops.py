@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from trivium.core.errors import (
@@ -273,6 +274,55 @@ def decode_eager(
     return image.to(device)
 
 
+def direct_buffer(data: Any, out: torch.Tensor | None, device: str | torch.device) -> Any:
+    """``data``'s bytes for calling the codec directly, or None where the op must run.
+
+    The direct call skips the dispatcher: it is taken in plain eager mode (not under
+    ``torch.compile``, ``torch.export``, tracing or a dispatch mode), without ``out``,
+    to the CPU, for non-empty ``bytes``, ``bytearray``, 1-D uint8 arrays and
+    contiguous 1-D uint8 CPU tensors, which the codec reads in place (no copy).
+    Everything else (and every error) goes through the op.
+
+    Example:
+        >>> direct_buffer(b"\\xff\\xd8", None, "cpu")
+        b'\\xff\\xd8'
+        >>> direct_buffer(b"\\xff\\xd8", None, "cuda") is None
+        True
+    """
+    if out is not None or not (device == "cpu" or _is_cpu(device)):
+        return None
+    if type(data) is bytes or type(data) is bytearray:
+        buffer = data
+    elif type(data) is torch.Tensor:
+        if not _plain_tensor(data):
+            return None
+        buffer = data.numpy()
+    elif isinstance(data, np.ndarray):
+        if data.dtype != np.uint8 or data.ndim != 1 or not data.flags.c_contiguous:
+            return None
+        buffer = data
+    else:
+        return None
+    if not len(buffer) or torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack():
+        return None
+    return buffer
+
+
+def _is_cpu(device: Any) -> bool:
+    return isinstance(device, torch.device) and device.type == "cpu" and device.index is None
+
+
+def _plain_tensor(data: torch.Tensor) -> bool:
+    return (
+        data.dtype == torch.uint8
+        and data.dim() == 1
+        and data.device.type == "cpu"
+        and data.is_contiguous()
+        and not data.requires_grad
+        and not torch.jit.is_tracing()
+    )
+
+
 def check_traceable(data: Any, func: str) -> None:
     """Inside ``torch.compile`` encoded data must be a tensor: bytes and arrays cannot be traced.
 
@@ -328,12 +378,15 @@ def run_decoder(
     func: str,
     out: torch.Tensor | None = None,
     paths: bool = False,
+    direct: Callable[[Any], torch.Tensor | None] | None = None,
 ) -> torch.Tensor | list[torch.Tensor]:
     """What every public decoder does with its op: one input or a list, eager or compiled.
 
     Eager: :func:`decode_eager` on one input, or a list in parallel (errors name the
     item); compiled: :func:`decode_traced`, where ``out`` raises. With ``paths``,
     inputs may be file paths (read here; inside ``torch.compile`` they raise).
+    ``direct(buffer)``, where given, decodes a :func:`direct_buffer` without the op:
+    it returns the op's eager result, or None for the op to run (errors, damage).
 
     Example:
         >>> from trivium.vision.io import encode_png
@@ -355,6 +408,11 @@ def run_decoder(
     def decode_one(data: Any, where: PathLike | None, out: torch.Tensor | None = None):
         if paths and isinstance(data, str | os.PathLike):
             where, data = data, read_file(data)
+        if direct is not None:
+            buffer = direct_buffer(data, out, device)
+            image = None if buffer is None else direct(buffer)
+            if image is not None:
+                return image
         return decode_eager(op, data, args, where, device, func, out)
 
     if isinstance(input, list | tuple):
