@@ -157,18 +157,6 @@ class MixUp(_MixBase):
         torch.Size([2, 3])
     """
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 1.0,
-        num_classes: int | None = None,
-        labels_getter: str | LabelsGetter = "default",
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__(
-            alpha=alpha, num_classes=num_classes, labels_getter=labels_getter, generator=generator
-        )
-
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         return {"lam": self._lam(inputs[0].device)}
 
@@ -190,18 +178,6 @@ class CutMix(_MixBase):
         >>> images.shape, labels.shape
         (torch.Size([2, 3, 8, 8]), torch.Size([2, 3]))
     """
-
-    def __init__(
-        self,
-        *,
-        alpha: float = 1.0,
-        num_classes: int | None = None,
-        labels_getter: str | LabelsGetter = "default",
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__(
-            alpha=alpha, num_classes=num_classes, labels_getter=labels_getter, generator=generator
-        )
 
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         img = inputs[0]
