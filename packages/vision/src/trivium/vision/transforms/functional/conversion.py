@@ -54,20 +54,11 @@ def to_image(inpt: Any) -> torch.Tensor:
 
 
 def _max_value(dtype: torch.dtype) -> int:
-    """Largest value of an integer image dtype (uint8 -> 255); scriptable."""
-    if dtype == torch.uint8:
-        return 255
-    if dtype == torch.int8:
-        return 127
-    if dtype == torch.int16:
-        return 32767
-    if dtype == torch.uint16:
-        return 65535
-    if dtype == torch.int32:
-        return 2147483647
+    """Largest value of an integer image dtype (uint8 -> 255), 1 for others; scriptable."""
     if dtype == torch.int64:
         return 9223372036854775807
-    return 1
+    bits = _value_bits(dtype)
+    return (1 << bits) - 1 if bits < 63 else 1
 
 
 def _value_bits(dtype: torch.dtype) -> int:
