@@ -177,24 +177,33 @@ def translate_error(error: Exception, path: str | None, func: str | None = None)
     return DecodeError(reason, path=path)
 
 
-def _bind(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-    """Every positional argument of ``op``'s schema, defaults filled in."""
-    values = []
-    for i, arg in enumerate(a for a in op._schema.arguments if not a.kwarg_only):
-        if i < len(args):
-            values.append(args[i])
-        else:
-            values.append(kwargs.pop(arg.name, arg.default_value))
-    return values
+def _binder(op: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], list[Any]]:
+    """For ``op``: args, kwargs -> every positional argument of its schema, defaults filled in.
+
+    The schema is read once here, not on every call.
+    """
+    positional = [a for a in op._schema.arguments if not a.kwarg_only]
+    names = [a.name for a in positional]
+    defaults = [a.default_value for a in positional]
+    count = len(names)
+
+    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        values = list(args[:count])
+        for i in range(len(values), count):
+            values.append(kwargs.pop(names[i], defaults[i]))
+        return values
+
+    return bind
 
 
 def _translating(op: Any) -> Callable[..., Any]:
     names = [a.name for a in op._schema.arguments]
     limit_at, path_at = names.index("max_pixels"), names.index("path")
     func = op._schema.name.split("::")[1]
+    bind = _binder(op)
 
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
-        values = _bind(op, args, kwargs)
+        values = bind(args, kwargs)
         values[limit_at] = native_max_pixels(values[limit_at])
         path = values[path_at]
         eager = getattr(_eager, "active", False)
@@ -438,9 +447,10 @@ def _fake_image(data: torch.Tensor, mode: int, dtype: torch.dtype | None) -> tor
 def _fake_decode(op: Any) -> Callable[..., torch.Tensor]:
     names = [a.name for a in op._schema.arguments if not a.kwarg_only]
     dtype_at = names.index("dtype") if "dtype" in names else None
+    bind = _binder(op)
 
     def fake(*args: Any, **kwargs: Any) -> torch.Tensor:
-        values = _bind(op, args, dict(kwargs))
+        values = bind(args, dict(kwargs))
         dtype = None if dtype_at is None else values[dtype_at]
         return _fake_image(values[0], values[1], dtype)
 
