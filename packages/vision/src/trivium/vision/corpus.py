@@ -62,6 +62,7 @@ from torch import Tensor
 from trivium.core.errors import DatasetError
 from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
+from trivium.vision import corpus_shapes as outline
 from trivium.vision.corpus_assets import (
     background,
     background_photos,
@@ -205,30 +206,15 @@ def plan_image_corpus(
 def _signed_distance(shape: str, u: Tensor, v: Tensor, r: float) -> Tensor:
     """Approximate signed distance in pixels to the shape's outline (positive inside)."""
     if shape == "circle":
-        return _CIRCLE * r - torch.sqrt(u * u + v * v)
+        return outline.circle(u, v, _CIRCLE * r)
     if shape == "square":
-        return _SQUARE_HALF * r - torch.maximum(u.abs(), v.abs())
+        return outline.square(u, v, _SQUARE_HALF * r)
     if shape == "triangle":  # equilateral; edges at distance R/2 from the centre
-        big = _TRIANGLE * r
-        edges = [u * math.cos(a) + v * math.sin(a) for a in (math.pi / 2, 7 * math.pi / 6)]
-        edges.append(u * math.cos(11 * math.pi / 6) + v * math.sin(11 * math.pi / 6))
-        return big / 2 - torch.stack(edges).amax(0)
-    if shape == "star":  # 5 points; fold every point into the half-sector of one point
-        outer, inner = _STAR * r, _STAR * _STAR_INNER * r
-        half = math.pi / 5
-        phi = torch.remainder(torch.atan2(v, u), 2 * half)
-        phi = torch.minimum(phi, 2 * half - phi)
-        rho = torch.sqrt(u * u + v * v)
-        qx, qy = rho * torch.cos(phi), rho * torch.sin(phi)
-        # The edge from the outer point (outer, 0) to the inner one at angle `half`.
-        nx, ny = inner * math.sin(half), outer - inner * math.cos(half)
-        norm = math.hypot(nx, ny)
-        return (nx * outer - nx * qx - ny * qy) / norm
+        return outline.triangle(u, v, _TRIANGLE * r / 2)
+    if shape == "star":
+        return outline.star(u, v, _STAR * r, _STAR * _STAR_INNER * r)
     if shape == "cross":
-        arm, half_width = _CROSS_ARM * r, _CROSS_HALF_WIDTH * r
-        across = torch.minimum(arm - u.abs(), half_width - v.abs())
-        down = torch.minimum(half_width - u.abs(), arm - v.abs())
-        return torch.maximum(across, down)
+        return outline.cross(u, v, _CROSS_ARM * r, _CROSS_HALF_WIDTH * r)
     raise ValueError(f"unknown shape {shape!r}")
 
 

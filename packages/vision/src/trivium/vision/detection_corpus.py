@@ -60,6 +60,7 @@ from torch import Tensor
 from trivium.core.errors import DatasetError
 from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
+from trivium.vision import corpus_shapes as outline
 from trivium.vision.corpus_assets import (
     background,
     corpus_settings,
@@ -270,34 +271,20 @@ def _shoelace(points: list[tuple[float, float]]) -> float:
 
 
 def _signed_distance(shape: str, u: Tensor, v: Tensor, r: float) -> Tensor:
-    """Signed distance in pixels to the outline of radius ``r`` (positive inside).
-
-    Exact near the edge, which is all the antialiasing needs.
-    """
-    rho = torch.sqrt(u * u + v * v)
+    """Signed distance in pixels to the outline of radius ``r`` (positive inside)."""
     if shape == "circle":
-        return r - rho
+        return outline.circle(u, v, r)
     if shape == "ring":
+        rho = torch.sqrt(u * u + v * v)
         return torch.minimum(r - rho, rho - _RING_INNER * r)
     if shape == "square":
-        return r / math.sqrt(2) - torch.maximum(u.abs(), v.abs())
+        return outline.square(u, v, r / math.sqrt(2))
     if shape == "triangle":  # edges at r / 2 from the centre, facing away from the vertices
-        normals = (math.pi / 2, 7 * math.pi / 6, 11 * math.pi / 6)
-        edges = [u * math.cos(a) + v * math.sin(a) for a in normals]
-        return r / 2 - torch.stack(edges).amax(0)
-    if shape == "star":  # fold every point into the half-sector of the point at angle 0
-        half = math.pi / 5
-        phi = torch.remainder(torch.atan2(v, u), 2 * half)
-        phi = torch.minimum(phi, 2 * half - phi)
-        qx, qy = rho * torch.cos(phi), rho * torch.sin(phi)
-        inner = _STAR_INNER * r  # the edge from (r, 0) to the inner point at angle `half`
-        nx, ny = inner * math.sin(half), r - inner * math.cos(half)
-        return (nx * r - nx * qx - ny * qy) / math.hypot(nx, ny)
+        return outline.triangle(u, v, r / 2)
+    if shape == "star":
+        return outline.star(u, v, r, _STAR_INNER * r)
     if shape == "cross":
-        w = _CROSS_HALF_WIDTH * r
-        across = torch.minimum(r - u.abs(), w - v.abs())
-        down = torch.minimum(w - u.abs(), r - v.abs())
-        return torch.maximum(across, down)
+        return outline.cross(u, v, r, _CROSS_HALF_WIDTH * r)
     raise ValueError(f"unknown shape {shape!r}")
 
 
