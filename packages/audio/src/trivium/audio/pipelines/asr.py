@@ -31,12 +31,16 @@ from trivium.audio.functional import resample
 from trivium.audio.metrics import char_error_rate, word_error_rate
 from trivium.audio.models import Wav2Letter
 from trivium.audio.pipelines.augment import augment_spectrogram
-from trivium.audio.pipelines.checkpoints import fit_pipeline, pipeline_from_checkpoint
+from trivium.audio.pipelines.checkpoints import pipeline_from_checkpoint
+from trivium.audio.pipelines.common import (
+    RunConfig,
+    eval_mode,
+    load_items,
+    train_pipeline,
+)
 from trivium.audio.pipelines.ctc_decoder import ctc_beam_search, ctc_greedy_decode
 from trivium.audio.pipelines.tokenizer import DEFAULT_ALPHABET, CharTokenizer
 from trivium.audio.transforms import MFCC, MelSpectrogram
-from trivium.core.progress import progress
-from trivium.core.seeding import seed_everything
 
 __all__ = [
     "ASRConfig",
@@ -50,7 +54,7 @@ __all__ = [
 
 
 @dataclass
-class ASRConfig:
+class ASRConfig(RunConfig):
     """Settings of an ASR training run (stored in its checkpoints).
 
     ``root`` holds ``LibriSpeech/<train_url>`` and ``LibriSpeech/<test_url>``;
@@ -60,7 +64,9 @@ class ASRConfig:
     each time they are drawn (:func:`~trivium.audio.pipelines.augment.augment_spectrogram`:
     a random speaker warp within ``1 ± freq_warp``, a random tempo within
     ``1 ± time_stretch``); not for waveform input. ``hidden_channels`` and
-    ``head_channels`` are Wav2Letter's widths (defaults: torchaudio's model).
+    ``head_channels`` are Wav2Letter's widths (defaults: torchaudio's model). The run
+    settings (device, amp, checkpoint_every, eval_every, seed, progress) are
+    :class:`~trivium.audio.pipelines.common.RunConfig`'s.
 
     Example:
         >>> ASRConfig(root="data").num_steps
@@ -84,15 +90,9 @@ class ASRConfig:
     lr: float = 3e-4
     weight_decay: float = 0.0
     grad_clip_norm: float | None = 5.0
-    amp: bool = False
-    device: str = "auto"
-    checkpoint_every: int = 500
-    eval_every: int = 0
     max_eval_items: int | None = None
     skip_final_relu: bool = True
     kaiming_init: bool = True
-    seed: int = 0
-    progress: bool | None = None
 
 
 def class_log_probs(model: Wav2Letter, x: Tensor, skip_final_relu: bool = True) -> Tensor:
@@ -256,16 +256,21 @@ def _load_split(
 ) -> list:
     """``(waveform, features, transcript)`` per utterance; ``mel``: mel bands, not features."""
     dataset = LIBRISPEECH(root, url=url)
-    count = len(dataset) if limit is None else min(limit, len(dataset))
     featurize = pipeline.mel_bands if mel else pipeline.featurize
-    items = []
-    for i in progress(range(count), desc=f"load {url}", disable=not pipeline.config.progress):
+
+    def item(i: int) -> tuple[Tensor, Tensor, str]:
         waveform, sample_rate, transcript, *_ = dataset[i]
         waveform = pipeline._prepare(waveform, sample_rate)
-        items.append((waveform, featurize(waveform), transcript))
-    if not items:
-        raise ValueError(f"no utterances in {Path(root) / 'LibriSpeech' / url}")
-    return items
+        return waveform, featurize(waveform), transcript
+
+    return load_items(
+        dataset,
+        limit,
+        item,
+        f"no utterances in {Path(root) / 'LibriSpeech' / url}",
+        desc=f"load {url}",
+        show_progress=pipeline.config.progress,
+    )
 
 
 def _ctc_loss(
@@ -291,6 +296,16 @@ def _augmented(pipeline: ASRPipeline, items: list, generator: torch.Generator) -
         )
         for waveform, mel, transcript in items
     ]
+
+
+def _batch(
+    pipeline: ASRPipeline, items: list, indices: list[int], generator: torch.Generator
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The training batch of ``items[indices]``, augmented when the config asks."""
+    chosen = [items[i] for i in indices]
+    if pipeline.config.freq_warp or pipeline.config.time_stretch:
+        chosen = _augmented(pipeline, chosen, generator)
+    return _collate(chosen, pipeline.tokenizer)
 
 
 def _collate(items: list, tokenizer: CharTokenizer) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -319,13 +334,11 @@ def evaluate(
     if items is None:
         url = url or config.test_url
         items = _load_split(pipeline, root or config.root, url, config.max_eval_items)
-    was_training = pipeline.training
-    pipeline.eval()
     hypotheses, references = [], []
-    for waveform, _, transcript in items:
-        hypotheses.append(pipeline.transcribe(waveform, config.sample_rate, decoder=decoder))
-        references.append(pipeline.tokenizer.normalize(transcript))
-    pipeline.train(was_training)
+    with eval_mode(pipeline):
+        for waveform, _, transcript in items:
+            hypotheses.append(pipeline.transcribe(waveform, config.sample_rate, decoder=decoder))
+            references.append(pipeline.tokenizer.normalize(transcript))
     return {
         "wer": word_error_rate(hypotheses, references),
         "cer": char_error_rate(hypotheses, references),
@@ -345,43 +358,30 @@ def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> A
     augment = bool(config.freq_warp or config.time_stretch)
     if augment and config.input_type == "waveform":
         raise ValueError("freq_warp and time_stretch augment mel bands: not for waveform input")
-    seed_everything(config.seed)
-    pipeline = ASRPipeline(config)
-    if config.kaiming_init:
-        kaiming_init_(pipeline.model)
-    train_items = _load_split(pipeline, config.root, config.train_url, mel=augment)
-    test_items = (
-        _load_split(pipeline, config.root, config.test_url, config.max_eval_items)
-        if config.eval_every
-        else None
-    )
 
-    def make_batch(indices: list[int], generator: torch.Generator) -> tuple[Tensor, ...]:
-        items = [train_items[i] for i in indices]
-        if augment:
-            items = _augmented(pipeline, items, generator)
-        return _collate(items, pipeline.tokenizer)
-
-    def eval_fn(model: nn.Module) -> dict[str, float]:
-        return evaluate(pipeline, test_items)
+    def build() -> ASRPipeline:
+        pipeline = ASRPipeline(config)
+        if config.kaiming_init:
+            kaiming_init_(pipeline.model)
+        return pipeline
 
     def loss_fn(model: Wav2Letter, batch: tuple[Tensor, Tensor, Tensor, Tensor]) -> Tensor:
         return _ctc_loss(model, batch, config.skip_final_relu)
 
-    fit_pipeline(
-        pipeline.model,
+    return train_pipeline(
         config,
         "asr",
-        resume,
-        until,
-        len(train_items),
-        make_batch,
-        loss_fn,
-        eval_fn if test_items is not None else None,
+        build=build,
+        load_train=lambda p: _load_split(p, config.root, config.train_url, mel=augment),
+        load_test=lambda p: _load_split(p, config.root, config.test_url, config.max_eval_items),
+        make_batch=_batch,
+        loss_fn=loss_fn,
+        evaluate=evaluate,
+        resume=resume,
+        until=until,
         weight_decay=config.weight_decay,
         warmup_fraction=0.1,
     )
-    return pipeline.eval()
 
 
 def from_checkpoint(
@@ -390,12 +390,10 @@ def from_checkpoint(
     """The :class:`ASRPipeline` in a checkpoint (a file, or a run's ``out_dir``), in eval mode.
 
     Example:
-        >>> import dataclasses, tempfile, torch
-        >>> from trivium.core.training import save_checkpoint
-        >>> config = ASRConfig(num_features=13)
-        >>> state = {"model": ASRPipeline(config).model.state_dict(),
-        ...          "extra": {"config": dataclasses.asdict(config)}}
-        >>> path = save_checkpoint(tempfile.mkdtemp() + "/c.pt", state)
+        >>> import tempfile
+        >>> from trivium.audio.pipelines.common import save_pipeline
+        >>> pipeline = ASRPipeline(ASRConfig(num_features=13))
+        >>> path = save_pipeline(pipeline, tempfile.mkdtemp() + "/c.pt")
         >>> from_checkpoint(path).config.num_features
         13
     """

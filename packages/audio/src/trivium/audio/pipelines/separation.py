@@ -24,8 +24,13 @@ from torch import Tensor, nn
 from trivium.audio.datasets import LibriMix
 from trivium.audio.metrics import pit_loss, si_snr
 from trivium.audio.models import ConvTasNet
-from trivium.audio.pipelines.checkpoints import fit_pipeline, pipeline_from_checkpoint
-from trivium.core.seeding import seed_everything
+from trivium.audio.pipelines.checkpoints import pipeline_from_checkpoint
+from trivium.audio.pipelines.common import (
+    RunConfig,
+    eval_mode,
+    load_items,
+    train_pipeline,
+)
 
 __all__ = [
     "SeparationConfig",
@@ -39,14 +44,16 @@ __all__ = [
 
 
 @dataclass
-class SeparationConfig:
+class SeparationConfig(RunConfig):
     """Settings of a separation training run (stored in its checkpoints).
 
     The model sizes default to a reduced Conv-TasNet that trains on a CPU;
     :func:`~trivium.audio.models.conv_tasnet_base` is ``enc_num_feats=512,
     msk_num_feats=128, msk_num_hidden_feats=512, msk_num_layers=8, msk_num_stacks=3``.
     ``dynamic_mixing`` trains on mixtures made on the fly from the training sources
-    (see :func:`dynamic_mixtures`) instead of the stored ones.
+    (see :func:`dynamic_mixtures`) instead of the stored ones. The run settings
+    (device, amp, checkpoint_every, eval_every, seed, progress) are
+    :class:`~trivium.audio.pipelines.common.RunConfig`'s.
 
     Example:
         >>> SeparationConfig().num_sources
@@ -73,13 +80,7 @@ class SeparationConfig:
     num_steps: int = 2000
     lr: float = 2e-3
     grad_clip_norm: float | None = 5.0
-    amp: bool = False
-    device: str = "auto"
-    checkpoint_every: int = 500
-    eval_every: int = 0
     max_eval_items: int | None = None
-    seed: int = 0
-    progress: bool | None = None
 
 
 class SeparationPipeline(nn.Module):
@@ -130,15 +131,18 @@ def _load_subset(config: SeparationConfig, subset: str, limit: int | None) -> li
     dataset = LibriMix(
         config.root, subset=subset, num_speakers=config.num_sources, sample_rate=config.sample_rate
     )
-    count = len(dataset) if limit is None else min(limit, len(dataset))
-    items = []
-    for i in range(count):
+
+    def item(i: int) -> tuple:
         _, mixture, sources = dataset[i]
-        speakers = mixture_speakers(dataset.files[i], config.num_sources)
-        items.append((mixture[0], torch.cat(sources), speakers))
-    if not items:
-        raise ValueError(f"no mixtures in LibriMix subset {subset!r} under {config.root}")
-    return items
+        return (
+            mixture[0],
+            torch.cat(sources),
+            mixture_speakers(dataset.files[i], config.num_sources),
+        )
+
+    return load_items(
+        dataset, limit, item, f"no mixtures in LibriMix subset {subset!r} under {config.root}"
+    )
 
 
 def mixture_speakers(name: str, num_sources: int) -> tuple[str, ...] | None:
@@ -250,17 +254,15 @@ def evaluate(
     config = pipeline.config
     if items is None:
         items = _load_subset(config, subset or config.test_subset, config.max_eval_items)
-    was_training = pipeline.training
-    pipeline.eval()
     total_snr = total_snri = 0.0
-    for mixture, sources, *_ in items:
-        estimates = pipeline.separate(mixture).cpu()
-        loss, _ = pit_loss(estimates[None], sources[None], reduction="none")
-        snr = -float(loss[0])
-        baseline = float(si_snr(mixture.expand_as(sources), sources).mean())
-        total_snr += snr
-        total_snri += snr - baseline
-    pipeline.train(was_training)
+    with eval_mode(pipeline):
+        for mixture, sources, *_ in items:
+            estimates = pipeline.separate(mixture).cpu()
+            loss, _ = pit_loss(estimates[None], sources[None], reduction="none")
+            snr = -float(loss[0])
+            baseline = float(si_snr(mixture.expand_as(sources), sources).mean())
+            total_snr += snr
+            total_snri += snr - baseline
     return {"eval_si_snr": total_snr / len(items), "si_snri": total_snri / len(items)}
 
 
@@ -275,28 +277,22 @@ def train(
     Checkpoints and metric files go to ``out_dir`` as in
     :func:`trivium.audio.pipelines.asr.train`. Returns the pipeline in eval mode.
     """
-    seed_everything(config.seed)
-    pipeline = SeparationPipeline(config)
-    train_items = _load_subset(config, config.train_subset, None)
-    test_items = (
-        _load_subset(config, config.test_subset, config.max_eval_items)
-        if config.eval_every
-        else None
-    )
     length = int(config.segment_seconds * config.sample_rate)
     make_batch = dynamic_mixtures if config.dynamic_mixing else _crops
-    fit_pipeline(
-        pipeline.model,
+    return train_pipeline(
         config,
         "separation",
-        resume,
-        until,
-        len(train_items),
-        lambda indices, generator: make_batch(train_items, indices, length, generator),
-        _pit_si_snr_loss,
-        (lambda model: evaluate(pipeline, test_items)) if test_items else None,
+        build=lambda: SeparationPipeline(config),
+        load_train=lambda _: _load_subset(config, config.train_subset, None),
+        load_test=lambda _: _load_subset(config, config.test_subset, config.max_eval_items),
+        make_batch=lambda _, items, indices, generator: make_batch(
+            items, indices, length, generator
+        ),
+        loss_fn=_pit_si_snr_loss,
+        evaluate=evaluate,
+        resume=resume,
+        until=until,
     )
-    return pipeline.eval()
 
 
 def from_checkpoint(
@@ -305,12 +301,10 @@ def from_checkpoint(
     """The :class:`SeparationPipeline` in a checkpoint (a file or a run's ``out_dir``), eval mode.
 
     Example:
-        >>> import dataclasses, tempfile
-        >>> from trivium.core.training import save_checkpoint
-        >>> config = SeparationConfig(msk_num_layers=1, msk_num_stacks=1)
-        >>> state = {"model": SeparationPipeline(config).model.state_dict(),
-        ...          "extra": {"config": dataclasses.asdict(config)}}
-        >>> path = save_checkpoint(tempfile.mkdtemp() + "/c.pt", state)
+        >>> import tempfile
+        >>> from trivium.audio.pipelines.common import save_pipeline
+        >>> pipeline = SeparationPipeline(SeparationConfig(msk_num_layers=1, msk_num_stacks=1))
+        >>> path = save_pipeline(pipeline, tempfile.mkdtemp() + "/c.pt")
         >>> from_checkpoint(path).config.msk_num_layers
         1
     """

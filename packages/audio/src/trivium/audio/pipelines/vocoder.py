@@ -29,9 +29,14 @@ from torch import Tensor, nn
 from trivium.audio.datasets import LIBRITTS
 from trivium.audio.functional import mu_law_encoding, resample
 from trivium.audio.models import WaveRNN
-from trivium.audio.pipelines.checkpoints import fit_pipeline, pipeline_from_checkpoint
+from trivium.audio.pipelines.checkpoints import pipeline_from_checkpoint
+from trivium.audio.pipelines.common import (
+    RunConfig,
+    eval_mode,
+    load_items,
+    train_pipeline,
+)
 from trivium.audio.transforms import MelSpectrogram
-from trivium.core.seeding import seed_everything
 
 __all__ = [
     "VocoderConfig",
@@ -45,13 +50,15 @@ __all__ = [
 
 
 @dataclass
-class VocoderConfig:
+class VocoderConfig(RunConfig):
     """Settings of a vocoder training run (stored in its checkpoints).
 
     The WaveRNN sizes default to a reduced model that trains on a CPU; torchaudio's
     full one is ``n_rnn=512, n_fc=512, n_res_block=10, n_hidden=128, n_output=128``.
     ``sample_input_std`` initialises the previous sample's input weights (see
-    :func:`sample_input_init_`; ``None`` keeps PyTorch's default).
+    :func:`sample_input_init_`; ``None`` keeps PyTorch's default). The run settings
+    (device, amp, checkpoint_every, eval_every, seed, progress) are
+    :class:`~trivium.audio.pipelines.common.RunConfig`'s.
 
     Example:
         >>> VocoderConfig().hop_length
@@ -80,13 +87,7 @@ class VocoderConfig:
     lr: float = 2e-3
     sample_input_std: float | None = 1.0
     grad_clip_norm: float | None = 4.0
-    amp: bool = False
-    device: str = "auto"
-    checkpoint_every: int = 500
-    eval_every: int = 0
     max_eval_items: int | None = 4
-    seed: int = 0
-    progress: bool | None = None
 
 
 class VocoderPipeline(nn.Module):
@@ -206,17 +207,15 @@ def spectral_convergence(estimate: Tensor, reference: Tensor, n_fft: int = 1024)
 
 def _load_split(pipeline: VocoderPipeline, root: str, url: str, limit: int | None) -> list:
     dataset = LIBRITTS(root, url=url)
-    count = len(dataset) if limit is None else min(limit, len(dataset))
-    items = []
-    for i in range(count):
+
+    def item(i: int) -> tuple[Tensor, Tensor]:
         waveform, sample_rate = dataset[i][:2]
         if sample_rate != pipeline.config.sample_rate:
             waveform = resample(waveform, sample_rate, pipeline.config.sample_rate)
         waveform = waveform.mean(0)
-        items.append((waveform, pipeline.mel(waveform)))
-    if not items:
-        raise ValueError(f"no utterances in LibriTTS/{url} under {root}")
-    return items
+        return waveform, pipeline.mel(waveform)
+
+    return load_items(dataset, limit, item, f"no utterances in LibriTTS/{url} under {root}")
 
 
 def _aligned(
@@ -274,24 +273,22 @@ def evaluate(
         items = _load_split(
             pipeline, root or config.root, url or config.test_url, config.max_eval_items
         )
-    was_training = pipeline.training
-    pipeline.eval()
     device = next(pipeline.parameters()).device
     generator = torch.Generator(device=device).manual_seed(config.seed)
     losses, l1s, scs = [], [], []
     limit = int(max_seconds * config.sample_rate) // config.hop_length
-    for waveform, mel in items:
-        mel = mel[:, :limit]
-        frames = mel.shape[-1]
-        mel_in, wave_in = _aligned(waveform, mel, config, 0, frames)
-        batch = (mel_in[None, None].to(device), wave_in[None].to(device))
-        with torch.no_grad():
-            losses.append(float(_teacher_forced_loss(pipeline.model, batch)))
-        vocoded = pipeline.vocode(mel, generator=generator).cpu()
-        reference = waveform[: vocoded.shape[-1]]
-        l1s.append(float((pipeline.mel(vocoded)[:, :frames] - mel).abs().mean()))
-        scs.append(spectral_convergence(vocoded, reference))
-    pipeline.train(was_training)
+    with eval_mode(pipeline):
+        for waveform, mel in items:
+            mel = mel[:, :limit]
+            frames = mel.shape[-1]
+            mel_in, wave_in = _aligned(waveform, mel, config, 0, frames)
+            batch = (mel_in[None, None].to(device), wave_in[None].to(device))
+            with torch.no_grad():
+                losses.append(float(_teacher_forced_loss(pipeline.model, batch)))
+            vocoded = pipeline.vocode(mel, generator=generator).cpu()
+            reference = waveform[: vocoded.shape[-1]]
+            l1s.append(float((pipeline.mel(vocoded)[:, :frames] - mel).abs().mean()))
+            scs.append(spectral_convergence(vocoded, reference))
     n = len(items)
     return {
         "eval_loss": sum(losses) / n,
@@ -309,28 +306,27 @@ def train(config: VocoderConfig, resume: bool = True, until: int | None = None) 
     Checkpoints and metric files go to ``out_dir`` as in
     :func:`trivium.audio.pipelines.asr.train`. Returns the pipeline in eval mode.
     """
-    seed_everything(config.seed)
-    pipeline = VocoderPipeline(config)
-    if config.sample_input_std is not None:
-        sample_input_init_(pipeline.model, config.sample_input_std)
-    train_items = _load_split(pipeline, config.root, config.train_url, None)
-    test_items = (
-        _load_split(pipeline, config.root, config.test_url, config.max_eval_items)
-        if config.eval_every
-        else None
-    )
-    fit_pipeline(
-        pipeline.model,
+
+    def build() -> VocoderPipeline:
+        pipeline = VocoderPipeline(config)
+        if config.sample_input_std is not None:
+            sample_input_init_(pipeline.model, config.sample_input_std)
+        return pipeline
+
+    return train_pipeline(
         config,
         "vocoder",
-        resume,
-        until,
-        len(train_items),
-        lambda indices, generator: _segments(train_items, indices, config, generator),
-        _teacher_forced_loss,
-        (lambda model: evaluate(pipeline, test_items)) if test_items else None,
+        build=build,
+        load_train=lambda p: _load_split(p, config.root, config.train_url, None),
+        load_test=lambda p: _load_split(p, config.root, config.test_url, config.max_eval_items),
+        make_batch=lambda _, items, indices, generator: _segments(
+            items, indices, config, generator
+        ),
+        loss_fn=_teacher_forced_loss,
+        evaluate=evaluate,
+        resume=resume,
+        until=until,
     )
-    return pipeline.eval()
 
 
 def from_checkpoint(
@@ -339,12 +335,10 @@ def from_checkpoint(
     """The :class:`VocoderPipeline` in a checkpoint (a file or a run's ``out_dir``), in eval mode.
 
     Example:
-        >>> import dataclasses, tempfile
-        >>> from trivium.core.training import save_checkpoint
-        >>> config = VocoderConfig(n_rnn=16, n_fc=16, n_res_block=1)
-        >>> state = {"model": VocoderPipeline(config).model.state_dict(),
-        ...          "extra": {"config": dataclasses.asdict(config)}}
-        >>> path = save_checkpoint(tempfile.mkdtemp() + "/c.pt", state)
+        >>> import tempfile
+        >>> from trivium.audio.pipelines.common import save_pipeline
+        >>> pipeline = VocoderPipeline(VocoderConfig(n_rnn=16, n_fc=16, n_res_block=1))
+        >>> path = save_pipeline(pipeline, tempfile.mkdtemp() + "/c.pt")
         >>> from_checkpoint(path).config.n_rnn
         16
     """
