@@ -132,6 +132,13 @@ _AUGMIX_PARTIAL_SPACE: _Space = {
 }
 _AUGMIX_SPACE = {**_AUGMIX_PARTIAL_SPACE, **_enhancements(0.9)}
 
+
+def _write_plan(names: list[str], plan: Plan, ops: torch.Tensor, magnitudes: torch.Tensor) -> None:
+    """Write ``plan`` into one row of operation indices (into ``names``) and magnitudes."""
+    for k, (name, magnitude) in enumerate(plan):
+        ops[k], magnitudes[k] = names.index(name), magnitude
+
+
 _Policy = tuple[tuple[str, float, int | None], tuple[str, float, int | None]]
 
 _POLICIES: dict[AutoAugmentPolicy, list[_Policy]] = {
@@ -292,14 +299,16 @@ class _AutoAugmentBase(ImageTransform):
         ops = torch.full((len(plans), width), -1, dtype=torch.int64)
         magnitudes = torch.zeros((len(plans), width), dtype=torch.float64)
         for i, plan in enumerate(plans):
-            for k, (name, magnitude) in enumerate(plan):
-                ops[i, k], magnitudes[i, k] = names.index(name), magnitude
+            _write_plan(names, plan, ops[i], magnitudes[i])
         return {"ops": ops, "magnitudes": magnitudes}
 
     def _decode(self, params: dict[str, Any], i: int) -> Plan:
+        return self._read_plan(params["ops"][i].tolist(), params["magnitudes"][i].tolist())
+
+    def _read_plan(self, ops: list[int], magnitudes: list[float]) -> Plan:
+        """The plan of one row of operation indices (-1: none) and magnitudes."""
         names = list(self._space())
-        row = zip(params["ops"][i].tolist(), params["magnitudes"][i].tolist(), strict=True)
-        return [(names[op], magnitude) for op, magnitude in row if op >= 0]
+        return [(names[op], m) for op, m in zip(ops, magnitudes, strict=True) if op >= 0]
 
     def _apply_plan(self, img: torch.Tensor, plan: Plan) -> torch.Tensor:
         for name, magnitude in plan:
@@ -702,19 +711,13 @@ class AugMix(_AutoAugmentBase):
             original, weights = self._draw_mix(1, torch.device("cpu"))
             mix[i] = torch.cat([original, weights], dim=1)[0]
             for c in range(self.mixture_width):
-                for k, (name, magnitude) in enumerate(self._draw_plan(size)):
-                    ops[i, c, k], magnitudes[i, c, k] = names.index(name), magnitude
+                _write_plan(names, self._draw_plan(size), ops[i, c], magnitudes[i, c])
         return {"ops": ops, "magnitudes": magnitudes, "mix": mix}
 
     def _apply_one(self, img: torch.Tensor, params: dict[str, Any], i: int) -> torch.Tensor:
-        names = list(self._space())
         mix = params["mix"][i : i + 1].to(img.device)
-        plans = [
-            [(names[op], m) for op, m in zip(ops, mags, strict=True) if op >= 0]
-            for ops, mags in zip(
-                params["ops"][i].tolist(), params["magnitudes"][i].tolist(), strict=True
-            )
-        ]
+        rows = zip(params["ops"][i].tolist(), params["magnitudes"][i].tolist(), strict=True)
+        plans = [self._read_plan(ops, mags) for ops, mags in rows]
         chains = [lambda x, plan=plan: self._apply_plan(x, plan) for plan in plans]
         return self._mix(img, mix[:, 0], mix[:, 1:], chains).to(img.dtype)
 
