@@ -7,6 +7,7 @@ Decoders and tokenizer are checked against brute-force references.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import shutil
@@ -48,11 +49,21 @@ def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
     return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
+def tiny_run(config_type, corpus, **options):
+    """``config_type`` for a few steps on ``corpus`` on the CPU, checkpointing halfway."""
+    run = {
+        "batch_size": 2,
+        "num_steps": 4,
+        "checkpoint_every": 2,
+        "device": "cpu",
+        "progress": False,
+    }
+    return config_type(root=str(corpus), **run, **options)
+
+
 def check_resume_is_exact(module, config, tmp_path):
-    straight = module.train(
-        type(config)(**{**config.__dict__, "out_dir": str(tmp_path / "straight")})
-    )
-    split_config = type(config)(**{**config.__dict__, "out_dir": str(tmp_path / "split")})
+    straight = module.train(dataclasses.replace(config, out_dir=str(tmp_path / "straight")))
+    split_config = dataclasses.replace(config, out_dir=str(tmp_path / "split"))
     module.train(split_config, until=config.num_steps // 2)
     resumed = module.train(split_config)
     assert same_weights(straight, resumed)
@@ -65,16 +76,7 @@ def check_resume_is_exact(module, config, tmp_path):
 
 
 def test_asr_pipeline_end_to_end(corpus, tmp_path):
-    config = ASRConfig(
-        root=str(corpus),
-        num_features=13,
-        batch_size=2,
-        num_steps=4,
-        checkpoint_every=2,
-        lr=1e-3,
-        device="cpu",
-        progress=False,
-    )
+    config = tiny_run(ASRConfig, corpus, num_features=13, lr=1e-3)
     pipeline, config = check_resume_is_exact(asr, config, tmp_path)
     metrics = asr.evaluate(pipeline)
     assert set(metrics) == {"wer", "cer"} and metrics["cer"] >= 0
@@ -143,18 +145,14 @@ def test_warp_frequency_and_stretch_time_match_numpy_interp():
 
 def tiny_augmented_asr_config(corpus) -> ASRConfig:
     """A narrow Wav2Letter on augmented MFCCs, a few steps."""
-    return ASRConfig(
-        root=str(corpus),
+    return tiny_run(
+        ASRConfig,
+        corpus,
         num_features=13,
         freq_warp=0.15,
         time_stretch=0.15,
         hidden_channels=16,
         head_channels=32,
-        batch_size=2,
-        num_steps=4,
-        checkpoint_every=2,
-        device="cpu",
-        progress=False,
     )
 
 
@@ -266,8 +264,9 @@ def test_ctc_decoders_against_brute_force(seed):
 
 
 def tiny_vocoder_config(corpus) -> VocoderConfig:
-    return VocoderConfig(
-        root=str(corpus),
+    return tiny_run(
+        VocoderConfig,
+        corpus,
         n_rnn=16,
         n_fc=16,
         n_res_block=1,
@@ -275,12 +274,7 @@ def tiny_vocoder_config(corpus) -> VocoderConfig:
         n_output=8,
         n_mels=20,
         segment_frames=3,
-        batch_size=2,
-        num_steps=4,
-        checkpoint_every=2,
         max_eval_items=1,
-        device="cpu",
-        progress=False,
     )
 
 
@@ -341,19 +335,15 @@ def test_spectral_convergence_reference():
 
 
 def tiny_separation_config(corpus) -> SeparationConfig:
-    return SeparationConfig(
-        root=str(corpus),
+    return tiny_run(
+        SeparationConfig,
+        corpus,
         enc_num_feats=16,
         msk_num_feats=8,
         msk_num_hidden_feats=16,
         msk_num_layers=2,
         msk_num_stacks=1,
         segment_seconds=0.25,
-        batch_size=2,
-        num_steps=4,
-        checkpoint_every=2,
-        device="cpu",
-        progress=False,
     )
 
 
@@ -447,20 +437,17 @@ def test_from_checkpoint_errors(tmp_path):
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
 def test_pipelines_train_on_cuda(corpus, tmp_path):
-    config = tiny_separation_config(corpus)
-    config.device, config.amp, config.out_dir = "cuda", True, str(tmp_path / "sep")
-    pipeline = separation.train(config)
+    def on_cuda(config, name, amp=True):
+        return dataclasses.replace(config, device="cuda", amp=amp, out_dir=str(tmp_path / name))
+
+    pipeline = separation.train(on_cuda(tiny_separation_config(corpus), "sep"))
     assert next(pipeline.parameters()).device.type == "cuda"
     assert math.isfinite(separation.evaluate(pipeline)["si_snri"])
-    voc = tiny_vocoder_config(corpus)
-    voc.device, voc.out_dir = "cuda", str(tmp_path / "voc")
-    model = vocoder.train(voc)
+    model = vocoder.train(on_cuda(tiny_vocoder_config(corpus), "voc", amp=False))
     mel = model.mel(torch.zeros(1, 800, device="cuda"))
     assert model.vocode(mel).device.type == "cuda"
     assert model.vocode(mel, dtype=torch.bfloat16).dtype == torch.float32
-    asr_config = tiny_augmented_asr_config(corpus)
-    asr_config.device, asr_config.amp, asr_config.out_dir = "cuda", True, str(tmp_path / "asr")
-    recognizer = asr.train(asr_config)
+    recognizer = asr.train(on_cuda(tiny_augmented_asr_config(corpus), "asr"))
     assert next(recognizer.model.parameters()).device.type == "cuda"
     waveform, sample_rate, *_ = LIBRISPEECH(corpus, url="test-clean")[0]
     assert isinstance(recognizer.transcribe(waveform, sample_rate), str)
