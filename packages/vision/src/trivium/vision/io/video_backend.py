@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from types import ModuleType
 from typing import IO, Any, TypeAlias
 
@@ -348,6 +349,20 @@ class VideoBackend(ABC):
         ``wanted`` (exact only) tells which pts the caller will convert: a backend may
         leave out frames it rejects, where no other frame needs them decoded.
         """
+
+    def _cached_index(
+        self, stream: StreamInfo, path: str | None, read: Callable[[StreamInfo], FrameIndex]
+    ) -> FrameIndex:
+        """``stream``'s index: this backend's, else an earlier reader's of ``path``, else read.
+
+        ``read(stream)`` runs once per file in a process (see :class:`FrameIndexCache`;
+        a ``path`` of None, a source that is not a file, is not shared).
+        """
+        if stream.name not in self._indexes:
+            self._indexes[stream.name] = INDEX_CACHE.get_or_build(
+                path, self.name, stream.name, partial(read, stream)
+            )
+        return self._indexes[stream.name]
 
     def use_frame_index(self, stream: StreamInfo, index: FrameIndex) -> None:
         """Take ``index`` (e.g. from a saved cache) as the stream's index: no demuxing."""

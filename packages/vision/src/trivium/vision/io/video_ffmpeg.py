@@ -49,7 +49,6 @@ import torch
 from trivium.core.errors import DecodeError
 from trivium.core.forking import ForkSafe, abandon
 from trivium.vision.io.video_backend import (
-    INDEX_CACHE,
     Frame,
     FrameIndex,
     StreamInfo,
@@ -224,11 +223,7 @@ class FFmpegBackend(ForkSafe, VideoBackend):
         See :meth:`_probe_index`; once per file in a process (see
         :class:`~trivium.vision.io.video_backend.FrameIndexCache`).
         """
-        if stream.name not in self._indexes:
-            self._indexes[stream.name] = INDEX_CACHE.get_or_build(
-                self.path, self.name, stream.name, partial(self._probe_index, stream)
-            )
-        return self._indexes[stream.name]
+        return self._cached_index(stream, self.path, self._probe_index)
 
     def _probe_index(self, stream: StreamInfo) -> FrameIndex:
         """Every packet's pts and keyframe flag from one ``ffprobe -show_entries`` run.

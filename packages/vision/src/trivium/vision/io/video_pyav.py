@@ -27,7 +27,6 @@ import torch
 from trivium.core.errors import DecodeError, PathNotFoundError
 from trivium.core.forking import ForkSafe, own_file
 from trivium.vision.io.video_backend import (
-    INDEX_CACHE,
     Frame,
     FrameIndex,
     StreamInfo,
@@ -258,12 +257,8 @@ class PyAVBackend(ForkSafe, VideoBackend):
         Demuxing (no decoding) runs on a separate container, once per file in a process
         (see :class:`~trivium.vision.io.video_backend.FrameIndexCache`).
         """
-        if stream.name not in self._indexes:
-            path = self.path if isinstance(self._src, str | os.PathLike) else None
-            self._indexes[stream.name] = INDEX_CACHE.get_or_build(
-                path, self.name, stream.name, partial(self._demux_index, stream)
-            )
-        return self._indexes[stream.name]
+        path = self.path if isinstance(self._src, str | os.PathLike) else None
+        return self._cached_index(stream, path, self._demux_index)
 
     def _demux_index(self, stream: StreamInfo) -> FrameIndex:
         """Demux (no decode) a separate container and index the stream's packets."""
