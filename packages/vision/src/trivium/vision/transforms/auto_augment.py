@@ -290,6 +290,10 @@ class _AutoAugmentBase(ImageTransform):
             )
         img = inputs[0]
         self._check(img)
+        return self._draw_params(img)
+
+    def _draw_params(self, img: torch.Tensor) -> dict[str, Any]:
+        """Each image's plan (eager, ``img`` checked), as ``[N, ops]`` tensors."""
         size = (img.shape[-2], img.shape[-1])
         return self._encode([self._draw_plan(size) for _ in range(self.num_samples(img))])
 
@@ -687,8 +691,8 @@ class AugMix(_AutoAugmentBase):
             mix = mix + weights[:, i].view(n, 1, 1, 1) * chain(batch)
         return mix
 
-    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
-        """With ``per_sample``: each image's mixing weights and chains, one row per image.
+    def _draw_params(self, img: torch.Tensor) -> dict[str, Any]:
+        """Each image's mixing weights and chains, one row per image.
 
         Example:
             >>> import torch
@@ -696,12 +700,6 @@ class AugMix(_AutoAugmentBase):
             >>> t.make_params([torch.zeros(4, 3, 8, 8)])["ops"].shape
             torch.Size([4, 2, 3])
         """
-        if not self.per_sample:
-            return {}
-        img = inputs[0]
-        self._check(img)
-        if torch.compiler.is_compiling():
-            return super().make_params(inputs)  # raises: eager only
         size, n = (img.shape[-2], img.shape[-1]), self.num_samples(img)
         mix = torch.zeros((n, 1 + self.mixture_width), dtype=torch.float32)
         ops = torch.full((n, self.mixture_width, 3), -1, dtype=torch.int64)
