@@ -391,7 +391,7 @@ def from_checkpoint(
 
     Example:
         >>> import tempfile
-        >>> from trivium.audio.pipelines.common import save_pipeline
+        >>> from trivium.audio.pipelines.checkpoints import save_pipeline
         >>> pipeline = ASRPipeline(ASRConfig(num_features=13))
         >>> path = save_pipeline(pipeline, tempfile.mkdtemp() + "/c.pt")
         >>> from_checkpoint(path).config.num_features

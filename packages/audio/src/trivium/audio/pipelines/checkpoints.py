@@ -1,4 +1,7 @@
-"""A pipeline's trainer (checkpointing to its run folder) and reading its checkpoints back.
+"""A pipeline's checkpoints: reading its config and weights back, writing a pipeline as one.
+
+A training run writes its checkpoints through its trainer
+(:func:`trivium.audio.pipelines.common.make_trainer`, also importable from here).
 
 Example:
     >>> import dataclasses, tempfile
@@ -21,14 +24,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
-from trivium.audio.pipelines.batches import batch_indices, step_generator
-from trivium.audio.pipelines.schedules import warmup_cosine
+from trivium.audio.pipelines.common import make_trainer
 from trivium.core.errors import DecodeError
-from trivium.core.training import CHECKPOINT_NAME, Trainer, load_checkpoint
+from trivium.core.training import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
 
-__all__ = ["make_trainer", "pipeline_from_checkpoint", "read_checkpoint"]
+__all__ = ["make_trainer", "pipeline_from_checkpoint", "read_checkpoint", "save_pipeline"]
 
 C = TypeVar("C")
 P = TypeVar("P", bound=nn.Module)
@@ -92,96 +94,21 @@ def pipeline_from_checkpoint(
     return pipeline.to(device).eval()
 
 
-def make_trainer(
-    model: nn.Module,
-    optimizer: Any,
-    scheduler: Any,
-    config: Any,
-    pipeline: str,
-    resume: bool,
-) -> Trainer:
-    """The :class:`Trainer` of a pipeline's ``config``, resumed from its run folder if asked.
-
-    ``config`` is a pipeline configuration dataclass (device, amp, grad_clip_norm,
-    out_dir, checkpoint_every, num_steps, progress); it is saved in every checkpoint.
+def save_pipeline(pipeline: nn.Module, path: str | os.PathLike[str]) -> Path:
+    """Write ``pipeline``'s model weights and config as a checkpoint ``from_checkpoint`` reads.
 
     Example:
-        >>> import tempfile, torch
+        >>> import tempfile
         >>> @dataclasses.dataclass
         ... class Config:
-        ...     device: str = "cpu"; amp: bool = False; grad_clip_norm: float = 1.0
-        ...     out_dir: str = tempfile.mkdtemp(); checkpoint_every: int = 10
-        ...     num_steps: int = 10; progress: bool = False
-        >>> model = torch.nn.Linear(2, 1)
-        >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        >>> make_trainer(model, opt, None, Config(), "demo", resume=True).checkpoint_path.name
-        'checkpoint.pt'
+        ...     width: int = 2
+        >>> pipeline = torch.nn.Module()
+        >>> pipeline.config, pipeline.model = Config(), torch.nn.Linear(2, 1)
+        >>> save_pipeline(pipeline, tempfile.mkdtemp() + "/c.pt").name
+        'c.pt'
     """
-    trainer = Trainer(
-        model,
-        optimizer,
-        scheduler,
-        device=config.device,
-        amp=config.amp,
-        grad_clip_norm=config.grad_clip_norm,
-        out_dir=config.out_dir,
-        checkpoint_every=config.checkpoint_every,
-        log_every=1,  # every step: curves and start/end means need them all
-        extra={"config": dataclasses.asdict(config), "pipeline": pipeline},
-        progress=config.progress,
-    )
-    if resume and trainer.checkpoint_path.is_file():
-        trainer.resume()
-    return trainer
-
-
-def fit_pipeline(
-    model: nn.Module,
-    config: Any,
-    pipeline: str,
-    resume: bool,
-    until: int | None,
-    num_items: int,
-    make_batch: Callable[[list[int], torch.Generator], Any],
-    loss_fn: Callable[[Any, Any], Tensor],
-    eval_fn: Callable[[nn.Module], dict[str, float]] | None,
-    *,
-    weight_decay: float = 0.0,
-    warmup_fraction: float = 0.05,
-) -> None:
-    """Train ``model`` as every pipeline does, resuming from its run folder if asked.
-
-    Adam at ``config.lr`` with a warm-up cosine schedule over ``config.num_steps``;
-    step ``s`` reads ``make_batch(indices, generator)`` for ``config.batch_size`` item
-    indices (of ``num_items``) and a generator that both depend only on the seed and
-    ``s``, so a resumed run draws the same batches. ``until`` stops after that many
-    steps (the schedule still spans ``config.num_steps``). Checkpoints and metrics are
-    as :func:`make_trainer` sets them up.
-
-    Example:
-        >>> import tempfile, torch
-        >>> @dataclasses.dataclass
-        ... class Config:
-        ...     device: str = "cpu"; amp: bool = False; grad_clip_norm: float = 1.0
-        ...     out_dir: str = tempfile.mkdtemp(); checkpoint_every: int = 10
-        ...     num_steps: int = 3; progress: bool = False; lr: float = 0.1
-        ...     batch_size: int = 2; seed: int = 0; eval_every: int = 0
-        >>> model = torch.nn.Linear(1, 1)
-        >>> data = torch.arange(4.0).view(4, 1)
-        >>> fit_pipeline(model, Config(), "demo", False, None, 4,
-        ...              lambda idx, gen: data[idx], lambda m, x: (m(x) - 2 * x).pow(2).mean(),
-        ...              None)
-        >>> sorted(p.name for p in Path(Config.out_dir).iterdir())[:1]
-        ['checkpoint.pt']
-    """
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=weight_decay)
-    warmup = int(warmup_fraction * config.num_steps)
-    scheduler = warmup_cosine(optimizer, config.num_steps, warmup)
-    trainer = make_trainer(model, optimizer, scheduler, config, pipeline, resume)
-
-    def batch_fn(step: int) -> Any:
-        indices = batch_indices(step, num_items, config.batch_size, config.seed)
-        return make_batch(indices, step_generator(config.seed, step))
-
-    steps = config.num_steps if until is None else min(until, config.num_steps)
-    trainer.fit(batch_fn, steps, loss_fn, eval_fn=eval_fn, eval_every=config.eval_every)
+    state = {
+        "model": pipeline.model.state_dict(),
+        "extra": {"config": dataclasses.asdict(pipeline.config)},
+    }
+    return save_checkpoint(path, state)

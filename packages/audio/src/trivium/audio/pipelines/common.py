@@ -1,9 +1,8 @@
-"""What the training pipelines share: run settings, loading, evaluation mode and the run itself.
+"""What the training pipelines share: run settings, the trainer, loading, evaluation mode, the run.
 
 A pipeline module defines its model, data and loss; :func:`train_pipeline` seeds,
-builds, loads and fits them the same way for every pipeline (see
-:func:`~trivium.audio.pipelines.checkpoints.fit_pipeline`), and
-:func:`save_pipeline` writes a pipeline as a checkpoint its ``from_checkpoint`` reads.
+builds, loads and fits them the same way for every pipeline, checkpointing and
+logging through :func:`make_trainer`.
 
 Example:
     >>> import torch
@@ -19,20 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 from collections.abc import Callable, Iterator, Sized
-from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
 
-from trivium.audio.pipelines.checkpoints import fit_pipeline
+from trivium.audio.pipelines.batches import batch_indices, step_generator
+from trivium.audio.pipelines.schedules import warmup_cosine
 from trivium.core.progress import progress
 from trivium.core.seeding import seed_everything
-from trivium.core.training import save_checkpoint
+from trivium.core.training import Trainer
 
-__all__ = ["RunConfig", "eval_mode", "load_items", "save_pipeline", "train_pipeline"]
+__all__ = ["RunConfig", "eval_mode", "load_items", "make_trainer", "train_pipeline"]
 
 T = TypeVar("T")
 P = TypeVar("P", bound=nn.Module)
@@ -107,6 +105,48 @@ def load_items(
     return items
 
 
+def make_trainer(
+    model: nn.Module,
+    optimizer: Any,
+    scheduler: Any,
+    config: Any,
+    pipeline: str,
+    resume: bool,
+) -> Trainer:
+    """The :class:`Trainer` of a pipeline's ``config``, resumed from its run folder if asked.
+
+    ``config`` is a pipeline configuration dataclass: a :class:`RunConfig` with
+    ``grad_clip_norm``, ``out_dir`` and ``num_steps``; it is saved in every checkpoint.
+
+    Example:
+        >>> import tempfile
+        >>> @dataclasses.dataclass
+        ... class Config(RunConfig):
+        ...     grad_clip_norm: float = 1.0; out_dir: str = tempfile.mkdtemp(); num_steps: int = 9
+        >>> model = torch.nn.Linear(2, 1)
+        >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> config = Config(device="cpu", progress=False)
+        >>> make_trainer(model, opt, None, config, "demo", resume=True).checkpoint_path.name
+        'checkpoint.pt'
+    """
+    trainer = Trainer(
+        model,
+        optimizer,
+        scheduler,
+        device=config.device,
+        amp=config.amp,
+        grad_clip_norm=config.grad_clip_norm,
+        out_dir=config.out_dir,
+        checkpoint_every=config.checkpoint_every,
+        log_every=1,  # every step: curves and start/end means need them all
+        extra={"config": dataclasses.asdict(config), "pipeline": pipeline},
+        progress=config.progress,
+    )
+    if resume and trainer.checkpoint_path.is_file():
+        trainer.resume()
+    return trainer
+
+
 def train_pipeline(
     config: Any,
     name: str,
@@ -118,14 +158,21 @@ def train_pipeline(
     evaluate: Callable[[P, list], dict[str, float]],
     resume: bool,
     until: int | None,
-    **fit_options: Any,
+    *,
+    weight_decay: float = 0.0,
+    warmup_fraction: float = 0.05,
 ) -> P:
     """Seed, ``build()`` a pipeline, load its data, fit its ``model``; the pipeline, in eval mode.
 
-    ``make_batch(pipeline, train_items, indices, generator)`` makes a step's batch;
-    ``load_test`` and ``evaluate(pipeline, test_items)`` run only when
-    ``config.eval_every`` asks for evaluations. ``resume``, ``until`` and
-    ``fit_options`` are :func:`~trivium.audio.pipelines.checkpoints.fit_pipeline`'s.
+    Adam at ``config.lr`` (``weight_decay``) with a warm-up cosine schedule over
+    ``config.num_steps`` (warm-up: ``warmup_fraction`` of them). Step ``s`` trains on
+    ``make_batch(pipeline, train_items, indices, generator)`` for ``config.batch_size``
+    item indices and a generator that both depend only on the seed and ``s``, so a
+    resumed run (``resume``: from ``config.out_dir`` when a checkpoint is there) draws
+    the same batches. ``until`` stops after that many steps (the schedule still spans
+    ``config.num_steps``), e.g. to split a run into time-bounded jobs. ``load_test``
+    and ``evaluate(pipeline, test_items)`` run only when ``config.eval_every`` asks
+    for evaluations. Checkpoints and metrics are as :func:`make_trainer` sets them up.
 
     Example:
         >>> import tempfile
@@ -150,36 +197,25 @@ def train_pipeline(
     pipeline = build()
     train_items = load_train(pipeline)
     test_items = load_test(pipeline) if config.eval_every else None
-    fit_pipeline(
-        pipeline.model,
-        config,
-        name,
-        resume,
-        until,
-        len(train_items),
-        lambda indices, generator: make_batch(pipeline, train_items, indices, generator),
+    optimizer = torch.optim.Adam(
+        pipeline.model.parameters(), lr=config.lr, weight_decay=weight_decay
+    )
+    scheduler = warmup_cosine(optimizer, config.num_steps, int(warmup_fraction * config.num_steps))
+    trainer = make_trainer(pipeline.model, optimizer, scheduler, config, name, resume)
+
+    def batch_fn(step: int) -> Any:
+        indices = batch_indices(step, len(train_items), config.batch_size, config.seed)
+        return make_batch(pipeline, train_items, indices, step_generator(config.seed, step))
+
+    def eval_fn(model: nn.Module) -> dict[str, float]:
+        return evaluate(pipeline, test_items)
+
+    steps = config.num_steps if until is None else min(until, config.num_steps)
+    trainer.fit(
+        batch_fn,
+        steps,
         loss_fn,
-        (lambda model: evaluate(pipeline, test_items)) if test_items is not None else None,
-        **fit_options,
+        eval_fn=eval_fn if test_items is not None else None,
+        eval_every=config.eval_every,
     )
     return pipeline.eval()
-
-
-def save_pipeline(pipeline: nn.Module, path: str | os.PathLike[str]) -> Path:
-    """Write ``pipeline``'s model weights and config as a checkpoint ``from_checkpoint`` reads.
-
-    Example:
-        >>> import tempfile
-        >>> @dataclasses.dataclass
-        ... class Config:
-        ...     width: int = 2
-        >>> pipeline = torch.nn.Module()
-        >>> pipeline.config, pipeline.model = Config(), torch.nn.Linear(2, 1)
-        >>> save_pipeline(pipeline, tempfile.mkdtemp() + "/c.pt").name
-        'c.pt'
-    """
-    state = {
-        "model": pipeline.model.state_dict(),
-        "extra": {"config": dataclasses.asdict(pipeline.config)},
-    }
-    return save_checkpoint(path, state)

@@ -302,7 +302,7 @@ def from_checkpoint(
 
     Example:
         >>> import tempfile
-        >>> from trivium.audio.pipelines.common import save_pipeline
+        >>> from trivium.audio.pipelines.checkpoints import save_pipeline
         >>> pipeline = SeparationPipeline(SeparationConfig(msk_num_layers=1, msk_num_stacks=1))
         >>> path = save_pipeline(pipeline, tempfile.mkdtemp() + "/c.pt")
         >>> from_checkpoint(path).config.msk_num_layers

@@ -336,7 +336,7 @@ def from_checkpoint(
 
     Example:
         >>> import tempfile
-        >>> from trivium.audio.pipelines.common import save_pipeline
+        >>> from trivium.audio.pipelines.checkpoints import save_pipeline
         >>> pipeline = VocoderPipeline(VocoderConfig(n_rnn=16, n_fc=16, n_res_block=1))
         >>> path = save_pipeline(pipeline, tempfile.mkdtemp() + "/c.pt")
         >>> from_checkpoint(path).config.n_rnn
