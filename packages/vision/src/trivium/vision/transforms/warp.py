@@ -76,6 +76,11 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
+def _is_numbers(x: Any, sizes: tuple[int, ...] = (2,)) -> bool:
+    """Whether ``x`` is a sequence of numbers of one of the lengths ``sizes``."""
+    return isinstance(x, Sequence) and len(x) in sizes and all(_is_number(v) for v in x)
+
+
 def _symmetric_range(
     owner: str, name: str, value: Any, sizes: tuple[int, ...] = (2,)
 ) -> list[float]:
@@ -86,7 +91,7 @@ def _symmetric_range(
                 f"{owner}: {name} must be non-negative when a single number, got {value}"
             )
         return [-float(value), float(value)]
-    if isinstance(value, Sequence) and len(value) in sizes and all(_is_number(v) for v in value):
+    if _is_numbers(value, sizes):
         return [float(v) for v in value]
     lengths = " or ".join(map(str, sizes))
     raise TypeError(
@@ -106,7 +111,7 @@ def _grid_interpolation(owner: str, interpolation: Any) -> InterpolationMode:
 def _center(owner: str, center: Any) -> list[float] | None:
     if center is None:
         return None
-    if isinstance(center, Sequence) and len(center) == 2 and all(_is_number(c) for c in center):
+    if _is_numbers(center):
         return [float(center[0]), float(center[1])]
     raise TypeError(
         f"{owner}: center must be None or a sequence of 2 numbers (x, y), got {center!r}"
@@ -251,11 +256,7 @@ class RandomAffine(_Warp):
         self.degrees = _symmetric_range(name, "degrees", degrees)
         self.translate = None if translate is None else self._fractions(translate)
         if scale is not None:
-            if not (
-                isinstance(scale, Sequence)
-                and len(scale) == 2
-                and all(_is_number(s) for s in scale)
-            ):
+            if not _is_numbers(scale):
                 raise TypeError(f"{name}: scale must be a sequence of 2 numbers, got {scale!r}")
             if min(scale) <= 0:
                 raise ValueError(f"{name}: scale values must be positive, got {scale!r}")
@@ -265,11 +266,7 @@ class RandomAffine(_Warp):
 
     def _fractions(self, translate: Any) -> list[float]:
         name = type(self).__name__
-        if not (
-            isinstance(translate, Sequence)
-            and len(translate) == 2
-            and all(_is_number(t) for t in translate)
-        ):
+        if not _is_numbers(translate):
             raise TypeError(f"{name}: translate must be a sequence of 2 numbers, got {translate!r}")
         if not all(0.0 <= t <= 1.0 for t in translate):
             raise ValueError(f"{name}: translate values must be in [0, 1], got {translate!r}")
@@ -530,11 +527,7 @@ class ElasticTransform(_Warp):
     def _pair(owner: str, name: str, value: Any) -> list[float]:
         if _is_number(value):
             value = [value, value]
-        if not (
-            isinstance(value, Sequence)
-            and len(value) in (1, 2)
-            and all(_is_number(v) for v in value)
-        ):
+        if not _is_numbers(value, (1, 2)):
             raise TypeError(
                 f"{owner}: {name} must be a number or a sequence of 1 or 2 numbers, got {value!r}"
             )
