@@ -67,7 +67,7 @@ docs: setup
 test: setup lint docs
 	$(PY) -m pytest -q
 
-BENCHMARKS := image_io transforms video audio audio_models data models classification detection detection_ops deploy
+BENCHMARKS := image_io transforms transforms_pipeline video audio audio_models data models classification detection detection_ops deploy
 
 bench: setup
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || exit 1; done

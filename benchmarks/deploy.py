@@ -1,7 +1,7 @@
 """Deployed decode + preprocess: a scripted model in a C++ program against the same model in Python.
 
 The model takes JPEG bytes and runs ``trivium::decode_jpeg -> Resize(256) ->
-CenterCrop(224) -> ToDtype(float32) -> Normalize`` (the vision README's deployment
+CenterCrop(224) -> ToDtype(float32) -> Normalize`` (the vision guide's deployment
 example). Sides, all on 1 thread, on a 500 x 500 JPEG (quality 90, 4:2:0):
 
 - ``cpp``: the saved TorchScript model run by ``tests/vision/cpp/run_scripted``

@@ -15,7 +15,7 @@ torchvision's ``nms`` is a C++ op that does not load here; the script registers
 ``torchvision::nms`` over trivium's kernel (``torch.ops.trivium.nms``), so both
 sides run the same NMS and the difference is everything else.
 
-As in ``benchmarks/models.py``, ours is timed as the vision README recommends
+As in ``benchmarks/models.py``, ours is timed as the vision guide (docs/guide/vision.md) recommends
 running it on a CPU, converted to channels-last
 (``model.to(memory_format=torch.channels_last)``), against torchvision as its
 documentation runs it (contiguous). Two rows per thread count have no target:

@@ -9,7 +9,7 @@ Workloads, each at every thread count of ``--threads`` (default 1 and 2):
 
 Both models hold the same weights (torchvision's loads ours). The layers are the
 same ops, so what can differ is the memory layout: ours is timed as the vision
-README recommends running it, converted to channels-last (the model with
+guide (docs/guide/vision.md) recommends running it, converted to channels-last (the model with
 ``model.to(memory_format=torch.channels_last)`` and the input with
 ``x.contiguous(memory_format=torch.channels_last)``), against torchvision as its
 documentation runs it (contiguous, NCHW). Two rows per workload are reported

@@ -21,7 +21,7 @@ torchvision's recipe for COCO (ResNet-50 FPN, 26 epochs)::
         --model retinanet_resnet50_fpn --epochs 26 --lr 0.01 --lr-scheduler step \
         --lr-step-size 16 --amp
 
-The ``--demo`` recipe (the embedded corpus on 2 CPU cores; see the vision README
+The ``--demo`` recipe (the embedded corpus on 2 CPU cores; see docs/guide/vision.md
 for what it reaches and how long it takes) is :data:`DEMO`: a ResNet-18 FPN with a
 narrow pyramid and heads, 128 px images, small anchors, AdamW with a cosine
 schedule.

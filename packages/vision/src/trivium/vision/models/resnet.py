@@ -225,7 +225,7 @@ class ResNet(nn.Module):
     Initialisation is torchvision's: Kaiming normal (fan out, ReLU) convolutions,
     ``BatchNorm2d`` / ``GroupNorm`` weights 1 and biases 0, ``fc`` PyTorch's default.
     For speed on a CPU, convert the model and its input to channels-last
-    (``model.to(memory_format=torch.channels_last)``; see the vision README).
+    (``model.to(memory_format=torch.channels_last)``; see the vision guide, docs/guide/vision.md).
 
     Example:
         >>> import torch
