@@ -30,6 +30,21 @@ def load(name: str):
     return module
 
 
+def cli_args(**options) -> list[str]:
+    """``--name value`` per option: ``_`` becomes ``-``, a tuple gives values, ``True`` a flag."""
+    args = []
+    for name, value in options.items():
+        args.append("--" + name.replace("_", "-"))
+        if value is not True:
+            args.extend(str(v) for v in (value if isinstance(value, tuple) else (value,)))
+    return args
+
+
+def tiny_run_args(out_dir: Path, **options) -> list[str]:
+    """A two-step run of batch 2 on the CPU into ``out_dir``, with the example's ``options``."""
+    return cli_args(out_dir=out_dir, steps=2, batch_size=2, device="cpu", **options)
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     from trivium.audio.corpus import build_corpus
@@ -60,36 +75,19 @@ def test_help(name):
 
 def test_asr_example_builds_its_corpus_and_resumes(tmp_path):
     module = load("asr")
-    args = [
-        "--corpus-dir",
-        str(tmp_path / "corpus"),
-        "--corpus-size",
-        "4",
-        "2",
-        "--out-dir",
-        str(tmp_path / "run"),
-        "--steps",
-        "2",
-        "--batch-size",
-        "2",
-        "--num-features",
-        "13",
-        "--device",
-        "cpu",
-        "--checkpoint-every",
-        "1",
+    options = {
+        "corpus_dir": tmp_path / "corpus",
+        "corpus_size": (4, 2),
+        "num_features": 13,
+        "checkpoint_every": 1,
         # the embedded-corpus recipe's options: narrow model, augmented log-mel input
-        "--input-type",
-        "power_spectrum",
-        "--hidden-channels",
-        "16",
-        "--head-channels",
-        "32",
-        "--freq-warp",
-        "0.15",
-        "--time-stretch",
-        "0.15",
-    ]
+        "input_type": "power_spectrum",
+        "hidden_channels": 16,
+        "head_channels": 32,
+        "freq_warp": 0.15,
+        "time_stretch": 0.15,
+    }
+    args = tiny_run_args(tmp_path / "run", **options)
     metrics = module.main(args)
     assert set(metrics) == {"wer", "cer"}
     assert json.loads((tmp_path / "run" / "eval.json").read_text()) == metrics
@@ -101,7 +99,7 @@ def test_asr_example_builds_its_corpus_and_resumes(tmp_path):
         "power_spectrum",
     )
     # a second call with more steps resumes from the checkpoint
-    again = module.main([*args[:8], "3", *args[9:]])
+    again = module.main(args + cli_args(steps=3))  # the last --steps wins
     assert set(again) == {"wer", "cer"}
     rows = (tmp_path / "run" / "metrics.csv").read_text().splitlines()[1:]
     steps = [row.split(",")[0] for row in rows if row.split(",")[1] == "loss"]
@@ -111,28 +109,15 @@ def test_asr_example_builds_its_corpus_and_resumes(tmp_path):
 def test_vocoder_example(corpus, tmp_path):
     out = tmp_path / "run"
     metrics = load("vocoder").main(
-        [
-            "--root",
-            str(corpus),
-            "--out-dir",
-            str(out),
-            "--steps",
-            "2",
-            "--batch-size",
-            "2",
-            "--segment-frames",
-            "2",
-            "--n-rnn",
-            "16",
-            "--n-fc",
-            "16",
-            "--device",
-            "cpu",
-            "--max-eval-items",
-            "1",
-            "--eval-seconds",
-            "0.05",
-        ]
+        tiny_run_args(
+            out,
+            root=corpus,
+            segment_frames=2,
+            n_rnn=16,
+            n_fc=16,
+            max_eval_items=1,
+            eval_seconds=0.05,
+        )
     )
     assert {"eval_loss", "mel_l1", "spectral_convergence", "first_train_loss"} <= set(metrics)
     assert info(out / "vocoded.wav").sample_rate == 16000
@@ -140,23 +125,13 @@ def test_vocoder_example(corpus, tmp_path):
 
 def test_separation_example(corpus, tmp_path):
     metrics = load("separation").main(
-        [
-            "--root",
-            str(corpus),
-            "--out-dir",
-            str(tmp_path / "run"),
-            "--steps",
-            "2",
-            "--batch-size",
-            "2",
-            "--segment-seconds",
-            "0.2",
-            "--device",
-            "cpu",
-            "--dynamic-mixing",
-            "--enc-kernel-size",
-            "32",
-        ]
+        tiny_run_args(
+            tmp_path / "run",
+            root=corpus,
+            segment_seconds=0.2,
+            dynamic_mixing=True,
+            enc_kernel_size=32,
+        )
     )
     assert set(metrics) == {"eval_si_snr", "si_snri"}
     assert (tmp_path / "run" / "metrics.png").is_file()
@@ -213,11 +188,11 @@ def mtimes(root: Path) -> dict[str, int]:
 
 def test_examples_share_one_corpus_dir(tmp_path, monkeypatch):
     corpus = tmp_path / "corpus"
-    common = ["--corpus-dir", str(corpus), "--corpus-size", "4", "2", "--device", "cpu"]
+    common = cli_args(corpus_dir=corpus, corpus_size=(4, 2), device="cpu")
     argv = {
         "asr": common,
         "vocoder": common,
-        "separation": [*common, "--mixtures", "2", "1"],
+        "separation": [*common, *cli_args(mixtures=(2, 1))],
     }
     # Separation first, then the speech examples: these used to rebuild the corpus
     # without its mixtures.
