@@ -50,27 +50,23 @@ import colorsys
 import math
 import os
 import random
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from trivium.core.errors import DatasetError
-from trivium.core.progress import progress
-from trivium.core.threads import parallel_map
 from trivium.vision import corpus_shapes as outline
 from trivium.vision.corpus_assets import (
     background,
     background_photos,
     corpus_settings,
-    decoded_photos,
-    read_manifest,
     write_manifest,
 )
+from trivium.vision.corpus_build import render_all, reuse_or_clear
 from trivium.vision.detection_corpus import build_detection_corpus
 from trivium.vision.io import encode_jpeg, write_file
 
@@ -99,7 +95,6 @@ _CIRCLE, _SQUARE_HALF, _TRIANGLE, _STAR, _STAR_INNER = 0.8, 0.7, 1.05, 1.1, 0.5
 _CROSS_ARM, _CROSS_HALF_WIDTH = 0.95, 0.3
 # How far each shape reaches from its centre, in units of r.
 _REACH = {"circle": 0.8, "cross": 1.0, "square": 0.99, "star": 1.1, "triangle": 1.05}
-_CHUNK = 64  # images per progress update
 
 
 @dataclass(frozen=True)
@@ -384,35 +379,12 @@ def build_image_corpus(
             "classes": list(image_classes(shapes, textures)),
         }
     )
-    record = read_manifest(root)
-    finished = record is not None and record.get("settings") == settings
-    if finished and all((root / spec.path).is_file() for spec in plan):
+    files = [root / spec.path for spec in plan]
+    if reuse_or_clear(root, settings, files, SPLITS, "build_image_corpus"):
         return root
-    if record is None and any((root / split).exists() for split in SPLITS):
-        raise DatasetError(
-            "holds train/ or val/ but no corpus.json: not a corpus build_image_corpus made; "
-            "choose an empty or new folder",
-            path=root,
-        )
-    root.mkdir(parents=True, exist_ok=True)
-    write_manifest(root, None)
     for split in SPLITS:
-        shutil.rmtree(root / split, ignore_errors=True)
         for label in settings["classes"]:
             (root / split / label).mkdir(parents=True)
-    disable = None if progress_bar is None else not progress_bar
-    decoded_photos()  # once, before the threads need them
-    torch_threads = torch.get_num_threads()
-    # Images are small: splitting each op over torch's threads costs more than it
-    # saves (x20 slower on a busy machine); the images are drawn in parallel instead.
-    torch.set_num_threads(1)
-    try:
-        with progress(total=len(plan), desc="image corpus", unit="img", disable=disable) as bar:
-            for start in range(0, len(plan), _CHUNK):
-                chunk = plan[start : start + _CHUNK]
-                parallel_map(lambda spec: _write_image(root, spec), chunk, num_threads)
-                bar.update(len(chunk))
-    finally:
-        torch.set_num_threads(torch_threads)
+    render_all(partial(_write_image, root), plan, "image corpus", num_threads, progress_bar)
     write_manifest(root, settings)
     return root

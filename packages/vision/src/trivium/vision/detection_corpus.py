@@ -48,26 +48,22 @@ import json
 import math
 import os
 import random
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from trivium.core.errors import DatasetError
-from trivium.core.progress import progress
-from trivium.core.threads import parallel_map
 from trivium.vision import corpus_shapes as outline
 from trivium.vision.corpus_assets import (
     background,
     corpus_settings,
-    decoded_photos,
-    read_manifest,
     write_manifest,
 )
+from trivium.vision.corpus_build import render_all, reuse_or_clear
 from trivium.vision.io import encode_jpeg, write_file
 
 __all__ = [
@@ -83,7 +79,6 @@ SPLITS = ("train", "val")
 
 _FORMAT_VERSION = 1
 _ANNOTATIONS = "annotations"
-_CHUNK = 64  # images per progress update
 _TRIES = 10  # placements tried per object
 _ROUND_VERTICES = 48
 _RING_INNER = 0.55  # inner radius of a ring, as a fraction of the outer one
@@ -531,25 +526,13 @@ def build_detection_corpus(
     files = [root / s.path for s in plan] + [
         root / _ANNOTATIONS / f"instances_{s}.json" for s in SPLITS
     ]
-    record = read_manifest(root)
-    if (
-        record is not None
-        and record.get("settings") == settings
-        and all(f.is_file() for f in files)
-    ):
+    if reuse_or_clear(root, settings, files, (*SPLITS, _ANNOTATIONS), "build_detection_corpus"):
         return root
-    if record is None and any((root / d).exists() for d in (*SPLITS, _ANNOTATIONS)):
-        raise DatasetError(
-            "holds train/, val/ or annotations/ but no corpus.json: not a corpus "
-            "build_detection_corpus made; choose an empty or new folder",
-            path=root,
-        )
-    root.mkdir(parents=True, exist_ok=True)
-    write_manifest(root, None)
     for folder in (*SPLITS, _ANNOTATIONS):
-        shutil.rmtree(root / folder, ignore_errors=True)
         (root / folder).mkdir(parents=True)
-    annotations = _render_all(root, plan, num_threads, progress_bar)
+    annotations = render_all(
+        partial(_write_image, root), plan, "detection corpus", num_threads, progress_bar
+    )
     for split in SPLITS:
         specs = [(s, a) for s, a in zip(plan, annotations, strict=True) if s.split == split]
         coco = _coco_json([s for s, _ in specs], [a for _, a in specs], _check_shapes(shapes))
@@ -557,26 +540,3 @@ def build_detection_corpus(
         (root / _ANNOTATIONS / f"instances_{split}.json").write_text(text, encoding="utf-8")
     write_manifest(root, settings)
     return root
-
-
-def _render_all(
-    root: Path, plan: list[DetectionImageSpec], num_threads: int | None, progress_bar: bool | None
-) -> list[list[dict]]:
-    disable = None if progress_bar is None else not progress_bar
-    decoded_photos()  # once, before the threads need them
-    torch_threads = torch.get_num_threads()
-    # Images are small: torch's intra-op threads cost more than they save; the
-    # images are drawn in parallel instead.
-    torch.set_num_threads(1)
-    annotations: list[list[dict]] = []
-    try:
-        with progress(total=len(plan), desc="detection corpus", unit="img", disable=disable) as bar:
-            for start in range(0, len(plan), _CHUNK):
-                chunk = plan[start : start + _CHUNK]
-                annotations += parallel_map(
-                    lambda spec: _write_image(root, spec), chunk, num_threads
-                )
-                bar.update(len(chunk))
-    finally:
-        torch.set_num_threads(torch_threads)
-    return annotations
