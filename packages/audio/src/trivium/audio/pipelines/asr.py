@@ -348,8 +348,8 @@ def evaluate(
 def train(config: ASRConfig, resume: bool = True, until: int | None = None) -> ASRPipeline:
     """Train Wav2Letter with CTC as ``config`` says; resumes from ``out_dir`` when it can.
 
-    ``until`` stops after that many steps (the schedule still spans
-    ``config.num_steps``), e.g. to split a run into time-bounded jobs.
+    ``until`` stops after that many steps (see
+    :func:`~trivium.audio.pipelines.common.train_pipeline`).
 
     Saves ``checkpoint.pt`` every ``checkpoint_every`` steps and at the end, with
     ``metrics.csv``/``metrics.json``/``metrics.png`` beside it. Returns the trained

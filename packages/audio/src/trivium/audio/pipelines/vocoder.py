@@ -300,8 +300,8 @@ def evaluate(
 def train(config: VocoderConfig, resume: bool = True, until: int | None = None) -> VocoderPipeline:
     """Train WaveRNN as ``config`` says; resumes from ``out_dir`` when it can.
 
-    ``until`` stops after that many steps (the schedule still spans
-    ``config.num_steps``), e.g. to split a run into time-bounded jobs.
+    ``until`` stops after that many steps (see
+    :func:`~trivium.audio.pipelines.common.train_pipeline`).
 
     Checkpoints and metric files go to ``out_dir`` as in
     :func:`trivium.audio.pipelines.asr.train`. Returns the pipeline in eval mode.
