@@ -31,6 +31,7 @@ import os
 import pickle
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,15 @@ class Fragment:
     path: str
     index: int
     num_rows: int
+
+
+@contextmanager
+def _arrow_errors(what: str, path: str) -> Iterator[None]:
+    """Arrow, OS and value errors inside as ``DecodeError("{what}: {e}")`` naming ``path``."""
+    try:
+        yield
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise DecodeError(f"{what}: {e}", path=path) from e
 
 
 def _split_uri(path: str, filesystem: pafs.FileSystem | None) -> tuple[pafs.FileSystem, str]:
@@ -515,12 +525,9 @@ class ParquetSource(ArrowSource):
         self._open_file: tuple[str, pq.ParquetFile] | None = None
 
     def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
-        try:
-            with fs.open_input_file(path) as handle:
-                meta = pq.ParquetFile(handle).metadata
-                schema = meta.schema.to_arrow_schema()
-        except (pa.ArrowException, OSError, ValueError) as e:
-            raise DecodeError(f"not a readable Parquet file: {e}", path=path) from e
+        with _arrow_errors("not a readable Parquet file", path), fs.open_input_file(path) as handle:
+            meta = pq.ParquetFile(handle).metadata
+            schema = meta.schema.to_arrow_schema()
         return schema, [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
 
     def _fragment(self, fragment: Fragment) -> pds.Fragment:
@@ -541,12 +548,10 @@ class ParquetSource(ArrowSource):
         mine = self._my_fragments()
         for path, run in itertools.groupby(mine, key=lambda f: f.path):
             groups = [f.index for f in run]
-            try:
+            with _arrow_errors(f"cannot read Parquet row groups {groups}", path):
                 yield from self._file(path).iter_batches(
                     batch_size=self.batch_size, row_groups=groups, columns=self.columns
                 )
-            except (pa.ArrowException, OSError, ValueError) as e:
-                raise DecodeError(f"cannot read Parquet row groups {groups}: {e}", path=path) from e
 
     def _file(self, path: str) -> pq.ParquetFile:
         """An open reader per file (its footer parsed once), kept for the next row group."""
@@ -558,12 +563,8 @@ class ParquetSource(ArrowSource):
         return cached[1]
 
     def _count(self, fragment: Fragment) -> int:
-        try:
+        with _arrow_errors(f"cannot read Parquet row group {fragment.index}", fragment.path):
             return self._fragment(fragment).count_rows(filter=self.filter)
-        except (pa.ArrowException, OSError, ValueError) as e:
-            raise DecodeError(
-                f"cannot read Parquet row group {fragment.index}: {e}", path=fragment.path
-            ) from e
 
 
 def _open_input(fs: pafs.FileSystem, path: str) -> pa.NativeFile:
@@ -602,15 +603,13 @@ class ArrowIPCSource(ArrowSource):
     format_name = "Arrow IPC"
 
     def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
-        try:
+        with _arrow_errors("not a readable Arrow IPC file or stream", path):
             reader = _open_ipc(fs, path)
             if isinstance(reader, pa.ipc.RecordBatchFileReader):
                 rows = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
             else:
                 rows = [reader.read_all().num_rows]
             return reader.schema, rows
-        except (pa.ArrowException, OSError, ValueError) as e:
-            raise DecodeError(f"not a readable Arrow IPC file or stream: {e}", path=path) from e
 
     def _read(self, fragment: Fragment) -> pa.Table:
         reader = _open_ipc(self._filesystem(), fragment.path)
@@ -669,11 +668,11 @@ class CSVSource(ArrowSource):
 
     def _read_file(self, fs: pafs.FileSystem, path: str) -> pa.Table:
         compression = "gzip" if path.endswith(".gz") else None
-        try:
-            with fs.open_input_stream(path, compression=compression) as stream:
-                return pacsv.read_csv(stream, **self.options)
-        except (pa.ArrowException, OSError, ValueError) as e:
-            raise DecodeError(f"not a readable CSV file: {e}", path=path) from e
+        with (
+            _arrow_errors("not a readable CSV file", path),
+            fs.open_input_stream(path, compression=compression) as stream,
+        ):
+            return pacsv.read_csv(stream, **self.options)
 
     def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
         table = self._read_file(fs, path)
