@@ -226,6 +226,13 @@ _POLICIES: dict[AutoAugmentPolicy, list[_Policy]] = {
 }
 
 
+def _check_bins(owner: str, num_magnitude_bins: Any) -> None:
+    if not isinstance(num_magnitude_bins, int) or num_magnitude_bins < 2:
+        raise ValueError(
+            f"{owner}: num_magnitude_bins must be an integer >= 2, got {num_magnitude_bins!r}"
+        )
+
+
 def _shear_degrees(magnitude: Magnitude) -> Magnitude:
     # torchvision shears by atan(magnitude) so that the matrix entry is the magnitude.
     if isinstance(magnitude, torch.Tensor):
@@ -528,11 +535,7 @@ class RandAugment(_AutoAugmentBase):
         )
         if isinstance(num_ops, bool) or not isinstance(num_ops, int) or num_ops < 0:
             raise ValueError(f"RandAugment: num_ops must be an integer >= 0, got {num_ops!r}")
-        if not isinstance(num_magnitude_bins, int) or num_magnitude_bins < 2:
-            raise ValueError(
-                "RandAugment: num_magnitude_bins must be an integer >= 2, "
-                f"got {num_magnitude_bins!r}"
-            )
+        _check_bins("RandAugment", num_magnitude_bins)
         if not isinstance(magnitude, int) or not 0 <= magnitude < num_magnitude_bins:
             raise ValueError(
                 f"RandAugment: magnitude must be an integer in [0, {num_magnitude_bins - 1}], "
@@ -588,11 +591,7 @@ class TrivialAugmentWide(_AutoAugmentBase):
         super().__init__(
             interpolation=interpolation, fill=fill, per_sample=per_sample, generator=generator
         )
-        if not isinstance(num_magnitude_bins, int) or num_magnitude_bins < 2:
-            raise ValueError(
-                f"TrivialAugmentWide: num_magnitude_bins must be an integer >= 2, "
-                f"got {num_magnitude_bins!r}"
-            )
+        _check_bins("TrivialAugmentWide", num_magnitude_bins)
         self.num_magnitude_bins = num_magnitude_bins
 
     def _space(self) -> dict[str, tuple[Magnitudes, bool]]:
