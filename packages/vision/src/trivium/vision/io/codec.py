@@ -391,5 +391,10 @@ def encode_with(
 
 
 def to_chw(hwc: np.ndarray) -> torch.Tensor:
-    """A [C, H, W] tensor viewing an (H, W, C) array: zero copy, channels-last strides."""
-    return torch.from_numpy(hwc).permute(2, 0, 1)
+    """A [C, H, W] tensor viewing an (H, W, C) array: zero copy, channels-last strides.
+
+    Example:
+        >>> to_chw(np.zeros((2, 3, 4), np.uint8)).stride()
+        (1, 12, 4)
+    """
+    return torch.from_numpy(hwc.transpose(2, 0, 1))  # NumPy's transpose: cheaper than permute

@@ -317,6 +317,9 @@ def direct_buffer(data: Any, out: torch.Tensor | None, device: str | torch.devic
     return buffer
 
 
+_CPU = torch.device("cpu")
+
+
 def _is_cpu(device: Any) -> bool:
     return isinstance(device, torch.device) and device.type == "cpu" and device.index is None
 
@@ -412,7 +415,7 @@ def run_decoder(
                 "rather than its path"
             )
         return decode_traced(op, input, args, path, device, func)
-    device = torch.device(device)
+    device = _CPU if device == "cpu" else torch.device(device)
 
     def decode_one(data: Any, where: PathLike | None, out: torch.Tensor | None = None):
         if paths and isinstance(data, str | os.PathLike):
