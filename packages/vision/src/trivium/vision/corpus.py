@@ -66,7 +66,7 @@ from trivium.vision.corpus_assets import (
     corpus_settings,
     write_manifest,
 )
-from trivium.vision.corpus_build import render_all, reuse_or_clear
+from trivium.vision.corpus_build import distinct_names, render_all, reuse_or_clear
 from trivium.vision.detection_corpus import build_detection_corpus
 from trivium.vision.io import encode_jpeg, write_file
 
@@ -142,10 +142,8 @@ def image_classes(
         >>> image_classes(["cross", "circle"], ["striped", "plain"])
         ('circle_plain', 'circle_striped', 'cross_plain', 'cross_striped')
     """
-    for kind, names, known in (("shape", shapes, SHAPES), ("texture", textures, TEXTURES)):
-        unknown = [n for n in names if n not in known]
-        if unknown or not names or len(set(names)) != len(names):
-            raise ValueError(f"{kind}s must be distinct names from {known}, got {list(names)}")
+    shapes = distinct_names("shape", shapes, SHAPES)
+    textures = distinct_names("texture", textures, TEXTURES)
     return tuple(sorted(f"{shape}_{texture}" for shape in shapes for texture in textures))
 
 

@@ -30,7 +30,7 @@ from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
 from trivium.vision.corpus_assets import decoded_photos, read_manifest, write_manifest
 
-__all__ = ["render_all", "reuse_or_clear"]
+__all__ = ["distinct_names", "render_all", "reuse_or_clear"]
 
 _CHUNK = 64  # images per progress update
 
@@ -41,6 +41,24 @@ R = TypeVar("R")
 def _either(folders: Sequence[str]) -> str:
     names = [f"{folder}/" for folder in folders]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def distinct_names(kind: str, names: Sequence[str], known: Sequence[str]) -> tuple[str, ...]:
+    """``names`` as a tuple, refused unless they are distinct, at least one, all ``known``.
+
+    Example:
+        >>> distinct_names("shape", ["star"], ("circle", "star"))
+        ('star',)
+        >>> distinct_names("shape", ["star", "star"], ("circle", "star"))
+        Traceback (most recent call last):
+        ...
+        ValueError: shapes must be distinct names from ('circle', 'star'), got ['star', 'star']
+    """
+    names = tuple(names)
+    unknown = [n for n in names if n not in known]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ValueError(f"{kind}s must be distinct names from {known}, got {list(names)}")
+    return names
 
 
 def reuse_or_clear(

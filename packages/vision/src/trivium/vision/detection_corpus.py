@@ -63,7 +63,7 @@ from trivium.vision.corpus_assets import (
     corpus_settings,
     write_manifest,
 )
-from trivium.vision.corpus_build import render_all, reuse_or_clear
+from trivium.vision.corpus_build import distinct_names, render_all, reuse_or_clear
 from trivium.vision.io import encode_jpeg, write_file
 
 __all__ = [
@@ -146,16 +146,6 @@ def _check_range(name: str, value: Any, low: float, high: float) -> tuple[Any, A
     return lo, hi
 
 
-def _check_shapes(shapes: Sequence[str]) -> tuple[str, ...]:
-    shapes = tuple(shapes)
-    unknown = [s for s in shapes if s not in DETECTION_SHAPES]
-    if unknown or not shapes or len(set(shapes)) != len(shapes):
-        raise ValueError(
-            f"shapes must be distinct names from {DETECTION_SHAPES}, got {list(shapes)}"
-        )
-    return shapes
-
-
 def plan_detection_corpus(
     num_train: int = 2000,
     num_val: int = 300,
@@ -189,7 +179,7 @@ def plan_detection_corpus(
     sizes = tuple(float(s) for s in _check_range("object_size", object_size, 0.02, 1.0))
     if not 0.0 <= min_visible <= 1.0:
         raise ValueError(f"min_visible must be in [0, 1], got {min_visible!r}")
-    shapes = _check_shapes(shapes)
+    shapes = distinct_names("shape", shapes, DETECTION_SHAPES)
     plan = []
     for split, count in zip(SPLITS, (num_train, num_val), strict=True):
         rng = random.Random(f"trivium-detection-corpus/{seed}/{split}")
@@ -533,9 +523,10 @@ def build_detection_corpus(
     annotations = render_all(
         partial(_write_image, root), plan, "detection corpus", num_threads, progress_bar
     )
+    drawn = distinct_names("shape", shapes, DETECTION_SHAPES)
     for split in SPLITS:
         specs = [(s, a) for s, a in zip(plan, annotations, strict=True) if s.split == split]
-        coco = _coco_json([s for s, _ in specs], [a for _, a in specs], _check_shapes(shapes))
+        coco = _coco_json([s for s, _ in specs], [a for _, a in specs], drawn)
         text = json.dumps(coco, separators=(",", ":"))
         (root / _ANNOTATIONS / f"instances_{split}.json").write_text(text, encoding="utf-8")
     write_manifest(root, settings)
