@@ -296,6 +296,8 @@ def build_inputs() -> Inputs:
         "517x606 (grace hopper)": hopper,
         "960x720 (jd-mjpeg, 4:2:2)": mjpeg,
         "1920x1280 (photo, q90)": photo,
+        # A tiny image: the time is the per-call work around the codec.
+        "16x16 (per-call overhead)": jpeg_bytes(hopper_rgb.resize((16, 16)), QUALITY),
     }
     return Inputs(jpegs, photo, hopper, batch, batch_sizes, pngs)
 
