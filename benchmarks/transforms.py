@@ -334,9 +334,10 @@ SNIPPET_NOTES = """\
   vectorise across their 12 channels; the grid's fixed costs are shared).
 - Rows whose work is about one copy of the batch (flips, RandomInvert) move most
   between runs: each side page-faults its 9.6 MB (uint8) or 38 MB (float32) output
-  in on some calls and not on others. The command above sets
-  `MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736`: glibc then
-  keeps freed memory and the ratios compare the work alone.
+  in on some calls and not on others. Setting
+  `MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736` makes glibc
+  keep freed memory, so the ratios compare the work alone; the command line above
+  shows whether it was set.
 """
 
 
