@@ -173,3 +173,38 @@ def test_the_native_path_is_taken_only_where_it_is_exact() -> None:
     # Channels-last rows: torch's kernel reads them without repacking.
     channels_last = x.contiguous(memory_format=torch.channels_last)
     assert _native_resized_crops(channels_last, "bilinear", True) is None
+
+
+def hostile_int(g: torch.Generator, limit: int) -> int:
+    """An edge or out-of-range coordinate: 0, -1, the limit and around it, or a huge one."""
+    choices = [0, -1, 1, limit - 1, limit, limit + 1, 2**31, -(2**31), 2**62, -(2**62)]
+    if bool(torch.rand((), generator=g) < 0.5):
+        return int(torch.randint(-limit, 2 * limit + 1, (), generator=g))
+    return choices[int(torch.randint(len(choices), (), generator=g))]
+
+
+def test_hostile_boxes_sizes_and_threads_raise_value_errors_or_match_torch(photo) -> None:
+    # A fuzz of the kernel's arguments: whatever the boxes, output size and thread
+    # count, the call raises a ValueError or gives torch's pixels; it never crashes.
+    g = torch.Generator().manual_seed(7)
+    x = photo_batch(photo, 3, 3, 24, 30)
+    outcomes = {"raised": 0, "equal": 0}
+    for _ in range(300):
+        boxes = random_boxes(g, 3, 24, 30)
+        if bool(torch.rand((), generator=g) < 0.6):  # one coordinate of one box made hostile
+            k, i = (int(torch.randint(n, (), generator=g)) for n in (3, 4))
+            boxes[k][i] = hostile_int(g, (24, 30)[i % 2])
+        # From 2 pixels: torch's reference kernel asserts on some 1-pixel outputs.
+        size = [int(torch.randint(2, 12, (), generator=g)) for _ in range(2)]
+        threads = [1, 2, 0, -1, 10_000][int(torch.randint(5, (), generator=g))]
+        out = torch.empty((3, 3, *size), dtype=torch.uint8)
+        try:
+            native(x.numpy(), torch.tensor(boxes).numpy(), out.numpy(), "bilinear", threads)
+        except ValueError:
+            outcomes["raised"] += 1
+            continue
+        for t, l, h, w in boxes:
+            assert t >= 0 and l >= 0 and h >= 1 and w >= 1 and t + h <= 24 and l + w <= 30, boxes
+        assert torch.equal(out, reference(x, boxes, size, "bilinear"))
+        outcomes["equal"] += 1
+    assert min(outcomes.values()) > 30, outcomes  # both outcomes were exercised

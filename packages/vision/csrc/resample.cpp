@@ -13,6 +13,7 @@
 // rows the vertical pass reads are filtered, and the buffers are reused across the
 // images of a batch.
 #include "resample.h"
+#include "vectorize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,13 +29,6 @@
 #define TRIVIUM_RESAMPLE_SIMD 1
 #endif
 
-// The build's -O2 vectorises only loops without a remainder; the row loops below need
-// GCC's usual cost model (see nms.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#define TRIVIUM_VECTORIZE __attribute__((optimize("vect-cost-model=dynamic")))
-#else
-#define TRIVIUM_VECTORIZE
-#endif
 
 namespace trivium {
 namespace {
