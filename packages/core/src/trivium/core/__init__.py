@@ -6,7 +6,8 @@ Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``),
 ``stack_batch`` and ``empty_batch`` (batches made in shared memory inside DataLoader workers), the
 ``Transform`` base (on ``RandomModule``, the seeded randomness of any module) and its
 containers, errors, a thread pool for GIL-free native
-work, progress bars, seeding, and a small training helper (``Trainer``, ``MetricLogger``,
+work, progress bars, seeding, the test for traced code (``is_tracing``,
+``ops_intercepted``), and a small training helper (``Trainer``, ``MetricLogger``,
 checkpoints with exact resume).
 
 Example:
@@ -33,6 +34,7 @@ from trivium.core.forking import ForkSafe, abandon
 from trivium.core.progress import progress, progress_enabled
 from trivium.core.seeding import make_generator, seed_everything, worker_init_fn
 from trivium.core.threads import get_num_threads, get_thread_pool, parallel_map, set_num_threads
+from trivium.core.tracing import is_tracing, ops_intercepted
 from trivium.core.training import MetricLogger, Trainer, load_checkpoint, save_checkpoint
 from trivium.core.transform import (
     Compose,
@@ -70,10 +72,12 @@ __all__ = [
     "empty_batch",
     "get_num_threads",
     "get_thread_pool",
+    "is_tracing",
     "load_checkpoint",
     "make_generator",
     "map_tensors",
     "move_to",
+    "ops_intercepted",
     "parallel_map",
     "pin_memory",
     "progress",
