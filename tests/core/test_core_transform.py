@@ -88,6 +88,32 @@ def test_base_transform_defaults() -> None:
         RandomShift(generator=0)  # type: ignore[arg-type]
 
 
+class _TwoForms(Transform):
+    """Adds 1 eagerly; its traced form adds 2, so the result tells which form ran."""
+
+    def transform(self, inpt, params):
+        return inpt + 1
+
+    def transform_traced(self, inpt, params):
+        return inpt + 2
+
+
+class _OneForm(Transform):
+    def transform(self, inpt, params):
+        return inpt * 3
+
+
+def test_forward_runs_transform_eagerly_and_transform_traced_when_compiled() -> None:
+    x = torch.zeros(2)
+    assert _TwoForms()(x).tolist() == [1.0, 1.0]
+    compiled = torch.compile(_TwoForms(), fullgraph=True, backend="eager")
+    assert compiled(x, x + 1)[1].tolist() == [3.0, 3.0]  # every input takes the traced form
+    one = torch.compile(_OneForm(), fullgraph=True, backend="eager")
+    assert one(torch.ones(2)).tolist() == [3.0, 3.0]  # no traced form: transform itself
+    t = _TwoForms()
+    assert t.active_transform() == t.transform
+
+
 def test_compose_chains_and_registers_modules() -> None:
     linear = nn.Linear(2, 2)
     t = Compose([linear, lambda x: x * 0 + 1])

@@ -78,6 +78,29 @@ def test_draw_under_compile_uses_the_default_generator() -> None:
     assert torch.equal(a, compiled(torch.zeros(3, 1, 2, 2)))
 
 
+def test_traced_forms_match_the_eager_ones_on_the_same_params() -> None:
+    """``transform_traced`` (what torch.compile runs) against ``transform`` and NumPy."""
+    from trivium.vision import transforms as T
+
+    rng = np.random.default_rng(0)
+    img = torch.from_numpy(rng.random((4, 3, 5, 6), dtype=np.float32))
+    normalize = T.Normalize([0.2, 0.4, 0.6], [0.5, 0.25, 2.0])
+    mean = np.array([0.2, 0.4, 0.6], np.float32).reshape(3, 1, 1)
+    std = np.array([0.5, 0.25, 2.0], np.float32).reshape(3, 1, 1)
+    expected = (img.numpy() - mean) / std
+    for form in (normalize.transform, normalize.transform_traced):
+        np.testing.assert_allclose(form(img, {}).numpy(), expected, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="Normalize: mean has 3 values"):
+        normalize.transform_traced(torch.zeros(2, 4, 4), {})
+
+    invert = T.RandomInvert(per_sample=True)
+    uint8 = torch.from_numpy(rng.integers(0, 256, (4, 3, 5, 6), dtype=np.uint8))
+    apply = torch.tensor([True, False, False, True])
+    inverted = np.where(apply.numpy()[:, None, None, None], 255 - uint8.numpy(), uint8.numpy())
+    for form in (invert.transform, invert.transform_traced):
+        assert np.array_equal(form(uint8, {"apply": apply}).numpy(), inverted)
+
+
 def test_transforms_move_like_any_module() -> None:
     """``nn.Module.to`` and friends reach the transforms (nothing shadows ``Module._apply``)."""
     from trivium.vision import transforms as T

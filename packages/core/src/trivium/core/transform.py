@@ -31,6 +31,7 @@ from torch import nn
 from torch.utils import _pytree
 
 from trivium.core.seeding import keep_in_worker, transform_generator
+from trivium.core.tracing import is_tracing
 
 __all__ = [
     "Compose",
@@ -135,7 +136,7 @@ class RandomModule(nn.Module):
             >>> RandomModule(g).active_generator() is g  # outside a sample scope and worker
             True
         """
-        if torch.compiler.is_compiling():  # compiled code cannot trace the lookup
+        if is_tracing():  # traced code cannot follow the lookup
             return self.generator
         return transform_generator(self.generator)
 
@@ -162,7 +163,7 @@ class RandomModule(nn.Module):
             >>> t._sample(lambda where, **gen: torch.rand(2, device=where, **gen)).shape
             torch.Size([2])
         """
-        if torch.compiler.is_compiling():
+        if is_tracing():
             return draw(device)
         generator = self.active_generator()
         where = torch.device("cpu") if generator is None else generator.device
@@ -221,7 +222,9 @@ class Transform(RandomModule):
 
     Subclasses implement ``make_params(inputs) -> dict`` (random parameters,
     sampled once per call; the default samples nothing) and
-    ``transform(inpt, params)`` (the deterministic kernel). ``forward`` accepts one
+    ``transform(inpt, params)`` (the deterministic kernel), and where the kernel
+    cannot be traced as it is, ``transform_traced`` (its form under ``torch.compile``,
+    picked by :meth:`active_transform`). ``forward`` accepts one
     input, several inputs, or any nesting of tuples, lists, dicts and namedtuples
     of them (a sample such as ``(image, {"boxes": ..., "labels": ...})``); every
     leaf gets the same params and the output keeps the structure.
@@ -262,6 +265,35 @@ class Transform(RandomModule):
         """
         raise NotImplementedError(f"{type(self).__name__} must implement transform()")
 
+    def transform_traced(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """The traceable form of :meth:`transform`, run while traced (``torch.compile``).
+
+        Override it when ``transform`` branches in Python on drawn values, keeps
+        caches or loops per image: the two forms must give the same result from the
+        same params. The default is ``transform`` itself.
+
+        Example:
+            >>> class Double(Transform):
+            ...     def transform(self, inpt, params):
+            ...         return 2 * inpt
+            >>> Double().transform_traced(3, {})
+            6
+        """
+        return self.transform(inpt, params)
+
+    def active_transform(self) -> Callable[[Any, dict[str, Any]], Any]:
+        """The form to run now: ``transform_traced`` while traced, else ``transform``.
+
+        Traced means :func:`trivium.core.tracing.is_tracing`. Subclasses that override
+        ``forward`` call this instead of ``transform``.
+
+        Example:
+            >>> t = Transform()
+            >>> t.active_transform() == t.transform  # eager
+            True
+        """
+        return self.transform_traced if is_tracing() else self.transform
+
     def forward(self, *inputs: Any) -> Any:
         """Sample params once and apply ``transform`` to every input.
 
@@ -276,7 +308,8 @@ class Transform(RandomModule):
         """
         flat, rebuild = flatten_inputs(self, inputs)
         params = self.make_params(flat)
-        return rebuild([self.transform(inpt, params) for inpt in flat])
+        transform = self.active_transform()
+        return rebuild([transform(inpt, params) for inpt in flat])
 
 
 class _Fn(nn.Module):

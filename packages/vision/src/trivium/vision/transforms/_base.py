@@ -44,6 +44,7 @@ from torch.nn.modules import module as _nn_module
 
 from trivium.core import Transform
 from trivium.core import transform as _core
+from trivium.core.tracing import is_tracing
 from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._dispatch import apply_kernel, is_image_type
@@ -106,7 +107,8 @@ class ImageTransform(Transform):
                 # below does for it, without flattening, leaf kinds or rebuilding.
                 params = self.make_params([x])
                 if not self.per_sample and type(self)._transform_images is _TRANSFORM_IMAGES:
-                    return self.transform(x, self._params_for_chunk(params, None, x.shape[:-3]))
+                    transform = self.active_transform()
+                    return transform(x, self._params_for_chunk(params, None, x.shape[:-3]))
                 return self._transform_images([x], params)[0]
         flat, rebuild = flatten_inputs(self, inputs)
         kinds = _leaf_kinds(flat)
@@ -225,7 +227,8 @@ class ImageTransform(Transform):
         batch = images[0].shape[:-3]
         if per_chunk == 0:
             params = self._params_for_chunk(params, None, batch)
-            return [self.transform(img, params) for img in images]
+            transform = self.active_transform()
+            return [transform(img, params) for img in images]
         n = math.prod(batch)
         flats = [img.reshape(n, *img.shape[-3:]) for img in images]
         outs: list[torch.Tensor | None] = [None] * len(images)
@@ -321,7 +324,7 @@ class ImageTransform(Transform):
         On that path the kernels take tensor parameters and never branch on random
         values in Python (which ``torch.compile(fullgraph=True)`` cannot trace).
         """
-        return self.per_sample or torch.compiler.is_compiling()
+        return self.per_sample or is_tracing()
 
     def _num_draws(self, img: torch.Tensor) -> int:
         """How many parameter sets to draw: one per image when ``per_sample``, else one."""
@@ -368,7 +371,7 @@ def _fused_steps(transforms: list[Any]) -> list[Any]:
     A transform offers one with ``_fuse_next(following)``, returning a function of
     one input that computes ``following(self(x))``, or None.
     """
-    if len(transforms) < 2 or _global_hooks() or torch.compiler.is_compiling():
+    if len(transforms) < 2 or _global_hooks() or is_tracing():
         return transforms  # under torch.compile every step is traced as it is
     steps, i = [], 0
     while i < len(transforms):

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from trivium.core.tracing import is_tracing
+
 __all__ = [
     "check_image",
     "eager_cpu",
@@ -68,7 +70,7 @@ def eager_cpu(*tensors: torch.Tensor) -> bool:
         >>> eager_cpu(torch.zeros(1)), eager_cpu(torch.zeros(1, device="meta"))
         (True, False)
     """
-    return not torch.compiler.is_compiling() and all(t.device.type == "cpu" for t in tensors)
+    return not is_tracing() and all(t.device.type == "cpu" for t in tensors)
 
 
 def check_image(

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from trivium.core.tracing import is_tracing
+
 __all__ = ["switch"]
 
 ImageFn = Callable[[torch.Tensor], torch.Tensor]
@@ -32,7 +34,7 @@ def switch(
         >>> switch(0, [lambda x: -x], torch.ones(1)).tolist()
         [-1.0]
     """
-    if not torch.compiler.is_compiling():
+    if not is_tracing():
         return branches[int(index)](img)
     return _nested_cond(torch.as_tensor(index), list(branches), img)
 

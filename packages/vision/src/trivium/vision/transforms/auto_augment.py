@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from trivium.core.tracing import is_tracing
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._image import check_image
@@ -290,7 +291,7 @@ class _AutoAugmentBase(ImageTransform):
         """
         if not self.per_sample:
             return {}
-        if torch.compiler.is_compiling():
+        if is_tracing():
             raise NotImplementedError(
                 f"{type(self).__name__}: per_sample=True draws each image's operations in "
                 "Python, which torch.compile cannot trace; use per_sample=False there"
@@ -336,7 +337,7 @@ class _AutoAugmentBase(ImageTransform):
         return self._apply_plan(img, self._decode(params, i))
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        """Apply the operations: :meth:`_compiled` under ``torch.compile``, else :meth:`_eager`.
+        """Apply the operations: each image's plan with ``per_sample``, else one plan for all.
 
         Example:
             >>> import torch
@@ -345,19 +346,25 @@ class _AutoAugmentBase(ImageTransform):
             torch.Size([3, 8, 8])
         """
         self._check(inpt)
-        if torch.compiler.is_compiling():
-            return self._compiled(inpt, (inpt.shape[-2], inpt.shape[-1]))
-        return self._eager(inpt, params)
-
-    def _compiled(self, img: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-        """The traceable form: operations drawn as tensors, selected with ``torch.cond``."""
-        raise NotImplementedError
-
-    def _eager(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        """The eager result: each image's plan with ``per_sample``, else one plan for all."""
         if "ops" in params:
             return self._per_image(inpt, params)
         return self._apply_plan(inpt, self._draw_plan((inpt.shape[-2], inpt.shape[-1])))
+
+    def transform_traced(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """The traceable form: operations drawn as tensors, selected with ``torch.cond``.
+
+        Example:
+            >>> import torch
+            >>> t = RandAugment()
+            >>> t.transform_traced(torch.zeros(3, 8, 8, dtype=torch.uint8), {}).shape
+            torch.Size([3, 8, 8])
+        """
+        self._check(inpt)
+        return self._compiled(inpt, (inpt.shape[-2], inpt.shape[-1]))
+
+    def _compiled(self, img: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        """The operations of :meth:`transform_traced` on ``img`` of ``size``."""
+        raise NotImplementedError
 
     def _apply_op(self, img: torch.Tensor, name: str, magnitude: Magnitude) -> torch.Tensor:
         """One named operation at ``magnitude`` (a float, or a 0-dim tensor under compile)."""
@@ -722,11 +729,19 @@ class AugMix(_AutoAugmentBase):
         self._check(inpt)
         if "ops" in params:
             return self._per_image(inpt, params)
-        space = self._space()
         size = (inpt.shape[-2], inpt.shape[-1])
+        return self._mix_chains(inpt, lambda x: self._apply_plan(x, self._draw_plan(size)))
+
+    def _compiled(self, img: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        return self._mix_chains(img, lambda x: self._traced_chain(x, self._space(), size))
+
+    def _mix_chains(
+        self, inpt: torch.Tensor, chain: Callable[[torch.Tensor], torch.Tensor]
+    ) -> torch.Tensor:
+        """``inpt`` mixed with ``mixture_width`` runs of ``chain`` (one batch of weights)."""
         batch = inpt.reshape(-1, *inpt.shape[-3:])
         original, weights = self._draw_mix(batch.shape[0], inpt.device)
-        chains = [lambda x: self._chain(x, space, size)] * self.mixture_width
+        chains = [chain] * self.mixture_width
         return self._mix(batch, original, weights, chains).reshape(inpt.shape).to(inpt.dtype)
 
     def _draw_plan(self, size: tuple[int, int]) -> Plan:
@@ -741,18 +756,17 @@ class AugMix(_AutoAugmentBase):
             plan.append((name, self._magnitude(space, name, self._PARAMETER_MAX, index, size)))
         return plan
 
-    def _chain(
+    def _traced_chain(
         self, img: torch.Tensor, space: dict[str, tuple[Magnitudes, bool]], size: tuple[int, int]
     ) -> torch.Tensor:
+        """One chain drawn as tensors: ``chain_depth`` (or up to 3) steps, the rest Identity."""
         names = list(space)
-        if torch.compiler.is_compiling():
-            table, signs = self._magnitude_table(space, self._PARAMETER_MAX, size)
-            all_names = [*names, "Identity"]
-            depth = self.chain_depth if self.chain_depth > 0 else torch.randint(1, 4, ())
-            for step in range(self.chain_depth if self.chain_depth > 0 else 3):
-                op = torch.randint(len(names), ())
-                magnitude = self._signed(table, signs, op, torch.randint(self.severity, ()))
-                op = torch.where(torch.as_tensor(step) < depth, op, len(names))
-                img = self._traced_op(img, all_names, op.to(img.device), magnitude)
-            return img
-        return self._apply_plan(img, self._draw_plan(size))
+        table, signs = self._magnitude_table(space, self._PARAMETER_MAX, size)
+        all_names = [*names, "Identity"]
+        depth = self.chain_depth if self.chain_depth > 0 else torch.randint(1, 4, ())
+        for step in range(self.chain_depth if self.chain_depth > 0 else 3):
+            op = torch.randint(len(names), ())
+            magnitude = self._signed(table, signs, op, torch.randint(self.severity, ()))
+            op = torch.where(torch.as_tensor(step) < depth, op, len(names))
+            img = self._traced_op(img, all_names, op.to(img.device), magnitude)
+        return img

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from trivium.core.tracing import is_tracing
 from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms import functional as F
@@ -116,11 +117,20 @@ class _RandomOp(ImageTransform):
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         apply = params["apply"]
-        if torch.compiler.is_compiling():
-            return torch.where(_batch_mask(apply, inpt), self._op(inpt), inpt)
         if self.per_sample:
             return self._apply_to_chosen(inpt, apply)
         return self._op(inpt) if bool(apply) else inpt
+
+    def transform_traced(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """``_op`` on the images where ``params["apply"]``, without a branch (torch.compile).
+
+        Example:
+            >>> import torch
+            >>> img, apply = torch.zeros(2, 1, 1, 1, dtype=torch.uint8), torch.tensor([True, False])
+            >>> RandomInvert().transform_traced(img, {"apply": apply}).flatten().tolist()
+            [255, 0]
+        """
+        return torch.where(_batch_mask(params["apply"], inpt), self._op(inpt), inpt)
 
     def _apply_to_chosen(self, img: torch.Tensor, apply: torch.Tensor) -> torch.Tensor:
         """Run ``_op`` on the chosen images only (one batched call on the gathered subset)."""
@@ -373,8 +383,7 @@ class ColorJitter(ImageTransform):
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         img = inputs[0]
         check_image(type(self).__name__, img, channels=(1, 3))
-        compiling = torch.compiler.is_compiling()
-        tensors = self.per_sample or compiling
+        tensors = self._tensor_params()
         params: dict[str, Any] = {}
         for name in self._OPS:
             bounds = getattr(self, name)
@@ -383,7 +392,7 @@ class ColorJitter(ImageTransform):
             u = self._draw((self._num_draws(img),), img.device if tensors else None)
             factor = bounds[0] + (bounds[1] - bounds[0]) * u
             params[name] = factor if tensors else float(factor)
-        if compiling:
+        if is_tracing():  # a tensor: switch() picks each step with torch.cond
             params["order"] = torch.randperm(4, device=img.device)
         else:
             params["order"] = self._randperm(4)

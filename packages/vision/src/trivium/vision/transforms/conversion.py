@@ -232,6 +232,22 @@ class Normalize(_TensorOut):
             >>> Normalize([0.0], [2.0]).transform(torch.ones(1, 1, 1), {}).item()
             0.5
         """
+        self._check(inpt)
+        mean, std = self._stats(inpt.dtype, inpt.device)
+        return _normalize_with(inpt, mean, std, self.inplace)
+
+    def transform_traced(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """:meth:`transform` without the cache of mean and std tensors (for ``torch.compile``).
+
+        Example:
+            >>> import torch
+            >>> Normalize([0.0], [2.0]).transform_traced(torch.ones(1, 1, 1), {}).item()
+            0.5
+        """
+        self._check(inpt)
+        return _normalize_image(inpt, self.mean, self.std, self.inplace)
+
+    def _check(self, inpt: torch.Tensor) -> None:
         check_image("Normalize", inpt, allow_uint8=False)
         channels = inpt.shape[-3]
         for name, values in (("mean", self.mean), ("std", self.std)):
@@ -240,10 +256,6 @@ class Normalize(_TensorOut):
                     f"Normalize: {name} has {len(values)} values but the image has "
                     f"{channels} channels (shape {tuple(inpt.shape)})"
                 )
-        if torch.compiler.is_compiling():
-            return _normalize_image(inpt, self.mean, self.std, self.inplace)
-        mean, std = self._stats(inpt.dtype, inpt.device)
-        return _normalize_with(inpt, mean, std, self.inplace)
 
     def _stats(self, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and std as [C, 1, 1] tensors, cached per dtype and device (saves two per call)."""

@@ -55,6 +55,7 @@ import torch
 
 from trivium.core import Transform, empty_batch, stack_batch
 from trivium.core.threads import parallel_map
+from trivium.core.tracing import is_tracing
 from trivium.vision.io import ImageReadMode, decode_image, image_info
 from trivium.vision.io.codec import as_buffer, resolve_max_pixels, to_chw
 from trivium.vision.io.kernels import decode_buffer
@@ -131,7 +132,7 @@ class _FusedDecode(Transform):
         self.mode = ImageReadMode(mode)
         self.apply_exif_orientation = bool(apply_exif_orientation)
 
-    def forward(self, data: Encoded | Sequence[Encoded]) -> torch.Tensor:
+    def forward(self, data: Encoded | Sequence[Encoded]) -> torch.Tensor | list[torch.Tensor]:
         """Decode and transform one encoded image, or a list of them into a batch.
 
         Example:
@@ -140,11 +141,11 @@ class _FusedDecode(Transform):
             >>> DecodeCenterCrop(4)(encode_png(torch.zeros(3, 8, 8, dtype=torch.uint8))).shape
             torch.Size([3, 4, 4])
         """
-        if torch.compiler.is_compiling():
+        if is_tracing():
             return self._traced(data)
         if isinstance(data, list | tuple):
             plans = [self.plan(item) for item in data]  # draws happen in input order
-            return self._batch(plans)
+            return self._decode_all(plans)
         return self.execute(self.plan(data))
 
     def _traced(self, data: Encoded | Sequence[Encoded]) -> Any:
@@ -162,6 +163,10 @@ class _FusedDecode(Transform):
     def _op(self, items: list[torch.Tensor]) -> Any:
         """This transform's custom op on ``items`` (each subclass calls its own)."""
         raise NotImplementedError(f"{type(self).__name__} must implement _op")
+
+    def _decode_all(self, plans: list[DecodePlan]) -> torch.Tensor | list[torch.Tensor]:
+        """The decoded images of ``plans``: one batch (see :meth:`_batch`)."""
+        return self._batch(plans)
 
     def _batch(self, plans: list[DecodePlan]) -> torch.Tensor:
         """Decode the plans into one channels-last batch, each image written into its slot."""
@@ -407,11 +412,11 @@ class DecodeResize(_FusedDecode):
             >>> [t.shape for t in DecodeResize(20)([data])]
             [torch.Size([3, 20, 40])]
         """
-        if torch.compiler.is_compiling():
-            return self._traced(data)
-        if isinstance(data, list | tuple):
-            return parallel_map(self.execute, [self.plan(item) for item in data])
-        return self.execute(self.plan(data))
+        return super().forward(data)
+
+    def _decode_all(self, plans: list[DecodePlan]) -> list[torch.Tensor]:
+        """The decoded images of ``plans``, as a list (their sizes may differ)."""
+        return parallel_map(self.execute, plans)
 
     def _op(self, items: list[torch.Tensor]) -> list[torch.Tensor]:
         resize = self.resize

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from trivium.core.tracing import is_tracing
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
@@ -77,12 +78,7 @@ def _probability(owner: str, p: Any) -> float:
 
 
 def _as_words(flat: torch.Tensor) -> torch.Tensor:
-    """``flat`` [N, M] reinterpreted with the widest integer type its rows allow (a bit view).
-
-    Under ``torch.compile`` (which fuses the select anyway) ``flat`` is returned as is.
-    """
-    if torch.compiler.is_compiling():
-        return flat
+    """``flat`` [N, M] reinterpreted with the widest integer type its rows allow (a bit view)."""
     row_bytes = flat.shape[1] * flat.element_size()
     for word in (torch.int64, torch.int32, torch.int16):
         size = torch.empty((), dtype=word).element_size()
@@ -103,16 +99,17 @@ def _where_per_image(
     Images of one dtype are selected whole, as wide integer words: up to 8x fewer
     elements than uint8 pixels for ``torch.where`` to visit (selecting is a bit copy).
     ``overwrite_a``: ``a`` is a temporary, write the result over it (a batch-sized
-    allocation less: its page faults cost as much as the select).
+    allocation less: its page faults cost as much as the select). Under ``torch.compile``,
+    which fuses the select anyway, the pixels are selected as they are.
     """
     c, h, w = a.shape[-3:]
     flat_a = a.reshape(math.prod(a.shape[:-3]), c * h * w)
     flat_b = b.reshape(flat_a.shape)
     select = mask.to(a.device).view(-1, 1)
-    if a.dtype == b.dtype:
+    if a.dtype == b.dtype and not is_tracing():
         words_a, words_b = _as_words(flat_a.contiguous()), _as_words(flat_b.contiguous())
         if words_a.dtype == words_b.dtype:  # else differently aligned: select the pixels
-            out = words_a if overwrite_a and not torch.compiler.is_compiling() else None
+            out = words_a if overwrite_a else None
             words = torch.where(select, words_a, words_b, out=out)
             return words.view(a.dtype).reshape(a.shape)
     return torch.where(select, flat_a, flat_b).reshape(a.shape)

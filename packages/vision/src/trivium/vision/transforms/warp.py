@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from trivium.core.tracing import is_tracing
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
@@ -463,7 +464,7 @@ def _gaussian_blur_displacement(x: torch.Tensor, sigma: float) -> torch.Tensor:
     chunk gives the batch's result). Under ``torch.compile``: the full products.
     """
     h, w = x.shape[-2], x.shape[-1]
-    if torch.compiler.is_compiling():
+    if is_tracing():
         rows = _blur_matrix(w, sigma, x.dtype, x.device)
         cols = _blur_matrix(h, sigma, x.dtype, x.device)
         return torch.matmul(cols.t(), torch.matmul(x, rows))

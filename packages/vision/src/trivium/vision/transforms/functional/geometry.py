@@ -20,6 +20,7 @@ import torch
 from torch.nn.functional import grid_sample, interpolate
 from torch.nn.functional import pad as torch_pad
 
+from trivium.core.tracing import is_tracing
 from trivium.vision.transforms._image import eager_cpu
 from trivium.vision.transforms.interpolation import InterpolationMode
 
@@ -738,7 +739,7 @@ def resized_crop_batched(
     width = width.to(device=img.device).reshape(-1).expand(n)
     boxes = (top, left, height, width)
     levels = None
-    if antialias and mode != "nearest" and not torch.compiler.is_compiling():
+    if antialias and mode != "nearest" and not is_tracing():
         levels = _pyramid_levels(height, width, out_h, out_w)
     if levels is None or not bool(levels.any()):
         out = _sample_boxes(x, boxes, out_h, out_w, mode)
