@@ -118,19 +118,23 @@ def test_every_source_gives_the_same(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("subtype", SUBTYPES)
-@pytest.mark.parametrize("channels", [1, 2])
+@pytest.mark.parametrize("channels", [1, 2, 3])
 def test_long_files_read_in_parts_equal_one_read(
     subtype: str, channels: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every sample type and layout, whole and in a range, as libsndfile and one read give it
+    (the parts path reads a stereo 16-bit part into the output's right channel)."""
     path = tmp_path / "long.wav"
     path.write_bytes(wav_bytes(subtype, channels, 5000, "WAVEX"))
     cases = [
-        (0, -1, True, True),
-        (0, -1, False, True),
-        (0, -1, False, False),
-        (123, 4000, True, False),
+        (o, n, z, c)
+        for o, n in ((0, -1), (123, 4000))
+        for z in (True, False)  # normalize
+        for c in (True, False)  # channels_first
     ]
     whole = [load(path, o, n, normalize=z, channels_first=c) for o, n, z, c in cases]
+    for (o, n, z, c), ours in zip(cases, whole, strict=True):
+        assert_same(ours, libsndfile_load(monkeypatch, path, o, n, normalize=z, channels_first=c))
     monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
     monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
     monkeypatch.setattr(aio, "_WAV_PART_BYTES", 999)  # not a whole number of frames
@@ -174,15 +178,20 @@ def test_stereo_16_bit_float_is_scipy_over_32768(
     path.write_bytes(data)
     expected = (stored.astype(np.float32) / np.float32(32768)).T
     monkeypatch.setattr(aio, "_STEREO_FRAMES", 64)  # many blocks, the last one short
+    parts = []
     if not whole:
         monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
+        monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
         monkeypatch.setattr(aio, "_WAV_PART_BYTES", 998)
+        original = aio._wav_in_parts
+        monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: parts.append(1) or original(*a))
     for source in (path, data):
         for offset, count in ((0, -1), (3, 500), (1000, -1), (1001, -1)):
             waveform = load(source, offset, count)[0]
             assert waveform.is_contiguous()
             end = None if count == -1 else offset + count
             assert np.array_equal(waveform.numpy(), expected[:, offset:end])
+    assert len(parts) == (0 if whole else 4)  # the path read in parts, not libsndfile
 
 
 def test_long_file_with_trailing_chunks_and_truncation(

@@ -144,7 +144,7 @@ _WAV_SCALES = {"PCM_U8": 2.0**-7, "PCM_16": 2.0**-15, "PCM_24": 2.0**-31, "PCM_3
 _WAV_SCALES["DOUBLE"] = 1.0
 _PREADV = getattr(os, "preadv", None)
 _FILL_SAMPLES = 1 << 16  # samples per block when converting to float32 (in cache)
-_STEREO_FRAMES = 1 << 16  # frames per block of the interleaved 16-bit stereo conversion
+_STEREO_FRAMES = 1 << 17  # frames per block of the interleaved 16-bit stereo conversion
 _LITTLE_ENDIAN = sys.byteorder == "little"
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -373,6 +373,11 @@ def _interleaved_stereo16(data: np.ndarray) -> bool:
     )
 
 
+def _stereo16(layout: _wav.WavLayout) -> bool:
+    """Whether a WAV file's frames are two 16-bit samples (one little-endian ``int32``)."""
+    return _LITTLE_ENDIAN and layout.channels == 2 and layout.bits == 16 and not layout.floating
+
+
 def _fill_stereo16(out: np.ndarray, data: np.ndarray, scale: float) -> None:
     """Write interleaved ``int16`` stereo ``data`` into ``[2, time]`` float32 ``out``, scaled.
 
@@ -382,6 +387,9 @@ def _fill_stereo16(out: np.ndarray, data: np.ndarray, scale: float) -> None:
     from contiguous integer operations and contiguous casts (about 1.7x faster). The
     shifted values and ``scale / 65536`` are exact in float32, so the result is
     bit-identical to casting each sample and multiplying by ``scale``.
+
+    ``data`` may lie in ``out[1]``'s memory (frame ``i`` where ``out[1, i]`` goes):
+    each block is read before its right channel is written.
     """
     frames = data.view(np.int32)[:, 0]  # [time, 1] -> [time]
     factor = np.float32(scale / 65536)
@@ -729,10 +737,14 @@ def _wav_in_parts(
         whole = _read_in_pieces(fd, out.reshape(-1).view(np.uint8), start)
         return torch.from_numpy(out) if whole else None
     part = max(1, _WAV_PART_BYTES // frame_bytes)
+    in_place = channels_first and scale is not None and _stereo16(layout)
 
     def convert(first: int) -> bool:
         count = min(part, frames - first)
-        raw = np.empty(count * frame_bytes, np.uint8)
+        if in_place:  # a part's frames are as long as its right channel: read them there
+            raw = out[1, first : first + count].view(np.uint8)
+        else:
+            raw = np.empty(count * frame_bytes, np.uint8)
         if not _read_into(fd, raw, start + first * frame_bytes):
             return False
         data, scale = _wav_samples(raw, layout, normalize)
