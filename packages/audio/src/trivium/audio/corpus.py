@@ -384,7 +384,8 @@ def build_corpus(
 
     Args:
         root: the dataset root (it gets ``LibriSpeech/``, ``LibriTTS/``, ``Libri2Mix/``).
-        num_train, num_test: utterances from training / held-out voices.
+        num_train: utterances from training voices.
+        num_test: utterances from held-out voices.
         num_mixtures: 2-speaker mixtures for ``(train-100, test)``; ``None``: keep
             those already built (none if the speech is new).
         seed: everything random (sentences, speeds, pitches, levels, pairs) follows it.

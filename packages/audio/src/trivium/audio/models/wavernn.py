@@ -252,8 +252,13 @@ class WaveRNN(nn.Module):
         upsample_scales: upsampling factors; their product must equal ``hop_length``.
         n_classes: output classes (``2 ** bits``; mu-law or linear quantisation).
         hop_length: samples per spectrogram frame.
-        n_res_block, n_rnn, n_fc, kernel_size, n_freq, n_hidden, n_output: sizes as in
-            torchaudio (``n_freq`` is the number of mel bins).
+        n_res_block: residual blocks of the spectrogram network (``MelResNet``).
+        n_rnn: width of the input layer and of both GRUs.
+        n_fc: width of the two fully connected layers after the GRUs.
+        kernel_size: kernel of the spectrogram network's first convolution.
+        n_freq: mel bins of the input spectrogram.
+        n_hidden: channels inside the spectrogram network's residual blocks.
+        n_output: channels of the spectrogram network's output.
 
     ``forward(waveform, specgram)`` is the teacher-forced pass for training;
     :meth:`infer` samples sequentially (torchaudio's method) and :meth:`generate`
