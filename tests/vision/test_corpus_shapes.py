@@ -9,7 +9,7 @@ import pytest
 import torch
 from matplotlib.path import Path
 
-from trivium.vision import corpus_shapes
+from trivium.vision.corpora import shapes as corpus_shapes
 
 
 def _regular(radii: list[float], start: float) -> list[tuple[float, float]]:

@@ -17,7 +17,7 @@ from peers import import_torchvision
 
 from trivium.core.errors import DecodeError, PathNotFoundError
 from trivium.vision import tv_tensors
-from trivium.vision.corpus import build_detection_corpus
+from trivium.vision.corpora import build_detection_corpus
 from trivium.vision.datasets import CocoDetection, SkippedSamplesWarning, detection_collate
 
 mask_api = pytest.importorskip("pycocotools.mask", reason="pycocotools is not installed")

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from trivium.core.errors import DatasetError
-from trivium.vision.corpus import build_detection_corpus
-from trivium.vision.detection_corpus import (
+from trivium.vision.corpora import (
     DETECTION_SHAPES,
+    build_detection_corpus,
     plan_detection_corpus,
     render_detection_image,
 )

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from trivium.vision.corpus import build_detection_corpus
+from trivium.vision.corpora import build_detection_corpus
 from trivium.vision.detection_eval import COCO_METRICS, CocoEvaluator, coco_backend
 
 pytest.importorskip("pycocotools", reason="pycocotools is not installed")

@@ -13,7 +13,7 @@ import torch
 from PIL import Image
 
 from trivium.core import DatasetError
-from trivium.vision.corpus import (
+from trivium.vision.corpora import (
     IMAGE_CLASSES,
     SHAPES,
     TEXTURES,
@@ -145,7 +145,7 @@ def test_the_background_photos_ship_with_the_package() -> None:
 
     names = background_photos()
     assert len(names) >= 5
-    folder = importlib.resources.files("trivium.vision") / "corpus_backgrounds"
+    folder = importlib.resources.files("trivium.vision.corpora") / "backgrounds"
     assert (folder / "README.md").is_file()
     total = 0
     for name in names:

@@ -9,7 +9,7 @@ pycocotools: ``pip install 'trivium-vision[detection]'``.
 
 Example:
     >>> import tempfile
-    >>> from trivium.vision.detection_corpus import build_detection_corpus
+    >>> from trivium.vision.corpora import build_detection_corpus
     >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=2, num_val=0)
     >>> ds = CocoDetection(root / "train", root / "annotations" / "instances_train.json")
     >>> image, target = ds[0]
@@ -137,7 +137,8 @@ class CocoDetection(SkipsUnreadable, Dataset):
     Args:
         root: the folder the images' ``file_name`` are relative to.
         annFile: the COCO annotation file (``instances_*.json``).
-        transform, target_transform: applied to the image and to the target dict.
+        transform: applied to the image.
+        target_transform: applied to the target dict.
         transforms: applied to ``(image, target)`` together (e.g. a v2 transform
             that moves the boxes with the image); not with the two above.
         target_keys: what the target holds: by default ``image_id`` (int), ``boxes``
@@ -164,7 +165,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
 
     Example:
         >>> import tempfile
-        >>> from trivium.vision.detection_corpus import build_detection_corpus
+        >>> from trivium.vision.corpora import build_detection_corpus
         >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
         >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json",
         ...                    target_keys=["boxes", "masks"])
@@ -277,7 +278,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
 
         Example:
             >>> import os, tempfile
-            >>> from trivium.vision.detection_corpus import build_detection_corpus
+            >>> from trivium.vision.corpora import build_detection_corpus
             >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
             >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json",
             ...                    on_error="skip")
@@ -306,7 +307,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
 
         Example:
             >>> import tempfile
-            >>> from trivium.vision.detection_corpus import build_detection_corpus
+            >>> from trivium.vision.corpora import build_detection_corpus
             >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
             >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json")
             >>> ds[0][1]["image_id"], ds[0][1]["labels"].dtype
@@ -321,7 +322,7 @@ class CocoDetection(SkipsUnreadable, Dataset):
 
         Example:
             >>> import os, tempfile
-            >>> from trivium.vision.detection_corpus import build_detection_corpus
+            >>> from trivium.vision.corpora import build_detection_corpus
             >>> root = build_detection_corpus(tempfile.mkdtemp(), num_train=0, num_val=1)
             >>> ds = CocoDetection(root / "val", root / "annotations" / "instances_val.json")
             >>> os.path.isfile(ds.item_path(0))
