@@ -48,6 +48,28 @@ def _mask(specgram: Tensor, axis: int, value: Tensor, start: Tensor, mask_value:
     return specgram.masked_fill(mask, mask_value)
 
 
+def _random_mask(
+    specgram: Tensor,
+    mask_param: int,
+    mask_value: float,
+    axis: int,
+    p: float,
+    generator: torch.Generator | None,
+    shared: bool,
+) -> Tensor:
+    """Draw widths and starts, then mask: one mask for all (``shared``), else one per example."""
+    axis, mask_param = _axis_and_param(specgram, axis, mask_param, p)
+    if mask_param < 1:
+        return specgram
+    draws = (1,) if shared else specgram.shape[:-2]
+    device = "cpu" if generator is None else generator.device
+    value = torch.rand(draws, generator=generator, device=device) * mask_param
+    start = torch.rand(draws, generator=generator, device=device) * (specgram.shape[axis] - value)
+    if shared:
+        value, start = value.reshape(()), start.reshape(())
+    return _mask(specgram, axis, value, start, mask_value)
+
+
 def mask_along_axis(
     specgram: Tensor,
     mask_param: int,
@@ -68,13 +90,7 @@ def mask_along_axis(
         >>> bool((out == 0).all(dim=-2).any())  # whole time columns are masked
         True
     """
-    axis, mask_param = _axis_and_param(specgram, axis, mask_param, p)
-    if mask_param < 1:
-        return specgram
-    device = "cpu" if generator is None else generator.device
-    value = torch.rand(1, generator=generator, device=device) * mask_param
-    start = torch.rand(1, generator=generator, device=device) * (specgram.shape[axis] - value)
-    return _mask(specgram, axis, value.reshape(()), start.reshape(()), mask_value)
+    return _random_mask(specgram, mask_param, mask_value, axis, p, generator, shared=True)
 
 
 def mask_along_axis_iid(
@@ -97,11 +113,4 @@ def mask_along_axis_iid(
         >>> len({tuple(m) for m in (out[:, 0, 0] == 0).tolist()}) > 1  # masks differ
         True
     """
-    axis, mask_param = _axis_and_param(specgrams, axis, mask_param, p)
-    if mask_param < 1:
-        return specgrams
-    batch = specgrams.shape[:-2]
-    device = "cpu" if generator is None else generator.device
-    value = torch.rand(batch, generator=generator, device=device) * mask_param
-    start = torch.rand(batch, generator=generator, device=device) * (specgrams.shape[axis] - value)
-    return _mask(specgrams, axis, value, start, mask_value)
+    return _random_mask(specgrams, mask_param, mask_value, axis, p, generator, shared=False)
