@@ -272,8 +272,10 @@ class Trainer:
     """Optimisation steps with AMP, gradient clipping, checkpoints and metric logs.
 
     Args:
-        model, optimizer, scheduler: as usual; ``scheduler.step()`` runs after every
-            optimizer step.
+        model: the module to train.
+        optimizer: the optimizer of its parameters.
+        scheduler: a learning-rate scheduler, or ``None``; its ``step()`` runs after
+            every optimizer step.
         device: where the model and batches go (``"auto"``: cuda > mps > cpu).
         amp: mixed precision (float16 with a gradient scaler on CUDA, bfloat16 elsewhere).
         grad_clip_norm: clip the global gradient norm to this (``None``: no clipping).

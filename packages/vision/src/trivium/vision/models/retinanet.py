@@ -487,9 +487,10 @@ class RetinaNet(nn.Module):
         backbone: a module returning a Tensor or an ordered dict of feature maps, with
             an ``out_channels`` attribute (the channels of every map).
         num_classes: classes, including the background.
-        min_size, max_size: images are resized so that the shorter side is
-            ``min_size`` and the longer at most ``max_size``.
-        image_mean, image_std: normalisation (default ImageNet's).
+        min_size: images are resized so that their shorter side is this long...
+        max_size: ...unless their longer side would then exceed this.
+        image_mean: the per-channel mean images are normalised with (default ImageNet's).
+        image_std: the per-channel standard deviation (default ImageNet's).
         anchor_generator: an :class:`~trivium.vision.ops.AnchorGenerator` (default:
             sizes 32..512 with three scales each, ratios 0.5, 1, 2 per level).
         head: default :class:`RetinaNetHead`.
@@ -498,8 +499,8 @@ class RetinaNet(nn.Module):
         score_thresh: detections scoring at most this are dropped.
         nms_thresh: IoU threshold of the per-class non-maximum suppression.
         detections_per_img: detections kept per image (best first).
-        fg_iou_thresh, bg_iou_thresh: IoUs above which an anchor is foreground and
-            below which it is background in training.
+        fg_iou_thresh: the IoU above which an anchor is foreground in training.
+        bg_iou_thresh: the IoU below which an anchor is background in training.
         topk_candidates: candidates kept per level before NMS.
         **kwargs: passed to the transform (``size_divisible``, ``fixed_size``).
 
