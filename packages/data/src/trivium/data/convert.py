@@ -34,7 +34,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from trivium.core.errors import DatasetError, DecodeError, PathNotFoundError, TriviumError
+from trivium.core.errors import DatasetError, DecodeError, TriviumError
+from trivium.core.folders import class_folders
 from trivium.core.progress import progress
 from trivium.core.skipping import check_on_error
 from trivium.core.threads import parallel_map
@@ -185,7 +186,7 @@ def _named_error(e: Exception, path: str) -> TriviumError:
 
 
 def find_classes(root: str) -> list[str]:
-    """The class folders of ``root``, sorted (as torchvision's ``ImageFolder``).
+    """The class folders of ``root``, sorted as torchvision's ``ImageFolder``, hidden ones left out.
 
     Example:
         >>> import os, tempfile
@@ -195,14 +196,7 @@ def find_classes(root: str) -> list[str]:
         >>> find_classes(root)
         ['cat', 'dog']
     """
-    if not os.path.exists(root):
-        raise PathNotFoundError(path=root)
-    if not os.path.isdir(root):
-        raise DatasetError("not a directory", path=root)
-    classes = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
-    if not classes:
-        raise DatasetError("no class folders (expected ROOT/<class>/<file>)", path=root)
-    return classes
+    return class_folders(root, skip_hidden=True)
 
 
 def _files(root: str, classes: list[str], extensions: tuple[str, ...]) -> list[tuple[str, int]]:

@@ -43,6 +43,7 @@ from torch.utils.data import Dataset
 
 from trivium.core import Compose
 from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesWarning, TriviumError
+from trivium.core.folders import NO_CLASS_FOLDERS, class_folders
 from trivium.core.skipping import SkipsUnreadable, with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.transforms.fused_decode import (
@@ -121,18 +122,11 @@ def find_classes(directory: str | os.PathLike[str]) -> tuple[list[str], dict[str
         (['cat', 'dog'], {'cat': 0, 'dog': 1})
     """
     try:
-        with os.scandir(directory) as entries:
-            classes = sorted(entry.name for entry in entries if entry.is_dir())
-    except FileNotFoundError:
-        raise DatasetNotFoundError(path=directory) from None
-    except OSError as e:
-        raise DatasetError(
-            f"cannot list the class folders: {e.strerror or e}", path=directory
-        ) from e
-    if not classes:
-        raise DatasetNotFoundError(
-            "no class folders (expected ROOT/<class>/<file>)", path=directory
-        )
+        classes = class_folders(directory)
+    except DatasetError as e:  # torchvision raises FileNotFoundError for these two
+        if isinstance(e, PathNotFoundError) or e.reason == NO_CLASS_FOLDERS:
+            raise DatasetNotFoundError(e.reason, path=directory) from None
+        raise
     return classes, {name: i for i, name in enumerate(classes)}
 
 
