@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -47,13 +48,26 @@ def _check_rates(orig_freq: int, new_freq: int) -> None:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _check_settings(method: str, lowpass_filter_width: int, rolloff: float) -> None:
+class _Settings(NamedTuple):
+    """The filter settings, checked and in the types the kernel caches are keyed by."""
+
+    lowpass_filter_width: int
+    rolloff: float
+    method: str
+    beta: float | None
+
+
+def _settings(
+    method: str, lowpass_filter_width: int, rolloff: float, beta: float | None
+) -> _Settings:
     if method not in _METHODS:
         raise ValueError(f"resampling_method must be one of {_METHODS}, got {method!r}")
     if lowpass_filter_width <= 0:
         raise ValueError(f"lowpass_filter_width must be positive, got {lowpass_filter_width}")
     if not 0 < rolloff <= 1:
         raise ValueError(f"rolloff must be in (0, 1], got {rolloff}")
+    beta = None if beta is None else float(beta)
+    return _Settings(int(lowpass_filter_width), float(rolloff), method, beta)
 
 
 def sinc_resample_kernel(
@@ -78,30 +92,16 @@ def sinc_resample_kernel(
         (torch.Size([1, 1, 41]), 19)
     """
     _check_rates(orig_freq, new_freq)
-    _check_settings(resampling_method, lowpass_filter_width, rolloff)
-    return _kernel(
-        int(orig_freq) // gcd,
-        int(new_freq) // gcd,
-        int(lowpass_filter_width),
-        float(rolloff),
-        resampling_method,
-        None if beta is None else float(beta),
-        torch.device(device),
-        dtype or torch.float32,
-    )
+    settings = _settings(resampling_method, lowpass_filter_width, rolloff, beta)
+    orig, new = int(orig_freq) // gcd, int(new_freq) // gcd
+    return _kernel(orig, new, settings, torch.device(device), dtype or torch.float32)
 
 
 @functools.lru_cache(maxsize=64)
 def _kernel(
-    orig: int,
-    new: int,
-    lowpass_filter_width: int,
-    rolloff: float,
-    method: str,
-    beta: float | None,
-    device: torch.device,
-    dtype: torch.dtype,
+    orig: int, new: int, settings: _Settings, device: torch.device, dtype: torch.dtype
 ) -> tuple[Tensor, int]:
+    lowpass_filter_width, rolloff, method, beta = settings
     base_freq = min(orig, new) * rolloff
     width = math.ceil(lowpass_filter_width * orig / base_freq)
     idx = torch.arange(-width, width + orig, dtype=torch.float64)[None, None] / orig
@@ -298,16 +298,9 @@ def apply_sinc_kernel(waveform: Tensor, orig: int, new: int, kernel: Tensor, wid
 
 @functools.lru_cache(maxsize=64)
 def _weight(
-    orig: int,
-    new: int,
-    lowpass_filter_width: int,
-    rolloff: float,
-    method: str,
-    beta: float | None,
-    device: torch.device,
-    dtype: torch.dtype,
+    orig: int, new: int, settings: _Settings, device: torch.device, dtype: torch.dtype
 ) -> tuple[Tensor, int]:
-    kernel, width = _kernel(orig, new, lowpass_filter_width, rolloff, method, beta, device, dtype)
+    kernel, width = _kernel(orig, new, settings, device, dtype)
     return polyphase_weight(kernel, orig), width
 
 
@@ -340,19 +333,10 @@ def resample(
     _check_rates(orig_freq, new_freq)
     if orig_freq == new_freq:
         return waveform
-    _check_settings(resampling_method, lowpass_filter_width, rolloff)
+    settings = _settings(resampling_method, lowpass_filter_width, rolloff, beta)
     gcd = math.gcd(int(orig_freq), int(new_freq))
     orig, new = int(orig_freq) // gcd, int(new_freq) // gcd
-    weight, width = _weight(
-        orig,
-        new,
-        int(lowpass_filter_width),
-        float(rolloff),
-        resampling_method,
-        None if beta is None else float(beta),
-        waveform.device,
-        waveform.dtype,
-    )
+    weight, width = _weight(orig, new, settings, waveform.device, waveform.dtype)
     return apply_weight(waveform, orig, new, weight, width)
 
 
