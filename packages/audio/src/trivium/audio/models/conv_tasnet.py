@@ -164,14 +164,10 @@ class ConvTasNet(nn.Module):
         self.enc_num_feats = enc_num_feats
         self.enc_kernel_size = enc_kernel_size
         self.enc_stride = enc_kernel_size // 2
-        self.encoder = nn.Conv1d(
-            1,
-            enc_num_feats,
-            kernel_size=enc_kernel_size,
-            stride=self.enc_stride,
-            padding=self.enc_stride,
-            bias=False,
-        )
+        # The decoder transposes the encoder: the same framing, mirrored channels.
+        stride = self.enc_stride
+        framing = {"kernel_size": enc_kernel_size, "stride": stride, "padding": stride}
+        self.encoder = nn.Conv1d(1, enc_num_feats, bias=False, **framing)
         self.mask_generator = MaskGenerator(
             input_dim=enc_num_feats,
             num_sources=num_sources,
@@ -182,14 +178,7 @@ class ConvTasNet(nn.Module):
             num_stacks=msk_num_stacks,
             msk_activate=msk_activate,
         )
-        self.decoder = nn.ConvTranspose1d(
-            enc_num_feats,
-            1,
-            kernel_size=enc_kernel_size,
-            stride=self.enc_stride,
-            padding=self.enc_stride,
-            bias=False,
-        )
+        self.decoder = nn.ConvTranspose1d(enc_num_feats, 1, bias=False, **framing)
 
     def _pad_to_strides(self, input: Tensor) -> tuple[Tensor, int]:
         # Pad the end so that the last encoder window ends where the signal does.
