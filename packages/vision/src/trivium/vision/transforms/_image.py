@@ -95,7 +95,7 @@ def check_image(
     """
     if not isinstance(img, torch.Tensor):
         raise TypeError(
-            f"{owner}: expected an image tensor or a PIL image, got {type(img).__name__}"
+            f"{owner}: expected an image tensor [..., C, H, W], got {type(img).__name__}"
         )
     if img.ndim < 3:
         raise ValueError(

@@ -32,6 +32,7 @@ import torch
 
 from trivium.vision.transforms.functional.warp import (
     _expanded_size,
+    _linear_about,
     _rotation_shear,
     affine,
     elastic,
@@ -166,13 +167,9 @@ def _forward_affine_matrix(
     shear: Sequence[float],
 ) -> list[float]:
     """torchvision's forward affine map ``T * C * RSS * C^-1`` (6 floats, pixel coordinates)."""
-    cx, cy = center
-    tx, ty = translate
     a, b, c, d = _rotation_shear(angle, shear)
-    m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0]
-    m[2] += cx + tx - m[0] * cx - m[1] * cy
-    m[5] += cy + ty - m[3] * cx - m[4] * cy
-    return m
+    moved = (center[0] + translate[0], center[1] + translate[1])
+    return _linear_about((a * scale, b * scale, c * scale, d * scale), center, moved)
 
 
 def _is_number(x: Any) -> bool:

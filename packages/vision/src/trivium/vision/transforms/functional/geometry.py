@@ -21,7 +21,7 @@ from torch.nn.functional import grid_sample, interpolate
 from torch.nn.functional import pad as torch_pad
 
 from trivium.core.tracing import is_tracing
-from trivium.vision.transforms._image import eager_cpu
+from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms.interpolation import InterpolationMode
 
 __all__ = [
@@ -67,19 +67,6 @@ def interpolation_mode(owner: str, interpolation: Any) -> InterpolationMode:
         return _PIL_CODES[interpolation]
     names = ", ".join(m.value for m in InterpolationMode)
     raise ValueError(f"{owner}: interpolation must be one of {names}, got {interpolation!r}")
-
-
-def _check_tensor(owner: str, img: Any) -> None:
-    if not isinstance(img, torch.Tensor):
-        raise TypeError(
-            f"{owner}: expected an image tensor [..., C, H, W], got {type(img).__name__}"
-        )
-    if img.ndim < 3:
-        raise ValueError(
-            f"{owner}: expected an image tensor [..., C, H, W], got {tuple(img.shape)}"
-        )
-    if not (img.dtype == torch.uint8 or img.is_floating_point()):
-        raise TypeError(f"{owner}: expected a uint8 or floating image, got dtype {img.dtype}")
 
 
 def _is_int(x: Any) -> bool:
@@ -262,7 +249,7 @@ def resize(
         >>> resize(torch.zeros(3, 30, 40, dtype=torch.uint8), 15).shape
         torch.Size([3, 15, 20])
     """
-    _check_tensor("resize", img)
+    check_image("resize", img)
     mode = interpolation_mode("resize", interpolation)
     if size is None:
         parsed = None
@@ -313,7 +300,7 @@ def crop(img: torch.Tensor, top: int, left: int, height: int, width: int) -> tor
         tensor([[[ 5.,  6.],
                  [ 9., 10.]]])
     """
-    _check_tensor("crop", img)
+    check_image("crop", img)
     if height <= 0 or width <= 0:
         raise ValueError(f"crop: height and width must be positive, got {height}x{width}")
     return _crop_image(img, int(top), int(left), int(height), int(width))
@@ -348,7 +335,7 @@ def center_crop(img: torch.Tensor, output_size: int | Sequence[int]) -> torch.Te
         tensor([[[ 5.,  6.],
                  [ 9., 10.]]])
     """
-    _check_tensor("center_crop", img)
+    check_image("center_crop", img)
     crop_h, crop_w = parse_size("center_crop", output_size, "output_size")
     return _center_crop_image(img, crop_h, crop_w)
 
@@ -383,7 +370,7 @@ def five_crop(
         >>> [tuple(c.shape) for c in five_crop(torch.zeros(1, 5, 5), 2)][0]
         (1, 2, 2)
     """
-    _check_tensor("five_crop", img)
+    check_image("five_crop", img)
     crop_h, crop_w = parse_size("five_crop", size)
     h, w = img.shape[-2], img.shape[-1]
     if crop_h > h or crop_w > w:
@@ -472,7 +459,7 @@ def pad(
         >>> pad(torch.tensor([[[1.0, 2.0, 3.0]]]), [2, 0], padding_mode="reflect")
         tensor([[[3., 2., 1., 2., 3., 2., 1.]]])
     """
-    _check_tensor("pad", img)
+    check_image("pad", img)
     torch_padding = parse_padding("pad", padding)
     if padding_mode not in _PAD_MODES:
         raise ValueError(f"pad: padding_mode must be one of {_PAD_MODES}, got {padding_mode!r}")
@@ -497,7 +484,7 @@ def horizontal_flip(img: torch.Tensor) -> torch.Tensor:
         >>> horizontal_flip(torch.tensor([[[1, 2, 3]]], dtype=torch.uint8))
         tensor([[[3, 2, 1]]], dtype=torch.uint8)
     """
-    _check_tensor("horizontal_flip", img)
+    check_image("horizontal_flip", img)
     return img.flip(-1)
 
 
@@ -510,7 +497,7 @@ def vertical_flip(img: torch.Tensor) -> torch.Tensor:
         tensor([[[2.],
                  [1.]]])
     """
-    _check_tensor("vertical_flip", img)
+    check_image("vertical_flip", img)
     return img.flip(-2)
 
 
@@ -592,7 +579,7 @@ def _pyramid_levels(
 
 def _sample_boxes(
     x: torch.Tensor,
-    boxes: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    boxes: tuple[torch.Tensor, ...],
     out_h: int,
     out_w: int,
     mode: str,
@@ -600,6 +587,27 @@ def _sample_boxes(
     """One ``grid_sample`` of the boxes (in pixels of ``x``) to (out_h, out_w)."""
     grid = _box_grid(*boxes, x.shape[-2], x.shape[-1], out_h, out_w).to(x.dtype)
     return grid_sample(x, grid, mode=mode, padding_mode="border", align_corners=False)
+
+
+def _box_batch(
+    owner: str,
+    img: torch.Tensor,
+    boxes: tuple[torch.Tensor, ...],
+    size: Sequence[int],
+    interpolation: InterpolationMode | str,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], str, tuple[int, int]]:
+    """What the batched resized crops start from: ``img`` as [N, C, H, W], one box per image.
+
+    Returns the batch, ``boxes`` (top, left, height, width) as N values each on the
+    batch's device, the interpolation mode's name and the output (height, width);
+    bad arguments raise naming ``owner``.
+    """
+    mode = interpolation_mode(owner, interpolation).value
+    out_h, out_w = parse_size(owner, list(size))
+    x = img.reshape(-1, *img.shape[-3:])
+    n = x.shape[0]
+    batch_boxes = tuple(b.to(device=img.device).reshape(-1).expand(n) for b in boxes)
+    return x, batch_boxes, mode, (out_h, out_w)
 
 
 def _resized_crops_each(
@@ -631,23 +639,21 @@ def _resized_crops_each(
         >>> torch.equal(out[1], resized_crop(img[1], 4, 0, 20, 18, [8, 8]))
         True
     """
-    mode = interpolation_mode("_resized_crops_each", interpolation).value
-    out_h, out_w = parse_size("_resized_crops_each", list(size))
+    x, boxes, mode, (out_h, out_w) = _box_batch(
+        "_resized_crops_each", img, (top, left, height, width), size, interpolation
+    )
     shape = img.shape
-    c, h, w = shape[-3], shape[-2], shape[-1]
-    x = img.reshape(-1, c, h, w)
-    n = x.shape[0]
+    n, c, h, w = x.shape
     native = _native_resized_crops(x, mode, antialias)
     if native is not None:
         out = x.new_empty((n, c, out_h, out_w))
-        boxes = torch.stack([b.reshape(-1).expand(n) for b in (top, left, height, width)], 1)
-        native(x.numpy(), boxes.to(torch.int64).numpy(), out.numpy(), mode, torch.get_num_threads())
+        table = torch.stack(boxes, 1).to(torch.int64)
+        native(x.numpy(), table.numpy(), out.numpy(), mode, torch.get_num_threads())
         return out.reshape((*shape[:-2], out_h, out_w))
-    boxes = [b.reshape(-1).expand(n).tolist() for b in (top, left, height, width)]
     out = x.new_empty((n, c, out_h, out_w))
     # The antialiased kernel interpolate calls, called with out=: no copy of each result.
     kernel = _AA_KERNELS.get(mode) if antialias and x.dtype in _AA_NATIVE_DTYPES else None
-    for k, (t, l, bh, bw) in enumerate(zip(*boxes, strict=True)):
+    for k, (t, l, bh, bw) in enumerate(zip(*(b.tolist() for b in boxes), strict=True)):
         if min(t, l) < 0 or min(bh, bw) <= 0 or t + bh > h or l + bw > w:
             raise ValueError(
                 f"resized crop: box {k} (top={t}, left={l}, height={bh}, width={bw}) "
@@ -722,22 +728,17 @@ def resized_crop_batched(
         >>> resized_crop_batched(img, t, l, h, w, [8, 8]).shape
         torch.Size([4, 3, 8, 8])
     """
-    mode = interpolation_mode("resized_crop_batched", interpolation).value
+    x, boxes, mode, (out_h, out_w) = _box_batch(
+        "resized_crop_batched", img, (top, left, height, width), size, interpolation
+    )
     if mode == "nearest-exact":
         mode = "nearest"
-    out_h, out_w = parse_size("resized_crop_batched", list(size))
     shape = img.shape
-    c, h, w = shape[-3], shape[-2], shape[-1]
-    x = img.reshape(-1, c, h, w)
-    n = x.shape[0]
+    n, c = x.shape[0], x.shape[1]
     dtype = x.dtype
     if not x.is_floating_point():
         x = x.to(torch.float32)
-    top = top.to(device=img.device).reshape(-1).expand(n)
-    left = left.to(device=img.device).reshape(-1).expand(n)
-    height = height.to(device=img.device).reshape(-1).expand(n)
-    width = width.to(device=img.device).reshape(-1).expand(n)
-    boxes = (top, left, height, width)
+    height, width = boxes[2], boxes[3]
     levels = None
     if antialias and mode != "nearest" and not is_tracing():
         levels = _pyramid_levels(height, width, out_h, out_w)

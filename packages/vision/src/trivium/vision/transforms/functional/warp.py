@@ -24,9 +24,9 @@ from typing import Any
 import torch
 from torch.nn.functional import grid_sample
 
+from trivium.vision.transforms._image import check_image
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
-    _check_tensor,
     interpolation_mode,
     parse_fill,
 )
@@ -42,6 +42,17 @@ def _grid_mode(owner: str, interpolation: Any) -> str:
     if mode not in _GRID_MODES:
         raise ValueError(f"{owner}: interpolation must be one of {_GRID_MODES}, got {mode!r}")
     return mode
+
+
+def _warp_args(
+    owner: str, img: Any, interpolation: Any, fill: Any
+) -> tuple[str, list[float] | None]:
+    """Check the arguments every warp takes: the grid mode and the fill values of ``img``."""
+    check_image(owner, img)
+    mode = _grid_mode(owner, interpolation)
+    fill_values = parse_fill(owner, fill)
+    _check_fill_channels(owner, fill_values, img.shape[-3])
+    return mode, fill_values
 
 
 def _apply_grid(
@@ -124,13 +135,25 @@ def inverse_affine_matrix(
         >>> [round(v, 6) + 0.0 for v in inverse_affine_matrix([0, 0], 0.0, [1, 2], 2.0, [0, 0])]
         [0.5, 0.0, -0.5, 0.0, 0.5, -1.0]
     """
-    cx, cy = center
-    tx, ty = translate
     a, b, c, d = _rotation_shear(angle, shear)
-    m = [d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0]
-    m[2] += cx - m[0] * (cx + tx) - m[1] * (cy + ty)
-    m[5] += cy - m[3] * (cx + tx) - m[4] * (cy + ty)
-    return m
+    moved = (center[0] + translate[0], center[1] + translate[1])
+    return _linear_about((d / scale, -b / scale, -c / scale, a / scale), moved, center)
+
+
+def _linear_about(
+    linear: Sequence[float], source: Sequence[float], target: Sequence[float]
+) -> list[float]:
+    """The affine map ``p -> linear @ (p - source) + target`` as 6 floats (rows of [2, 3]).
+
+    ``linear`` is ``[[a, b], [c, d]]`` flattened.
+
+    Example:
+        >>> _linear_about([2.0, 0.0, 0.0, 2.0], [1.0, 1.0], [0.0, 5.0])
+        [2.0, 0.0, -2.0, 0.0, 2.0, 3.0]
+    """
+    a, b, c, d = linear
+    (sx, sy), (tx, ty) = source, target
+    return [a, b, 0.0 + (tx - a * sx - b * sy), c, d, 0.0 + (ty - c * sx - d * sy)]
 
 
 def inverse_affine_matrices(
@@ -265,10 +288,7 @@ def affine(
         >>> out[0].nonzero().tolist()  # (row 2, col 3) -> (row 3, col 2)
         [[3, 2]]
     """
-    _check_tensor("affine", img)
-    mode = _grid_mode("affine", interpolation)
-    fill_values = parse_fill("affine", fill)
-    _check_fill_channels("affine", fill_values, img.shape[-3])
+    mode, fill_values = _warp_args("affine", img, interpolation, fill)
     h, w = img.shape[-2], img.shape[-1]
     center_f = _centre_offset("affine", center, w, h)
     dtype = img.dtype if img.is_floating_point() else torch.float32
@@ -321,10 +341,7 @@ def rotate(
         tensor([[[1., 3.],
                  [0., 2.]]])
     """
-    _check_tensor("rotate", img)
-    mode = _grid_mode("rotate", interpolation)
-    fill_values = parse_fill("rotate", fill)
-    _check_fill_channels("rotate", fill_values, img.shape[-3])
+    mode, fill_values = _warp_args("rotate", img, interpolation, fill)
     h, w = img.shape[-2], img.shape[-1]
     center_f = _centre_offset("rotate", center, w, h)
     dtype = img.dtype if img.is_floating_point() else torch.float32
@@ -406,10 +423,7 @@ def perspective(
         >>> torch.allclose(perspective(img, corners, corners), img, atol=1e-5)
         True
     """
-    _check_tensor("perspective", img)
-    mode = _grid_mode("perspective", interpolation)
-    fill_values = parse_fill("perspective", fill)
-    _check_fill_channels("perspective", fill_values, img.shape[-3])
+    mode, fill_values = _warp_args("perspective", img, interpolation, fill)
     dtype = img.dtype if img.is_floating_point() else torch.float32
     if coefficients is not None:
         if startpoints is not None or endpoints is not None:
@@ -442,10 +456,7 @@ def elastic(
         >>> torch.allclose(elastic(img, torch.zeros(1, 8, 8, 2)), img, atol=1e-5)
         True
     """
-    _check_tensor("elastic", img)
-    mode = _grid_mode("elastic", interpolation)
-    fill_values = parse_fill("elastic", fill)
-    _check_fill_channels("elastic", fill_values, img.shape[-3])
+    mode, fill_values = _warp_args("elastic", img, interpolation, fill)
     if not isinstance(displacement, torch.Tensor):
         raise TypeError(
             f"elastic: displacement must be a tensor, got {type(displacement).__name__}"
