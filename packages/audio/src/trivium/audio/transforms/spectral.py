@@ -66,6 +66,22 @@ def _set_stft(
     module.register_buffer("window", window_fn(module.win_length, **(wkwargs or {})))
 
 
+def _set_framing(
+    module: torch.nn.Module,
+    pad: int,
+    normalized: bool | str,
+    center: bool,
+    pad_mode: str,
+    onesided: bool,
+) -> None:
+    """Set the padding, normalisation and sidedness a (possibly inverse) STFT transform uses."""
+    module.pad = pad
+    module.normalized = normalized
+    module.center = center
+    module.pad_mode = pad_mode
+    module.onesided = onesided
+
+
 class Spectrogram(Transform):
     """``[..., time]`` waveform to a ``[..., n_fft // 2 + 1, frames]`` spectrogram.
 
@@ -94,12 +110,8 @@ class Spectrogram(Transform):
     ) -> None:
         super().__init__()
         _set_stft(self, n_fft, win_length, hop_length, window_fn, wkwargs)
-        self.pad = pad
+        _set_framing(self, pad, normalized, center, pad_mode, onesided)
         self.power = power
-        self.normalized = normalized
-        self.center = center
-        self.pad_mode = pad_mode
-        self.onesided = onesided
 
     def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
         """Compute the spectrogram of one waveform tensor."""
@@ -147,11 +159,7 @@ class InverseSpectrogram(CallTransform):
     ) -> None:
         super().__init__()
         _set_stft(self, n_fft, win_length, hop_length, window_fn, wkwargs)
-        self.pad = pad
-        self.normalized = normalized
-        self.center = center
-        self.pad_mode = pad_mode
-        self.onesided = onesided
+        _set_framing(self, pad, normalized, center, pad_mode, onesided)
 
     def forward(self, spectrogram: Tensor, length: int | None = None) -> Tensor:
         """Invert ``spectrogram``; ``length`` trims or pads to that many samples."""
