@@ -98,6 +98,16 @@ def compare(label: str, ours: np.ndarray, theirs: np.ndarray) -> str:
     return f"{label}: shapes {ours.shape} vs {theirs.shape}, max |diff| / max = {diff:.2e}"
 
 
+def torchaudio_row(
+    workload: str, timings: dict[str, harness.Timing], torchaudio: harness.Peer
+) -> harness.Row:
+    """The row against torchaudio (target 1x), or ours alone saying why torchaudio is missing."""
+    module, status = torchaudio
+    if module is not None:
+        return harness.row_from(workload, timings, "ours", "torchaudio", status, target=1.0)
+    return harness.Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0)
+
+
 def bench_mel(
     torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
 ) -> list[harness.Row]:
@@ -120,7 +130,7 @@ def bench_mel(
 
     with torch.inference_mode():
         sides = [harness.Side("ours", lambda: ours(batch)), harness.Side("librosa", librosa_mel)]
-        module, status = torchaudio
+        module = torchaudio[0]
         if module is not None:
             theirs = module.transforms.MelSpectrogram(16000, n_fft=400, hop_length=160, n_mels=80)
             sides.append(harness.Side("torchaudio", lambda: theirs(batch)))
@@ -128,13 +138,7 @@ def bench_mel(
         checks.append(compare("mel vs librosa", ours(batch).numpy(), librosa_mel()))
         timings = harness.measure(sides, repeats, min_time)
     workload = "MelSpectrogram 16 x 10 s, 16 kHz, 80 mels"
-    rows = []
-    if module is not None:
-        rows.append(harness.row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
-    else:
-        rows.append(
-            harness.Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0)
-        )
+    rows = [torchaudio_row(workload, timings, torchaudio)]
     fallback = None if module is not None else 1.0  # the target is torchaudio's where it runs
     rows.append(
         harness.row_from(
@@ -177,7 +181,7 @@ def _bench_resample_pair(
                 "scipy", lambda: scipy.signal.resample_poly(numpy_batch, up, down, axis=-1)
             ),
         ]
-        module, status = torchaudio
+        module = torchaudio[0]
         if module is not None:
             theirs = module.transforms.Resample(orig_freq, new_freq)
             sides.append(harness.Side("torchaudio", lambda: theirs(batch)))
@@ -203,13 +207,7 @@ def _bench_resample_pair(
         f"{name} {audio_s / timing.median:,.0f}x real time" for name, timing in timings.items()
     )
     checks.append(f"{workload}: {speed}")
-    rows = []
-    if module is not None:
-        rows.append(harness.row_from(workload, timings, "ours", "torchaudio", status, target=1.0))
-    else:
-        rows.append(
-            harness.Row(workload, timings["ours"].median, f"torchaudio: {status}", None, 1.0)
-        )
+    rows = [torchaudio_row(workload, timings, torchaudio)]
     rows.append(
         harness.row_from(workload, timings, "ours", "soxr", f"soxr {soxr.__version__} (HQ)", 1.0)
     )
