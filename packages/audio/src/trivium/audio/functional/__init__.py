@@ -2,12 +2,11 @@
 
 Example:
     >>> import torch
-    >>> from trivium.audio.functional import mu_law_decoding, mu_law_encoding
-    >>> codes = mu_law_encoding(torch.tensor([-1.0, 0.0, 1.0]), 256)
-    >>> codes
-    tensor([  0, 128, 255])
-    >>> mu_law_decoding(codes, 256).abs().max() <= 1
-    tensor(True)
+    >>> from trivium.audio.functional import gain, resample, spectrogram
+    >>> waveform = gain(resample(torch.randn(1, 16000), 16000, 8000), -6.0)
+    >>> window = torch.hann_window(256)
+    >>> spectrogram(waveform, 0, window, 256, 128, 256, 2.0, False).shape
+    torch.Size([1, 129, 63])
 """
 
 from trivium.audio.functional.effects import add_noise, fade, gain
