@@ -111,3 +111,25 @@ def test_transforms_move_like_any_module() -> None:
     assert T.ImageClassificationEval(crop_size=8, resize_size=10).to("cpu")(
         torch.zeros(3, 12, 12, dtype=torch.uint8)
     ).shape == (3, 8, 8)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "RandomHorizontalFlip",
+        "RandomVerticalFlip",
+        "RandomPerspective",
+        "RandomZoomOut",
+        "RandomInvert",
+    ],
+)
+def test_every_probability_is_checked_alike(name: str) -> None:
+    """One rule for ``p``: ``ValueError`` outside [0, 1], ``TypeError`` for a non-number."""
+    from trivium.vision import transforms as T
+
+    cls = getattr(T, name)
+    assert cls(p=1).p == 1.0
+    with pytest.raises(ValueError, match=rf"^{name}: p must be in \[0, 1\], got 1.5$"):
+        cls(p=1.5)
+    with pytest.raises(TypeError, match=rf"^{name}: p must be a number in \[0, 1\], got str$"):
+        cls(p="0.5")

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
@@ -43,7 +44,6 @@ from trivium.vision.transforms.functional.geometry import (
     parse_fill,
     resize,
 )
-from trivium.vision.transforms.geometry import _probability
 from trivium.vision.transforms.interpolation import InterpolationMode
 from trivium.vision.transforms.warp_box_kernels import _mask_as_image, _mask_back
 
@@ -132,7 +132,7 @@ class RandomZoomOut(ImageTransform):
                 f"got {tuple(side_range)}"
             )
         self.side_range = [float(s) for s in side_range]
-        self.p = _probability(name, p)
+        self.p = check_probability(name, p)
 
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         h, w = inputs[0].shape[-2], inputs[0].shape[-1]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ import torch
 from torch import nn
 
 from trivium.core.tracing import is_tracing
+from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
@@ -69,12 +69,6 @@ __all__ = [
     "TenCrop",
     "random_resized_crop_box",
 ]
-
-
-def _probability(owner: str, p: Any) -> float:
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"{owner}: p must be a number in [0, 1], got {p!r}")
-    return float(p)
 
 
 def _as_words(flat: torch.Tensor) -> torch.Tensor:
@@ -365,7 +359,7 @@ class _RandomFlip(ImageTransform):
         self, p: float = 0.5, *, per_sample: bool = False, generator: torch.Generator | None = None
     ) -> None:
         super().__init__(per_sample=per_sample, generator=generator)
-        self.p = _probability(type(self).__name__, p)
+        self.p = check_probability(type(self).__name__, p)
 
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         img = inputs[0]

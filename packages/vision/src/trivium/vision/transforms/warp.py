@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from trivium.core.tracing import is_tracing
+from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
@@ -55,7 +56,7 @@ from trivium.vision.transforms.functional.warp import (
     perspective_coefficients,
     rotate,
 )
-from trivium.vision.transforms.geometry import _probability, _where_per_image
+from trivium.vision.transforms.geometry import _where_per_image
 from trivium.vision.transforms.interpolation import InterpolationMode
 from trivium.vision.transforms.warp_box_kernels import (
     affine_bounding_boxes,
@@ -362,7 +363,7 @@ class RandomPerspective(_Warp):
                 f"{name}: distortion_scale must be in [0, 1], got {distortion_scale!r}"
             )
         self.distortion_scale = float(distortion_scale)
-        self.p = _probability(name, p)
+        self.p = check_probability(name, p)
 
     def _corners(self, u: torch.Tensor, h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Start and end corners [N, 4, 2] from uniforms ``u`` [N, 8] (torchvision's ranges)."""
