@@ -15,19 +15,182 @@ Example:
 from __future__ import annotations
 
 import math
+import os
+import secrets
+import weakref
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch.utils.data import get_worker_info
 
-__all__ = ["empty_batch", "stack_batch"]
+__all__ = ["BatchSlots", "empty_batch", "lend_batch", "stack_batch"]
+
+_FREE, _LENT = 1, 0
+# Every live BatchSlots of this process, by token: where a received batch finds its flags.
+_slot_tables: weakref.WeakValueDictionary[int, BatchSlots] = weakref.WeakValueDictionary()
+
+
+class BatchSlots:
+    """Shared-memory batch buffers that DataLoader workers reuse once the main process drops them.
+
+    A fresh shared-memory segment per batch costs the kernel its allocation, zeroing,
+    a page fault per 4 KiB page where the batch is written, and freeing. Made in the
+    main process before the workers start, ``BatchSlots`` holds a flag per worker and
+    slot in shared memory. Inside worker ``w`` after :meth:`use_in_worker`,
+    :func:`empty_batch` takes a buffer of this process's ``slots`` whose flag is free
+    and which nothing in the worker references (made on first use, already mapped
+    after that); :func:`lend_batch` marks the batch leaving the worker, and the main
+    process, once it holds no tensor viewing that batch any more, frees the flag again.
+    Where every slot is out, :func:`empty_batch` makes a fresh segment, as without slots.
+
+    Args:
+        num_workers: the DataLoader's workers (a row of flags each).
+        slots: buffers per worker process, at most.
+
+    Example:
+        >>> slots = BatchSlots(num_workers=2, slots=3)
+        >>> slots.flags.shape, slots.free()
+        (torch.Size([2, 3]), 6)
+    """
+
+    def __init__(self, num_workers: int, slots: int = 4) -> None:
+        if num_workers < 1 or slots < 1:
+            raise ValueError(f"num_workers and slots must be >= 1, got {num_workers}, {slots}")
+        self.flags = torch.full((num_workers, slots), _FREE, dtype=torch.int32).share_memory_()
+        self.token = secrets.randbits(62)
+        self._held: set[tuple[int, int]] = set()  # (worker, slot) of batches the main holds
+        _slot_tables[self.token] = self
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"flags": self.flags, "token": self.token}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.flags, self.token, self._held = state["flags"], state["token"], set()
+
+    def free(self) -> int:
+        """How many slots are free (not lent to the main process)."""
+        return int((self.flags == _FREE).sum())
+
+    def reset(self) -> None:
+        """Free the slots of batches the main process never received (call before workers start).
+
+        A batch still in a worker's queue when its worker stopped keeps its slot lent;
+        new worker processes have buffers of their own, so only the slots of batches the
+        main process holds stay lent.
+        """
+        self.flags.fill_(_FREE)
+        for worker, slot in self._held:
+            self.flags[worker, slot] = _LENT
+
+    def use_in_worker(self, worker: int) -> None:
+        """Make :func:`empty_batch` in this worker process draw from row ``worker``."""
+        global _pool
+        if _pool is None or _pool.pid != os.getpid() or _pool.token != self.token:
+            _pool = _WorkerPool(self.flags[worker], self.token, worker)
+
+    def _received(self, worker: int, slot: int) -> None:
+        self._held.add((worker, slot))
+
+    def _dropped(self, worker: int, slot: int) -> None:
+        self._held.discard((worker, slot))
+        self.flags[worker, slot] = _FREE
+
+
+class _WorkerPool:
+    """One worker process's buffers of a :class:`BatchSlots` row."""
+
+    def __init__(self, flags: torch.Tensor, token: int, worker: int) -> None:
+        self.pid, self.token, self.worker = os.getpid(), token, worker
+        self.flags = flags.numpy()  # a view of the shared row
+        self.buffers: list[torch.UntypedStorage | None] = [None] * len(self.flags)
+
+    def take(self, nbytes: int) -> torch.UntypedStorage:
+        """A free buffer of ``nbytes`` (reused, or made in a free slot), else a fresh segment."""
+        for slot, buffer in enumerate(self.buffers):
+            if self.flags[slot] != _FREE:
+                continue
+            if buffer is None or buffer.nbytes() != nbytes:
+                if buffer is not None and _in_use(buffer):
+                    continue
+                buffer = self.buffers[slot] = torch.UntypedStorage._new_shared(nbytes)
+            elif _in_use(buffer):  # a tensor of this process still views it
+                continue
+            return buffer
+        return torch.UntypedStorage._new_shared(nbytes)
+
+    def slot_of(self, storage: torch.UntypedStorage) -> int | None:
+        ptr = storage.data_ptr()
+        for slot, buffer in enumerate(self.buffers):
+            if buffer is not None and buffer.data_ptr() == ptr:
+                return slot
+        return None
+
+
+def _in_use(buffer: torch.UntypedStorage) -> bool:
+    """Whether anything but the pool references ``buffer`` in this process."""
+    return torch._C._storage_Use_Count(buffer._cdata) > 1
+
+
+_pool: _WorkerPool | None = None  # this worker process's, once BatchSlots.use_in_worker ran
+
+
+def _current_pool() -> _WorkerPool | None:
+    pool = _pool
+    return pool if pool is not None and pool.pid == os.getpid() else None
+
+
+class _Lent:
+    """A batch in a slot's buffer, leaving a worker: unpickled, a tensor that frees the slot."""
+
+    __slots__ = ("slot", "tensor", "token", "worker")
+
+    def __init__(self, tensor: torch.Tensor, token: int, worker: int, slot: int) -> None:
+        self.tensor, self.token, self.worker, self.slot = tensor, token, worker, slot
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _received, (self.tensor, self.token, self.worker, self.slot)
+
+
+def _received(tensor: torch.Tensor, token: int, worker: int, slot: int) -> torch.Tensor:
+    """Where a lent batch is unpickled: its slot is freed once no tensor views its storage."""
+    slots = _slot_tables.get(token)
+    if slots is not None:  # else its loader is gone: nobody reuses the slot
+        slots._received(worker, slot)
+        weakref.finalize(tensor.untyped_storage(), slots._dropped, worker, slot)
+    return tensor
+
+
+def lend_batch(tensor: torch.Tensor) -> Any:
+    """``tensor``, marked to free its slot when the main process drops it, if it is in one.
+
+    For a batch about to leave a DataLoader worker (pickled to the main process): a
+    tensor viewing a buffer that :func:`empty_batch` took from this worker's
+    :class:`BatchSlots` is returned wrapped (it unpickles as a plain tensor); any other
+    tensor is returned as it is.
+
+    Example:
+        >>> import torch
+        >>> t = torch.zeros(2)
+        >>> lend_batch(t) is t  # not in a worker's slot
+        True
+    """
+    pool = _current_pool()
+    if pool is None or tensor.device.type != "cpu":
+        return tensor
+    slot = pool.slot_of(tensor.untyped_storage())
+    if slot is None:
+        return tensor
+    pool.flags[slot] = _LENT
+    return _Lent(tensor, pool.token, pool.worker, slot)
 
 
 def empty_batch(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
     """An uninitialised contiguous CPU tensor, in shared memory when made in a DataLoader worker.
 
     For filling a batch in place (a decoder writing each sample into its slot);
-    sending it to the main process then copies nothing.
+    sending it to the main process then copies nothing. In a worker where a
+    :class:`BatchSlots` is in use, the memory is a reused buffer of it when one is free.
 
     Example:
         >>> empty_batch((2, 3), torch.uint8).shape
@@ -35,8 +198,9 @@ def empty_batch(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
     """
     if get_worker_info() is None:
         return torch.empty(tuple(shape), dtype=dtype)
-    numel = math.prod(shape)
-    storage = torch.UntypedStorage._new_shared(numel * dtype.itemsize)
+    nbytes = math.prod(shape) * dtype.itemsize
+    pool = _current_pool()
+    storage = torch.UntypedStorage._new_shared(nbytes) if pool is None else pool.take(nbytes)
     return torch.empty(0, dtype=dtype).set_(storage).view(tuple(shape))
 
 

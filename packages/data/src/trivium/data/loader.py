@@ -65,6 +65,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, default_collate, default_convert, get_worker_info
 
+from trivium.core.batching import BatchSlots
 from trivium.core.devices import CUDAPrefetcher
 from trivium.core.seeding import derive_seed, sample_scope
 from trivium.data.arrow_sources import ArrowSource, fragments_for_window
@@ -171,10 +172,12 @@ class _EpochStream(IterableDataset):
         window: int | None,
         collate_fn: Callable[[Any], Any] | None,
         unbatched: bool = False,
+        slots: BatchSlots | None = None,
     ) -> None:
         self.chain, self.plan = chain, plan
         self.window, self.collate_fn = window, collate_fn
         self.unbatched = unbatched
+        self.slots = slots  # the workers' reusable batch buffers
         self.epoch_state = torch.zeros(4, dtype=torch.int64)
 
     def start_epoch(self, seed: int, epoch: int, shuffle: bool, start: int) -> None:
@@ -183,6 +186,8 @@ class _EpochStream(IterableDataset):
     def __iter__(self) -> Iterator[tuple[int, int, Any]]:
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        if info is not None and self.slots is not None:
+            self.slots.use_in_worker(worker)
         seed, epoch, shuffle, start = self.epoch_state.tolist()
         plan = dataclasses.replace(self.plan, start=start)
         order = epoch_order(
@@ -242,6 +247,35 @@ def _shut_down(workers: Iterator[Any]) -> None:
         shutdown()
 
 
+def _retire(workers: Iterator[Any]) -> Iterator[Any] | None:
+    """Tell the worker processes of torch's loader iterator to exit, without waiting.
+
+    For the end of an epoch whose batches have all arrived: torch would wait there for
+    each worker process to end (tens of milliseconds each). The workers get their stop
+    signal now and exit while the main process goes on; :func:`_reap` joins them later.
+    Returns the iterator to reap, or None when it was shut down here (an iterator
+    with a pin-memory thread, or no worker processes).
+    """
+    if getattr(workers, "_workers_done_event", None) is None or hasattr(
+        workers, "_pin_memory_thread"
+    ):
+        _shut_down(workers)
+        return None
+    workers._workers_done_event.set()  # torch's private shutdown protocol, as _shut_down
+    for worker_id, running in enumerate(workers._workers_status):
+        if running:
+            workers._mark_worker_as_unavailable(worker_id, shutdown=True)
+    return workers
+
+
+def _reap(retired: list[Iterator[Any]], wait: bool) -> None:
+    """Join the workers of retired iterators: all of them, or (``wait=False``) the exited ones."""
+    for workers in list(retired):
+        if wait or not any(w.is_alive() for w in workers._workers):
+            _shut_down(workers)
+            retired.remove(workers)
+
+
 def _batch_seed(seed: int, epoch: int, positions: np.ndarray) -> int:
     """The seed of a batch's scope: its first position in the epoch, not who reads it."""
     return derive_seed(seed, epoch, int(positions[0]), -1)
@@ -283,8 +317,10 @@ class DataLoader:
             Map-style data is fully permuted. (A ``shuffle(buffer_size=N)`` in the
             pipe is read as ``shuffle_window=N``, deprecated: ``buffer_size``
             counts the pipe's items outside a DataLoader.)
-        rank, world_size: this process's place among the ranks (default: from
-            ``torch.distributed`` when initialised, else 0 and 1).
+        rank: this process's rank (default: from ``torch.distributed`` when
+            initialised, else 0).
+        world_size: the number of ranks (default: from ``torch.distributed`` when
+            initialised, else 1).
         device: move each batch there, overlapping the copy with compute on CUDA
             (``trivium.core.CUDAPrefetcher``).
         shared_cache: with workers over an Arrow source, read each fragment once
@@ -296,7 +332,14 @@ class DataLoader:
         persistent_workers: keep the worker processes from one epoch to the next
             (torch's option): no start-up per epoch. The workers keep the dataset and the
             loader's settings as they were in the first epoch; ``set_epoch`` and
-            ``load_state_dict`` still apply.
+            ``load_state_dict`` still apply. Without it, once an epoch's last batch is
+            out its workers are told to exit and joined later: the epoch does not wait
+            for them.
+
+    In the workers, batches made with :func:`trivium.core.empty_batch` (the fused
+    decodes, :func:`trivium.core.stack_batch`) go out in shared-memory buffers that are
+    reused once the main process holds no tensor of them
+    (:class:`trivium.core.batching.BatchSlots`, ``prefetch_factor + 2`` per worker).
 
     ``skipped`` counts the samples dropped by ``on_error="skip"`` maps; a
     :class:`~trivium.data.pipes.SkippedSamplesWarning` reports them at the end of
@@ -386,6 +429,8 @@ class DataLoader:
         self._num_samples: int | None = None
         self._epoch_skipped = 0
         self._workers: tuple[_EpochStream, torch.utils.data.DataLoader] | None = None
+        self._retired: list[Iterator[Any]] = []  # workers told to exit, not yet joined
+        self._batch_slots: BatchSlots | None = None
         self._read_cache: SharedReadCache | None = None
         self._reader: ReadAhead | None = None
 
@@ -457,7 +502,11 @@ class DataLoader:
             self._chain.root.cache_fragments = min(cached + 1, _MAX_CACHED_FRAGMENTS)
             self._chain.root.read_cache = self._shared_cache()
         unbatched = self.batch_size is None
-        return _EpochStream(self._chain, plan, window, self.collate_fn, unbatched)
+        if self.num_workers > 0 and self._batch_slots is None:
+            self._batch_slots = BatchSlots(self.num_workers, (self.prefetch_factor or 2) + 2)
+        return _EpochStream(
+            self._chain, plan, window, self.collate_fn, unbatched, self._batch_slots
+        )
 
     def _shared_cache(self) -> SharedReadCache | None:
         """The cache the workers share, when they read an Arrow source.
@@ -558,6 +607,8 @@ class DataLoader:
         """Torch's loader for this epoch: a new one, or the one whose workers persist."""
         if self._workers is None:
             stream = self._stream(plan)
+            if stream.slots is not None:  # new worker processes: only held batches stay lent
+                stream.slots.reset()
             self._start_reading(plan)
             loader = self._torch_loader(stream)
             if self.persistent_workers:
@@ -572,6 +623,7 @@ class DataLoader:
     def _batches(self, plan: EpochPlan) -> Iterator[Any]:
         pending: dict[int, tuple[int, Any]] = {}
         next_k = 0
+        _reap(self._retired, wait=False)
         try:
             workers = iter(self._epoch_loader(plan))
         except BaseException:
@@ -588,11 +640,18 @@ class DataLoader:
                     self.skipped += skipped
                     self._epoch_skipped += skipped
                     yield next_k, batch
+                if next_k == plan.num_batches and not self.persistent_workers:
+                    break  # every batch is out: the workers need not be waited for
         except BaseException:
             if not self.persistent_workers:
                 _shut_down(workers)
             self._stop_reading(failed=True)
             raise
+        if next_k == plan.num_batches and not self.persistent_workers:
+            _reap(self._retired, wait=True)  # the previous epoch's, long gone by now
+            retired = _retire(workers)
+            if retired is not None:
+                self._retired.append(retired)
         self._stop_reading(failed=False)
 
     def __iter__(self) -> Iterator[Any]:

@@ -7,7 +7,10 @@ for the main process while the batch lives. For the small tensors of a batch
 (labels, lengths, ids) that costs far more than their bytes. :func:`inline_small_tensors`
 marks them so that they are pickled by value instead; the main process receives
 ordinary tensors. Tensors already in shared memory (a batch made with
-``trivium.core.empty_batch``) and large ones keep torch's path.
+``trivium.core.empty_batch``) and large ones keep torch's path; a batch in a buffer
+of the loader's ``trivium.core.BatchSlots`` is marked with
+``trivium.core.batching.lend_batch``, so that its buffer is reused once the main
+process drops it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import torch
 
+from trivium.core.batching import lend_batch
 from trivium.core.trees import map_tensors
 
 # Below this many bytes a copy through the worker's pipe is cheaper than a segment.
@@ -72,4 +76,4 @@ def inline_small_tensors(batch: Any) -> Any:
 
 
 def _mark(t: torch.Tensor) -> Any:
-    return _ByValue(t) if _inlinable(t) else t
+    return _ByValue(t) if _inlinable(t) else lend_batch(t)
