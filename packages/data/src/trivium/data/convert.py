@@ -165,6 +165,22 @@ def _audio_decode(data: bytes, path: str) -> dict[str, Any]:
     return {}
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """What a folder of one kind of file converts to: its column, schema and readers."""
+
+    name: str  # in the progress bar
+    column: str  # the column of the file's bytes
+    schema: pa.Schema
+    extensions: tuple[str, ...]
+    header: Callable[[], _Check]  # imports the reader on first use
+    decode: _Check  # the full decode of verify=True
+
+
+_IMAGES = _Kind("images", "image", IMAGE_SCHEMA, IMAGE_EXTENSIONS, _image_header, _image_decode)
+_AUDIO = _Kind("audio", "audio", AUDIO_SCHEMA, AUDIO_EXTENSIONS, _audio_header, _audio_decode)
+
+
 def _examine(path: str, header: _Check, decode: _Check | None) -> tuple[bytes, Any]:
     """The file's bytes and its header fields, or the error that refused it."""
     try:
@@ -191,10 +207,10 @@ def find_classes(root: str) -> list[str]:
     Example:
         >>> import os, tempfile
         >>> root = tempfile.mkdtemp()
-        >>> for name in ("dog", "cat"):
-        ...     os.makedirs(os.path.join(root, name))
+        >>> os.makedirs(os.path.join(root, "cat", ".thumbnails"))
+        >>> os.makedirs(os.path.join(root, ".git"))
         >>> find_classes(root)
-        ['cat', 'dog']
+        ['cat']
     """
     return class_folders(root, skip_hidden=True)
 
@@ -215,31 +231,29 @@ def _files(root: str, classes: list[str], extensions: tuple[str, ...]) -> list[t
 
 
 def _convert(
+    kind: _Kind,
     root: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
-    *,
-    kind: str,
-    column: str,
-    schema: pa.Schema,
-    header: _Check,
-    decode: _Check | None,
-    extensions: tuple[str, ...],
     rows_per_file: int,
     row_group_size: int,
     compression: str | None,
+    *,
     on_error: str,
+    verify: bool,
     progress_bar: bool | None,
 ) -> ConversionSummary:
     check_on_error(on_error)
+    header, decode = kind.header(), kind.decode if verify else None
     start = time.perf_counter()
     root = os.fspath(root)
     classes = find_classes(root)
-    files = _files(root, classes, extensions)
-    summary = ConversionSummary(classes=classes, verified=decode is not None)
+    files = _files(root, classes, kind.extensions)
+    summary = ConversionSummary(classes=classes, verified=verify)
+    column, schema = kind.column, kind.schema
 
     def rows() -> Iterator[dict[str, Any]]:
         disable = None if progress_bar is None else not progress_bar
-        desc = f"{'verify and ' if decode else ''}convert {kind}"
+        desc = f"{'verify and ' if decode else ''}convert {kind.name}"
         with progress(total=len(files), desc=desc, unit="file", disable=disable) as bar:
             for first in range(0, len(files), _BATCH):
                 batch = files[first : first + _BATCH]
@@ -301,21 +315,8 @@ def convert_image_folder(
         ...     print(type(e).__name__)
         DatasetError
     """
-    return _convert(
-        root,
-        out_dir,
-        kind="images",
-        column="image",
-        schema=IMAGE_SCHEMA,
-        header=_image_header(),
-        decode=_image_decode if verify else None,
-        extensions=IMAGE_EXTENSIONS,
-        rows_per_file=rows_per_file,
-        row_group_size=row_group_size,
-        compression=compression,
-        on_error=on_error,
-        progress_bar=progress_bar,
-    )
+    options = {"on_error": on_error, "verify": verify, "progress_bar": progress_bar}
+    return _convert(_IMAGES, root, out_dir, rows_per_file, row_group_size, compression, **options)
 
 
 def convert_audio_folder(
@@ -343,18 +344,5 @@ def convert_audio_folder(
         >>> str(convert_audio_folder(root, out, progress_bar=False)).split(" in ")[0]
         '1 rows, 1 classes -> 1 Parquet files (0.0 MB of encoded data)'
     """
-    return _convert(
-        root,
-        out_dir,
-        kind="audio",
-        column="audio",
-        schema=AUDIO_SCHEMA,
-        header=_audio_header(),
-        decode=_audio_decode if verify else None,
-        extensions=AUDIO_EXTENSIONS,
-        rows_per_file=rows_per_file,
-        row_group_size=row_group_size,
-        compression=compression,
-        on_error=on_error,
-        progress_bar=progress_bar,
-    )
+    options = {"on_error": on_error, "verify": verify, "progress_bar": progress_bar}
+    return _convert(_AUDIO, root, out_dir, rows_per_file, row_group_size, compression, **options)
