@@ -66,33 +66,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import av
+import harness
 import numpy as np
 import torch
-from harness import (
-    Row,
-    Side,
-    benchmark_parser,
-    cpu_busy_seconds,
-    cpu_model,
-    measure,
-    parse_benchmark_args,
-    print_header,
-    report,
-    row_from,
-)
+from harness import Row, Side, measure, row_from
 
 from trivium.vision.io import VideoClips, VideoReader
 from trivium.vision.io.video_ffmpeg import ffmpeg_binaries
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from peers import import_torchvision
 
 ROOT = Path(__file__).resolve().parents[1]
 FPS = 30
@@ -215,7 +201,7 @@ def load_peers(peers_python: str | None) -> Peers:
     """torchvision.io (through tests/peers.py) where it decodes video, and torchcodec."""
     tv, tv_status = None, "not installed"
     try:
-        torchvision = import_torchvision()
+        torchvision = harness.peers.import_torchvision()
     except Exception as e:  # a broken install fails in many ways
         torchvision, tv_status = None, f"not importable: {type(e).__name__}: {e}"
     if torchvision is not None:
@@ -239,7 +225,7 @@ def machine_info(peers: Peers) -> dict[str, str]:
         [ffmpeg_exe, "-version"], capture_output=True, text=True, check=False
     ).stdout.split("\n", 1)[0]
     return {
-        "cpu": f"{cpu_model()}; usable CPUs {len(os.sched_getaffinity(0))}",
+        "cpu": f"{harness.cpu_model()}; usable CPUs {len(os.sched_getaffinity(0))}",
         "python": f"{platform.python_version()} ({platform.platform()})",
         "torch": torch.__version__,
         "PyAV": f"{av.__version__} (libavcodec {'.'.join(map(str, libavcodec))})",
@@ -653,34 +639,31 @@ WORKLOADS: dict[str, Workload] = {"sequential": bench_sequential, "clips": bench
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), repeats=5)
+    parser = harness.benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), repeats=5)
     parser.add_argument(
         "--peers-python",
         default=str(ROOT / ".venv-peers" / "bin" / "python"),
         help="Python of the peers' virtualenv, for torchcodec (default: .venv-peers)",
     )
-    return parse_benchmark_args(parser, list(WORKLOADS), argv)
+    return harness.parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads, print machine info and the table, optionally write JSON."""
-    args = parse_args(argv)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
-    peers = load_peers(args.peers_python)
-    info = machine_info(peers)
-    print_header("trivium.vision.io video benchmark", info, args)
-    checks: list[str] = []
-    rows: list[Row] = []
+    run = harness.Session(parse_args(argv))
+    peers = load_peers(run.args.peers_python)
+    run.header("trivium.vision.io video benchmark", machine_info(peers))
     try:
         with tempfile.TemporaryDirectory(prefix="trivium-video-bench") as tmp:
             for name, bench in WORKLOADS.items():
-                if name in args.only:
-                    rows += bench(Path(tmp), peers, args.repeats, args.min_time, checks)
+                if name in run.args.only:
+                    run.rows += bench(
+                        Path(tmp), peers, run.args.repeats, run.args.min_time, run.checks
+                    )
     finally:
         if peers.torchcodec is not None:
             peers.torchcodec.close()
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+    return run.report()
 
 
 if __name__ == "__main__":
