@@ -144,7 +144,7 @@ _WAV_SCALES = {"PCM_U8": 2.0**-7, "PCM_16": 2.0**-15, "PCM_24": 2.0**-31, "PCM_3
 _WAV_SCALES["DOUBLE"] = 1.0
 _PREADV = getattr(os, "preadv", None)
 _FILL_SAMPLES = 1 << 16  # samples per block when converting to float32 (in cache)
-_STEREO_FRAMES = 1 << 17  # frames per block of the interleaved 16-bit stereo conversion
+_STEREO_FRAMES = 1 << 16  # frames per block of the interleaved 16-bit stereo conversion
 _LITTLE_ENDIAN = sys.byteorder == "little"
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -388,25 +388,33 @@ def _fill_stereo16(out: np.ndarray, data: np.ndarray, scale: float) -> None:
     shifted values and ``scale / 65536`` are exact in float32, so the result is
     bit-identical to casting each sample and multiplying by ``scale``.
 
-    ``data`` may lie in ``out[1]``'s memory (frame ``i`` where ``out[1, i]`` goes):
-    each block is read before its right channel is written.
+    A frame takes exactly the bytes of its right channel's float32, so the frames go
+    where ``out[1]`` is (``load``'s long-file path reads them there; others are copied
+    there first) and every step works in place in ``out``, block by block in cache:
+    ``frame << 16`` into ``out[0]`` as ``int32``, ``frame & -65536`` over the frame,
+    then each row cast to float32 where it lies and scaled (about 1.2x faster than
+    passing through a separate buffer).
     """
+    left, right = out.view(np.int32)  # the rows' bytes as int32
     frames = data.view(np.int32)[:, 0]  # [time, 1] -> [time]
+    if frames.ctypes.data != right.ctypes.data:
+        np.copyto(right, frames)
     factor = np.float32(scale / 65536)
-    step = max(1, min(_STEREO_FRAMES, len(frames)))
-    shifted = np.empty(step, np.int32)
-    for start in range(0, len(frames), step):
+    step = max(1, min(_STEREO_FRAMES, right.size))
+    for start in range(0, right.size, step):
         span = slice(start, start + step)
-        block = frames[span]
-        part = shifted[: len(block)]
-        np.left_shift(block, 16, out=part)
-        _cast_scaled(out[0, span], part, factor)
-        np.bitwise_and(block, -65536, out=part)
-        _cast_scaled(out[1, span], part, factor)
+        np.left_shift(right[span], 16, out=left[span])
+        np.bitwise_and(right[span], -65536, out=right[span])
+        _cast_scaled(out[0, span], left[span], factor)
+        _cast_scaled(out[1, span], right[span], factor)
 
 
 def _cast_scaled(row: np.ndarray, values: np.ndarray, factor: np.float32) -> None:
-    """``row[:] = values * factor`` as a cast then an in-place multiply (faster than one call)."""
+    """``row[:] = values * factor`` as a cast then an in-place multiply (faster than one call).
+
+    ``values`` may be ``row``'s own bytes (same size, same place): each element is read
+    before it is written.
+    """
     np.copyto(row, values, casting="unsafe")
     np.multiply(row, factor, out=row)
 
