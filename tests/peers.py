@@ -22,9 +22,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 import types
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from types import ModuleType
 from unittest import mock
 
@@ -38,6 +41,38 @@ def _forget(prefix: str) -> None:
         del sys.modules[name]
 
 
+def _import_peer(
+    name: str, without_extension: Callable[[], AbstractContextManager[object]]
+) -> ModuleType | None:
+    """``name`` imported as usual, else (its C++ extension is a CUDA build) under
+    ``without_extension``; None when it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+    except (RuntimeError, OSError):  # the C++ extension is a CUDA build
+        _forget(name)
+        with without_extension():
+            return importlib.import_module(name)
+
+
+def _skip_fake_registration() -> AbstractContextManager[object]:
+    """torchvision's ``register_fake`` calls for its C++ ops skipped."""
+    return mock.patch.object(torch.library, "register_fake", lambda *a, **k: lambda fn: fn)
+
+
+@contextlib.contextmanager
+def _extension_not_built() -> Iterator[None]:
+    """torchaudio's ``_extension`` replaced (for good) by one reporting "not built"."""
+    stub = types.ModuleType("torchaudio._extension")
+    stub._IS_TORCHAUDIO_EXT_AVAILABLE = False
+    stub._IS_ALIGN_AVAILABLE = False
+    stub._load_lib = lambda lib: False
+    stub.fail_if_no_align = lambda fn: fn
+    sys.modules["torchaudio._extension"] = stub
+    yield
+
+
 def import_torchvision() -> ModuleType | None:
     """torchvision (with ``transforms.v2``), or None when it is not installed.
 
@@ -46,15 +81,9 @@ def import_torchvision() -> ModuleType | None:
         >>> tv is None or callable(tv.transforms.v2.functional.resize)
         True
     """
-    try:
-        import torchvision
-    except ImportError:
-        return None
-    except (RuntimeError, OSError):  # the C++ extension is a CUDA build
-        _forget("torchvision")
-        with mock.patch.object(torch.library, "register_fake", lambda *a, **k: lambda fn: fn):
-            import torchvision
-    importlib.import_module("torchvision.transforms.v2")
+    torchvision = _import_peer("torchvision", _skip_fake_registration)
+    if torchvision is not None:
+        importlib.import_module("torchvision.transforms.v2")
     return torchvision
 
 
@@ -66,22 +95,21 @@ def import_torchaudio() -> ModuleType | None:
         >>> ta is None or callable(ta.transforms.MelSpectrogram)
         True
     """
-    try:
-        import torchaudio
-    except ImportError:
-        return None
-    except (RuntimeError, OSError):  # the C++ extension is a CUDA build
-        _forget("torchaudio")
-        stub = types.ModuleType("torchaudio._extension")
-        stub._IS_TORCHAUDIO_EXT_AVAILABLE = False
-        stub._IS_ALIGN_AVAILABLE = False
-        stub._load_lib = lambda lib: False
-        stub.fail_if_no_align = lambda fn: fn
-        sys.modules["torchaudio._extension"] = stub
-        import torchaudio
-    for sub in ("transforms", "functional", "models"):
-        importlib.import_module(f"torchaudio.{sub}")
+    torchaudio = _import_peer("torchaudio", _extension_not_built)
+    if torchaudio is not None:
+        for sub in ("transforms", "functional", "models"):
+            importlib.import_module(f"torchaudio.{sub}")
     return torchaudio
+
+
+def _require(importer: Callable[[], ModuleType | None], name: str) -> ModuleType:
+    """The peer ``importer`` gives, skipping the calling test when it is not installed."""
+    import pytest
+
+    module = importer()
+    if module is None:
+        pytest.skip(f"{name} is not installed")
+    return module
 
 
 def require_torchvision() -> ModuleType:
@@ -91,12 +119,7 @@ def require_torchvision() -> ModuleType:
         >>> callable(require_torchvision)
         True
     """
-    import pytest
-
-    tv = import_torchvision()
-    if tv is None:
-        pytest.skip("torchvision is not installed")
-    return tv
+    return _require(import_torchvision, "torchvision")
 
 
 def require_torchaudio() -> ModuleType:
@@ -106,9 +129,4 @@ def require_torchaudio() -> ModuleType:
         >>> callable(require_torchaudio)
         True
     """
-    import pytest
-
-    ta = import_torchaudio()
-    if ta is None:
-        pytest.skip("torchaudio is not installed")
-    return ta
+    return _require(import_torchaudio, "torchaudio")
