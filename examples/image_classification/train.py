@@ -28,18 +28,18 @@ The recipe of ``make demo`` (the embedded corpus: ~95 % held-out top-1 in about 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from trivium.vision.pipelines import ClassificationConfig, evaluate, from_checkpoint, train
+from trivium.vision.pipelines import classification
+from trivium.vision.pipelines.classification import ClassificationConfig
 from trivium.vision.pipelines.cli import (
     config_from_args,
     parse_recipe_args,
-    print_summary,
     recipe_parser,
+    run_recipe,
 )
 
 DEMO = {
@@ -89,7 +89,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def prepare_corpus(corpus_dir: str | Path) -> Path:
     """The embedded image corpus as Parquet shards (``train/``, ``val/``); built once."""
     from trivium.data.convert import convert_image_folder
-    from trivium.vision.corpus import build_image_corpus
+    from trivium.vision.corpora import build_image_corpus
 
     images = build_image_corpus(Path(corpus_dir) / "images")
     shards = Path(corpus_dir) / "shards"
@@ -121,14 +121,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     data_path = args.data_path or str(prepare_corpus(args.corpus_dir))
     config = config_from_args(ClassificationConfig, args, data_path)
-    if args.test_only:
-        summary = evaluate(from_checkpoint(Path(config.out_dir) / "checkpoint.pt"), data_path)
-        print(json.dumps(summary, indent=1))
-        return summary
-    summary = train(config, resume=args.resume)
-    if "top1" in summary:  # rank 0 of the run
-        print_summary(summary_rows(summary, config, time.perf_counter() - start), summary)
-    return summary
+    return run_recipe(classification, config, args, summary_rows, start)
 
 
 if __name__ == "__main__":

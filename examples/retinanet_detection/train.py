@@ -30,24 +30,19 @@ schedule.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from trivium.vision.pipelines import detection
 from trivium.vision.pipelines.cli import (
     config_from_args,
     parse_recipe_args,
-    print_summary,
     recipe_parser,
+    run_recipe,
 )
-from trivium.vision.pipelines.detection import (
-    DetectionConfig,
-    evaluate,
-    from_checkpoint,
-    train,
-)
+from trivium.vision.pipelines.detection import DetectionConfig
 
 DEMO = {
     "model": "retinanet_resnet18_fpn",
@@ -109,7 +104,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def prepare_corpus(corpus_dir: str | Path) -> Path:
     """The embedded detection corpus (COCO format), built once."""
-    from trivium.vision.corpus import build_detection_corpus
+    from trivium.vision.corpora import build_detection_corpus
 
     return Path(build_detection_corpus(corpus_dir))
 
@@ -132,15 +127,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     data_path = args.data_path or str(prepare_corpus(args.corpus_dir))
     config = config_from_args(DetectionConfig, args, data_path)
-    if args.test_only:
-        pipeline = from_checkpoint(Path(config.out_dir) / "checkpoint.pt")
-        summary = evaluate(pipeline, data_path, config.val_split)
-        print(json.dumps(summary, indent=1))
-        return summary
-    summary = train(config, resume=args.resume)
-    if "AP" in summary:  # rank 0 of the run
-        print_summary(summary_rows(summary, config, time.perf_counter() - start), summary)
-    return summary
+    return run_recipe(detection, config, args, summary_rows, start, config.val_split)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ import random
 import signal
 import subprocess
 import time
+from collections.abc import Callable
+from typing import Any
 
+import pytest
 import torch
 
 from trivium.core import load_checkpoint
@@ -50,3 +53,23 @@ def run_killed_and_resumed(args: list[str], tmp_path: pathlib.Path) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     subprocess.run([*cut, "--resume"], check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def assert_cut_run_matches(tmp_path: pathlib.Path) -> None:
+    """The interrupted run ``tmp_path/cut`` ended as ``tmp_path/full``: same weights, losses."""
+    assert_same_weights(tmp_path / "full", tmp_path / "cut")
+    assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "full"), rel=1e-5)
+
+
+def stopped_and_resumed(
+    train: Callable[..., dict[str, Any]], cut: Any, full: dict[str, Any], tmp_path: pathlib.Path
+) -> dict[str, Any]:
+    """``cut`` (run folder ``tmp_path/cut``) stopped at a random step of its first two
+    epochs of 6 steps, then resumed: it matches ``full`` (``tmp_path/full``); returns
+    the resumed run's summary."""
+    stop = random.Random().randint(1, 11)
+    assert train(cut, show_progress=False, stop_after_steps=stop) == {"stopped_at_step": stop}
+    resumed = train(cut, resume=True, show_progress=False)
+    assert resumed["steps"] == full["steps"]
+    assert_cut_run_matches(tmp_path)
+    return resumed

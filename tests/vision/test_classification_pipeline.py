@@ -18,7 +18,13 @@ import sys
 
 import pytest
 import torch
-from vision.pipeline_runs import assert_same_weights, loss_records, losses, run_killed_and_resumed
+from vision.pipeline_runs import (
+    assert_cut_run_matches,
+    assert_same_weights,
+    loss_records,
+    run_killed_and_resumed,
+    stopped_and_resumed,
+)
 
 from trivium.core import DatasetError, load_checkpoint
 from trivium.vision.io import encode_jpeg
@@ -117,13 +123,8 @@ def test_resume_mid_epoch_equals_an_uninterrupted_run(
 ) -> None:
     extra = {"mixup_alpha": 0.2, "cutmix_alpha": 1.0, "label_smoothing": 0.1}
     full = train(config(tree, tmp_path / "full", **extra), show_progress=False)
-    stop = random.Random().randint(1, 11)  # any step; an epoch is 6 steps
     cut = config(tree, tmp_path / "cut", workers=2, **extra)
-    assert train(cut, show_progress=False, stop_after_steps=stop) == {"stopped_at_step": stop}
-    resumed = train(cut, resume=True, show_progress=False)
-    assert resumed["steps"] == full["steps"]
-    assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "full"), rel=1e-5)
-    assert_same_weights(tmp_path / "full", tmp_path / "cut")
+    resumed = stopped_and_resumed(train, cut, full, tmp_path)
     assert resumed["top1"] == full["top1"]
 
 
@@ -146,8 +147,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(
         "--checkpoint-every", "1",
     ]  # fmt: skip
     run_killed_and_resumed(args, tmp_path)
-    assert_same_weights(tmp_path / "full", tmp_path / "cut")
-    assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "full"), rel=1e-5)
+    assert_cut_run_matches(tmp_path)
 
 
 def test_recipe_options_run(tree: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import random
 import subprocess
 import sys
 
 import pytest
-from vision.pipeline_runs import assert_same_weights, losses, run_killed_and_resumed
+from vision.pipeline_runs import assert_cut_run_matches, run_killed_and_resumed, stopped_and_resumed
 
 from trivium.vision.pipelines.detection import (
     DetectionConfig,
@@ -32,7 +31,7 @@ EXAMPLE = ROOT / "examples" / "retinanet_detection" / "train.py"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    from trivium.vision.corpus import build_detection_corpus
+    from trivium.vision.corpora import build_detection_corpus
 
     root = tmp_path_factory.mktemp("shapes")
     return pathlib.Path(
@@ -82,13 +81,8 @@ def test_resume_mid_epoch_equals_an_uninterrupted_run(
     corpus: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     full = train(config(corpus, tmp_path / "full"), show_progress=False)
-    stop = random.Random().randint(1, 11)  # any step; an epoch is 6 steps
     cut = config(corpus, tmp_path / "cut", workers=2)
-    assert train(cut, show_progress=False, stop_after_steps=stop) == {"stopped_at_step": stop}
-    resumed = train(cut, resume=True, show_progress=False)
-    assert resumed["steps"] == full["steps"]
-    assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "full"), rel=1e-5)
-    assert_same_weights(tmp_path / "full", tmp_path / "cut")
+    resumed = stopped_and_resumed(train, cut, full, tmp_path)
     assert resumed["AP"] == pytest.approx(full["AP"], abs=1e-6)
 
 
@@ -114,8 +108,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(
         "--checkpoint-every", "1",
     ]  # fmt: skip
     run_killed_and_resumed(args, tmp_path)
-    assert_same_weights(tmp_path / "full", tmp_path / "cut")
-    assert losses(tmp_path / "cut") == pytest.approx(losses(tmp_path / "full"), rel=1e-5)
+    assert_cut_run_matches(tmp_path)
 
 
 @pytest.mark.parametrize("augmentation", ["multiscale", "ssd"])

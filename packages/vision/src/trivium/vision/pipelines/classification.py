@@ -38,7 +38,6 @@ from torch import Tensor, nn
 from trivium.core import load_checkpoint
 from trivium.core.devices import resolve_device
 from trivium.core.seeding import derive_seed, sample_scope
-from trivium.vision.io import ImageReadMode, decode_image
 from trivium.vision.pipelines.classification_data import (
     TrainBatch,
     eval_transform,
@@ -48,11 +47,15 @@ from trivium.vision.pipelines.classification_data import (
 )
 from trivium.vision.pipelines.common import (
     TrainingRun,
+    as_images,
     autocast,
     check_config,
     config_from_state,
     eval_mode,
     fit,
+    model_builder,
+    output_file,
+    spread_indices,
 )
 from trivium.vision.transforms import CenterCrop, CutMix, MixUp, RandomChoice, Resize
 
@@ -125,12 +128,7 @@ def build_model(name: str, num_classes: int) -> nn.Module:
         >>> build_model("resnet18", 3).fc.out_features
         3
     """
-    from trivium.vision import models
-
-    builder = getattr(models, name, None)
-    if name.startswith("_") or not callable(builder):
-        raise ValueError(f"unknown model {name!r}; try one of {models.__all__}")
-    return builder(num_classes=num_classes)
+    return model_builder(name)(num_classes=num_classes)
 
 
 def _mixer(config: ClassificationConfig, num_classes: int) -> nn.Module | None:
@@ -328,18 +326,12 @@ class ClassificationPipeline(nn.Module):
         self.crop_size, self.resize_size = crop_size, resize_size
         self.preprocess = eval_transform(crop_size, resize_size).transform
 
-    def _image(self, item: Any) -> Tensor:
-        if not (isinstance(item, Tensor) and item.dim() == 3):  # a path or encoded bytes
-            item = decode_image(item, ImageReadMode.RGB)
-        return self.preprocess(item)
-
     @torch.no_grad()
     def predict(self, images: Any) -> dict[str, Any] | list[dict[str, Any]]:
         """``{"label", "index", "score"}`` for one image, or a list of them for a list."""
-        single = not isinstance(images, list | tuple)
-        items = [images] if single else list(images)
+        items, single = as_images(images)
         device = next(self.model.parameters()).device
-        batch = torch.stack([self._image(x) for x in items]).to(device)
+        batch = torch.stack([self.preprocess(x) for x in items]).to(device)
         with eval_mode(self.model):
             probs = self.model(batch).float().softmax(dim=1).cpu()
         scores, indices = probs.max(dim=1)
@@ -397,8 +389,7 @@ def write_prediction_grid(
 
     show = _DecodeThen(Compose([Resize(pipeline.resize_size), CenterCrop(pipeline.crop_size)]))
     dataset = open_split(data_path, split, show)
-    picks = torch.linspace(0, len(dataset) - 1, min(count, len(dataset))).round().long()
-    samples = [dataset[int(i)] for i in picks]
+    samples = [dataset[i] for i in spread_indices(len(dataset), count)]
     results = pipeline.predict([image for image, _ in samples])
     cols = 4
     rows = math.ceil(len(samples) / cols)
@@ -414,7 +405,6 @@ def write_prediction_grid(
             title += f"\n(true: {pipeline.classes[label]})"
         ax.set_title(title, fontsize=8, color="green" if right else "red")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = output_file(path)
     fig.savefig(path, dpi=80)
     return path

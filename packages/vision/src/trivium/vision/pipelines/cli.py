@@ -3,8 +3,8 @@
 :func:`recipe_parser` starts an ``argparse`` parser with the data, run folder,
 optimisation and run options both pipelines take; an example adds its own, then
 :func:`parse_recipe_args` parses with its ``--demo`` recipe and
-:func:`config_from_args` makes the pipeline's config. :func:`print_summary`
-prints a finished run.
+:func:`config_from_args` makes the pipeline's config. :func:`run_recipe` trains
+(or evaluates) and prints the finished run with :func:`print_summary`.
 
 Example:
     >>> from trivium.vision.pipelines import ClassificationConfig
@@ -19,12 +19,15 @@ Example:
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import json
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
-__all__ = ["config_from_args", "parse_recipe_args", "print_summary", "recipe_parser"]
+__all__ = ["config_from_args", "parse_recipe_args", "print_summary", "recipe_parser", "run_recipe"]
 
 T = TypeVar("T")
 
@@ -136,3 +139,38 @@ def print_summary(rows: list[tuple[str, str]], summary: dict[str, Any]) -> None:
     print()
     for name, value in rows:
         print(f"{name:<{width}}  {value}".rstrip())
+
+
+def run_recipe(
+    pipeline: ModuleType,
+    config: Any,
+    args: argparse.Namespace,
+    summary_rows: Callable[[dict[str, Any], Any, float], list[tuple[str, str]]],
+    started: float,
+    split: str = "val",
+) -> dict[str, Any]:
+    """Train ``config`` with ``pipeline``, or with ``--test-only`` evaluate the run's checkpoint.
+
+    ``pipeline`` is :mod:`trivium.vision.pipelines.classification` or
+    :mod:`~trivium.vision.pipelines.detection` (``train``, ``evaluate``,
+    ``from_checkpoint``); ``split`` is the one ``--test-only`` evaluates. Rank 0 of a
+    finished run prints ``summary_rows(summary, config, seconds since started)``
+    with :func:`print_summary`. Returns the summary (the metrics with ``--test-only``,
+    printed as JSON).
+
+    Example:
+        >>> import types
+        >>> fake = types.SimpleNamespace(train=lambda config, resume: {"steps": 1})
+        >>> args = argparse.Namespace(test_only=False, resume=False)
+        >>> run_recipe(fake, None, args, None, 0.0)  # not rank 0: nothing printed
+        {'steps': 1}
+    """
+    if args.test_only:
+        trained = pipeline.from_checkpoint(Path(config.out_dir) / "checkpoint.pt")
+        summary = pipeline.evaluate(trained, config.data_path, split)
+        print(json.dumps(summary, indent=1))
+        return summary
+    summary = pipeline.train(config, resume=args.resume)
+    if "files" in summary:  # rank 0 of a finished run
+        print_summary(summary_rows(summary, config, time.perf_counter() - started), summary)
+    return summary

@@ -34,6 +34,7 @@ from trivium.core.training import MetricLogger, get_rng_state, set_rng_state
 
 __all__ = [
     "TrainingRun",
+    "as_images",
     "autocast",
     "check_config",
     "config_from_state",
@@ -43,6 +44,9 @@ __all__ = [
     "lr_factor",
     "make_loader",
     "make_optimizer",
+    "model_builder",
+    "output_file",
+    "spread_indices",
 ]
 
 T = TypeVar("T")
@@ -190,6 +194,71 @@ def config_from_state(config_type: type[T], state: dict[str, Any]) -> T:
     """
     known = {f.name for f in fields(config_type)}  # type: ignore[arg-type]
     return config_type(**{k: v for k, v in state["config"].items() if k in known})
+
+
+def model_builder(name: str, prefix: str = "", kind: str = "model") -> Callable[..., nn.Module]:
+    """The :mod:`trivium.vision.models` builder called ``name``, which starts with ``prefix``.
+
+    Example:
+        >>> model_builder("resnet18").__name__
+        'resnet18'
+        >>> model_builder("resnet18", "retinanet_", "detection model")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown detection model 'resnet18'; try one of ['retinanet_resnet18_fpn', ...]
+    """
+    from trivium.vision import models
+
+    builder = getattr(models, name, None)
+    if name.startswith("_") or not name.startswith(prefix) or not callable(builder):
+        names = [n for n in models.__all__ if n.startswith(prefix)]
+        raise ValueError(f"unknown {kind} {name!r}; try one of {names}")
+    return builder
+
+
+def as_images(images: Any) -> tuple[list[Tensor], bool]:
+    """``images`` (one or a list) as decoded RGB uint8 tensors, and whether it was one.
+
+    An item is a path, encoded bytes (JPEG/PNG) or a decoded ``[3, H, W]`` tensor.
+
+    Example:
+        >>> decoded, single = as_images(torch.zeros(3, 4, 5, dtype=torch.uint8))
+        >>> decoded[0].shape, single
+        (torch.Size([3, 4, 5]), True)
+    """
+    from trivium.vision.io import ImageReadMode, decode_image
+
+    single = not isinstance(images, list | tuple)
+    items = [images] if single else list(images)
+    decoded = [
+        x if isinstance(x, Tensor) and x.dim() == 3 else decode_image(x, ImageReadMode.RGB)
+        for x in items
+    ]
+    return decoded, single
+
+
+def spread_indices(length: int, count: int) -> list[int]:
+    """``count`` indices (at most ``length``) spread evenly over ``range(length)``, ends included.
+
+    Example:
+        >>> spread_indices(10, 4), spread_indices(2, 5)
+        ([0, 3, 6, 9], [0, 1])
+    """
+    picks = torch.linspace(0, length - 1, min(count, length)).round().long()
+    return picks.tolist()
+
+
+def output_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a ``Path``, its folder created.
+
+    Example:
+        >>> import tempfile
+        >>> output_file(Path(tempfile.mkdtemp()) / "a" / "b.png").parent.is_dir()
+        True
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 @contextlib.contextmanager

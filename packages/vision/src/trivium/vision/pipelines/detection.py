@@ -35,7 +35,6 @@ from torch import Tensor, nn
 
 from trivium.core import load_checkpoint
 from trivium.core.devices import resolve_device
-from trivium.vision.io import ImageReadMode, decode_image
 from trivium.vision.pipelines import common
 from trivium.vision.pipelines.detection_data import (
     AUGMENTATIONS,
@@ -158,12 +157,7 @@ def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
         >>> build_model(c, 3).head.classification_head.num_classes
         3
     """
-    from trivium.vision import models
-
-    builder = getattr(models, config.model, None)
-    if not (config.model.startswith("retinanet_") and callable(builder)):
-        names = [n for n in models.__all__ if n.startswith("retinanet_")]
-        raise ValueError(f"unknown detection model {config.model!r}; try one of {names}")
+    builder = common.model_builder(config.model, "retinanet_", "detection model")
     kwargs: dict[str, Any] = {
         "num_classes": num_classes,
         "min_size": config.min_size,
@@ -365,19 +359,12 @@ class DetectionPipeline(nn.Module):
         super().__init__()
         self.model, self.categories = model, dict(categories)
 
-    @staticmethod
-    def _image(item: Any) -> Tensor:
-        if isinstance(item, Tensor) and item.dim() == 3:
-            return item
-        return decode_image(item, ImageReadMode.RGB)
-
     @torch.no_grad()
     def predict(
         self, images: Any, score_thresh: float = 0.0
     ) -> dict[str, Any] | list[dict[str, Any]]:
         """``{"boxes", "scores", "labels", "names"}`` per image, scores above ``score_thresh``."""
-        single = not isinstance(images, list | tuple)
-        items = [self._image(x) for x in ([images] if single else images)]
+        items, single = common.as_images(images)
         device = next(self.model.parameters()).device
         with common.eval_mode(self.model):
             outputs = self.model(_to_model(items, None, device)[0])
@@ -434,8 +421,7 @@ def write_prediction_grid(
     from trivium.vision.utils import draw_bounding_boxes, make_grid, save_image
 
     dataset = open_split(config.data_path, config.val_split)
-    picks = torch.linspace(0, len(dataset) - 1, min(count, len(dataset))).round().long()
-    images = [dataset[int(i)][0].as_subclass(Tensor) for i in picks]
+    images = [dataset[i][0].as_subclass(Tensor) for i in common.spread_indices(len(dataset), count)]
     results = pipeline.predict(images, score_thresh)
     drawn = []
     for image, result in zip(images, results, strict=True):
@@ -449,7 +435,6 @@ def write_prediction_grid(
             boxed = draw_bounding_boxes(image, boxes, labels, width=2)
         pad = (0, tile - boxed.shape[-1], 0, tile - boxed.shape[-2])
         drawn.append(torch.nn.functional.pad(boxed, pad))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = common.output_file(path)
     save_image(make_grid(drawn, nrow=4, padding=4).float() / 255, path)
     return path
