@@ -73,16 +73,20 @@ def assert_same(ours: tuple[torch.Tensor, int], ref: tuple[torch.Tensor, int]) -
 @pytest.mark.parametrize("subtype", SUBTYPES)
 @pytest.mark.parametrize("channels", [1, 2, 3])
 def test_same_tensors_as_libsndfile(
-    fmt: str, subtype: str, channels: int, monkeypatch: pytest.MonkeyPatch
+    fmt: str, subtype: str, channels: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every sample type and layout, from bytes and from a path (one read of the file)."""
     data = wav_bytes(subtype, channels, 301, fmt)
+    path = tmp_path / "a.wav"
+    path.write_bytes(data)
     assert aio._wav_layout(data) is not None  # taken by the WAV path
     for normalize in (True, False):
         for channels_first in (True, False):
             for offset, count in ((0, -1), (7, 100), (300, -1), (301, 5), (900, 3)):
                 kwargs = {"normalize": normalize, "channels_first": channels_first}
-                ours = load(data, offset, count, **kwargs)
-                assert_same(ours, libsndfile_load(monkeypatch, data, offset, count, **kwargs))
+                expected = libsndfile_load(monkeypatch, data, offset, count, **kwargs)
+                assert_same(load(data, offset, count, **kwargs), expected)
+                assert_same(load(path, offset, count, **kwargs), expected)
     assert info(data) == libsndfile_info(monkeypatch, data)
 
 
