@@ -24,6 +24,7 @@ repository root::
 
 from __future__ import annotations
 
+import functools
 import sys
 import tempfile
 from collections import Counter
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import harness
 import torch
-from data import make_image_folder
+from data import epochs_of, make_image_folder
 
 from trivium.vision.pipelines.classification_data import TrainBatch, make_loader, open_split
 from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD
@@ -40,6 +41,8 @@ from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD
 BATCH = 64
 WORKERS = 2
 CROP = 224
+# The labels of an epoch of float batches of CROP x CROP images.
+labels_of = functools.partial(harness.epoch_labels, dtype=torch.float32, size=CROP)
 
 
 def ours(folder: Path) -> Callable[[], Counter]:
@@ -48,13 +51,7 @@ def ours(folder: Path) -> Callable[[], Counter]:
     loader = make_loader(
         dataset, BATCH, train=True, workers=WORKERS, seed=0, collate_fn=TrainBatch(CROP)
     )
-    epoch = iter(range(10**9))
-
-    def run() -> Counter:
-        loader.set_epoch(next(epoch))
-        return labels_of(loader)
-
-    return run
+    return epochs_of(loader, labels_of)
 
 
 def torchvision_side(tv, folder: Path) -> Callable[[], Counter]:
@@ -78,17 +75,7 @@ def torchvision_side(tv, folder: Path) -> Callable[[], Counter]:
         num_workers=WORKERS,
         persistent_workers=True,
     )
-    return lambda: labels_of(loader)
-
-
-def labels_of(batches) -> Counter:
-    """The labels of an epoch's ``(images, labels)`` batches (the model step is a no-op)."""
-    seen: Counter = Counter()
-    for images, labels in batches:
-        if images.dtype != torch.float32 or tuple(images.shape[1:]) != (3, CROP, CROP):
-            raise AssertionError(f"bad batch {images.dtype} {tuple(images.shape)}")
-        seen.update(labels.tolist())
-    return seen
+    return epochs_of(loader, labels_of)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,11 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"1 epoch, {len(files)} JPEGs ~500x400: ImageFolder, RandomResizedCrop {CROP} + "
             f"flip + float + Normalize, batch {BATCH}, {WORKERS} workers, model step no-op"
         )
-        if tv is None:
-            rows.append(harness.Row(workload, timings["ours"].median, f"torchvision: {tv_status}"))
-        else:
-            label = f"torchvision {tv.__version__} ImageFolder + v2"
-            rows.append(harness.row_from(workload, timings, "ours", "torchvision", label, 2.0))
+        label = f"{tv_status} ImageFolder + v2" if tv is not None else "torchvision"
+        rows.append(
+            harness.row_from(
+                workload, timings, "ours", "torchvision", label, 2.0, missing=tv_status
+            )
+        )
         for side in sides:
             rate = per_epoch / timings[side.name].median
             checks.append(f"{side.name}: {rate:.0f} images/s")

@@ -21,9 +21,8 @@ running it on a CPU, converted to channels-last
 documentation runs it (contiguous). Two rows per thread count have no target:
 both libraries contiguous, then both channels-last.
 
-torchvision comes from ``tests/peers.py``. Every side is warmed up, then timed
-in ``--repeats`` interleaved repeats; the median is kept. Ratio = peer time /
-our time (above 1: we are faster).
+Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
+(above 1: we are faster).
 
 Run from the repository root::
 

@@ -17,9 +17,8 @@ torchvision's own pure-Python ``batched_nms`` (its per-category loop at this
 size). The header says which peer ran. ``box_iou`` is torchvision's pure-Python
 function either way. Every peer's result is checked equal to ours before timing.
 
-torchvision comes from ``tests/peers.py``. Every side is warmed up, then timed in
-``--repeats`` interleaved repeats; the median is kept. Ratio = peer time / our
-time (above 1: we are faster).
+Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
+(above 1: we are faster).
 
 Run from the repository root::
 

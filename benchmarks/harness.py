@@ -4,7 +4,10 @@ Every benchmark script times our call and its peers' calls on the same inputs in
 one process: each side is warmed up, then timed in ``repeats`` loops of at least
 ``min_time`` seconds, the sides interleaved repeat by repeat, and the median
 per-call time is kept. A :class:`Row` holds our time against one peer's; the
-ratio is peer time / our time (above 1: we are faster).
+ratio is peer time / our time (above 1: we are faster). The peer libraries come
+from ``tests/peers.py`` (torchvision and torchaudio's pure-Python code where their
+C++ extensions, CUDA builds, cannot load); a peer that is missing leaves a row with
+our time alone saying why (:func:`row_from`).
 
 Example (from a script in ``benchmarks/``)::
 
@@ -23,7 +26,8 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -278,12 +282,21 @@ def row_from(
     peer_label: str | None = None,
     target: float | None = None,
     note: str = "",
+    missing: str = "not installed",
 ) -> Row:
-    """A row comparing two timed sides of one measurement."""
+    """A row comparing two timed sides of one measurement.
+
+    When side ``peer`` was not timed (the peer library is missing), the row holds
+    our time alone, keeps the target (its status is "n/a") and says
+    ``"{peer_label}: {missing}"``.
+    """
+    label = peer_label or peer
+    if peer not in timings:
+        return Row(workload, timings[ours].median, f"{label}: {missing}", None, target, note)
     return Row(
         workload=workload,
         ours_s=timings[ours].median,
-        peer=peer_label or peer,
+        peer=label,
         peer_s=timings[peer].median,
         target=target,
         note=note,
@@ -315,6 +328,22 @@ def layout_rows_by_threads(
     for n, timings in measure_at_threads(calls, args.threads, args.repeats, args.min_time):
         rows += layout_rows(f"{label}, {n} thread(s)", timings)
     return rows
+
+
+# ----------------------------------------------------------------- loader epochs
+
+
+def epoch_labels(batches: Iterable[tuple[Any, Any]], dtype: Any, size: int) -> Counter:
+    """The labels of an epoch's ``(images, labels)`` batches (the model step is a no-op).
+
+    Each image batch is checked to be ``[N, 3, size, size]`` of ``dtype`` first.
+    """
+    seen: Counter = Counter()
+    for images, labels in batches:
+        if images.dtype != dtype or tuple(images.shape[1:]) != (3, size, size):
+            raise AssertionError(f"bad batch {images.dtype} {tuple(images.shape)}")
+        seen.update(labels.tolist())
+    return seen
 
 
 # ------------------------------------------------------------------- command line
@@ -380,8 +409,11 @@ class Session:
     Start it right after parsing the options; :meth:`report` prints the results.
     """
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, timing: str | None = None) -> None:
+        """``timing``: how a side is timed, for the header (default: the repeats of at
+        least ``args.min_time`` seconds that :func:`measure` runs)."""
         self.args = args
+        self.timing: argparse.Namespace | str = timing or args
         self.started, self.cpu_start = time.perf_counter(), cpu_busy_seconds()
         self.info: dict[str, str] = {}
         self.rows: list[Row] = []
@@ -390,7 +422,7 @@ class Session:
     def header(self, title: str, info: dict[str, str]) -> None:
         """Keep ``info`` for the report and print the header."""
         self.info = info
-        print_header(title, info, self.args)
+        print_header(title, info, self.timing)
 
     def report(self) -> int:
         """Print (and write with ``--json``) the table, checks and load; returns 0."""
@@ -398,12 +430,15 @@ class Session:
         return 0
 
 
-def print_header(title: str, info: dict[str, str], args: argparse.Namespace) -> None:
-    """The title, the machine facts and the timing settings."""
+def print_header(title: str, info: dict[str, str], timing: argparse.Namespace | str) -> None:
+    """The title, the machine facts and the timing settings (options with ``repeats`` and
+    ``min_time``, or a line saying how each side is timed)."""
+    if not isinstance(timing, str):
+        timing = f"{timing.repeats} (median), each ≥ {timing.min_time} s"
     print(f"# {title}\n")
     for key, value in info.items():
         print(f"- {key}: {value}")
-    print(f"- repeats: {args.repeats} (median), each ≥ {args.min_time} s\n", flush=True)
+    print(f"- repeats: {timing}\n", flush=True)
 
 
 def report(
@@ -428,7 +463,7 @@ def report(
             "machine": info,
             "other_load": contention,
             "repeats": args.repeats,
-            "min_time_s": args.min_time,
+            "min_time_s": getattr(args, "min_time", None),
             "rows": [row.to_json() for row in rows],
             "checks": list(checks),
         }

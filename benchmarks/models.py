@@ -16,10 +16,8 @@ documentation runs it (contiguous, NCHW). Two rows per workload are reported
 without a target: both libraries in the same layout (contiguous, then
 channels-last), where the ratio should be 1 up to noise.
 
-torchvision comes from ``tests/peers.py``: where its C++ extension (a CUDA build)
-cannot load, its pure-Python models are imported without it. Every side is
-warmed up, then timed in ``--repeats`` interleaved repeats; the median is kept.
-Ratio = peer time / our time (above 1: we are faster).
+Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
+(above 1: we are faster).
 
 Run from the repository root::
 

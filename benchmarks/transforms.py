@@ -25,10 +25,8 @@ Pillow and saved at quality 90, 4:2:0):
    ``--snippet PATH`` writes the per-sample table as the Markdown fragment of the
    documentation (``docs/snippets/benchmarks/transforms-per-sample.md``).
 
-torchvision comes from ``tests/peers.py``: where its C++ extension (a CUDA build)
-cannot load, its pure-Python transforms are imported without it. Every side is
-warmed up, then timed in ``--repeats`` interleaved repeats; the median is kept.
-Ratio = peer time / our time (above 1: we are faster).
+Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
+(above 1: we are faster).
 
 Run from the repository root::
 
@@ -52,18 +50,18 @@ import harness
 import numpy as np
 import PIL
 import torch
-from harness import ROOT, Row, Side, Timing, fmt_time
+from harness import Row, Side, Timing, fmt_time
+from image_assets import JPEG_DIR
 from PIL import Image
 
 from trivium.vision import transforms as T
 from trivium.vision.io import decode_jpeg
 
 PHOTOS = [
-    ROOT / "tests/assets/images/jpeg/tv-grace_hopper_517x606.jpg",
-    ROOT / "tests/assets/images/jpeg/ljt-testorig.jpg",
-    ROOT / "tests/assets/images/jpeg/pil-hopper.jpg",
-    ROOT / "tests/assets/images/jpeg/tv-rgb_pytorch.jpg",
-]
+    JPEG_DIR / name
+    for name in ("tv-grace_hopper_517x606.jpg", "ljt-testorig.jpg", "pil-hopper.jpg",
+                 "tv-rgb_pytorch.jpg")
+]  # fmt: skip
 NUM_IMAGES = 64
 SIZES = [(500, 375), (640, 480), (500, 333), (375, 500), (640, 427), (480, 640)]
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -105,23 +103,16 @@ def cycler(items: Sequence[Any]) -> Callable[[], Any]:
 # ------------------------------------------------------------------------ pipelines
 
 
-def ours_pipeline(generator: torch.Generator) -> T.Compose:
-    """RandomResizedCrop(224) + flip + ToDtype + Normalize, ours."""
+def ours_pipeline(generator: torch.Generator, fused_decode: bool = False) -> T.Compose:
+    """RandomResizedCrop(224) + flip + ToDtype + Normalize, ours.
+
+    With ``fused_decode`` the pipeline takes JPEG bytes: ``DecodeRandomResizedCrop``
+    stands for the crop.
+    """
+    crop = T.DecodeRandomResizedCrop if fused_decode else T.RandomResizedCrop
     return T.Compose(
         [
-            T.RandomResizedCrop(224, generator=generator),
-            T.RandomHorizontalFlip(generator=generator),
-            T.ToDtype(torch.float32, scale=True),
-            T.Normalize(MEAN, STD),
-        ]
-    )
-
-
-def ours_fused(generator: torch.Generator) -> T.Compose:
-    """The fused decode + the rest of the pipeline, ours."""
-    return T.Compose(
-        [
-            T.DecodeRandomResizedCrop(224, generator=generator),
+            crop(224, generator=generator),
             T.RandomHorizontalFlip(generator=generator),
             T.ToDtype(torch.float32, scale=True),
             T.Normalize(MEAN, STD),
@@ -186,14 +177,12 @@ def bench_pipeline(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace)
         sides.append(Side("tv", lambda: theirs(next_image())))
     t = harness.measure(sides, args.repeats, args.min_time)
     name = "RandomResizedCrop 224 + flip + ToDtype + Normalize, per uint8 image"
-    if tv is None:
-        return [Row(name, t["ours"].median, "torchvision v2: not installed", None, 1.0)]
-    return [Row(name, t["ours"].median, "torchvision v2", t["tv"].median, 1.0)]
+    return [harness.row_from(name, t, "ours", "tv", "torchvision v2", 1.0)]
 
 
 def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
     next_jpeg = cycler(jpegs)
-    fused = ours_fused(torch.Generator().manual_seed(0))
+    fused = ours_pipeline(torch.Generator().manual_seed(0), fused_decode=True)
     pil = pil_pipeline(tv)
     sides = [Side("ours", lambda: fused(next_jpeg())), Side("pil", lambda: pil(next_jpeg()))]
     decoder = "our decode_jpeg"
@@ -212,14 +201,12 @@ def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> l
         )
     t = harness.measure(sides, args.repeats, args.min_time)
     name = "JPEG bytes → normalised 224x224 (fused DecodeRandomResizedCrop)"
-    rows = []
-    if tv is not None:
-        rows.append(Row(name, t["ours"].median, f"{decoder} + tv v2", t["tv"].median, 2.0))
-    else:
-        rows.append(Row(name, t["ours"].median, "torchvision: not installed", None, 2.0))
-    label = "Pillow + tv v1 transforms" if tv is not None else "Pillow (same steps)"
-    rows.append(Row(name, t["ours"].median, label, t["pil"].median, 3.0))
-    return rows
+    tv_label = f"{decoder} + tv v2" if tv is not None else "torchvision"
+    pil_label = "Pillow + tv v1 transforms" if tv is not None else "Pillow (same steps)"
+    return [
+        harness.row_from(name, t, "ours", "tv", tv_label, 2.0),
+        harness.row_from(name, t, "ours", "pil", pil_label, 3.0),
+    ]
 
 
 def per_sample_cases(dtype: torch.dtype) -> dict[str, Callable[..., Any]]:
