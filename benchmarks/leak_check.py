@@ -30,30 +30,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+import harness  # noqa: F401  (puts tests/ on sys.path, for image_assets)
 import torch
+from image_assets import CORRUPT_DIR, JPEG_DIR, PNG_DIR
 
+import trivium.vision.io as vio
 from trivium.core.errors import DecodeError
-from trivium.vision.io import (
-    ImageReadMode,
-    decode_image,
-    decode_jpeg,
-    decode_png,
-    encode_jpeg,
-    encode_png,
-    image_info,
-)
 
-ROOT = Path(__file__).resolve().parents[1]
-IMAGES = ROOT / "tests" / "assets" / "images"
-CORRUPT = IMAGES / "corrupt"
 VALID = [
-    IMAGES / "jpeg" / "tv-grace_hopper_517x606.jpg",
-    IMAGES / "jpeg" / "jd-moz-jpg-progressive.jpg",
-    IMAGES / "jpeg" / "tv-cmyk_pytorch.jpg",
-    IMAGES / "png" / "pil-hopper.png",
-    IMAGES / "png" / "basi6a16.png",
-    IMAGES / "png" / "tbrn2c08.png",
-]
+    *(JPEG_DIR / name for name in ("tv-grace_hopper_517x606.jpg", "jd-moz-jpg-progressive.jpg",
+                                   "tv-cmyk_pytorch.jpg")),
+    *(PNG_DIR / name for name in ("pil-hopper.png", "basi6a16.png", "tbrn2c08.png")),
+]  # fmt: skip
 MIB = 1 << 20
 
 Op = Callable[[bytes], object]
@@ -80,30 +68,30 @@ def rss_bytes() -> int:
 def jpeg_ops() -> dict[str, Op]:
     """The JPEG calls run on each JPEG input, by name."""
     return {
-        "strict": lambda b: decode_jpeg(b),
-        "lenient": lambda b: decode_jpeg(b, strict=False),
-        "scale 1/4": lambda b: decode_jpeg(b, scale=Fraction(1, 4), strict=False),
-        "roi": lambda b: decode_jpeg(b, roi=(1, 1, 8, 8), strict=False),
-        "gray+alpha": lambda b: decode_jpeg(b, ImageReadMode.GRAY_ALPHA, strict=False),
-        "info": lambda b: image_info(b),
+        "strict": lambda b: vio.decode_jpeg(b),
+        "lenient": lambda b: vio.decode_jpeg(b, strict=False),
+        "scale 1/4": lambda b: vio.decode_jpeg(b, scale=Fraction(1, 4), strict=False),
+        "roi": lambda b: vio.decode_jpeg(b, roi=(1, 1, 8, 8), strict=False),
+        "gray+alpha": lambda b: vio.decode_jpeg(b, vio.ImageReadMode.GRAY_ALPHA, strict=False),
+        "info": lambda b: vio.image_info(b),
     }
 
 
 def png_ops() -> dict[str, Op]:
     """The PNG calls run on each PNG input, by name."""
     return {
-        "strict": lambda b: decode_png(b),
-        "lenient": lambda b: decode_png(b, strict=False),
-        "gray": lambda b: decode_png(b, ImageReadMode.GRAY, strict=False),
-        "float": lambda b: decode_png(b, dtype=torch.float32, strict=False),
-        "info": lambda b: image_info(b),
+        "strict": lambda b: vio.decode_png(b),
+        "lenient": lambda b: vio.decode_png(b, strict=False),
+        "gray": lambda b: vio.decode_png(b, vio.ImageReadMode.GRAY, strict=False),
+        "float": lambda b: vio.decode_png(b, dtype=torch.float32, strict=False),
+        "info": lambda b: vio.image_info(b),
     }
 
 
 def ops_for(path: Path) -> dict[str, Op]:
     """The calls for a file, chosen by its extension (decode_image added for all)."""
     ops = jpeg_ops() if path.suffix.lower() in (".jpg", ".jpeg") else png_ops()
-    ops["decode_image"] = lambda b: decode_image(b, strict=False)
+    ops["decode_image"] = lambda b: vio.decode_image(b, strict=False)
     return ops
 
 
@@ -120,9 +108,9 @@ def run_op(op: Op, data: bytes) -> str:
 
 def round_trip(data: bytes) -> None:
     """Decode a valid image, then encode it back (exercises the encoders too)."""
-    image = decode_image(data, ImageReadMode.RGB, dtype=torch.uint8)
-    encode_jpeg(image, quality=80)
-    encode_png(image, compression_level=1)
+    image = vio.decode_image(data, vio.ImageReadMode.RGB, dtype=torch.uint8)
+    vio.encode_jpeg(image, quality=80)
+    vio.encode_png(image, compression_level=1)
 
 
 @dataclass
@@ -145,7 +133,7 @@ def build_tasks(corrupt: list[Path], valid: list[Path]) -> list[Task]:
     ]
     good_jpeg, bad_jpeg = valid[0].read_bytes(), corrupt[0].read_bytes()
     batch = [good_jpeg, bad_jpeg, good_jpeg]
-    tasks.append(Task("<batch>", "decode_jpeg(list)", lambda _: decode_jpeg(batch), b""))
+    tasks.append(Task("<batch>", "decode_jpeg(list)", lambda _: vio.decode_jpeg(batch), b""))
     for path in valid:
         for name, op in ops_for(path).items():
             tasks.append(Task(path.name, name, op, path.read_bytes()))
@@ -206,7 +194,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the loop, print the RSS table and outcomes; 1 if RSS grew past the bound."""
     args = parse_args(argv)
-    corrupt = sorted(p for p in CORRUPT.iterdir() if p.is_file())
+    corrupt = sorted(p for p in CORRUPT_DIR.iterdir() if p.is_file())
     tasks = build_tasks(corrupt, VALID)
     warnings.simplefilter("ignore")  # strict=False warns on every damaged decode
     torch.set_num_threads(1)  # no idle OpenMP workers spinning next to the loop
