@@ -1,13 +1,11 @@
-"""Shared test fixtures: where the committed assets live."""
+"""Shared test fixtures: where the committed assets live (``tests/image_assets.py``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-ASSETS = Path(__file__).parent / "assets"
-IMAGES = ASSETS / "images"
+from image_assets import IMAGES
 
 
 @pytest.fixture(scope="session")
