@@ -162,12 +162,8 @@ def box_iou_rows(tv: Any, args, checks: list[str]) -> list[harness.Row]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = harness.benchmark_parser(__doc__.splitlines()[0], WORKLOADS, repeats=7, min_time=0.2)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    args = harness.parse_benchmark_args(parser, WORKLOADS, argv)
-    if args.threads < 1:
-        parser.error("--threads must be >= 1")
-    return args
+    parser = harness.benchmark_parser(__doc__.splitlines()[0], WORKLOADS, threads=1)
+    return harness.parse_benchmark_args(parser, WORKLOADS, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

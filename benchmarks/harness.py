@@ -350,10 +350,20 @@ def epoch_labels(batches: Iterable[tuple[Any, Any]], dtype: Any, size: int) -> C
 
 
 def benchmark_parser(
-    description: str, workloads: Sequence[str], repeats: int = 7, min_time: float = 0.2
+    description: str,
+    workloads: Sequence[str],
+    repeats: int = 7,
+    min_time: float = 0.2,
+    threads: int | None = None,
 ) -> argparse.ArgumentParser:
-    """The options every benchmark takes: --repeats, --min-time, --json, --only."""
+    """The options every benchmark takes: --repeats, --min-time, --json, --only.
+
+    With ``threads``, also ``--threads N`` (one torch thread count, ``threads`` by default).
+    """
     parser = argparse.ArgumentParser(description=description)
+    if threads is not None:
+        help = f"torch threads (default {threads})"
+        parser.add_argument("--threads", type=int, default=threads, help=help)
     parser.add_argument("--repeats", type=int, default=repeats, help="timed repeats per side")
     parser.add_argument(
         "--min-time", type=float, default=min_time, help="least seconds one timed repeat runs"
@@ -374,6 +384,8 @@ def parse_benchmark_args(
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.min_time <= 0:
         parser.error("--repeats must be >= 1 and --min-time > 0")
+    if isinstance(getattr(args, "threads", None), int) and args.threads < 1:
+        parser.error("--threads must be >= 1")
     args.only = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(args.only) - set(workloads))
     if unknown:

@@ -381,8 +381,9 @@ WORKLOADS = {"pipeline": bench_pipeline, "e2e": bench_e2e, "per_sample": bench_p
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = harness.benchmark_parser(__doc__.splitlines()[0], list(WORKLOADS), min_time=0.3)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser = harness.benchmark_parser(
+        __doc__.splitlines()[0], list(WORKLOADS), min_time=0.3, threads=1
+    )
     parser.add_argument(
         "--cases",
         default="",

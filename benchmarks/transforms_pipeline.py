@@ -91,8 +91,9 @@ def bench(
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = harness.benchmark_parser(__doc__.splitlines()[0], ["pipeline"], min_time=0.3)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser = harness.benchmark_parser(
+        __doc__.splitlines()[0], ["pipeline"], min_time=0.3, threads=1
+    )
     return harness.parse_benchmark_args(parser, ["pipeline"], argv)
 
 
