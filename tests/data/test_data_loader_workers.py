@@ -5,9 +5,10 @@ the epoch ends without waiting for them; they are joined later, and none outlive
 loader. The processes are read from ``/proc`` (zombies included), not from the loader.
 
 Batches made with ``empty_batch`` in a worker go out in reused shared-memory buffers
-(``BatchSlots``): a buffer is reused only once the main process holds no tensor of it,
-so held batches keep their values; the segments are told apart by their inodes in
-``/proc/self/maps``.
+(``BatchSlots``): each worker's own in the first epoch, then buffers of the main process
+that the forked workers inherit. A buffer is reused only once the main process holds no
+tensor of it, so held batches keep their values; the segments are told apart by their
+inodes in ``/proc/self/maps``.
 """
 
 from __future__ import annotations
@@ -118,26 +119,36 @@ def segment_inode(t: torch.Tensor) -> int:
 def test_held_batches_keep_their_values_while_buffers_are_reused() -> None:
     loader = DataLoader(list(range(300)), 10, shuffle=True, num_workers=2, seed=1,
                         collate_fn=filled_batch)  # fmt: skip
-    for epoch in range(2):
+    kept = []  # some batches of each epoch, held to the end of all epochs
+    for epoch in range(3):  # 0: each worker's own buffers; then the main process's
         loader.set_epoch(epoch)
         held = []
         for i, batch in enumerate(loader):
             ids = batch[:, 0].clone()
             assert torch.equal(batch, ids[:, None].expand(-1, 4096))
             if i % 3 == 0:
-                held.append((ids, batch))  # kept to the end: their buffers are not reused
+                held.append((ids, batch))  # kept to the epoch's end: not reused meanwhile
+            if i % 11 == 0:
+                kept.append((ids, batch[2:]))  # a view keeps the batch held too
         for ids, batch in held:
             assert torch.equal(batch, ids[:, None].expand(-1, 4096))
+    for ids, batch in kept:
+        assert torch.equal(batch, ids[2:, None].expand(-1, 4096))
 
 
 def test_dropped_batches_buffers_are_reused() -> None:
     loader = DataLoader(list(range(400)), 10, num_workers=2, collate_fn=filled_batch)
-    inodes = set()
-    for i, batch in enumerate(loader):
-        assert torch.equal(batch[:, 0], torch.arange(10 * i, 10 * i + 10))
-        inodes.add(segment_inode(batch))
+    inodes = []
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        inodes.append(set())
+        for i, batch in enumerate(loader):
+            assert torch.equal(batch[:, 0], torch.arange(10 * i, 10 * i + 10))
+            inodes[-1].add(segment_inode(batch))
     # 40 batches in at most (prefetch_factor + 2) buffers per worker, not a segment each
-    assert len(inodes) <= 2 * 4, len(inodes)
+    assert all(len(epoch) <= 2 * 4 for epoch in inodes), inodes
+    # from the second epoch on, the main process's buffers, which outlive the workers
+    assert inodes[1] == inodes[2] and not inodes[0] & inodes[1], inodes
 
 
 def test_batch_slots_outside_workers() -> None:

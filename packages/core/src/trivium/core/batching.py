@@ -35,14 +35,22 @@ class BatchSlots:
     """Shared-memory batch buffers that DataLoader workers reuse once the main process drops them.
 
     A fresh shared-memory segment per batch costs the kernel its allocation, zeroing,
-    a page fault per 4 KiB page where the batch is written, and freeing. Made in the
-    main process before the workers start, ``BatchSlots`` holds a flag per worker and
-    slot in shared memory. Inside worker ``w`` after :meth:`use_in_worker`,
-    :func:`empty_batch` takes a buffer of this process's ``slots`` whose flag is free
-    and which nothing in the worker references (made on first use, already mapped
-    after that); :func:`lend_batch` marks the batch leaving the worker, and the main
-    process, once it holds no tensor viewing that batch any more, frees the flag again.
-    Where every slot is out, :func:`empty_batch` makes a fresh segment, as without slots.
+    a page fault per 4 KiB page where the batch is written, and freeing; torch then
+    passes its descriptor to the main process over a socket. Made in the main process
+    before the workers start, ``BatchSlots`` holds a flag per worker and slot in
+    shared memory. Inside worker ``w`` after :meth:`use_in_worker`,
+    :func:`empty_batch` takes a buffer of row ``w`` whose flag is free and which
+    nothing in the worker references; :func:`lend_batch` marks the batch leaving the
+    worker, and the main process, once it holds no tensor viewing that batch any
+    more, frees the flag again. Where every slot is out, :func:`empty_batch` makes a
+    fresh segment, as without slots.
+
+    The buffers: once the main process has received a lent batch, :meth:`reset`
+    (before each start of workers) makes one buffer per slot of that batch's size in
+    the main process. Workers started with ``fork`` inherit them: a batch in one
+    crosses as its slot number (no descriptor, no new mapping) and the buffers outlive
+    the workers of an epoch. Until then, and in workers started otherwise, each worker
+    makes its own buffers on first use.
 
     Args:
         num_workers: the DataLoader's workers (a row of flags each).
@@ -60,13 +68,18 @@ class BatchSlots:
         self.flags = torch.full((num_workers, slots), _FREE, dtype=torch.int32).share_memory_()
         self.token = secrets.randbits(62)
         self._held: set[tuple[int, int]] = set()  # (worker, slot) of batches the main holds
+        self._nbytes = 0  # of the largest lent batch received
+        # Buffers made here, inherited by forked workers, and their uint8 arrays.
+        self._owned: list[list[torch.UntypedStorage]] | None = None
+        self._arrays: list[list[Any]] = []
         _slot_tables[self.token] = self
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"flags": self.flags, "token": self.token}
+        return {"flags": self.flags, "token": self.token}  # buffers are inherited, not sent
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.flags, self.token, self._held = state["flags"], state["token"], set()
+        self._nbytes, self._owned, self._arrays = 0, None, []
 
     def free(self) -> int:
         """How many slots are free (not lent to the main process)."""
@@ -82,15 +95,28 @@ class BatchSlots:
         self.flags.fill_(_FREE)
         for worker, slot in self._held:
             self.flags[worker, slot] = _LENT
+        if self._nbytes and (self._owned is None or self._owned[0][0].nbytes() < self._nbytes):
+            workers, slots = self.flags.shape
+            # Batches the main process holds keep their old buffers alive (their arrays).
+            self._owned = [
+                [torch.UntypedStorage._new_shared(self._nbytes) for _ in range(slots)]
+                for _ in range(workers)
+            ]
+            self._arrays = [
+                [torch.empty(0, dtype=torch.uint8).set_(b).numpy() for b in row]
+                for row in self._owned
+            ]
 
     def use_in_worker(self, worker: int) -> None:
         """Make :func:`empty_batch` in this worker process draw from row ``worker``."""
         global _pool
         if _pool is None or _pool.pid != os.getpid() or _pool.token != self.token:
-            _pool = _WorkerPool(self.flags[worker], self.token, worker)
+            owned = None if self._owned is None else self._owned[worker]
+            _pool = _WorkerPool(self.flags[worker], self.token, worker, owned)
 
-    def _received(self, worker: int, slot: int) -> None:
+    def _received(self, worker: int, slot: int, nbytes: int) -> None:
         self._held.add((worker, slot))
+        self._nbytes = max(self._nbytes, nbytes)
 
     def _dropped(self, worker: int, slot: int) -> None:
         self._held.discard((worker, slot))
@@ -100,21 +126,34 @@ class BatchSlots:
 class _WorkerPool:
     """One worker process's buffers of a :class:`BatchSlots` row."""
 
-    def __init__(self, flags: torch.Tensor, token: int, worker: int) -> None:
+    def __init__(
+        self,
+        flags: torch.Tensor,
+        token: int,
+        worker: int,
+        owned: list[torch.UntypedStorage] | None,
+    ) -> None:
         self.pid, self.token, self.worker = os.getpid(), token, worker
         self.flags = flags.numpy()  # a view of the shared row
-        self.buffers: list[torch.UntypedStorage | None] = [None] * len(self.flags)
+        # The main process's buffers (inherited: it maps them too), else made here.
+        self.owned = owned is not None
+        self.buffers: list[torch.UntypedStorage | None] = (
+            list(owned) if owned is not None else [None] * len(self.flags)
+        )
+        # References to a buffer while no tensor of this process views it.
+        self.idle = [1 if b is None else _use_count(b) for b in self.buffers]
 
     def take(self, nbytes: int) -> torch.UntypedStorage:
-        """A free buffer of ``nbytes`` (reused, or made in a free slot), else a fresh segment."""
+        """A free buffer of at least ``nbytes`` (reused, or made), else a fresh segment."""
         for slot, buffer in enumerate(self.buffers):
             if self.flags[slot] != _FREE:
                 continue
-            if buffer is None or buffer.nbytes() != nbytes:
-                if buffer is not None and _in_use(buffer):
+            if buffer is None or buffer.nbytes() < nbytes:
+                if self.owned or (buffer is not None and self._in_use(slot)):
                     continue
                 buffer = self.buffers[slot] = torch.UntypedStorage._new_shared(nbytes)
-            elif _in_use(buffer):  # a tensor of this process still views it
+                self.idle[slot] = 1
+            elif self._in_use(slot):  # a tensor of this process still views it
                 continue
             return buffer
         return torch.UntypedStorage._new_shared(nbytes)
@@ -126,10 +165,13 @@ class _WorkerPool:
                 return slot
         return None
 
+    def _in_use(self, slot: int) -> bool:
+        """Whether a tensor of this process views the buffer of ``slot``."""
+        return _use_count(self.buffers[slot]) > self.idle[slot]
 
-def _in_use(buffer: torch.UntypedStorage) -> bool:
-    """Whether anything but the pool references ``buffer`` in this process."""
-    return torch._C._storage_Use_Count(buffer._cdata) > 1
+
+def _use_count(buffer: torch.UntypedStorage) -> int:
+    return torch._C._storage_Use_Count(buffer._cdata)
 
 
 _pool: _WorkerPool | None = None  # this worker process's, once BatchSlots.use_in_worker ran
@@ -143,21 +185,46 @@ def _current_pool() -> _WorkerPool | None:
 class _Lent:
     """A batch in a slot's buffer, leaving a worker: unpickled, a tensor that frees the slot."""
 
-    __slots__ = ("slot", "tensor", "token", "worker")
+    __slots__ = ("owned", "slot", "tensor", "token", "worker")
 
-    def __init__(self, tensor: torch.Tensor, token: int, worker: int, slot: int) -> None:
+    def __init__(
+        self, tensor: torch.Tensor, token: int, worker: int, slot: int, owned: bool
+    ) -> None:
         self.tensor, self.token, self.worker, self.slot = tensor, token, worker, slot
+        self.owned = owned
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return _received, (self.tensor, self.token, self.worker, self.slot)
+        t = self.tensor
+        if self.owned:  # the main process maps the buffer: the slot number is enough
+            layout = (t.dtype, tuple(t.shape), t.stride(), t.storage_offset())
+            return _received_in_buffer, (self.token, self.worker, self.slot, layout)
+        return _received, (t, self.token, self.worker, self.slot)
 
 
 def _received(tensor: torch.Tensor, token: int, worker: int, slot: int) -> torch.Tensor:
     """Where a lent batch is unpickled: its slot is freed once no tensor views its storage."""
     slots = _slot_tables.get(token)
     if slots is not None:  # else its loader is gone: nobody reuses the slot
-        slots._received(worker, slot)
+        slots._received(worker, slot, tensor.untyped_storage().nbytes())
         weakref.finalize(tensor.untyped_storage(), slots._dropped, worker, slot)
+    return tensor
+
+
+def _received_in_buffer(
+    token: int, worker: int, slot: int, layout: tuple[torch.dtype, tuple, tuple, int]
+) -> torch.Tensor:
+    """A lent batch in a buffer of the main process: a view with a storage of its own.
+
+    The view's storage (over the buffer's memory) lives as long as some tensor views
+    the batch; when it goes, the slot is freed.
+    """
+    dtype, size, stride, offset = layout
+    slots = _slot_tables[token]  # the loader is alive: its workers inherited the buffer
+    array = slots._arrays[worker][slot]
+    memory = torch.from_numpy(array[: len(array) // dtype.itemsize * dtype.itemsize])
+    tensor = memory.view(dtype).as_strided(size, stride, offset)
+    slots._received(worker, slot, 0)
+    weakref.finalize(tensor.untyped_storage(), slots._dropped, worker, slot)
     return tensor
 
 
@@ -182,7 +249,7 @@ def lend_batch(tensor: torch.Tensor) -> Any:
     if slot is None:
         return tensor
     pool.flags[slot] = _LENT
-    return _Lent(tensor, pool.token, pool.worker, slot)
+    return _Lent(tensor, pool.token, pool.worker, slot, pool.owned)
 
 
 def empty_batch(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
@@ -201,7 +268,7 @@ def empty_batch(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
     nbytes = math.prod(shape) * dtype.itemsize
     pool = _current_pool()
     storage = torch.UntypedStorage._new_shared(nbytes) if pool is None else pool.take(nbytes)
-    return torch.empty(0, dtype=dtype).set_(storage).view(tuple(shape))
+    return torch.empty(0, dtype=dtype).set_(storage, 0, tuple(shape))
 
 
 def stack_batch(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
