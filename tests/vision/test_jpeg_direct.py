@@ -1,7 +1,8 @@
-"""decode_jpeg's direct codec call (plain eager CPU calls) against the op path and Pillow."""
+"""The direct codec calls of decode_jpeg (one image, lists) and encode_jpeg against the ops."""
 
 from __future__ import annotations
 
+import multiprocessing
 import warnings
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 import torch
 from image_assets import CORRUPT_DIR, pillow_array, valid_jpegs
 
-from trivium.vision.io import ImageReadMode, decode_jpeg, ops
+from trivium.core import get_num_threads, set_num_threads
+from trivium.core.errors import DecodeError
+from trivium.vision.io import ImageReadMode, codec, decode_jpeg, encode_jpeg, ops
 
 CORRUPT_JPEGS = sorted(CORRUPT_DIR.glob("*.jpg"))
 
@@ -100,3 +103,114 @@ def test_direct_buffer_reads_in_place() -> None:
     assert ops.direct_buffer(data, None, "meta") is None
     assert ops.direct_buffer(tensor.view(torch.int8), None, "cpu") is None
     assert ops.direct_buffer(b"", None, "cpu") is None
+
+
+# ---- Lists: decoded natively on the thread pool, errors from the first failure
+
+
+@pytest.fixture
+def two_threads():
+    before = get_num_threads()
+    set_num_threads(2)
+    yield
+    set_num_threads(before)
+
+
+def _list_outcome(call):
+    """(results or error, warning messages sorted: threads may finish in any order)."""
+    result, messages = _outcome(call)
+    return result, sorted(messages)
+
+
+@pytest.mark.parametrize("mode", [ImageReadMode.UNCHANGED, ImageReadMode.RGB])
+def test_list_on_threads_equals_one_by_one(two_threads, mode) -> None:
+    datas = [p.read_bytes() for p in valid_jpegs()] * 3  # more items than threads, mixed sizes
+    images = decode_jpeg(datas, mode)
+    assert isinstance(images, list) and len(images) == len(datas)
+    for image, data in zip(images, datas, strict=True):
+        _same(image, decode_jpeg(data, mode))
+    # Inputs of each kind the codec reads in place, scaled and cropped alike.
+    data = (CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes()
+    sources = [
+        data,
+        bytearray(data),
+        np.frombuffer(data, np.uint8),
+        torch.frombuffer(bytearray(data), dtype=torch.uint8),
+    ]
+    for kwargs in ({}, {"scale": 0.5}, {"roi": (8, 4, 40, 50), "scale": 0.25}):
+        for image in decode_jpeg(sources, mode, **kwargs):
+            _same(image, decode_jpeg(data, mode, **kwargs))
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_list_errors_and_warnings_as_the_op(monkeypatch, two_threads, strict) -> None:
+    good = (CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes()
+    for path in CORRUPT_JPEGS:
+        datas = [good, good, path.read_bytes(), good]
+        direct = _list_outcome(lambda d=datas: decode_jpeg(d, strict=strict))
+        op = _list_outcome(lambda d=datas: _through_op(monkeypatch, d, strict=strict))
+        if isinstance(op[0], list):
+            assert isinstance(direct[0], list)
+            for a, b in zip(direct[0], op[0], strict=True):
+                _same(a, b)
+        else:
+            _same(direct[0], op[0])
+            assert "<batch item 2>" in direct[0][1]
+        assert direct[1] == op[1]
+        named = _outcome(lambda d=datas: decode_jpeg(d, strict=strict, path="shard-7"))[0]
+        if isinstance(named, tuple):
+            assert named[1].startswith("shard-7: ")
+
+
+def test_list_raises_for_the_first_bad_item_in_list_order(two_threads) -> None:
+    good = (CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes()
+    truncated = (CORRUPT_DIR / "pil-truncated_jpeg.jpg").read_bytes()
+    missing_sof = (CORRUPT_DIR / "jd-missing-sof.jpg").read_bytes()
+    with pytest.raises(DecodeError, match=r"^<batch item 1>: ") as first:
+        decode_jpeg([good, missing_sof, good, truncated] + [good] * 20)
+    assert first.value.reason == _outcome(lambda: decode_jpeg(missing_sof))[0][1]
+
+
+def test_list_in_a_forked_child(two_threads) -> None:
+    # The decode threads do not exist in a forked child: it starts its own.
+    datas = [p.read_bytes() for p in valid_jpegs()][:6]
+    expected = _decoded_bytes(datas)
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        assert pool.apply(_decoded_bytes, (datas,)) == expected
+
+
+def _decoded_bytes(datas: list[bytes]) -> list[bytes]:
+    # NumPy, not torch ops: torch's OpenMP threads do not survive a fork.
+    set_num_threads(2)
+    return [image.numpy().tobytes() for image in decode_jpeg(datas)]
+
+
+# ---- Encode: the codec called directly gives the op's bytes and errors
+
+
+def _encode_through_op(monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
+    with monkeypatch.context() as m:
+        m.setattr(codec, "direct_pixels", lambda image: None)
+        return encode_jpeg(*args, **kwargs)
+
+
+def test_direct_encode_equals_the_op(monkeypatch) -> None:
+    rgb = decode_jpeg((CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes())
+    gray = rgb[:1].contiguous()  # [C, H, W]-contiguous: copied to (H, W, C) first
+    wide = (rgb.to(torch.int32) * 257).to(torch.uint16)
+    calls = [
+        ((rgb, 90), {}),
+        ((rgb, 75), {"subsampling": "4:4:4", "progressive": True}),
+        ((rgb, 50), {"subsampling": "4:2:2", "optimize": True}),
+        ((rgb[:, 3:40, 5:60], 95), {}),  # a strided crop
+        ((gray, 80), {}),
+        ((wide, 90), {}),
+        ((rgb, 0), {}),  # quality outside 1..100: the codec's error, named as the op names it
+        ((rgb, 2**40), {}),  # beyond the codec's int: the op's error
+    ]
+    for args, kwargs in calls:
+        direct = _outcome(lambda a=args, k=kwargs: encode_jpeg(*a, **k))[0]
+        op = _outcome(lambda a=args, k=kwargs: _encode_through_op(monkeypatch, *a, **k))[0]
+        _same(direct, op)
+    assert codec.direct_pixels(rgb).base is not None  # a decoded image is read in place

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include <jerror.h>
 
@@ -633,8 +634,8 @@ bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, 
 }  // namespace
 
 bool encode_jpeg(const void* pixels, int height, int width, int channels,
-                 ptrdiff_t row_stride, const JpegEncodeOptions& options,
-                 std::vector<uint8_t>* out, Diagnostics* diag) {
+                 ptrdiff_t row_stride, const JpegEncodeOptions& options, uint8_t** data,
+                 size_t* size, Diagnostics* diag) {
     if (options.precision != 8 && (options.precision != 12 || !TRIVIUM_JPEG_WIDE)) {
         return diag->fail(ErrorKind::Corrupt,
                           std::to_string(options.precision) + "-bit JPEG encode is not supported" +
@@ -668,8 +669,11 @@ bool encode_jpeg(const void* pixels, int height, int width, int channels,
     state.err.diag = diag;
     const bool ok = run_encoder(&state, static_cast<const uint8_t*>(pixels), height, width,
                                 channels, row_stride, options, diag);
-    if (ok) out->assign(state.dest.data, state.dest.data + state.dest.used());
-    jpeg_destroy_compress(&state.cinfo);  // the buffer is freed with the state
+    if (ok) {  // the caller takes the buffer; otherwise it is freed with the state
+        *size = state.dest.used();
+        *data = std::exchange(state.dest.data, nullptr);
+    }
+    jpeg_destroy_compress(&state.cinfo);
     return ok;
 }
 

@@ -93,10 +93,11 @@ struct JpegEncodeOptions {
 };
 
 // Encodes height x width x channels (1 = gray, 3 = RGB) pixels (uint8, or uint16
-// for precision 12) with rows `row_stride` bytes apart. On success *out holds the
-// JPEG bytes.
+// for precision 12) with rows `row_stride` bytes apart. On success *data holds
+// *size bytes of JPEG: the encoder's own malloc'd buffer (no copy), which the caller
+// frees with std::free.
 bool encode_jpeg(const void* pixels, int height, int width, int channels,
-                 ptrdiff_t row_stride, const JpegEncodeOptions& options,
-                 std::vector<uint8_t>* out, Diagnostics* diag);
+                 ptrdiff_t row_stride, const JpegEncodeOptions& options, uint8_t** data,
+                 size_t* size, Diagnostics* diag);
 
 }  // namespace trivium

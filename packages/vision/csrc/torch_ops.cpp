@@ -470,12 +470,15 @@ at::Tensor encode_jpeg_op(const at::Tensor& image, int64_t quality, int64_t subs
                               int_option(subsampling, "encode_jpeg", "subsampling"), progressive,
                               optimize};
     if (hwc.scalar_type() == at::kUInt16) options.precision = 12;
-    std::vector<uint8_t> bytes;
+    uint8_t* bytes = nullptr;
+    size_t size = 0;
     Diagnostics diag;
     const bool ok = encode_jpeg(hwc.data_ptr(), h, w, c, ptrdiff_t(w) * c * hwc.element_size(),
-                                options, &bytes, &diag);
+                                options, &bytes, &size, &diag);
     TORCH_CHECK_VALUE(ok, "encode_jpeg: ", diag.message);
-    return to_tensor(bytes);
+    // The encoder's buffer itself, freed with the tensor (no copy).
+    return at::from_blob(bytes, {int64_t(size)}, [](void* p) { std::free(p); },
+                         at::TensorOptions().dtype(at::kByte));
 }
 
 at::Tensor encode_png_op(const at::Tensor& image, int64_t compression_level) {

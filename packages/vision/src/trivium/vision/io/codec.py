@@ -370,8 +370,13 @@ def encode_with(
     channels: tuple[int, ...],
     dtypes: tuple[torch.dtype, ...],
     *options: Any,
+    direct: Callable[..., np.ndarray] | None = None,
 ) -> torch.Tensor:
-    """Check a [C, H, W] tensor and run an encoder op (``trivium::encode_*``) on it."""
+    """Check a [C, H, W] tensor and run an encoder op (``trivium::encode_*``) on it.
+
+    ``direct(pixels, *options)``, where given, encodes the (H, W, C) array of
+    :func:`direct_pixels` without the op (same bytes, same errors).
+    """
     if not isinstance(image, torch.Tensor):
         raise TypeError(f"{func}: expected a [C, H, W] tensor, got {type(image)!r}")
     if image.dtype not in dtypes:
@@ -384,10 +389,39 @@ def encode_with(
         )
     if image.shape[1] == 0 or image.shape[2] == 0:
         raise EncodeError(f"{func}: cannot encode an empty image of shape {tuple(image.shape)}")
+    pixels = None if direct is None else direct_pixels(image)
     try:
+        if pixels is not None:
+            return torch.from_numpy(direct(pixels, *options))  # type: ignore[misc]
         return native(image.detach().cpu(), *options)
-    except ValueError as e:  # the op's message names the function
-        raise EncodeError(str(e)) from None
+    except ValueError as e:  # the op's message names the function; the codec's does not
+        reason = str(e)
+        raise EncodeError(reason if pixels is None else f"{func}: {reason}") from None
+
+
+def direct_pixels(image: torch.Tensor) -> np.ndarray | None:
+    """A [C, H, W] image's samples as a C-contiguous (H, W, C) array for the codec, or None.
+
+    Given in plain eager mode (not under ``torch.compile``, tracing or a dispatch mode)
+    for a CPU tensor; a channels-last image is read in place, others are copied (as
+    the op copies them). None means the op must run.
+
+    Example:
+        >>> image = torch.zeros(3, 2, 4, dtype=torch.uint8)
+        >>> direct_pixels(image).shape
+        (2, 4, 3)
+        >>> direct_pixels(image.to("meta")) is None
+        True
+    """
+    if (
+        type(image) is not torch.Tensor
+        or image.device.type != "cpu"
+        or torch.compiler.is_compiling()
+        or torch._C._len_torch_dispatch_stack()
+        or torch.jit.is_tracing()
+    ):
+        return None
+    return np.ascontiguousarray(image.detach().numpy().transpose(1, 2, 0))
 
 
 def to_chw(hwc: np.ndarray) -> torch.Tensor:

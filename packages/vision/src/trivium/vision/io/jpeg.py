@@ -17,7 +17,7 @@ from functools import partial
 
 import torch
 
-from trivium.core.threads import parallel_map
+from trivium.core.threads import get_num_threads, parallel_map
 from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
@@ -26,6 +26,7 @@ from trivium.vision.io.codec import (
     ImageFormat,
     ImageReadMode,
     PathLike,
+    check_damage,
     encode_with,
     max_pixels_arg,
     native_max_pixels,
@@ -92,8 +93,9 @@ def decode_jpeg(
 
     The result is a [C, H, W] view of an [H, W, C] buffer (as torchvision's); CMYK
     and YCCK images (8-bit) are converted to RGB; lossless JPEGs must be gray or
-    RGB. A list of inputs is decoded in parallel on the ``trivium.core`` thread
-    pool. Inside ``torch.compile`` it runs as the custom op
+    RGB. A list of inputs is decoded in parallel on ``trivium.core.get_num_threads()``
+    threads (set it with ``set_num_threads``); an error names the first bad item in
+    list order (``<batch item i>``, or ``path``). Inside ``torch.compile`` it runs as the custom op
     ``torch.ops.trivium.decode_jpeg`` with every argument above except ``out``
     (which raises there); the input must then be a uint8 tensor, and the image
     8-bit (a uint16 result raises ``TypeError``: decode 12-bit and wide lossless
@@ -107,7 +109,8 @@ def decode_jpeg(
         >>> decode_jpeg(data, roi=(8, 8, 16, 16), scale=0.5).shape
         torch.Size([3, 8, 8])
     """
-    mode = int(ImageReadMode(mode))
+    code = _MODES.get(mode) if type(mode) in _MODE_TYPES else None
+    mode = int(ImageReadMode(mode)) if code is None else code  # a bad mode raises there
     if scale is not None and min_size is not None:
         raise ValueError("decode_jpeg: pass scale or min_size, not both")
     exif = bool(apply_exif_orientation)
@@ -115,35 +118,63 @@ def decode_jpeg(
     box = None if roi is None else list(check_roi(roi))  # type: ignore[arg-type]
     eighths = 8 if scale is None else scale_to_eighths(scale)  # errors name the scales
     limit = max_pixels_arg(max_pixels)
+    strict = bool(strict)
     direct = None
     if not exif and size is None:  # the codec takes these directly
-        direct = partial(
-            _decode_direct, mode=mode, eighths=eighths, roi=box, strict=strict, limit=limit
-        )
-    options = (None if scale is None else float(scale), size, box, bool(strict))
+        region = None if box is None else tuple(box)
+        direct = partial(_decode_direct, mode, eighths, region, strict, limit)
+    options = (None if scale is None else float(scale), size, box, strict)
     args = (mode, exif, *options, limit)
-    op = _decode_op
     return ops.run_decoder(
-        op, input, args, path=path, device=device, func="decode_jpeg", out=out, direct=direct
+        _decode_op,
+        input,
+        args,
+        path=path,
+        device=device,
+        func="decode_jpeg",
+        out=out,
+        direct=direct,
     )
 
 
-def _decode_direct(
-    buffer: Buffer, *, mode: int, eighths: int, roi: list[int] | None, strict: bool, limit: int
-) -> torch.Tensor | None:
-    """The op's eager result from the codec called directly; None for the op to run.
+_MODES = {m: int(m) for m in ImageReadMode} | {int(m): int(m) for m in ImageReadMode}
+_MODE_TYPES = (ImageReadMode, int)
 
-    Only a clean decode is returned: on an error or damage it gives None, and the op
-    decodes again to raise (or warn) exactly as it does, naming the file.
+
+def _decode_direct(
+    mode: int,
+    eighths: int,
+    roi: tuple[int, int, int, int] | None,
+    strict: bool,
+    limit: int,
+    buffers: list[Buffer],
+    path: str | None,
+    many: bool,
+) -> list[torch.Tensor]:
+    """The op's eager results from the codec called directly (:data:`ops.DirectDecode`).
+
+    A list is decoded on :func:`~trivium.core.get_num_threads` threads without the GIL.
+    The first failing item (in list order) raises what the op raises for it, built
+    from the codec's own failure; damage before it raises or warns as the op does.
     """
-    box = None if roi is None else tuple(roi)
-    try:
-        array, _, corrupt = _C.decode_jpeg(
-            buffer, mode, eighths, box, bool(strict), native_max_pixels(limit)
-        )
-    except ValueError:  # DecodeFailure and its kinds, a roi outside the image
-        return None
-    return None if corrupt else to_chw(array)
+    if not many:  # one image: the single call, cheaper than a list of one
+        try:
+            array, warnings_, corrupt = _C.decode_jpeg(
+                buffers[0], mode, eighths, roi, strict, native_max_pixels(limit)
+            )
+        except ValueError as e:  # the codec's failure, as the op words it
+            raise ops.native_error(ops.failure_kind(e), str(e), path, "decode_jpeg") from None
+        check_damage(warnings_, corrupt, strict, path, stacklevel=5)
+        return [to_chw(array)]
+    images, problems = _C.decode_jpeg_list(
+        buffers, mode, eighths, roi, strict, native_max_pixels(limit), get_num_threads()
+    )
+    for index, kind, message, warnings_, corrupt in problems:
+        where = ops.batch_where(path, many, index)
+        if kind:
+            raise ops.native_error(kind, message, where, "decode_jpeg")
+        check_damage(warnings_, corrupt, strict, where, stacklevel=5)
+    return [to_chw(array) for array in images]
 
 
 register_format(ImageFormat("jpeg", (b"\xff\xd8\xff",), _C.jpeg_info, decode_jpeg, _decode_op))
@@ -195,7 +226,12 @@ def encode_jpeg(
     code = _subsampling_code(subsampling)
     options = (int(quality), code, bool(progressive), bool(optimize))
     dtypes = (torch.uint8, torch.uint16)
-    return encode_with(ops.encode_jpeg_op, input, "encode_jpeg", (1, 3), dtypes, *options)
+    # The codec directly, skipping the dispatcher, where quality fits its int (else the
+    # op words the error).
+    direct = _C.encode_jpeg if -(2**31) <= options[0] < 2**31 else None
+    return encode_with(
+        ops.encode_jpeg_op, input, "encode_jpeg", (1, 3), dtypes, *options, direct=direct
+    )
 
 
 def write_jpeg(input: torch.Tensor, filename: PathLike, quality: int = 75) -> None:

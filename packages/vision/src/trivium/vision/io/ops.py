@@ -380,6 +380,30 @@ def decode_traced(
     return images if many else images[0]
 
 
+def direct_buffers(input: Any, device: str | torch.device) -> list[Any] | None:
+    """The :func:`direct_buffer` of one input or of each of a list; None where one must use the op.
+
+    Example:
+        >>> direct_buffers([b"\\xff\\xd8", bytearray(b"\\xff\\xd8")], "cpu")
+        [b'\\xff\\xd8', bytearray(b'\\xff\\xd8')]
+        >>> direct_buffers([b"\\xff\\xd8", b""], "cpu") is None
+        True
+    """
+    if not isinstance(input, list | tuple):
+        buffer = direct_buffer(input, None, device)
+        return None if buffer is None else [buffer]
+    buffers = [direct_buffer(data, None, device) for data in input]
+    if not buffers or any(buffer is None for buffer in buffers):
+        return None
+    return buffers
+
+
+#: A format's direct decode: ``direct(buffers, path, many)`` decodes every buffer of
+#: :func:`direct_buffers` with the codec and gives the op's eager results, raising
+#: and warning as the op does (``path``, else ``<batch item i>`` when ``many``).
+DirectDecode = Callable[[list[Any], str | None, bool], list[torch.Tensor]]
+
+
 def run_decoder(
     op: Any,
     input: Any,
@@ -390,15 +414,15 @@ def run_decoder(
     func: str,
     out: torch.Tensor | None = None,
     paths: bool = False,
-    direct: Callable[[Any], torch.Tensor | None] | None = None,
+    direct: DirectDecode | None = None,
 ) -> torch.Tensor | list[torch.Tensor]:
     """What every public decoder does with its op: one input or a list, eager or compiled.
 
     Eager: :func:`decode_eager` on one input, or a list in parallel (errors name the
     item); compiled: :func:`decode_traced`, where ``out`` raises. With ``paths``,
     inputs may be file paths (read here; inside ``torch.compile`` they raise).
-    ``direct(buffer)``, where given, decodes a :func:`direct_buffer` without the op:
-    it returns the op's eager result, or None for the op to run (errors, damage).
+    ``direct``, where given, decodes the input without the op when every item has a
+    :func:`direct_buffer` (and there is no ``out``): see :data:`DirectDecode`.
 
     Example:
         >>> from trivium.vision.io import encode_png
@@ -406,6 +430,12 @@ def run_decoder(
         >>> run_decoder(decode_image_op, [data], (3,), path=None, device="cpu", func="x")[0].shape
         torch.Size([3, 2, 3])
     """
+    many = isinstance(input, list | tuple)
+    if direct is not None and out is None:
+        buffers = direct_buffers(input, device)
+        if buffers is not None:
+            images = direct(buffers, path_arg(path), many)
+            return images if many else images[0]
     if torch.compiler.is_compiling():
         if out is not None:
             raise ValueError(f"{func}: out= is not supported inside torch.compile")
@@ -420,16 +450,55 @@ def run_decoder(
     def decode_one(data: Any, where: PathLike | None, out: torch.Tensor | None = None):
         if paths and isinstance(data, str | os.PathLike):
             where, data = data, read_file(data)
-        if direct is not None:
-            buffer = direct_buffer(data, out, device)
-            image = None if buffer is None else direct(buffer)
-            if image is not None:
-                return image
         return decode_eager(op, data, args, where, device, func, out)
 
-    if isinstance(input, list | tuple):
+    if many:
         return decode_batch(decode_one, input, path, out)
     return decode_one(input, path, out)
+
+
+# Codec failures as the ops raise them: codec.h's ErrorKind values.
+_CORRUPT, _UNSUPPORTED, _BAD_ARGUMENT = 1, 2, 4
+
+
+def native_error(kind: int, message: str, path: str | None, func: str) -> Exception:
+    """The error the op raises for a codec failure of ``kind`` (codec.h's ``ErrorKind``).
+
+    Bad arguments (a roi outside the image) name the function; the rest name ``path``.
+
+    Example:
+        >>> native_error(1, "premature end of data", "a.jpg", "decode_jpeg")
+        DecodeError('a.jpg: premature end of data')
+        >>> native_error(4, "roi (...) is outside", "a.jpg", "decode_jpeg")
+        ValueError('decode_jpeg: roi (...) is outside')
+    """
+    if kind == _BAD_ARGUMENT:
+        return ValueError(f"{func}: {message}")
+    if kind == _UNSUPPORTED:
+        return UnsupportedFormatError(message, path=path)
+    return DecodeError(message, path=path)
+
+
+def failure_kind(error: ValueError) -> int:
+    """The ``ErrorKind`` of what a ``_C`` decode raised (a plain ``ValueError``: a bad argument).
+
+    Example:
+        >>> failure_kind(_C.UnsupportedFailure("x")), failure_kind(ValueError("roi ..."))
+        (2, 4)
+    """
+    if isinstance(error, _C.UnsupportedFailure):
+        return _UNSUPPORTED
+    return _CORRUPT if isinstance(error, _C.DecodeFailure) else _BAD_ARGUMENT
+
+
+def batch_where(path: str | None, many: bool, index: int) -> str | None:
+    """What an error or warning about item ``index`` names: ``path``, else its place in a list.
+
+    Example:
+        >>> batch_where(None, True, 3), batch_where("a.jpg", True, 3), batch_where(None, False, 0)
+        ('<batch item 3>', 'a.jpg', None)
+    """
+    return f"<batch item {index}>" if path is None and many else path
 
 
 # Fake kernels: the output's size is data-dependent (unbacked), it is contiguous, and
