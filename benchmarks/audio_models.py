@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import harness
@@ -136,6 +136,16 @@ def wavernn_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[h
     return rows
 
 
+def forward(model: torch.nn.Module, x: torch.Tensor) -> Callable[[], Any]:
+    """A call of ``model`` on ``x`` without autograd."""
+
+    def call() -> Any:
+        with torch.no_grad():
+            return model(x)
+
+    return call
+
+
 def forward_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[harness.Row]:
     """Wav2Letter and ConvTasNet forward passes against torchaudio with the same weights."""
     if ta is None:
@@ -164,19 +174,11 @@ def forward_rows(args: argparse.Namespace, ta: Any, checks: list[str]) -> list[h
             diff = float((ours(x) - theirs(x)).abs().max())
         checks.append(f"{name}: max |ours - torchaudio| = {diff:.2e}")
 
-        def run(model: torch.nn.Module = ours, inp: torch.Tensor = x) -> Any:
-            with torch.no_grad():
-                return model(inp)
-
-        def run_peer(model: torch.nn.Module = theirs, inp: torch.Tensor = x) -> Any:
-            with torch.no_grad():
-                return model(inp)
-
-        timings = harness.measure(
-            [harness.Side("ours", run), harness.Side("torchaudio", run_peer)],
-            args.repeats,
-            args.min_time,
-        )
+        sides = [
+            harness.Side("ours", forward(ours, x)),
+            harness.Side("torchaudio", forward(theirs, x)),
+        ]
+        timings = harness.measure(sides, args.repeats, args.min_time)
         rows.append(harness.row_from(name, timings, "ours", "torchaudio"))
     return rows
 
