@@ -73,3 +73,13 @@ def stopped_and_resumed(
     assert resumed["steps"] == full["steps"]
     assert_cut_run_matches(tmp_path)
     return resumed
+
+
+def evaluated_by_example(args: list[str], run_dir: pathlib.Path) -> tuple[dict, dict]:
+    """What the example ``args`` prints with ``--test-only`` for the run in ``run_dir``
+    (the JSON it ends with), and that run's ``summary.json``."""
+    env = {**os.environ, "TRIVIUM_PROGRESS": "0"}
+    run = [*args, "--output-dir", str(run_dir), "--test-only"]
+    out = subprocess.run(run, check=True, env=env, capture_output=True, text=True).stdout
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return json.loads(out[out.rfind("\n{\n") + 1 :]), summary

@@ -21,6 +21,7 @@ import torch
 from vision.pipeline_runs import (
     assert_cut_run_matches,
     assert_same_weights,
+    evaluated_by_example,
     loss_records,
     run_killed_and_resumed,
     stopped_and_resumed,
@@ -148,6 +149,9 @@ def test_killed_run_resumes_from_its_last_checkpoint(
     ]  # fmt: skip
     run_killed_and_resumed(args, tmp_path)
     assert_cut_run_matches(tmp_path)
+    metrics, summary = evaluated_by_example(args, tmp_path / "full")  # --test-only
+    assert metrics["top1"] == pytest.approx(summary["top1"])
+    assert metrics["images"] == 16  # the val split of the tree: 2 classes x 8
 
 
 def test_recipe_options_run(tree: pathlib.Path, tmp_path: pathlib.Path) -> None:

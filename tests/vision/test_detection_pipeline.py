@@ -14,7 +14,12 @@ import subprocess
 import sys
 
 import pytest
-from vision.pipeline_runs import assert_cut_run_matches, run_killed_and_resumed, stopped_and_resumed
+from vision.pipeline_runs import (
+    assert_cut_run_matches,
+    evaluated_by_example,
+    run_killed_and_resumed,
+    stopped_and_resumed,
+)
 
 from trivium.vision.pipelines.detection import (
     DetectionConfig,
@@ -109,6 +114,9 @@ def test_killed_run_resumes_from_its_last_checkpoint(
     ]  # fmt: skip
     run_killed_and_resumed(args, tmp_path)
     assert_cut_run_matches(tmp_path)
+    metrics, summary = evaluated_by_example(args, tmp_path / "full")  # --test-only
+    assert metrics["AP"] == pytest.approx(summary["AP"], abs=1e-6)
+    assert len(metrics) == 12  # the COCO figures
 
 
 @pytest.mark.parametrize("augmentation", ["multiscale", "ssd"])
