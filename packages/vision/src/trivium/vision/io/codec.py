@@ -347,6 +347,16 @@ def check_damage(
     warnings.warn(message, DecodeWarning, stacklevel=stacklevel)
 
 
+def batch_where(path: PathLike | None, index: int) -> PathLike:
+    """What an error or warning about item ``index`` of a list names: ``path``, else its place.
+
+    Example:
+        >>> batch_where(None, 3), batch_where("a.jpg", 3)
+        ('<batch item 3>', 'a.jpg')
+    """
+    return f"<batch item {index}>" if path is None else path
+
+
 def decode_batch(
     decode_one: Callable[[EncodedData, PathLike | None], torch.Tensor],
     inputs: list[EncodedData] | tuple[EncodedData, ...],
@@ -358,7 +368,7 @@ def decode_batch(
         raise ValueError("out= takes a single input, not a list")
     items = list(inputs)
     return parallel_map(
-        lambda i: decode_one(items[i], path if path is not None else f"<batch item {i}>"),
+        lambda i: decode_one(items[i], batch_where(path, i)),
         range(len(items)),
     )
 

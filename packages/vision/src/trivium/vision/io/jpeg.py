@@ -26,6 +26,7 @@ from trivium.vision.io.codec import (
     ImageFormat,
     ImageReadMode,
     PathLike,
+    batch_where,
     check_damage,
     encode_with,
     max_pixels_arg,
@@ -122,7 +123,11 @@ def decode_jpeg(
     direct = None
     if not exif and size is None:  # the codec takes these directly
         region = None if box is None else tuple(box)
-        direct = partial(_decode_direct, mode, eighths, region, strict, limit)
+        if out is None and not isinstance(input, (list, tuple)):
+            buffer = ops.direct_buffer(input, None, device)
+            if buffer is not None:  # plain eager CPU: one call into the codec
+                return _decode_one(buffer, mode, eighths, region, strict, limit, path)
+        direct = partial(_decode_list, mode, eighths, region, strict, limit)
     options = (None if scale is None else float(scale), size, box, strict)
     args = (mode, exif, *options, limit)
     return ops.run_decoder(
@@ -141,7 +146,32 @@ _MODES = {m: int(m) for m in ImageReadMode} | {int(m): int(m) for m in ImageRead
 _MODE_TYPES = (ImageReadMode, int)
 
 
-def _decode_direct(
+def _decode_one(
+    buffer: Buffer,
+    mode: int,
+    eighths: int,
+    roi: tuple[int, int, int, int] | None,
+    strict: bool,
+    limit: int,
+    path: PathLike | None,
+) -> torch.Tensor:
+    """The op's eager result from the codec called directly on one :func:`ops.direct_buffer`.
+
+    A failure raises what the op raises, built from the codec's own failure; damage
+    raises or warns as the op does.
+    """
+    try:
+        array, warnings_, corrupt = _C.decode_jpeg(
+            buffer, mode, eighths, roi, strict, native_max_pixels(limit)
+        )
+    except ValueError as e:  # the codec's failure, as the op words it
+        raise ops.native_error(ops.failure_kind(e), str(e), path, "decode_jpeg") from None
+    if corrupt:
+        check_damage(warnings_, corrupt, strict, path, stacklevel=4)
+    return to_chw(array)
+
+
+def _decode_list(
     mode: int,
     eighths: int,
     roi: tuple[int, int, int, int] | None,
@@ -149,28 +179,18 @@ def _decode_direct(
     limit: int,
     buffers: list[Buffer],
     path: str | None,
-    many: bool,
 ) -> list[torch.Tensor]:
-    """The op's eager results from the codec called directly (:data:`ops.DirectDecode`).
+    """The op's eager results for a list, from the codec called directly (:data:`ops.DirectDecode`).
 
-    A list is decoded on :func:`~trivium.core.get_num_threads` threads without the GIL.
-    The first failing item (in list order) raises what the op raises for it, built
-    from the codec's own failure; damage before it raises or warns as the op does.
+    The list is decoded on :func:`~trivium.core.get_num_threads` threads without the
+    GIL. The first failing item in list order raises what the op raises for it; damage
+    in the items before it raises or warns as the op does.
     """
-    if not many:  # one image: the single call, cheaper than a list of one
-        try:
-            array, warnings_, corrupt = _C.decode_jpeg(
-                buffers[0], mode, eighths, roi, strict, native_max_pixels(limit)
-            )
-        except ValueError as e:  # the codec's failure, as the op words it
-            raise ops.native_error(ops.failure_kind(e), str(e), path, "decode_jpeg") from None
-        check_damage(warnings_, corrupt, strict, path, stacklevel=5)
-        return [to_chw(array)]
     images, problems = _C.decode_jpeg_list(
         buffers, mode, eighths, roi, strict, native_max_pixels(limit), get_num_threads()
     )
     for index, kind, message, warnings_, corrupt in problems:
-        where = ops.batch_where(path, many, index)
+        where = batch_where(path, index)
         if kind:
             raise ops.native_error(kind, message, where, "decode_jpeg")
         check_damage(warnings_, corrupt, strict, where, stacklevel=5)

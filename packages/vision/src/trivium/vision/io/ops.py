@@ -67,6 +67,7 @@ from trivium.vision.io.codec import (
     ImageReadMode,
     PathLike,
     as_tensor,
+    batch_where,
     decode_batch,
     native_max_pixels,
 )
@@ -375,33 +376,16 @@ def decode_traced(
     images = []
     for i, data in enumerate(input if many else [input]):
         check_traceable(data, func)
-        where = path_arg(path) if path is not None or not many else f"<batch item {i}>"
+        where = batch_where(path_arg(path), i) if many else path_arg(path)
         images.append(op(data, *args, path=where).to(device))
     return images if many else images[0]
 
 
-def direct_buffers(input: Any, device: str | torch.device) -> list[Any] | None:
-    """The :func:`direct_buffer` of one input or of each of a list; None where one must use the op.
-
-    Example:
-        >>> direct_buffers([b"\\xff\\xd8", bytearray(b"\\xff\\xd8")], "cpu")
-        [b'\\xff\\xd8', bytearray(b'\\xff\\xd8')]
-        >>> direct_buffers([b"\\xff\\xd8", b""], "cpu") is None
-        True
-    """
-    if not isinstance(input, list | tuple):
-        buffer = direct_buffer(input, None, device)
-        return None if buffer is None else [buffer]
-    buffers = [direct_buffer(data, None, device) for data in input]
-    if not buffers or any(buffer is None for buffer in buffers):
-        return None
-    return buffers
-
-
-#: A format's direct decode: ``direct(buffers, path, many)`` decodes every buffer of
-#: :func:`direct_buffers` with the codec and gives the op's eager results, raising
-#: and warning as the op does (``path``, else ``<batch item i>`` when ``many``).
-DirectDecode = Callable[[list[Any], str | None, bool], list[torch.Tensor]]
+#: A format's direct list decode: ``direct(buffers, path)`` decodes the
+#: :func:`direct_buffer` of every item with the codec and gives the op's eager
+#: results, raising and warning as the op does (naming ``path``, else the item:
+#: :func:`batch_where`).
+DirectDecode = Callable[[list[Any], str | None], list[torch.Tensor]]
 
 
 def run_decoder(
@@ -421,8 +405,9 @@ def run_decoder(
     Eager: :func:`decode_eager` on one input, or a list in parallel (errors name the
     item); compiled: :func:`decode_traced`, where ``out`` raises. With ``paths``,
     inputs may be file paths (read here; inside ``torch.compile`` they raise).
-    ``direct``, where given, decodes the input without the op when every item has a
-    :func:`direct_buffer` (and there is no ``out``): see :data:`DirectDecode`.
+    ``direct``, where given, decodes a list without the op when every item has a
+    :func:`direct_buffer`: see :data:`DirectDecode`. (A format's decoder takes its own
+    direct path for one input, before calling this.)
 
     Example:
         >>> from trivium.vision.io import encode_png
@@ -430,12 +415,11 @@ def run_decoder(
         >>> run_decoder(decode_image_op, [data], (3,), path=None, device="cpu", func="x")[0].shape
         torch.Size([3, 2, 3])
     """
-    many = isinstance(input, list | tuple)
-    if direct is not None and out is None:
-        buffers = direct_buffers(input, device)
-        if buffers is not None:
-            images = direct(buffers, path_arg(path), many)
-            return images if many else images[0]
+    many = isinstance(input, (list, tuple))
+    if direct is not None and many and input:
+        buffers = [direct_buffer(data, out, device) for data in input]
+        if all(buffer is not None for buffer in buffers):
+            return direct(buffers, path_arg(path))
     if torch.compiler.is_compiling():
         if out is not None:
             raise ValueError(f"{func}: out= is not supported inside torch.compile")
@@ -489,16 +473,6 @@ def failure_kind(error: ValueError) -> int:
     if isinstance(error, _C.UnsupportedFailure):
         return _UNSUPPORTED
     return _CORRUPT if isinstance(error, _C.DecodeFailure) else _BAD_ARGUMENT
-
-
-def batch_where(path: str | None, many: bool, index: int) -> str | None:
-    """What an error or warning about item ``index`` names: ``path``, else its place in a list.
-
-    Example:
-        >>> batch_where(None, True, 3), batch_where("a.jpg", True, 3), batch_where(None, False, 0)
-        ('<batch item 3>', 'a.jpg', None)
-    """
-    return f"<batch item {index}>" if path is None and many else path
 
 
 # Fake kernels: the output's size is data-dependent (unbacked), it is contiguous, and
