@@ -58,7 +58,6 @@ import platform
 import subprocess
 import sys
 import sysconfig
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -72,15 +71,13 @@ import PIL
 import torch
 from harness import (
     Row,
+    Session,
     Side,
     Timing,
     benchmark_parser,
-    cpu_busy_seconds,
     cpu_model,
     measure,
     parse_benchmark_args,
-    print_header,
-    report,
     row_from,
 )
 from PIL import Image, features
@@ -704,19 +701,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     rerun_under_peers(args, argv)
+    run = Session(args)
     torch.set_num_threads(1)
-    started, cpu_start = time.perf_counter(), cpu_busy_seconds()
     peers = load_peers()
-    info = machine_info(peers)
-    print_header("trivium.vision.io benchmark", info, args)
+    run.header("trivium.vision.io benchmark", machine_info(peers))
     inputs = build_inputs()
-    checks: list[str] = []
-    rows: list[Row] = []
     for name, bench in WORKLOADS.items():
         if name in args.only:
-            rows += bench(inputs, peers, args.repeats, args.min_time, checks)
-    report(rows, checks, info, args, started, cpu_start)
-    return 0
+            run.rows += bench(inputs, peers, args.repeats, args.min_time, run.checks)
+    return run.report()
 
 
 if __name__ == "__main__":
