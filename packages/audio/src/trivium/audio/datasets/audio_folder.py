@@ -23,7 +23,8 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from trivium.audio.io import load
-from trivium.core.errors import DatasetError, PathNotFoundError, TriviumError
+from trivium.core.errors import DatasetError, TriviumError
+from trivium.core.folders import class_folders
 from trivium.core.skipping import SkipsUnreadable, check_on_error, with_path
 
 __all__ = ["AUDIO_EXTENSIONS", "AudioFolder"]
@@ -75,14 +76,8 @@ class AudioFolder(SkipsUnreadable, Dataset):
     ) -> None:
         check_on_error(on_error)
         self.root = Path(root)
-        if not self.root.exists():
-            raise PathNotFoundError(path=self.root)
-        if not self.root.is_dir():
-            raise DatasetError("AudioFolder root is not a folder", path=self.root)
         self.extensions = tuple(e.lower() for e in extensions)
-        self.classes = sorted(e.name for e in os.scandir(self.root) if e.is_dir())
-        if not self.classes:
-            raise DatasetError("no class sub-folders found", path=self.root)
+        self.classes = class_folders(self.root)
         self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
         self.samples = [
             (path, self.class_to_idx[name])
