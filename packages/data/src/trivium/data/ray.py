@@ -215,6 +215,9 @@ def write_shards(
     return sorted(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".parquet"))
 
 
+_KINDS = {"images": local._IMAGES, "audio": local._AUDIO}
+
+
 class _Examine:
     """A Ray ``map_batches`` task: read files, check their headers, build the rows."""
 
@@ -222,11 +225,10 @@ class _Examine:
         self.kind, self.root, self.classes, self.verify = kind, root, classes, verify
 
     def __call__(self, batch: dict[str, np.ndarray]) -> pa.Table:
-        image = self.kind == "images"
-        header = local._image_header() if image else local._audio_header()
-        decode = (local._image_decode if image else local._audio_decode) if self.verify else None
-        schema = local.IMAGE_SCHEMA if image else local.AUDIO_SCHEMA
-        column = schema.names[0]
+        kind = _KINDS[self.kind]
+        header = kind.header()
+        decode = kind.decode if self.verify else None
+        column = kind.column
         rows, errors = [], []
         for path, label in zip(batch["path"].tolist(), batch["label"].tolist(), strict=True):
             data, meta = local._examine(path, header, decode)
@@ -238,7 +240,7 @@ class _Examine:
             rel = os.path.relpath(path, self.root)
             rows.append({column: data, "label": label, "class_name": self.classes[label],
                          "path": rel, **meta})  # fmt: skip
-        table = pa.Table.from_pylist(rows, schema=schema)
+        table = pa.Table.from_pylist(rows, schema=kind.schema)
         return table.append_column("error", pa.array(errors, pa.string()))
 
 
@@ -270,15 +272,14 @@ def convert_folder(
     Example:
         >>> convert_folder("photos/", "shards/", address="auto")  # doctest: +SKIP
     """
-    if kind not in ("images", "audio"):
+    if kind not in _KINDS:
         raise ValueError(f"kind must be 'images' or 'audio', got {kind!r}")
     check_on_error(on_error)
     ray = _ray()
     start = time.perf_counter()
     root = os.fspath(root)
     classes = local.find_classes(root)
-    extensions = local.IMAGE_EXTENSIONS if kind == "images" else local.AUDIO_EXTENSIONS
-    files = local._files(root, classes, extensions)
+    files = local._files(root, classes, _KINDS[kind].extensions)
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     items = [{"path": path, "label": label} for path, label in files]
@@ -296,8 +297,7 @@ def convert_folder(
     summary = local.ConversionSummary(classes=classes, verified=verify)
     summary.skipped = [(os.path.join(root, f["path"]), f["error"]) for f in failed]
     summary.rows = len(items) - len(failed)
-    column = "image" if kind == "images" else "audio"
-    summary.bytes_in = _bytes(kept, column)
+    summary.bytes_in = _bytes(kept, _KINDS[kind].column)
     summary.files = write_shards(
         kept, out_dir, row_group_size, compression, rows_per_file=rows_per_file
     )
