@@ -150,3 +150,67 @@ def test_a_batch_larger_than_the_pool_is_exact_and_left_alone(
         for frame, position in zip(batch, range(i, i + 3), strict=True):
             np.testing.assert_array_equal(frame.permute(1, 2, 0).numpy(), reference[position][0])
     SHARED_POOL.clear()
+
+
+@pytest.fixture
+def seeks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The targets (ticks) of every demuxer seek the PyAV backend makes from now on."""
+    from trivium.vision.io import video_pyav
+
+    made: list[int] = []
+    original = video_pyav.PyAVBackend._seek
+
+    def counting(self, stream, ticks):
+        made.append(ticks)
+        return original(self, stream, ticks)
+
+    monkeypatch.setattr(video_pyav.PyAVBackend, "_seek", counting)
+    return made
+
+
+@pytest.mark.parametrize("num_threads", THREADS)
+def test_a_seek_just_ahead_decodes_on_without_seeking(
+    clip: Path, reference: list, seeks: list[int], num_threads: int
+) -> None:
+    """Seeks a few frames ahead in the same GOP go on decoding; back or past a keyframe seek."""
+    keyframes = [round(t * FPS) for t in pyav_keyframes(clip)]
+    start = keyframes[1] + 20  # 20 frames decoded since the keyframe
+    with VideoReader(clip, num_threads=num_threads) as reader:
+
+        def read_at(position: int, count: int = 3) -> None:
+            reader.seek(reference[position][1])
+            got = [next(reader) for _ in range(count)]
+            frames = torch.stack([f["data"] for f in got])
+            pts = torch.tensor([f["pts"] for f in got], dtype=torch.float64)
+            assert_frames(frames, pts, reference, range(position, position + count))
+
+        read_at(start)
+        assert len(seeks) == 1
+        read_at(start + 3)  # the very next frame
+        read_at(start + 10)  # 4 frames ahead
+        assert len(seeks) == 1  # neither needed a seek
+        read_at(start + 2)  # behind: seeks
+        assert len(seeks) == 2
+        read_at(keyframes[2] + 1)  # past a keyframe: seeks to it
+        assert len(seeks) == 3
+        reader.seek(reference[keyframes[2] + 6][1])
+        state = reader.__getstate__()  # a reader pickled after a seek resumes at its target
+    with VideoReader(clip) as twin:
+        twin.__setstate__(state)
+        frame = next(twin)
+    np.testing.assert_array_equal(
+        frame["data"].permute(1, 2, 0).numpy(), reference[keyframes[2] + 6][0]
+    )
+    assert frame["pts"] == pytest.approx(reference[keyframes[2] + 6][1])
+
+
+def test_a_seek_far_ahead_in_the_gop_seeks(clip: Path, reference: list, seeks: list[int]) -> None:
+    """Going on would decode more frames than the seek: it seeks to the keyframe."""
+    keyframes = [round(t * FPS) for t in pyav_keyframes(clip)]
+    with VideoReader(clip) as reader:
+        reader.seek(reference[keyframes[1] + 2][1])
+        next(reader)
+        target = keyframes[1] + 30  # 27 frames ahead, 3 decoded since the keyframe
+        frame = next(reader.seek(reference[target][1]))
+    assert len(seeks) == 2
+    np.testing.assert_array_equal(frame["data"].permute(1, 2, 0).numpy(), reference[target][0])

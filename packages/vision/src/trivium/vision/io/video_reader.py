@@ -131,6 +131,7 @@ class VideoReader(ForkSafe):
         self._iterator: Any = None
         self._start: int | None = None  # pts (ticks) the next iteration starts from
         self._exact = True
+        self._skip_below: int | None = None  # frames before this pts are dropped (a seek ahead)
 
     # ------------------------------------------------------------------ state
 
@@ -175,6 +176,7 @@ class VideoReader(ForkSafe):
         if self._iterator is not None:
             self._iterator.close()
         self._iterator, self._start, self._exact = None, start, exact
+        self._skip_below = None
 
     # -------------------------------------------------------------- iteration
 
@@ -187,6 +189,9 @@ class VideoReader(ForkSafe):
                 raise StopIteration  # a keyframe seek would land on the last keyframe
             self._iterator = self.backend.frames(self._stream, self._start, self._exact)
         convert, ticks = next(self._iterator)
+        while self._skip_below is not None and ticks < self._skip_below:
+            convert, ticks = next(self._iterator)  # before the seek target: not converted
+        self._skip_below = None
         data = convert()
         # Where a re-opened (unpickled) reader resumes: just after this frame.
         self._start, self._exact = ticks + 1, True
@@ -206,6 +211,10 @@ class VideoReader(ForkSafe):
         frame-accurate. For audio it starts at the frame that holds ``time_s``.
         Seeking past the end gives an empty iteration. Returns the reader.
 
+        A frame-accurate seek a little ahead of the frame iteration would give next,
+        with no keyframe in between, decodes on to it instead of seeking back to the
+        keyframe: no decoder flush, and no frame decoded twice.
+
         Example:
             >>> import tempfile, torch
             >>> from trivium.vision.io import write_video
@@ -217,8 +226,31 @@ class VideoReader(ForkSafe):
         time_s = float(time_s)
         if time_s != time_s:  # NaN
             raise ValueError("seek time must be a number, got NaN")
-        self._reset(self._stream.ticks(time_s), not keyframes_only)
+        target = self._stream.ticks(time_s)
+        if not keyframes_only and self._decodes_on_to(target):
+            self._start, self._skip_below = target, target
+            return self
+        self._reset(target, not keyframes_only)
         return self
+
+    def _decodes_on_to(self, target: int) -> bool:
+        """Whether the running iteration reaches video pts ``target`` cheaper than a seek.
+
+        A seek decodes the reference frames from the keyframe before the target on;
+        going on decodes every frame from the next one. Going on wins when no keyframe
+        lies between and the frames to go are at most as many as those already decoded
+        since the last keyframe.
+        """
+        if self._iterator is None or self._stream.kind != "video" or self._start is None:
+            return False
+        index = self.backend.frame_index(self._stream)
+        following = index.position_of(self._start)  # the frame iteration gives next
+        position = index.position_of(target)
+        if not index.timed or not following <= position < len(index):
+            return False
+        if index.keyframe_between(following, position):
+            return False
+        return position - following <= following - index.keyframe_before(following)
 
     # --------------------------------------------------------- random access
 
