@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +170,19 @@ def test_list_raises_for_the_first_bad_item_in_list_order(two_threads) -> None:
     with pytest.raises(DecodeError, match=r"^<batch item 1>: ") as first:
         decode_jpeg([good, missing_sof, good, truncated] + [good] * 20)
     assert first.value.reason == _outcome(lambda: decode_jpeg(missing_sof))[0][1]
+
+
+def test_lists_from_several_python_threads(two_threads) -> None:
+    # Calls from several threads share the decode threads; each gets its own images.
+    datas = [p.read_bytes() for p in valid_jpegs()]
+    expected = [decode_jpeg(data) for data in datas]
+    with ThreadPoolExecutor(3) as callers:
+        for images in callers.map(decode_jpeg, [datas[i:] + datas[:i] for i in range(6)]):
+            assert len(images) == len(datas)
+        results = list(callers.map(decode_jpeg, [datas] * 6))
+    for images in results:
+        for image, want in zip(images, expected, strict=True):
+            _same(image, want)
 
 
 def test_list_in_a_forked_child(two_threads) -> None:
