@@ -9,6 +9,7 @@ by listing the shared-memory directory before and after.
 from __future__ import annotations
 
 import collections
+import gc
 import itertools
 import os
 import pathlib
@@ -96,6 +97,29 @@ def test_each_fragment_is_read_once_per_epoch_and_batches_are_unchanged(
     )
     ids_of(private)
     assert sum(reads(log).values()) > ROWS // GROUP  # per-worker caches read some twice
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_dataset_within_one_window_is_read_once_for_all_epochs(
+    parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path, persistent: bool
+) -> None:
+    log = tmp_path / "reads.log"
+    source = CountingSource(parquet_file, log, columns=["id", "blob"])
+    reference = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle()
+    loader = DataLoader(source.shuffle(), 10, num_workers=2, seed=1, shuffle_window=ROWS,
+                        persistent_workers=persistent)  # fmt: skip
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        got = [(b["id"].tolist(), b["blob"].to_pylist()) for b in loader]
+        expected = DataLoader(reference, 10, seed=1, shuffle_window=ROWS)
+        expected.set_epoch(epoch)
+        assert got == [(b["id"].tolist(), b["blob"].to_pylist()) for b in expected]
+        # kept between epochs: the window's fragments, no more
+        assert len([p for p in cache_files(shm) if p.suffix == ".arrow"]) == ROWS // GROUP
+    assert reads(log) == {str(i): 1 for i in range(ROWS // GROUP)}  # once in 3 epochs
+    del loader
+    gc.collect()
+    assert cache_files(shm) == []
 
 
 def test_resume_on_other_workers_and_ranks_through_the_cache(

@@ -58,6 +58,7 @@ import dataclasses
 import hashlib
 import os
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -274,6 +275,17 @@ def _reap(retired: list[Iterator[Any]], wait: bool) -> None:
         if wait or not any(w.is_alive() for w in workers._workers):
             _shut_down(workers)
             retired.remove(workers)
+
+
+def _drop_cache(cache: SharedReadCache) -> None:
+    """A loader's end: free its cache's fragments (kept between epochs) and let go of it.
+
+    The files go at once; the directory goes with its last holder (worker processes
+    still exiting hold it too).
+    """
+    if not cache.shared:  # a shared one: the other ranks' loaders free theirs
+        cache.clear()
+    cache.close()
 
 
 def _batch_seed(seed: int, epoch: int, positions: np.ndarray) -> int:
@@ -516,7 +528,9 @@ class DataLoader:
         if not (self.shared_cache and self._chain.columnar and self.num_workers > 0):
             return None
         if self._read_cache is None:
-            self._read_cache = SharedReadCache(name=self._machine_cache_name())
+            cache = self._read_cache = SharedReadCache(name=self._machine_cache_name())
+            # The source holds it too (and may outlive the loader): let go with the loader.
+            weakref.finalize(self, _drop_cache, cache)
         return self._read_cache
 
     def _machine_cache_name(self) -> str | None:
@@ -566,8 +580,27 @@ class DataLoader:
         first, last = self._fragment_uses(order, plan, rows)
         in_flight = self.num_workers * (self.prefetch_factor or 2)
         source = copy.copy(self._chain.root)  # its own open files, not the workers'
-        self._reader = ReadAhead(cache, source, first, last, in_flight)
+        keep = self._keeps_cache()
+        self._reader = ReadAhead(cache, source, first, last, in_flight, free=not keep)
         self._reader.start()
+
+    def _keeps_cache(self) -> bool:
+        """Whether the read cache keeps its fragments from one epoch to the next.
+
+        When the whole dataset is one shuffle window, every epoch reads every fragment
+        again and the cache holds all of them during an epoch anyway: kept, they are
+        read once for all epochs, in the same memory (one window). Not for a cache
+        shared by several ranks, whose plans free fragments together.
+        """
+        cache = self._read_cache
+        window = self._window()
+        return (
+            cache is not None
+            and not cache.shared
+            and self.shuffle
+            and window is not None
+            and self.num_samples <= window
+        )
 
     def _stop_reading(self, failed: bool) -> None:
         """Stop the reader and free the cache (remove it after a failure, unless shared)."""
@@ -580,7 +613,7 @@ class DataLoader:
         if failed and not self.persistent_workers:
             cache.close()
             self._read_cache = None
-        elif not cache.shared:  # a shared one: the other ranks may still read files
+        elif not cache.shared and not self._keeps_cache():  # shared: other ranks read on
             cache.clear()
 
     def _torch_loader(self, stream: _EpochStream) -> torch.utils.data.DataLoader:

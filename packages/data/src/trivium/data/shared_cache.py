@@ -395,8 +395,9 @@ class ReadAhead:
     """The main process's reader: fills the cache in the epoch's order, frees what is done.
 
     ``consumed(k)`` tells it that batches ``0 .. k-1`` have arrived: the fragments no
-    later batch needs are unlinked, and it reads the fragments first needed by the
-    batches up to ``k + lookahead``.
+    later batch needs are unlinked (unless ``free=False``: the loader keeps them for
+    the next epoch), and it reads the fragments first needed by the batches up to
+    ``k + lookahead``.
 
     Example:
         >>> import tempfile, pyarrow as pa, pyarrow.parquet as pq
@@ -418,8 +419,10 @@ class ReadAhead:
         first_use: np.ndarray,
         last_use: np.ndarray,
         lookahead: int,
+        free: bool = True,
     ) -> None:
         self.cache, self.source = cache, source
+        self.free = free
         self.first_use, self.last_use = first_use, last_use
         self.lookahead = lookahead
         used = np.flatnonzero(last_use >= 0)
@@ -458,14 +461,14 @@ class ReadAhead:
             except Exception:  # the worker that needs it reads it and raises, naming the file
                 return
             with self._cond:
-                if self.last_use[index] < self._done:  # freed while it was being read
+                if self.free and self.last_use[index] < self._done:  # freed while being read
                     self.cache.discard(index)
 
     def consumed(self, batches: int) -> None:
         """Batches ``0 .. batches - 1`` have arrived: free what only they needed."""
         with self._cond:
             self._done = batches
-            while self._freed < len(self._to_free):
+            while self.free and self._freed < len(self._to_free):
                 index = self._to_free[self._freed]
                 if self.last_use[index] >= batches:
                     break
