@@ -339,6 +339,8 @@ class DataLoader:
             into shared memory, where every worker maps it (default); under
             ``torchrun`` with several ranks on a machine (``LOCAL_WORLD_SIZE``), one
             cache serves all of them, so each fragment is read once per machine.
+            When the whole dataset is one shuffle window, the fragments stay cached
+            from one epoch to the next (read once for all epochs).
             ``False``: each worker reads and caches the fragments its batches need
             (:mod:`trivium.data.shared_cache`).
         persistent_workers: keep the worker processes from one epoch to the next

@@ -20,7 +20,9 @@ the data N times and hold N copies of the window. With it:
   by the batches the workers are building: memory is one shuffle window plus the
   fragments of the next few batches, whatever the number of workers;
 - the directory (``trivium-data-<pid>-<random>``) is emptied at the end of each
-  epoch and whenever the epoch stops on an error (a worker killed, an exception),
+  epoch (unless the whole dataset is one shuffle window: the loader then keeps the
+  fragments for the next epoch, ``ReadAhead(free=False)``, and empties it when it
+  goes) and whenever the epoch stops on an error (a worker killed, an exception),
   and removed with the loader. A process that holds a directory keeps a shared
   ``flock`` on its ``owner.lock``; the last holder removes it, and any new cache
   removes directories no live process holds (a main process killed with ``SIGKILL``);
