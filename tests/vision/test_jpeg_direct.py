@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from image_assets import CORRUPT_DIR, pillow_array, valid_jpegs
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from trivium.core import get_num_threads, set_num_threads
 from trivium.core.errors import DecodeError
@@ -228,3 +229,36 @@ def test_direct_encode_equals_the_op(monkeypatch) -> None:
         op = _outcome(lambda a=args, k=kwargs: _encode_through_op(monkeypatch, *a, **k))[0]
         _same(direct, op)
     assert codec.direct_pixels(rgb).base is not None  # a decoded image is read in place
+
+
+@pytest.fixture
+def one_thread():
+    before = get_num_threads()
+    set_num_threads(1)  # a mode is per thread: the list's items decode on this one
+    yield
+    set_num_threads(before)
+
+
+@pytest.mark.filterwarnings(
+    "ignore:`torch.jit.trace` is deprecated", "ignore::torch.jit.TracerWarning"
+)
+def test_dispatch_modes_and_jit_trace_see_the_ops(one_thread) -> None:
+    # A shortcut around the dispatcher would hide the decode and encode from them.
+    data = (CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes()
+    image = decode_jpeg(data)
+    seen: list[str] = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Record():
+        _same(decode_jpeg(data), image)
+        _same(decode_jpeg([data, data])[1], image)
+        encoded = encode_jpeg(image, 90)
+    assert seen.count("trivium.decode_jpeg.default") == 3
+    assert seen.count("trivium.encode_jpeg.default") == 1
+    traced = torch.jit.trace(lambda x: encode_jpeg(x, 90), image.contiguous(), check_trace=False)
+    assert "trivium::encode_jpeg" in str(traced.graph)
+    assert torch.equal(traced(image.contiguous()), encoded)

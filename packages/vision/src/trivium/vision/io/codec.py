@@ -27,6 +27,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import torch
 
+from trivium.core import ops_intercepted
 from trivium.core.errors import (
     DecodeError,
     DecodeWarning,
@@ -423,13 +424,7 @@ def direct_pixels(image: torch.Tensor) -> np.ndarray | None:
         >>> direct_pixels(image.to("meta")) is None
         True
     """
-    if (
-        type(image) is not torch.Tensor
-        or image.device.type != "cpu"
-        or torch.compiler.is_compiling()
-        or torch._C._len_torch_dispatch_stack()
-        or torch.jit.is_tracing()
-    ):
+    if type(image) is not torch.Tensor or image.device.type != "cpu" or ops_intercepted():
         return None
     return np.ascontiguousarray(image.detach().numpy().transpose(1, 2, 0))
 

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from trivium.core import is_tracing, ops_intercepted
 from trivium.core.errors import (
     EMPTY_INPUT,
     DecodeError,
@@ -313,7 +314,7 @@ def direct_buffer(data: Any, out: torch.Tensor | None, device: str | torch.devic
         buffer = data
     else:
         return None
-    if not len(buffer) or torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack():
+    if not len(buffer) or ops_intercepted():
         return None
     return buffer
 
@@ -332,7 +333,6 @@ def _plain_tensor(data: torch.Tensor) -> bool:
         and data.device.type == "cpu"
         and data.is_contiguous()
         and not data.requires_grad
-        and not torch.jit.is_tracing()
     )
 
 
@@ -420,7 +420,7 @@ def run_decoder(
         buffers = [direct_buffer(data, out, device) for data in input]
         if all(buffer is not None for buffer in buffers):
             return direct(buffers, path_arg(path))
-    if torch.compiler.is_compiling():
+    if is_tracing():
         if out is not None:
             raise ValueError(f"{func}: out= is not supported inside torch.compile")
         if paths and isinstance(input, str | os.PathLike):
