@@ -22,7 +22,7 @@ import time
 import pytest
 import torch
 
-from trivium.core.batching import BatchSlots, empty_batch, lend_batch
+from trivium.core.batching import BatchSlots, empty_batch, lend_batch, stack_batch
 from trivium.data import DataLoader
 
 pytestmark = pytest.mark.skipif(
@@ -149,6 +149,20 @@ def test_dropped_batches_buffers_are_reused() -> None:
     assert all(len(epoch) <= 2 * 4 for epoch in inodes), inodes
     # from the second epoch on, the main process's buffers, which outlive the workers
     assert inodes[1] == inodes[2] and not inodes[0] & inodes[1], inodes
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_workers_not_forked_make_their_own_buffers(context: str) -> None:
+    rows = [torch.full((4096,), i) for i in range(60)]
+    loader = DataLoader(rows, 10, shuffle=True, num_workers=2, seed=0, collate_fn=stack_batch,
+                        multiprocessing_context=context)  # fmt: skip
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        batches = list(loader)  # all held to the end
+        ids = [b[:, 0].clone() for b in batches]
+        assert sorted(torch.cat(ids).tolist()) == list(range(60))
+        for i, b in zip(ids, batches, strict=True):
+            assert torch.equal(b, i[:, None].expand(-1, 4096))
 
 
 def test_batch_slots_outside_workers() -> None:

@@ -85,17 +85,20 @@ class BatchSlots:
         """How many slots are free (not lent to the main process)."""
         return int((self.flags == _FREE).sum())
 
-    def reset(self) -> None:
+    def reset(self, fork: bool = True) -> None:
         """Free the slots of batches the main process never received (call before workers start).
 
         A batch still in a worker's queue when its worker stopped keeps its slot lent;
-        new worker processes have buffers of their own, so only the slots of batches the
-        main process holds stay lent.
+        new worker processes start from free slots, so only the slots of batches the
+        main process holds stay lent. ``fork``: the workers are forked, so they inherit
+        buffers made here (else each makes its own).
         """
         self.flags.fill_(_FREE)
         for worker, slot in self._held:
             self.flags[worker, slot] = _LENT
-        if self._nbytes and (self._owned is None or self._owned[0][0].nbytes() < self._nbytes):
+        if not fork:
+            self._owned, self._arrays = None, []
+        elif self._nbytes and (self._owned is None or self._owned[0][0].nbytes() < self._nbytes):
             workers, slots = self.flags.shape
             # Batches the main process holds keep their old buffers alive (their arrays).
             self._owned = [

@@ -56,6 +56,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import multiprocessing
 import os
 import warnings
 import weakref
@@ -266,6 +267,9 @@ def _retire(workers: Iterator[Any]) -> Iterator[Any] | None:
     for worker_id, running in enumerate(workers._workers_status):
         if running:
             workers._mark_worker_as_unavailable(worker_id, shutdown=True)
+    if workers._worker_pids_set:  # every batch arrived: how the workers end is not an error
+        torch.utils.data._utils.signal_handling._remove_worker_pids(id(workers))
+        workers._worker_pids_set = False
     return workers
 
 
@@ -618,6 +622,15 @@ class DataLoader:
         elif not cache.shared and not self._keeps_cache():  # shared: other ranks read on
             cache.clear()
 
+    def _forks(self) -> bool:
+        """Whether the workers start with ``fork`` (they inherit the main process's memory)."""
+        context = self.multiprocessing_context
+        if isinstance(context, str):
+            return context == "fork"
+        if context is None:
+            return multiprocessing.get_start_method() == "fork"
+        return context.get_start_method() == "fork"
+
     def _torch_loader(self, stream: _EpochStream) -> torch.utils.data.DataLoader:
         extra: dict[str, Any] = {}
         if self.num_workers > 0:
@@ -643,7 +656,7 @@ class DataLoader:
         if self._workers is None:
             stream = self._stream(plan)
             if stream.slots is not None:  # new worker processes: only held batches stay lent
-                stream.slots.reset()
+                stream.slots.reset(fork=self._forks())
             self._start_reading(plan)
             loader = self._torch_loader(stream)
             if self.persistent_workers:
