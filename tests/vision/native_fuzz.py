@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from trivium.core import get_num_threads, set_num_threads
 from trivium.core.errors import TriviumError, UnsupportedFormatError
 from trivium.vision.io import (
     decode_image,
@@ -363,6 +364,44 @@ def exercise(data: bytes, rng: random.Random) -> list[tuple[Case, Any, Any]]:
     return done
 
 
+def jpeg_batch(jpegs: list[bytes], rng: random.Random, size: int = 6) -> list[bytes]:
+    """``size`` JPEGs drawn from ``jpegs``, about one in five mutated (none empty)."""
+    batch = [mutate(d, rng) if rng.random() < 0.2 else d for d in rng.choices(jpegs, k=size)]
+    return [d if d else jpegs[0] for d in batch]  # an empty item would take the op path
+
+
+def check_list(datas: list[bytes], strict: bool, threads: int = 2) -> None:
+    """``decode_jpeg`` of a list (decoded natively on threads) against one-by-one decodes.
+
+    Every image equals its own decode; where some fail, the list raises the error of
+    the first failing item, naming it; damage warns per item as one-by-one decodes do.
+
+    Example:
+        >>> check_list([b"\\xff\\xd8\\xff", b"not a jpeg"], strict=True)
+    """
+    before = get_num_threads()
+    set_num_threads(threads)
+    try:
+        alone = [_outcome(lambda d=d: decode_jpeg(d, strict=strict)) for d in datas]
+        together, warned = _outcome(lambda: decode_jpeg(datas, strict=strict))
+    finally:
+        set_num_threads(before)
+    failed = [i for i, (result, _) in enumerate(alone) if isinstance(result, BaseException)]
+    if not failed:
+        assert isinstance(together, list), f"one by one decoded, the list raised {together!r}"
+        for image, (want, _) in zip(together, alone, strict=True):
+            assert image.dtype == want.dtype and torch.equal(image, want)
+        expected = [f"<batch item {i}>: {w}" for i, (_, ws) in enumerate(alone) for w in ws]
+        assert sorted(warned) == sorted(expected)
+        return
+    first = alone[failed[0]][0]
+    assert type(together) is type(first), f"{together!r} != {first!r}"
+    if isinstance(first, TriviumError):
+        assert str(together) == f"<batch item {failed[0]}>: {first}"
+    else:  # an argument error names the function, not the item
+        assert str(together) == str(first)
+
+
 # A fresh process that never imports trivium: it loads the operator library, then a
 # scripted module whose methods call the ops, and runs each case, reporting its index
 # before the call so that a crash names the case.
@@ -482,7 +521,10 @@ def main() -> None:
     warnings.simplefilter("ignore")
     rng, seeds = random.Random(args.seed), load_seeds()
     calls, decoded, sample = 0, 0, []
-    for _ in range(args.iterations):
+    jpegs = [seed for seed in seeds if seed.startswith(b"\xff\xd8")]
+    for i in range(args.iterations):
+        if i % 8 == 0:  # a list of mutated and intact JPEGs, decoded natively on threads
+            check_list(jpeg_batch(jpegs, rng), strict=rng.random() < 0.5)
         done = exercise(mutate(rng.choice(seeds), rng), rng)
         calls += len(done)
         decoded += sum(isinstance(r, torch.Tensor) for c, _, r in done if c.func[:6] == "decode")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import random
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 import torch
 from image_assets import CORRUPT_DIR, pillow_array, valid_jpegs
 from torch.utils._python_dispatch import TorchDispatchMode
+from vision.native_fuzz import check_list, jpeg_batch, load_seeds
 
 from trivium.core import get_num_threads, set_num_threads
 from trivium.core.errors import DecodeError
@@ -162,6 +164,14 @@ def test_list_errors_and_warnings_as_the_op(monkeypatch, two_threads, strict) ->
         named = _outcome(lambda d=datas: decode_jpeg(d, strict=strict, path="shard-7"))[0]
         if isinstance(named, tuple):
             assert named[1].startswith("shard-7: ")
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_lists_of_mutated_jpegs_as_one_by_one(strict: bool) -> None:
+    rng = random.Random(11 + strict)
+    jpegs = [seed for seed in load_seeds() if seed.startswith(b"\xff\xd8")]
+    for _ in range(40):
+        check_list(jpeg_batch(jpegs, rng), strict)
 
 
 def test_list_raises_for_the_first_bad_item_in_list_order(two_threads) -> None:
