@@ -33,7 +33,7 @@ from pathlib import Path
 
 import harness
 import torch
-from data import epochs_of, make_image_folder
+from data import epochs_of, make_image_folder, torch_epoch
 
 from trivium.vision.pipelines.classification_data import TrainBatch, make_loader, open_split
 from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD
@@ -67,15 +67,7 @@ def torchvision_side(tv, folder: Path) -> Callable[[], Counter]:
         ]
     )
     dataset = tv.datasets.ImageFolder(str(folder), transform)
-    loader = torch.utils.data.DataLoader(
-        dataset,
-        BATCH,
-        shuffle=True,
-        drop_last=True,
-        num_workers=WORKERS,
-        persistent_workers=True,
-    )
-    return epochs_of(loader, labels_of)
+    return torch_epoch(dataset, True, BATCH, drop_last=True, read=labels_of)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -346,16 +346,24 @@ def trivium_epoch(shards: Path, persistent: bool) -> Callable[[], Counter]:
     return epochs_of(loader, lambda it: labels_of((b["image"], b["label"]) for b in it))
 
 
-def torch_epoch(dataset: torch.utils.data.Dataset, persistent: bool) -> Callable[[], Counter]:
-    """Torch's DataLoader over a map-style dataset: one call is one epoch."""
+def torch_epoch(
+    dataset: torch.utils.data.Dataset,
+    persistent: bool,
+    batch_size: int = BATCH,
+    drop_last: bool = False,
+    read: Callable[[Any], Counter] | None = None,
+) -> Callable[[], Counter]:
+    """Torch's DataLoader over a map-style dataset: one call is one epoch, read by ``read``
+    (default: :func:`labels_of`)."""
     loader = torch.utils.data.DataLoader(
         dataset,
-        batch_size=BATCH,
+        batch_size=batch_size,
         shuffle=True,
+        drop_last=drop_last,
         num_workers=WORKERS,
         persistent_workers=persistent,
     )
-    return epochs_of(loader, labels_of)
+    return epochs_of(loader, read or labels_of)
 
 
 def epochs_of(loader: Iterable, read: Callable[[Any], Counter]) -> Callable[[], Counter]:
@@ -370,14 +378,8 @@ def epochs_of(loader: Iterable, read: Callable[[Any], Counter]) -> Callable[[], 
     return next_epoch
 
 
-def labels_of(batches: Iterable) -> Counter:
-    """The labels of (images, labels) batches, after checking each image batch's shape."""
-    seen: Counter = Counter()
-    for images, labels in batches:
-        if images.dtype != torch.uint8 or tuple(images.shape[1:]) != (3, CROP, CROP):
-            raise AssertionError(f"bad batch {images.dtype} {tuple(images.shape)}")
-        seen.update(labels.tolist())
-    return seen
+# The labels of uint8 batches of CROP x CROP images, each batch checked.
+labels_of = functools.partial(harness.epoch_labels, dtype=torch.uint8, size=CROP)
 
 
 def bench_images(
