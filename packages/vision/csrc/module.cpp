@@ -249,8 +249,10 @@ py::tuple py_decode_jpeg(const py::buffer& data, int mode, int scale_num,
 class DecodePool {
 public:
     // Runs task(i) for every i < n on up to `threads` pool threads, each taking the
-    // next index; returns when all are done. The caller only waits.
+    // next index; returns when all are done. The caller only waits (a single item
+    // runs on the caller).
     void run(size_t n, size_t threads, const std::function<void(size_t)>& task) {
+        if (n == 1) return task(0);  // one item: a hand-over would cost more than it saves
         auto batch = std::make_shared<Batch>(task, n, std::min(threads, n));
         {
             std::lock_guard<std::mutex> lock(mutex_);
