@@ -3,7 +3,8 @@
 Devices (``resolve_device``, ``move_to``, ``pin_memory``, ``CUDAPrefetcher``),
 ``map_tensors`` (the walker over nested tensors that they use), the
 ``trivium.core.sources`` helpers every loader takes its input through,
-``stack_batch`` and ``empty_batch`` (batches made in shared memory inside DataLoader workers), the
+``stack_batch`` and ``empty_batch`` (batches made in shared memory inside DataLoader workers),
+``BatchSlots`` and ``lend_batch`` (the reused buffers of those batches), the
 ``Transform`` base (on ``RandomModule``, the seeded randomness of any module) and its
 containers, errors, a thread pool for GIL-free native
 work, progress bars, seeding, the test for traced code (``is_tracing``,
@@ -18,7 +19,7 @@ Example:
     tensor([1., 1.])
 """
 
-from trivium.core.batching import empty_batch, stack_batch
+from trivium.core.batching import BatchSlots, empty_batch, lend_batch, stack_batch
 from trivium.core.devices import CUDAPrefetcher, move_to, pin_memory, resolve_device
 from trivium.core.errors import (
     DatasetError,
@@ -49,6 +50,7 @@ from trivium.core.trees import map_tensors
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchSlots",
     "CUDAPrefetcher",
     "Compose",
     "DatasetError",
@@ -73,6 +75,7 @@ __all__ = [
     "get_num_threads",
     "get_thread_pool",
     "is_tracing",
+    "lend_batch",
     "load_checkpoint",
     "make_generator",
     "map_tensors",

@@ -16,16 +16,12 @@ Example:
 
 from __future__ import annotations
 
-import math
-import os
 import threading
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils.data import get_worker_info
 
 from trivium.core import DatasetError, empty_batch, stack_batch
 from trivium.core.threads import parallel_map
@@ -54,10 +50,12 @@ class TrainBatch:
     runs image by image. Crops cover ``scale_min`` to all of an image's area; every
     image draws its own parameters.
 
-    Inside a loader worker the float batches live in shared memory, in a pool of a
-    few buffers per worker: a buffer is filled again only once the main process has
-    dropped every tensor viewing the batch it held. A batch handed on to yet another
-    process must be copied first (the pool cannot see that process's references).
+    Inside a loader worker the float batches live in shared memory
+    (:func:`trivium.core.empty_batch`); under ``trivium.data.DataLoader`` they are the
+    loader's reused buffers (:class:`trivium.core.BatchSlots`): a buffer is filled
+    again only once the main process has dropped every tensor viewing the batch it
+    held. A batch handed on to yet another process must be copied first (the loader
+    cannot see that process's references).
 
     Example:
         >>> import torch
@@ -83,7 +81,6 @@ class TrainBatch:
             self.policy = _policy(auto_augment, InterpolationMode.BILINEAR, 9, 3, generator)
         mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
         self.scale, self.shift = 1 / (255 * std), -mean / std
-        self.lender = _BatchLender()
 
     def __call__(self, samples: list[tuple[Any, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         labels = torch.tensor([label for _, label in samples])
@@ -106,7 +103,7 @@ class TrainBatch:
         plans = [self.crop.plan(data) for data in encoded]
         n, (h, w), c = len(plans), self.crop.crop.size, 3
         flips = self.flip.make_params([torch.empty((n, c, 0, 0))])["flip"].tolist()
-        out = self.lender.empty((n, h, w, c), torch.float32)  # [N, H, W, C]: the decoder's order
+        out = empty_batch((n, h, w, c), torch.float32)  # [N, H, W, C]: the decoder's order
         scale, shift = self.scale.repeat(w), self.shift.repeat(w)
 
         def one(i: int) -> None:
@@ -116,7 +113,7 @@ class TrainBatch:
             out[i].view(h, w * c).copy_(rows).mul_(scale).add_(shift)
 
         parallel_map(one, range(n))
-        return self.lender.lend(out.permute(0, 3, 1, 2))
+        return out.permute(0, 3, 1, 2)
 
     def _normalized(self, images: torch.Tensor) -> torch.Tensor:
         """``(images / 255 - mean) / std`` as a float32 batch in the memory layout of ``images``.
@@ -138,91 +135,6 @@ class TrainBatch:
 
 
 _local = threading.local()
-
-# A loader worker lends each float batch from a pool of shared-memory buffers: making
-# a fresh 38 MB segment per batch costs the kernel's page allocation and zeroing,
-# about as long as normalising the batch. _SLOTS buffers per worker process, at most.
-_SLOTS = 6
-_FREE, _LENT = 1, 0
-
-
-class _BatchLender:
-    """The shared-memory batches of one ``TrainBatch`` in one worker, reused once dropped.
-
-    Each worker process keeps up to ``_SLOTS`` buffers and, in a small shared segment
-    of its own, a flag per slot: ``_FREE`` while the main process holds no batch of
-    that slot. A batch goes out in a free slot's buffer (reused, or made on first use)
-    as a :class:`_LentBatch`, with the flags; unpickled in the main process it becomes
-    a plain tensor whose storage, once no tensor views it any more, marks its slot free
-    again. Outside a worker, and while every slot is out, batches are new tensors.
-    """
-
-    def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
-        self._pid = os.getpid()
-        self._flags: torch.Tensor | None = None  # made in the worker, on first use
-        self._buffers: dict[int, torch.UntypedStorage] = {}
-        self._lent: dict[int, int] = {}  # data_ptr of a batch being filled -> its slot
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}  # nothing crosses processes: every worker keeps its own pool
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._reset()
-
-    def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-        """An uninitialised batch: in a worker, in a free slot's buffer where one is free."""
-        if get_worker_info() is None:
-            return empty_batch(shape, dtype)
-        if self._pid != os.getpid() or self._flags is None:  # a new worker process
-            self._reset()
-            self._flags = torch.full((_SLOTS,), _FREE, dtype=torch.int32).share_memory_()
-        nbytes = math.prod(shape) * dtype.itemsize
-        flags = self._flags.numpy()
-        for slot in range(_SLOTS):
-            if flags[slot] != _FREE:
-                continue
-            storage = self._buffers.get(slot)
-            if storage is None or storage.nbytes() != nbytes:
-                storage = self._buffers[slot] = torch.UntypedStorage._new_shared(nbytes)
-            flags[slot] = _LENT
-            batch = torch.empty(0, dtype=dtype).set_(storage).view(shape)
-            self._lent[batch.data_ptr()] = slot
-            return batch
-        return empty_batch(shape, dtype)  # every slot is out: a fresh segment
-
-    def lend(self, batch: torch.Tensor) -> torch.Tensor:
-        """``batch`` (a view of a buffer from :meth:`empty`), marked to come back when dropped."""
-        slot = self._lent.pop(batch.data_ptr(), None)
-        if slot is None:
-            return batch
-        lent = batch.as_subclass(_LentBatch)
-        lent.flags, lent.slot = self._flags, slot
-        return lent
-
-
-class _LentBatch(torch.Tensor):
-    """A worker's batch in a pooled buffer: it unpickles as a plain tensor that frees the slot."""
-
-    flags: torch.Tensor
-    slot: int
-    # Ops on it give plain tensors (only the batch itself is lent).
-    __torch_function__ = torch._C._disabled_torch_function_impl
-
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        return _received, (self.as_subclass(torch.Tensor), self.flags, self.slot)
-
-
-def _received(batch: torch.Tensor, flags: torch.Tensor, slot: int) -> torch.Tensor:
-    """Where a lent batch is unpickled: ``batch``, its slot marked free once it is freed."""
-    weakref.finalize(batch.untyped_storage(), _mark_free, flags, slot)
-    return batch
-
-
-def _mark_free(flags: torch.Tensor, slot: int) -> None:
-    flags[slot] = _FREE
 
 
 def _scratch(shape: tuple[int, ...]) -> torch.Tensor:
