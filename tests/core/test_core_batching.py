@@ -91,3 +91,12 @@ def test_empty_batch_is_shared_inside_workers_only(workers: int) -> None:
         assert shared == (workers > 0)
         assert batch.dtype == torch.int16 and batch.is_contiguous()
         assert torch.equal(batch, torch.full((3, 5, 2), i, dtype=torch.int16))
+
+
+def test_trivium_core_exports_the_batch_slot_machinery() -> None:
+    import trivium.core
+    from trivium.core import batching
+
+    for name in ("BatchSlots", "empty_batch", "lend_batch", "stack_batch"):
+        assert name in trivium.core.__all__
+        assert getattr(trivium.core, name) is getattr(batching, name)
