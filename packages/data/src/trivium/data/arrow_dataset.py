@@ -190,16 +190,14 @@ def _getter(arr: pa.Array, format: str) -> Getter:
         if pa.types.is_integer(kind) or pa.types.is_floating(kind):
             view = _numeric_view(arr)
             if view is not None:
-                to_py = int if pa.types.is_integer(kind) else float
-                return lambda j: to_py(view[j])
+                return view.item  # a C call giving a Python int / float
         if pa.types.is_fixed_size_list(kind) and (
             pa.types.is_integer(kind.value_type) or pa.types.is_floating(kind.value_type)
         ):
             rows = column_to_tensor(arr)  # a view of the mapped buffer
             if format == "numpy":
-                matrix = rows.numpy()
-                return lambda j: matrix[j]
-            return lambda j: rows[j]
+                return rows.numpy().__getitem__  # bound C slot: no Python frame per row
+            return rows.__getitem__
         if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
             offsets = np.frombuffer(
                 arr.buffers()[1], np.int64 if pa.types.is_large_binary(kind) else np.int32
@@ -304,6 +302,7 @@ class ArrowDataset(MapPipe):
         self.table = table
         names = table.schema.names
         self._names = names
+        self._num_rows = table.num_rows
         self._offsets: list[int] = [0]
         self._getters: list[list[Getter]] = []
         chunked = [table.column(n) for n in names]
@@ -311,10 +310,11 @@ class ArrowDataset(MapPipe):
             chunks = [col.chunk(c) for col in chunked]
             self._getters.append([_getter(a, self.format) for a in chunks])
             self._offsets.append(self._offsets[-1] + len(chunks[0]))
+        self._single = self._getters[0] if len(self._getters) == 1 else None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for key in ("table", "_getters", "_offsets", "_names"):
+        for key in ("table", "_getters", "_offsets", "_names", "_num_rows", "_single"):
             state.pop(key, None)  # a worker maps the file again instead of copying it
         return state
 
@@ -337,11 +337,11 @@ class ArrowDataset(MapPipe):
         return self.table.num_rows if self._indices is None else len(self._indices)
 
     def _row(self, i: int) -> dict[str, Any]:
-        if len(self._getters) == 1:
-            getters = self._getters[0]
-        else:
-            c = bisect.bisect_right(self._offsets, i) - 1
-            i -= self._offsets[c]
+        getters = self._single
+        if getters is None:
+            offsets = self._offsets
+            c = bisect.bisect_right(offsets, i) - 1
+            i -= offsets[c]
             getters = self._getters[c]
         return {name: get(i) for name, get in zip(self._names, getters, strict=True)}
 
@@ -358,7 +358,7 @@ class ArrowDataset(MapPipe):
         return index if self._indices is None else int(self._indices[index])
 
     def __getitem__(self, index: int | slice | Sequence[int]) -> Any:
-        if type(index) is int and self._indices is None and 0 <= index < self.table.num_rows:
+        if type(index) is int and self._indices is None and 0 <= index < self._num_rows:
             return self._row(index)  # the common case, kept short
         if isinstance(index, slice | list | np.ndarray | torch.Tensor):
             rows = self._rows_table(index)
@@ -475,7 +475,7 @@ class ArrowDataset(MapPipe):
 
 class _InMemoryArrowDataset(ArrowDataset):
     def __getstate__(self) -> dict[str, Any]:
-        return self.__dict__.copy() | {"_getters": None}
+        return self.__dict__.copy() | {"_getters": None, "_single": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
