@@ -244,3 +244,67 @@ def test_the_conversion_cache_moves_with_the_environment(
     assert ds.cache_dir == str(tmp_path / "mine" / "arrow")
     assert len(list((tmp_path / "mine" / "arrow").iterdir())) == 1
     assert not (tmp_path / "home").exists()
+
+
+def every_type_table(n: int = 150) -> pa.Table:
+    """One column per kind of Arrow column ArrowDataset reads, some with nulls."""
+    ids = np.arange(n)
+    floats = ids.astype(np.float64) / 3
+    with_nulls = pa.array([None if i % 5 == 0 else int(i) for i in ids], pa.int32())
+    return pa.table(
+        {
+            "i8": pa.array(ids % 100, pa.int8()),
+            "u16": pa.array(ids, pa.uint16()),
+            "i64": pa.array(ids * 10**12, pa.int64()),
+            "f16": pa.array(floats.astype(np.float16), pa.float16()),
+            "f32": pa.array(floats, pa.float32()),
+            "f64": floats,
+            "bool": ids % 3 == 0,
+            "nullable": with_nulls,
+            "str": [f"s{i}" * (i % 4) for i in ids],
+            "large_str": pa.array([f"L{i}" for i in ids], pa.large_string()),
+            "bin": [bytes([i % 256]) * (i % 5) for i in ids],
+            "large_bin": pa.array([b"b" * (i % 3) for i in ids], pa.large_binary()),
+            "fixed_f32": pa.FixedSizeListArray.from_arrays(
+                pa.array(np.repeat(floats, 4), pa.float32()), 4
+            ),
+            "fixed_u8": pa.FixedSizeListArray.from_arrays(
+                pa.array(np.repeat(ids % 256, 2), pa.uint8()), 2
+            ),
+            "list": [[int(i)] * (i % 3) for i in ids],
+            "struct": [{"a": int(i), "b": f"t{i}"} for i in ids],
+            "ts": pa.array(ids * 1_000_000, pa.timestamp("us")),
+            "odd 'name\"": ids,  # a name that needs quoting
+        }
+    )
+
+
+@pytest.mark.parametrize("format", ["numpy", "torch"])
+def test_every_column_type_matches_pyarrow_rows(tmp_path: pathlib.Path, format: str) -> None:
+    table = every_type_table()
+    expected = table.to_pylist()
+    for chunk in (64, 1000):  # several record batches, and one
+        ds = ArrowDataset(write_ipc(tmp_path / f"t{chunk}.arrow", table, chunk), format=format)
+        got = [as_plain(ds[i]) for i in range(len(ds))]
+        assert got == expected
+        assert [as_plain(ds[i]) for i in range(-len(ds), 0)] == expected
+        assert [as_plain(r) for r in ds.__getitems__(list(range(len(ds))))] == expected
+        picked = ds.select([7, 70, 140])
+        assert [as_plain(picked[i]) for i in range(3)] == [expected[k] for k in (7, 70, 140)]
+    row = ArrowDataset(tmp_path / "t64.arrow")[3]
+    assert (
+        type(row["i8"]) is int
+        and type(row["f32"]) is float
+        and type(row["fixed_f32"]) is np.ndarray
+    )
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_rows_in_workers_match_pyarrow(tmp_path: pathlib.Path, context: str) -> None:
+    table = every_type_table()
+    ds = ArrowDataset(write_ipc(tmp_path / "t.arrow", table))
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=32, num_workers=2, collate_fn=list, multiprocessing_context=context
+    )
+    got = [as_plain(row) for batch in loader for row in batch]
+    assert got == table.to_pylist()
