@@ -184,20 +184,17 @@ def _numeric_view(arr: pa.Array) -> np.ndarray | None:
         return None
 
 
-def _getter(arr: pa.Array, format: str) -> Getter:
+def _getter(arr: pa.Array) -> Getter:
+    """``j -> row j`` of a record batch's column, in ``format="numpy"`` terms."""
     kind = arr.type
     if arr.null_count == 0:
         if pa.types.is_integer(kind) or pa.types.is_floating(kind):
             view = _numeric_view(arr)
             if view is not None:
                 return view.item  # a C call giving a Python int / float
-        if pa.types.is_fixed_size_list(kind) and (
-            pa.types.is_integer(kind.value_type) or pa.types.is_floating(kind.value_type)
-        ):
-            rows = column_to_tensor(arr)  # a view of the mapped buffer
-            if format == "numpy":
-                return rows.numpy().__getitem__  # bound C slot: no Python frame per row
-            return rows.__getitem__
+        if _is_number_matrix(arr):
+            # a view of the mapped buffer; a bound C slot: no Python frame per row
+            return column_to_tensor(arr).numpy().__getitem__
         if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
             offsets = np.frombuffer(
                 arr.buffers()[1], np.int64 if pa.types.is_large_binary(kind) else np.int32
@@ -207,20 +204,38 @@ def _getter(arr: pa.Array, format: str) -> Getter:
     return lambda j: arr[j].as_py()
 
 
-def _row_reader(names: Sequence[str], getters: Sequence[Getter]) -> Callable[[int], dict]:
+def _is_number_matrix(arr: pa.Array) -> bool:
+    kind = arr.type
+    return (
+        arr.null_count == 0
+        and pa.types.is_fixed_size_list(kind)
+        and (pa.types.is_integer(kind.value_type) or pa.types.is_floating(kind.value_type))
+    )
+
+
+def _row_reader(
+    names: Sequence[str], getters: Sequence[Getter], tensors: Sequence[bool]
+) -> Callable[[int], dict[str, Any]]:
     """One function ``j -> {name: getter(j), ...}`` for a record batch.
 
     Built as a single dict display (as ``collections.namedtuple`` builds its code),
     so a row costs one Python call plus the getters' C calls, as a hand-written
-    reader over the mapped columns would.
+    reader over the mapped columns would. Where ``tensors[k]``, column ``k``'s NumPy
+    view is wrapped by ``torch.from_numpy`` (a view too).
 
     Example:
-        >>> _row_reader(["a", "b"], [str, lambda j: j * 2])(3)
-        {'a': '3', 'b': 6}
+        >>> import numpy as np
+        >>> read = _row_reader(["a", "b"], [str, np.eye(2).__getitem__], [False, True])
+        >>> read(1)
+        {'a': '1', 'b': tensor([0., 1.], dtype=torch.float64)}
     """
-    items = ", ".join(f"{name!r}: _g{k}(j)" for k, name in enumerate(names))
+    items = ", ".join(
+        f"{name!r}: _t(_g{k}(j))" if tensor else f"{name!r}: _g{k}(j)"
+        for k, (name, tensor) in enumerate(zip(names, tensors, strict=True))
+    )
     bound = "".join(f", _g{k}=_getters[{k}]" for k in range(len(names)))
-    return eval(f"lambda j{bound}: {{{items}}}", {"_getters": list(getters)})
+    code = f"lambda j{bound}, _t=_from_numpy: {{{items}}}"
+    return eval(code, {"_getters": list(getters), "_from_numpy": torch.from_numpy})
 
 
 class ArrowDataset(MapPipe):
@@ -324,8 +339,9 @@ class ArrowDataset(MapPipe):
         chunked = [table.column(n) for n in names]
         for c in range(table.column(0).num_chunks if names else 0):
             chunks = [col.chunk(c) for col in chunked]
-            getters = [_getter(a, self.format) for a in chunks]
-            self._readers.append(_row_reader(names, getters))
+            getters = [_getter(a) for a in chunks]
+            tensors = [self.format == "torch" and _is_number_matrix(a) for a in chunks]
+            self._readers.append(_row_reader(names, getters, tensors))
             self._offsets.append(self._offsets[-1] + len(chunks[0]))
         self._single = self._readers[0] if len(self._readers) == 1 else None
 
