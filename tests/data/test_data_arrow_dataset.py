@@ -271,6 +271,10 @@ def every_type_table(n: int = 150) -> pa.Table:
             "fixed_u8": pa.FixedSizeListArray.from_arrays(
                 pa.array(np.repeat(ids % 256, 2), pa.uint8()), 2
             ),
+            # null in the first record batch only: batches read this column differently
+            "fixed_one_null": pa.array(
+                [None if i == 3 else [float(i), 1.0] for i in ids], pa.list_(pa.float32(), 2)
+            ),
             "list": [[int(i)] * (i % 3) for i in ids],
             "struct": [{"a": int(i), "b": f"t{i}"} for i in ids],
             "ts": pa.array(ids * 1_000_000, pa.timestamp("us")),

@@ -50,8 +50,6 @@ __all__ = ["ArrowDataset", "TrainTestSplit", "default_cache_dir"]
 #: The files an ``ArrowDataset`` directory contributes (hidden and ``_``-prefixed skipped).
 DATASET_SUFFIXES = (".arrow", ".feather", ".ipc", ".parquet")
 
-Getter = Callable[[int], Any]
-
 
 def default_cache_dir() -> str:
     """Where :class:`ArrowDataset` keeps Parquet inputs converted to Arrow IPC.
@@ -184,24 +182,32 @@ def _numeric_view(arr: pa.Array) -> np.ndarray | None:
         return None
 
 
-def _getter(arr: pa.Array) -> Getter:
-    """``j -> row j`` of a record batch's column, in ``format="numpy"`` terms."""
+class _Column(NamedTuple):
+    """How :func:`_row_reader` reads row ``j`` of one record batch's column."""
+
+    source: Any  # a getter, or a NumPy matrix viewing the mapped buffer
+    template: str  # the expression for row j, "{}" standing for source
+
+
+def _column(arr: pa.Array, format: str) -> _Column:
+    """Row ``j`` of ``arr`` as C calls where the column allows (see the module doc)."""
     kind = arr.type
     if arr.null_count == 0:
         if pa.types.is_integer(kind) or pa.types.is_floating(kind):
             view = _numeric_view(arr)
             if view is not None:
-                return view.item  # a C call giving a Python int / float
+                return _Column(view.item, "{}(j)")  # a Python int / float
         if _is_number_matrix(arr):
-            # a view of the mapped buffer; a bound C slot: no Python frame per row
-            return column_to_tensor(arr).numpy().__getitem__
+            matrix = column_to_tensor(arr).numpy()  # a view of the mapped buffer
+            # subscript syntax: the C slot directly (a bound __getitem__ costs more)
+            return _Column(matrix, "_t({}[j])" if format == "torch" else "{}[j]")
         if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
             offsets = np.frombuffer(
                 arr.buffers()[1], np.int64 if pa.types.is_large_binary(kind) else np.int32
             )[arr.offset : arr.offset + len(arr) + 1]
             data = memoryview(arr.buffers()[2] or b"")
-            return lambda j: bytes(data[offsets[j] : offsets[j + 1]])
-    return lambda j: arr[j].as_py()
+            return _Column(lambda j: bytes(data[offsets[j] : offsets[j + 1]]), "{}(j)")
+    return _Column(lambda j: arr[j].as_py(), "{}(j)")
 
 
 def _is_number_matrix(arr: pa.Array) -> bool:
@@ -214,28 +220,49 @@ def _is_number_matrix(arr: pa.Array) -> bool:
 
 
 def _row_reader(
-    names: Sequence[str], getters: Sequence[Getter], tensors: Sequence[bool]
+    names: Sequence[str], batches: Sequence[Sequence[_Column]], starts: Sequence[int]
 ) -> Callable[[int], dict[str, Any]]:
-    """One function ``j -> {name: getter(j), ...}`` for a record batch.
+    """One function ``i -> {name: column's row i, ...}`` over all record batches.
 
     Built as a single dict display (as ``collections.namedtuple`` builds its code),
-    so a row costs one Python call plus the getters' C calls, as a hand-written
-    reader over the mapped columns would. Where ``tensors[k]``, column ``k``'s NumPy
-    view is wrapped by ``torch.from_numpy`` (a view too).
+    so a row costs one Python call, a bisect of the batches' ``starts`` (when there
+    are several) and the columns' C calls, as a hand-written reader over the mapped
+    columns would. ``_t`` in a template is ``torch.from_numpy``.
 
     Example:
         >>> import numpy as np
-        >>> read = _row_reader(["a", "b"], [str, np.eye(2).__getitem__], [False, True])
-        >>> read(1)
+        >>> cols = [_Column(str, "{}(j)"), _Column(np.eye(2), "_t({}[j])")]
+        >>> _row_reader(["a", "b"], [cols], [0, 2])(1)
         {'a': '1', 'b': tensor([0., 1.], dtype=torch.float64)}
     """
+    per_column = [_same_template([batch[k] for batch in batches]) for k in range(len(names))]
+    sources = [[column.source for column in columns] for columns in per_column]
+    several = len(batches) > 1
     items = ", ".join(
-        f"{name!r}: _t(_g{k}(j))" if tensor else f"{name!r}: _g{k}(j)"
-        for k, (name, tensor) in enumerate(zip(names, tensors, strict=True))
+        f"{name!r}: {columns[0].template.format(f'_c{k}[c]' if several else f'_c{k}')}"
+        for k, (name, columns) in enumerate(zip(names, per_column, strict=True))
     )
-    bound = "".join(f", _g{k}=_getters[{k}]" for k in range(len(names)))
-    code = f"lambda j{bound}, _t=_from_numpy: {{{items}}}"
-    return eval(code, {"_getters": list(getters), "_from_numpy": torch.from_numpy})
+    bound = "".join(f", _c{k}=_sources[{k}]{'' if several else '[0]'}" for k in range(len(names)))
+    code = (
+        f"def read(i{bound}, _t=_from_numpy, _bisect=_bisect, _starts=_starts):\n"
+        + (
+            "    c = _bisect(_starts, i) - 1\n    j = i - _starts[c]\n"
+            if several
+            else "    j = i\n"
+        )
+        + f"    return {{{items}}}\n"
+    )
+    scope = {"_sources": sources, "_from_numpy": torch.from_numpy}
+    scope |= {"_bisect": bisect.bisect_right, "_starts": list(starts)}
+    exec(code, scope)
+    return scope["read"]
+
+
+def _same_template(columns: list[_Column]) -> list[_Column]:
+    """``columns`` (one column's batches) with one template, calls where they differ."""
+    if len({column.template for column in columns}) <= 1:
+        return columns
+    return [_Column(_row_reader(["v"], [[c]], [0]), "{}(j)['v']") for c in columns]
 
 
 class ArrowDataset(MapPipe):
@@ -335,19 +362,20 @@ class ArrowDataset(MapPipe):
         self._names = names
         self._num_rows = table.num_rows
         self._offsets: list[int] = [0]
-        self._readers: list[Callable[[int], dict]] = []
+        batches = []
         chunked = [table.column(n) for n in names]
         for c in range(table.column(0).num_chunks if names else 0):
             chunks = [col.chunk(c) for col in chunked]
-            getters = [_getter(a) for a in chunks]
-            tensors = [self.format == "torch" and _is_number_matrix(a) for a in chunks]
-            self._readers.append(_row_reader(names, getters, tensors))
+            columns = [_column(a, self.format) for a in chunks]
+            batches.append(columns)
             self._offsets.append(self._offsets[-1] + len(chunks[0]))
-        self._single = self._readers[0] if len(self._readers) == 1 else None
+        self._read = _row_reader(names, batches, self._offsets)
+        # rows ds[i] reads directly: none in a select() view (its rows go through _indices)
+        self._direct_rows = self._num_rows if self._indices is None else 0
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for key in ("table", "_readers", "_offsets", "_names", "_num_rows", "_single"):
+        for key in ("table", "_read", "_offsets", "_names", "_num_rows", "_direct_rows"):
             state.pop(key, None)  # a worker maps the file again instead of copying it
         return state
 
@@ -370,12 +398,7 @@ class ArrowDataset(MapPipe):
         return self.table.num_rows if self._indices is None else len(self._indices)
 
     def _row(self, i: int) -> dict[str, Any]:
-        read = self._single
-        if read is not None:
-            return read(i)
-        offsets = self._offsets
-        c = bisect.bisect_right(offsets, i) - 1
-        return self._readers[c](i - offsets[c])
+        return self._read(i)
 
     def _resolve(self, index: int) -> int:
         n = len(self)
@@ -390,13 +413,8 @@ class ArrowDataset(MapPipe):
         return index if self._indices is None else int(self._indices[index])
 
     def __getitem__(self, index: int | slice | Sequence[int]) -> Any:
-        if type(index) is int and self._indices is None and 0 <= index < self._num_rows:
-            read = self._single  # the common case, inlined (as _row)
-            if read is not None:
-                return read(index)
-            offsets = self._offsets
-            c = bisect.bisect_right(offsets, index) - 1
-            return self._readers[c](index - offsets[c])
+        if type(index) is int and 0 <= index < self._direct_rows:
+            return self._read(index)  # the common case, kept short
         if isinstance(index, slice | list | np.ndarray | torch.Tensor):
             rows = self._rows_table(index)
             return to_tensors(rows) if self.format == "torch" else rows
@@ -445,6 +463,7 @@ class ArrowDataset(MapPipe):
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)
         out._indices = self._base(rows % max(n, 1))
+        out._direct_rows = 0
         return out
 
     def shuffle(self, seed: int | None = None) -> ArrowDataset:
@@ -512,7 +531,7 @@ class ArrowDataset(MapPipe):
 
 class _InMemoryArrowDataset(ArrowDataset):
     def __getstate__(self) -> dict[str, Any]:
-        return self.__dict__.copy() | {"_readers": None, "_single": None}
+        return self.__dict__.copy() | {"_read": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
