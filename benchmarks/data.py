@@ -91,6 +91,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import bisect
 import functools
 import io
 import itertools
@@ -229,16 +230,53 @@ def bench_parquet(
 # ---------------------------------------------------------------- 2. random access
 
 
+def raw_mapped_reader(path: Path, tensor: bool = False) -> Callable[[int], dict[str, object]]:
+    """The hand-written peer of ``ArrowDataset(path)[i]``: the IPC file memory-mapped,
+    NumPy views of each record batch's columns taken once, then per row a dict of
+    ``int(label)`` and the ``feat`` row view (``torch.from_numpy`` of it if ``tensor``),
+    the batch located by bisecting the batches' start offsets."""
+    reader = pa.ipc.open_file(pa.memory_map(str(path)))
+    batches = [reader.get_batch(k) for k in range(reader.num_record_batches)]
+    labels = [b.column("label").to_numpy() for b in batches]
+    feats = [b.column("feat").flatten().to_numpy().reshape(-1, FEAT) for b in batches]
+    starts = np.cumsum([0] + [b.num_rows for b in batches]).tolist()
+    wrap = torch.from_numpy if tensor else (lambda a: a)
+
+    def read(i: int) -> dict[str, object]:
+        c = bisect.bisect_right(starts, i) - 1
+        j = i - starts[c]
+        return {"label": int(labels[c][j]), "feat": wrap(feats[c][j])}
+
+    return read
+
+
+def same_rows(a: dict[str, object], b: dict[str, object]) -> bool:
+    """Whether two rows hold the same keys, value types, dtypes and values."""
+
+    def same(x: object, y: object) -> bool:
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, torch.Tensor):
+            return x.dtype == y.dtype and torch.equal(x, y)  # type: ignore[union-attr,arg-type]
+        if isinstance(x, np.ndarray):
+            return x.dtype == y.dtype and np.array_equal(x, y)  # type: ignore[union-attr]
+        return x == y
+
+    return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+
+
 def bench_random(
     tmp: Path, peers: harness.Peer, repeats: int, min_time: float, checks: list[str]
 ) -> list[harness.Row]:
-    """Workload 2: single-row random access, against Table.slice and HF datasets."""
+    """Workload 2: single-row random access, against a raw memory map, Table.slice and HF."""
     rows = 100_000
     table = write_feature_parquet(tmp / "r.parquet", rows)
     ipc = tmp / "r.arrow"
     write_ipc(ipc, table)
     ds = ArrowDataset(ipc, format="torch")
     ds_np = ArrowDataset(ipc, format="numpy")
+    raw_np = raw_mapped_reader(ipc)
+    raw_torch = raw_mapped_reader(ipc, tensor=True)
     mapped = pa.ipc.open_file(pa.memory_map(str(ipc))).read_all()
     order = np.random.default_rng(1).integers(0, rows, RANDOM_READS).tolist()
 
@@ -251,25 +289,45 @@ def bench_random(
 
     sides = [
         harness.Side("ours_np", reader(ds_np.__getitem__)),
+        harness.Side("raw_np", reader(raw_np)),
         harness.Side("ours", reader(ds.__getitem__)),
+        harness.Side("raw_torch", reader(raw_torch)),
         harness.Side("slice", reader(lambda i: mapped.slice(i, 1).to_pylist())),
     ]
     try:
         import datasets
 
-        hf = datasets.Dataset.from_file(str(ipc)).with_format("numpy")
+        hf_ipc = tmp / "r.stream.arrow"  # datasets maps the IPC *stream* format
+        with pa.ipc.new_stream(hf_ipc, table.schema) as writer:
+            writer.write_table(table, max_chunksize=65_536)
+        hf = datasets.Dataset.from_file(str(hf_ipc)).with_format("numpy")
         sides.append(harness.Side("hf", reader(hf.__getitem__)))
         hf_status = f"datasets {datasets.__version__}"
-    except Exception as e:  # not installed here
+    except ImportError as e:  # not installed here
         hf_status = f"not installed ({type(e).__name__})"
     row = ds[order[0]]
     check = torch.equal(row["feat"], torch.tensor(mapped.slice(order[0], 1)["feat"].to_pylist()[0]))
-    checks.append(f"random access: ds[i] equal to pyarrow's row: {check}; HF datasets: {hf_status}")
+    same_raw = all(same_rows(ds_np[i], raw_np(i)) and same_rows(ds[i], raw_torch(i)) for i in order)
+    checks.append(
+        f"random access: ds[i] equal to pyarrow's row: {check}; rows identical (types, "
+        f"dtypes, values) to the raw memory-map read's: {same_raw}; HF datasets: {hf_status}"
+    )
     timings = harness.measure(sides, repeats, min_time)
     # per call: RANDOM_READS rows; the table shows the time per call (of 2000 rows)
     workload = f"ArrowDataset single-row random access, {RANDOM_READS} rows per call"
+    raw_label = "raw memory map: NumPy column views per batch, dict per row"
     slice_label = "pyarrow Table.slice(i,1).to_pylist()"
     out = [
+        harness.row_from(
+            f'{workload}, format="numpy"', timings, "ours_np", "raw_np", raw_label, 0.95
+        ),
+        harness.row_from(
+            f'{workload}, format="torch"',
+            timings,
+            "ours",
+            "raw_torch",
+            f"{raw_label} (torch.from_numpy)",
+        ),
         harness.row_from(
             f'{workload}, format="numpy"', timings, "ours_np", "slice", slice_label, 5.0
         ),
