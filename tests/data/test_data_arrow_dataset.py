@@ -80,6 +80,20 @@ def test_memory_mapped_rows_are_views_of_the_file(tmp_path: pathlib.Path) -> Non
         assert any(v.address <= start < v.address + v.size for v in values)  # no copy
 
 
+def test_writing_into_a_row_copies_its_page_and_leaves_the_file(tmp_path: pathlib.Path) -> None:
+    # the map is private copy-on-write: an in-place op on a row must not crash (a
+    # read-only map would segfault) nor reach the file or another dataset
+    table = make_table()
+    path = write_ipc(tmp_path / "t.arrow", table)
+    before = path.read_bytes()
+    for ds in (ArrowDataset(path, format="torch"), ArrowDataset(path)):
+        ds[7]["vec"][:] = 99
+        assert (np.asarray(ds[7]["vec"]) == 99).all()
+    assert path.read_bytes() == before
+    fresh = ArrowDataset(path)
+    assert as_plain(fresh[7]) == expected_row(table, 7)
+
+
 def test_parquet_is_converted_once_to_a_cached_ipc(tmp_path: pathlib.Path) -> None:
     table = make_table()
     path = tmp_path / "t.parquet"

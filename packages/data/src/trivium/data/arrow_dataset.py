@@ -10,8 +10,9 @@ that is and how to move it.
 
 What ``ds[i]`` returns (a dict, one entry per column): Python ``int`` / ``float`` /
 ``bool`` / ``str`` / ``bytes`` for scalars, a NumPy *view* of the mapped file for
-fixed-size lists of numbers (a tensor view with ``format="torch"``; treat both as
-read-only), and Python objects otherwise.
+fixed-size lists of numbers (a tensor view with ``format="torch"``), and Python
+objects otherwise. The file is mapped copy-on-write: writing into a row view changes
+that page for this dataset object only, never the file.
 
 Example:
     >>> import os, tempfile, pyarrow as pa
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -164,9 +166,16 @@ def _convert_parquet(path: str, columns: list[str] | None, out: str) -> None:
 
 
 def _open_mapped(path: str) -> pa.Table:
+    """The IPC file at ``path`` as a table whose buffers point into a private map.
+
+    Copy-on-write (``MAP_PRIVATE``): rows handed out are views of the file's pages, and
+    a user writing into one gets a private copy of that page instead of a crash on a
+    read-only map; the file never changes.
+    """
     try:
-        with pa.memory_map(path) as source:
-            table = pa.ipc.open_file(source).read_all()  # buffers point into the map
+        with open(path, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        table = pa.ipc.open_file(pa.py_buffer(mapped)).read_all()  # buffers point into it
         table.validate()
         return table
     except FileNotFoundError:
