@@ -21,6 +21,7 @@ import time
 
 import pytest
 import torch
+from shared_memory import segment_inode
 
 from trivium.core.batching import BatchSlots, empty_batch, lend_batch, stack_batch
 from trivium.data import DataLoader
@@ -103,17 +104,6 @@ def filled_batch(items: list[int]) -> torch.Tensor:
     out = empty_batch((len(items), 4096), torch.int64)  # 32 KiB per row
     out.copy_(torch.tensor(items)[:, None].expand(-1, 4096))
     return out
-
-
-def segment_inode(t: torch.Tensor) -> int:
-    """The inode of the shared-memory file mapped where ``t``'s storage lies."""
-    ptr = t.untyped_storage().data_ptr()
-    for line in pathlib.Path("/proc/self/maps").read_text().splitlines():
-        span, _, _, _, inode, *_ = line.split()
-        lo, hi = (int(x, 16) for x in span.split("-"))
-        if lo <= ptr < hi:
-            return int(inode)
-    raise AssertionError(f"no mapping holds {ptr:#x}")
 
 
 def test_held_batches_keep_their_values_while_buffers_are_reused() -> None:

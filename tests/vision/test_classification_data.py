@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+from shared_memory import segment_inode
 
 from trivium.vision.io import encode_jpeg
 from trivium.vision.pipelines.classification_data import TrainBatch, make_loader, open_split
@@ -83,17 +84,6 @@ def test_worker_batches_equal_in_process_ones(tree: pathlib.Path) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="shared memory by fd on Linux")
-def segment_inode(t: torch.Tensor) -> int:
-    """The inode of the shared-memory file mapped where ``t``'s storage lies."""
-    ptr = t.untyped_storage().data_ptr()
-    for line in pathlib.Path("/proc/self/maps").read_text().splitlines():
-        span, _, _, _, inode, *_ = line.split()
-        lo, hi = (int(x, 16) for x in span.split("-"))
-        if lo <= ptr < hi:
-            return int(inode)
-    raise AssertionError(f"no mapping holds {ptr:#x}")
-
-
 def test_workers_reuse_a_batch_buffer_only_once_the_main_process_drops_it(tree: pathlib.Path):
     dataset = open_split(tree, "train")
     loader = make_loader(dataset, 2, train=True, workers=2, seed=0, collate_fn=TrainBatch(24))
