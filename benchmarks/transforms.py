@@ -8,12 +8,21 @@ Pillow and saved at quality 90, 4:2:0):
    RandomHorizontalFlip + ToDtype(float32, scale=True) + Normalize on decoded
    uint8 tensors, against the same pipeline of ``torchvision.transforms.v2``.
 2. ``e2e``: from JPEG bytes to a normalised 224x224 float tensor. Ours: the fused
-   ``DecodeRandomResizedCrop`` + the rest of the pipeline. Peers: a full decode +
-   the torchvision v2 pipeline (torchvision's own ``decode_jpeg`` when its C++
-   extension loads, else our full-size ``decode_jpeg`` — a stand-in at least as
-   fast) and the classic Pillow pipeline (``Image.open`` + torchvision v1
-   RandomResizedCrop / RandomHorizontalFlip / ToTensor / Normalize on PIL images,
-   or the same steps written with Pillow when torchvision is absent).
+   ``DecodeRandomResizedCrop`` + the rest of the pipeline. Peers, each a pipeline a
+   user could build: a full decode (simplejpeg, PyTurboJPEG, torchvision's
+   ``decode_jpeg`` when its C++ extension loads, else our full-size ``decode_jpeg``)
+   + the torchvision v2 modules; simplejpeg and PyTurboJPEG decoding at the smallest
+   DCT scale whose crop still covers 224x224 (as DALI-style pipelines do), then v2;
+   OpenCV (``cv2.imdecode``, the crop, ``cv2.resize`` INTER_AREA, flip, float32
+   conversion and normalisation in NumPy, ``torch.from_numpy``), and INTER_LINEAR
+   (not antialiased: reported, not a candidate for the best peer); Pillow +
+   torchvision v1. Every side draws the same crop boxes and flips as ours (a
+   generator seeded alike, :class:`Draws`), checked at start-up on the first images
+   (close outputs); a peer that does not import is named and left out. The first
+   row is against the fastest peer (target 1.3x). Peers missing here (simplejpeg,
+   OpenCV) import in ``.venv-peers`` (``../shared/peers/setup_peers_venv.sh``):
+   with ``e2e`` selected, the script runs itself again under that Python
+   (``--peers-python``), with this environment's site-packages after its own.
 3. ``per_sample``: every transform that takes ``per_sample=True``, on a
    [64, 3, 224, 224] batch (uint8, then float32 in [0, 1]) of the photos, against
    the same transform without ``per_sample`` applied image by image in a Python
@@ -32,15 +41,27 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/transforms.py [--repeats N] [--min-time S] [--json PATH]
         [--only pipeline,e2e,per_sample] [--threads N] [--cases NAME,...] [--snippet PATH]
+        [--peers-python .venv-peers/bin/python]
 """
 
 from __future__ import annotations
 
-import argparse
-import io
 import os
+import site
+
+# Re-run under the peers' virtualenv (see ``rerun_under_peers``): trivium from the
+# project's environment, whose site-packages must be on the path before trivium imports.
+if os.environ.get("TRIVIUM_PROJECT_SITE"):
+    site.addsitedir(os.environ["TRIVIUM_PROJECT_SITE"])
+
+import argparse
+import importlib
+import importlib.util
+import io
 import statistics
+import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -56,6 +77,7 @@ from PIL import Image
 
 from trivium.vision import transforms as T
 from trivium.vision.io import decode_jpeg
+from trivium.vision.transforms.geometry import random_resized_crop_box
 
 PHOTOS = [
     JPEG_DIR / name
@@ -133,37 +155,6 @@ def tv_pipeline(tv: Any) -> Callable[[torch.Tensor], torch.Tensor]:
     )
 
 
-def pil_pipeline(tv: Any | None) -> Callable[[bytes], torch.Tensor]:
-    """The classic Pillow pipeline: open, RandomResizedCrop, flip, ToTensor, Normalize."""
-    if tv is not None:
-        v1 = tv.transforms
-        steps = v1.Compose(
-            [
-                v1.RandomResizedCrop(224),
-                v1.RandomHorizontalFlip(),
-                v1.ToTensor(),
-                v1.Normalize(MEAN, STD),
-            ]
-        )
-        return lambda data: steps(Image.open(io.BytesIO(data)).convert("RGB"))
-    mean = torch.tensor(MEAN).view(3, 1, 1)
-    std = torch.tensor(STD).view(3, 1, 1)
-    rng = np.random.default_rng(0)
-
-    def run(data: bytes) -> torch.Tensor:
-        image = Image.open(io.BytesIO(data)).convert("RGB")
-        w, h = image.size
-        side = int(min(w, h) * rng.uniform(0.3, 1.0))
-        x, y = int(rng.integers(0, w - side + 1)), int(rng.integers(0, h - side + 1))
-        image = image.resize((224, 224), Image.BILINEAR, box=(x, y, x + side, y + side))
-        if rng.random() < 0.5:
-            image = image.transpose(Image.FLIP_LEFT_RIGHT)
-        array = np.asarray(image, dtype=np.float32) / 255.0
-        return (torch.from_numpy(array).permute(2, 0, 1) - mean) / std
-
-    return run
-
-
 # ------------------------------------------------------------------------ workloads
 
 
@@ -180,33 +171,298 @@ def bench_pipeline(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace)
     return [harness.row_from(name, t, "ours", "tv", "torchvision v2", 1.0)]
 
 
-def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
-    next_jpeg = cycler(jpegs)
-    fused = ours_pipeline(torch.Generator().manual_seed(0), fused_decode=True)
-    pil = pil_pipeline(tv)
-    sides = [Side("ours", lambda: fused(next_jpeg())), Side("pil", lambda: pil(next_jpeg()))]
+# ------------------------------------------------------------------- e2e sides
+
+E2E_SIZE = 224
+# The modules of the e2e peers: those missing here import under --peers-python.
+E2E_PEER_MODULES = ("simplejpeg", "turbojpeg", "cv2")
+
+
+class Draws:
+    """The crop boxes and flips ours draws, in its order, from a generator seeded alike.
+
+    Ours draws the box (``DecodeRandomResizedCrop``) and then the flip
+    (``RandomHorizontalFlip``) from one generator; a peer side calling this once per
+    image gets the same box and flip for its n-th image as ours for its n-th.
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, height: int, width: int) -> tuple[tuple[int, int, int, int], bool]:
+        box = random_resized_crop_box(height, width, generator=self.generator)
+        return box, float(torch.rand((), generator=self.generator)) < 0.5
+
+
+def dct_factor(box: Sequence[int]) -> int:
+    """The largest libjpeg scale 1/k (k in 8, 4, 2, 1) whose scaled box still covers 224 x 224.
+
+    What DALI-style pipelines (and Pillow's ``draft``) do: no margin over the output.
+    """
+    for k in (8, 4, 2):
+        if box[2] // k >= E2E_SIZE and box[3] // k >= E2E_SIZE:
+            return k
+    return 1
+
+
+def scaled_box(box: Sequence[int], k: int) -> tuple[int, int, int, int]:
+    """``box`` in the pixels of a decode at 1/k."""
+    return tuple(v // k for v in box)  # type: ignore[return-value]
+
+
+def chw(array: np.ndarray) -> torch.Tensor:
+    """A [C, H, W] view of an (H, W, C) array, as our decoders return."""
+    return torch.from_numpy(array).permute(2, 0, 1)
+
+
+def v2_tail(tv: Any) -> Callable[[torch.Tensor, Sequence[int], bool], torch.Tensor]:
+    """torchvision v2 RandomResizedCrop + flip + ToDtype + Normalize on a box and flip drawn
+    beforehand (by :class:`Draws`): the v2 modules, with the crop's ``make_params`` giving the box.
+    """
+    v2 = tv.transforms.v2
+
+    class GivenBoxCrop(v2.RandomResizedCrop):
+        box: Sequence[int] = (0, 0, 1, 1)
+
+        def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
+            return dict(zip(("top", "left", "height", "width"), self.box, strict=True))
+
+    crop = GivenBoxCrop(E2E_SIZE, antialias=True)
+    flip = v2.RandomHorizontalFlip(p=1.0)
+    finish = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+
+    def run(image: torch.Tensor, box: Sequence[int], flipped: bool) -> torch.Tensor:
+        crop.box = box
+        x = crop(image)
+        return finish(flip(x) if flipped else x)
+
+    return run
+
+
+def decode_then(
+    jpegs: list[bytes], decode: Callable[[bytes], torch.Tensor], tail: Callable[..., torch.Tensor]
+) -> Callable[[], torch.Tensor]:
+    """One side: the next JPEG fully decoded, then ``tail(image, box, flipped)``."""
+    next_jpeg, draws = cycler(jpegs), Draws()
+
+    def run() -> torch.Tensor:
+        image = decode(next_jpeg())
+        return tail(image, *draws(image.shape[-2], image.shape[-1]))
+
+    return run
+
+
+def scaled_decode_then(
+    jpegs: list[bytes],
+    size_of: Callable[[bytes], tuple[int, int]],
+    decode: Callable[[bytes, int], torch.Tensor],
+    tail: Callable[..., torch.Tensor],
+) -> Callable[[], torch.Tensor]:
+    """One side: the box drawn from the header's size, the JPEG decoded at the smallest
+    scale 1/k that still covers the output (:func:`dct_factor`), then ``tail``."""
+    next_jpeg, draws = cycler(jpegs), Draws()
+
+    def run() -> torch.Tensor:
+        data = next_jpeg()
+        box, flipped = draws(*size_of(data))
+        k = dct_factor(box)
+        return tail(decode(data, k), scaled_box(box, k), flipped)
+
+    return run
+
+
+def pil_tail(tv: Any | None) -> Callable[[Image.Image, Sequence[int], bool], torch.Tensor]:
+    """The classic Pillow pipeline's steps on a drawn box: torchvision v1's functional
+    resized_crop / hflip / to_tensor / normalize, or the same steps in Pillow and torch."""
+    if tv is not None:
+        f = tv.transforms.functional
+
+        def v1(image: Image.Image, box: Sequence[int], flipped: bool) -> torch.Tensor:
+            image = f.resized_crop(image, *box, [E2E_SIZE, E2E_SIZE])
+            return f.normalize(f.to_tensor(f.hflip(image) if flipped else image), MEAN, STD)
+
+        return v1
+    mean = torch.tensor(MEAN).view(3, 1, 1)
+    std = torch.tensor(STD).view(3, 1, 1)
+
+    def steps(image: Image.Image, box: Sequence[int], flipped: bool) -> torch.Tensor:
+        top, left, height, width = box
+        pil_box = (left, top, left + width, top + height)
+        image = image.resize((E2E_SIZE, E2E_SIZE), Image.BILINEAR, box=pil_box)
+        if flipped:
+            image = image.transpose(Image.FLIP_LEFT_RIGHT)
+        array = np.asarray(image, dtype=np.float32) / 255.0
+        return (torch.from_numpy(array).permute(2, 0, 1) - mean) / std
+
+    return steps
+
+
+def pil_side(jpegs: list[bytes], tv: Any | None) -> Callable[[], torch.Tensor]:
+    """Pillow open + convert, then :func:`pil_tail` on the drawn box."""
+    next_jpeg, draws, tail = cycler(jpegs), Draws(), pil_tail(tv)
+
+    def run() -> torch.Tensor:
+        image = Image.open(io.BytesIO(next_jpeg())).convert("RGB")
+        return tail(image, *draws(image.height, image.width))
+
+    return run
+
+
+def opencv_tail(cv2: Any, interpolation: int) -> Callable[..., torch.Tensor]:
+    """OpenCV's steps on an (H, W, 3) RGB array: crop, ``cv2.resize``, flip, then the
+    uint8 -> float32 conversion and normalisation in NumPy, wrapped by ``torch.from_numpy``."""
+    mean = np.array(MEAN, np.float32) * 255
+    inv_std = 1 / (np.array(STD, np.float32) * 255)
+
+    def run(array: np.ndarray, box: Sequence[int], flipped: bool) -> torch.Tensor:
+        top, left, height, width = box
+        crop = array[top : top + height, left : left + width]
+        small = cv2.resize(crop, (E2E_SIZE, E2E_SIZE), interpolation=interpolation)
+        x = (small[:, ::-1] if flipped else small).astype(np.float32)
+        np.subtract(x, mean, out=x)
+        np.multiply(x, inv_std, out=x)
+        return chw(x)
+
+    return run
+
+
+def opencv_side(jpegs: list[bytes], cv2: Any, interpolation: int) -> Callable[[], torch.Tensor]:
+    """``cv2.imdecode`` to RGB, then :func:`opencv_tail`."""
+    flags = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
+    tail = opencv_tail(cv2, interpolation)
+
+    def decode(data: bytes) -> np.ndarray:
+        return cv2.imdecode(np.frombuffer(data, np.uint8), flags)
+
+    next_jpeg, draws = cycler(jpegs), Draws()
+
+    def run() -> torch.Tensor:
+        array = decode(next_jpeg())
+        return tail(array, *draws(*array.shape[:2]))
+
+    return run
+
+
+def optional_module(name: str) -> Callable[[], Any]:
+    """An importer for :func:`harness.load_peer`: the module, or None when not installed."""
+
+    def load() -> Any:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            return None
+
+    return load
+
+
+def e2e_peer_sides(jpegs: list[bytes], tv: Any | None) -> tuple[dict[str, Callable], list[str]]:
+    """Factories of every peer side that works here (each call: a fresh side, its own
+    images and draws from the start), and a line per peer library saying what loaded."""
+    factories: dict[str, Callable[[], Callable[[], torch.Tensor]]] = {}
+    lines = []
+    tail = None if tv is None else v2_tail(tv)
     decoder = "our decode_jpeg"
     if tv is not None:
-        theirs = tv_pipeline(tv)
         try:
             tv.io.decode_jpeg(torch.frombuffer(bytearray(jpegs[0]), dtype=torch.uint8))
-            decode, decoder = tv.io.decode_jpeg, "torchvision decode_jpeg"
+            decode_tv, decoder = tv.io.decode_jpeg, "torchvision decode_jpeg"
         except Exception:  # the C++ decoder is not available: our full decode stands in
-            decode = decode_jpeg
-        sides.append(
-            Side(
-                "tv",
-                lambda: theirs(decode(torch.frombuffer(bytearray(next_jpeg()), dtype=torch.uint8))),
+            decode_tv = decode_jpeg
+
+        def tensor_decode(data: bytes) -> torch.Tensor:
+            return decode_tv(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+
+        factories[f"{decoder} + tv v2"] = lambda: decode_then(jpegs, tensor_decode, tail)
+    pil_name = "Pillow + tv v1" if tv is not None else "Pillow (same steps)"
+    factories[pil_name] = lambda: pil_side(jpegs, tv)
+
+    simplejpeg, line = harness.load_peer(optional_module("simplejpeg"))
+    lines.append(f"simplejpeg: {line}")
+    if simplejpeg is not None and tail is not None:
+
+        def sj_size(data: bytes) -> tuple[int, int]:
+            return simplejpeg.decode_jpeg_header(data)[:2]
+
+        def sj_decode(data: bytes, k: int = 1) -> torch.Tensor:
+            if k == 1:
+                return chw(simplejpeg.decode_jpeg(data))
+            height, width = sj_size(data)
+            return chw(
+                simplejpeg.decode_jpeg(
+                    data, min_height=-(-height // k), min_width=-(-width // k), min_factor=k
+                )
             )
+
+        factories["simplejpeg + tv v2"] = lambda: decode_then(jpegs, sj_decode, tail)
+        factories["simplejpeg scaled + tv v2"] = lambda: scaled_decode_then(
+            jpegs, sj_size, sj_decode, tail
         )
+    turbojpeg, line = harness.load_peer(optional_module("turbojpeg"))
+    lines.append(f"PyTurboJPEG: {line}")
+    if turbojpeg is not None and tail is not None:
+        turbo, rgb = turbojpeg.TurboJPEG(), turbojpeg.TJPF_RGB
+
+        def tj_size(data: bytes) -> tuple[int, int]:
+            width, height = turbo.decode_header(data)[:2]
+            return height, width
+
+        def tj_decode(data: bytes, k: int = 1) -> torch.Tensor:
+            scaling = None if k == 1 else (1, k)
+            return chw(turbo.decode(data, pixel_format=rgb, scaling_factor=scaling))
+
+        factories["PyTurboJPEG + tv v2"] = lambda: decode_then(jpegs, tj_decode, tail)
+        factories["PyTurboJPEG scaled + tv v2"] = lambda: scaled_decode_then(
+            jpegs, tj_size, tj_decode, tail
+        )
+    cv2, line = harness.load_peer(optional_module("cv2"))
+    lines.append(f"OpenCV: {line}")
+    if cv2 is not None:
+        cv2.setNumThreads(1)
+        factories["OpenCV INTER_AREA"] = lambda: opencv_side(jpegs, cv2, cv2.INTER_AREA)
+        factories[E2E_ALIASED] = lambda: opencv_side(jpegs, cv2, cv2.INTER_LINEAR)
+    return factories, lines
+
+
+# OpenCV's bilinear resize without antialiasing: not the same result (it aliases when it
+# shrinks), reported beside the others but not a candidate for the best peer.
+E2E_ALIASED = "OpenCV INTER_LINEAR (no antialias)"
+E2E_CHECK_IMAGES = 16
+
+
+def check_same_draws(ours: Callable[[], torch.Tensor], peers: dict[str, Callable]) -> list[str]:
+    """Each fresh peer side's first images against a fresh ours: the same boxes and flips
+    give close outputs (the decoders and resize filters differ a little)."""
+    expected = [ours() for _ in range(E2E_CHECK_IMAGES)]
+    lines = []
+    for name, make in peers.items():
+        side = make()
+        diffs = [float((side() - want).abs().mean()) for want in expected]
+        worst = max(diffs)
+        if worst > 0.1:  # a different box or flip moves whole regions: a mean of ~0.3-1
+            raise AssertionError(f"e2e {name}: not the crops ours draws (mean |diff| {worst:.3f})")
+        lines.append(f"{name}: mean |diff| <= {worst:.3f} (normalised units)")
+    return lines
+
+
+def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
+    def make_ours() -> Callable[[], torch.Tensor]:
+        fused = ours_pipeline(torch.Generator().manual_seed(0), fused_decode=True)
+        next_jpeg = cycler(jpegs)
+        return lambda: fused(next_jpeg())
+
+    peers, lines = e2e_peer_sides(jpegs, tv)
+    for line in lines + check_same_draws(make_ours(), peers):
+        print(f"- e2e {line}", flush=True)
+    sides = [Side("ours", make_ours())] + [Side(name, make()) for name, make in peers.items()]
     t = harness.measure(sides, args.repeats, args.min_time)
     name = "JPEG bytes → normalised 224x224 (fused DecodeRandomResizedCrop)"
-    tv_label = f"{decoder} + tv v2" if tv is not None else "torchvision"
-    pil_label = "Pillow + tv v1 transforms" if tv is not None else "Pillow (same steps)"
-    return [
-        harness.row_from(name, t, "ours", "tv", tv_label, 2.0),
-        harness.row_from(name, t, "ours", "pil", pil_label, 3.0),
-    ]
+    candidates = sorted((p for p in peers if p != E2E_ALIASED), key=lambda p: t[p].median)
+    best = candidates[0]
+    rows = [harness.row_from(name, t, "ours", best, f"best peer pipeline: {best}", 1.3)]
+    rows += [harness.row_from(name, t, "ours", p) for p in candidates[1:]]
+    if E2E_ALIASED in peers:
+        rows.append(harness.row_from(name, t, "ours", E2E_ALIASED))
+    return rows
 
 
 def per_sample_cases(dtype: torch.dtype) -> dict[str, Callable[..., Any]]:
@@ -395,14 +651,54 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="write the per_sample table as a Markdown fragment to this path",
     )
+    parser.add_argument(
+        "--peers-python",
+        default=str(PEERS_PYTHON),
+        help="the peers' virtualenv Python to run e2e under when its peers are missing here "
+        "('': never)",
+    )
     args = harness.parse_benchmark_args(parser, list(WORKLOADS), argv)
     args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     return args
 
 
+PEERS_PYTHON = harness.ROOT / ".venv-peers" / "bin" / "python"
+
+
+def rerun_under_peers(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """Run this script again under the peers' Python when ``e2e`` runs and its peers are
+    missing here (that Python gets this environment's site-packages, where trivium is,
+    after its own).
+
+    Does nothing when already re-run, when every e2e peer imports, or when that Python is
+    absent or of another Python version (trivium's compiled modules would not load).
+    """
+    if os.environ.get("TRIVIUM_PROJECT_SITE") or not args.peers_python or "e2e" not in args.only:
+        return
+    if all(importlib.util.find_spec(name) is not None for name in E2E_PEER_MODULES):
+        return
+    python = Path(args.peers_python)
+    if not python.exists():
+        print(f"(no peers virtualenv at {python}: the missing e2e peers are left out)")
+        return
+    version = "import sys; print(sys.version_info[:2])"
+    theirs = subprocess.run(
+        [str(python), "-c", version], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if theirs != str(sys.version_info[:2]):
+        print(f"({python} is Python {theirs}, not {sys.version_info[:2]}: e2e peers left out)")
+        return
+    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
+    sys.stdout.flush()
+    os.execve(str(python), [str(python), str(Path(__file__).resolve()), *argv], env)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads and print the table (and JSON with --json)."""
-    run = harness.Session(parse_args(argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    rerun_under_peers(args, argv)
+    run = harness.Session(args)
     torch.set_num_threads(run.args.threads)
     tv = harness.peers.import_torchvision()
     info = harness.machine_info(
@@ -420,7 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = run.report()
     if run.args.snippet is not None and per_sample:
         load = harness.other_load(run.cpu_start, time.perf_counter() - run.started)
-        write_snippet(run.args.snippet, per_sample, sys.argv[1:] if argv is None else argv, load)
+        write_snippet(run.args.snippet, per_sample, argv, load)
     return status
 
 
