@@ -326,3 +326,139 @@ def test_rows_in_workers_match_pyarrow(tmp_path: pathlib.Path, context: str) -> 
     )
     got = [as_plain(row) for batch in loader for row in batch]
     assert got == table.to_pylist()
+
+
+# ---- ds[i] through the subclass made for each dataset (one Python call per row)
+
+
+def write_batches(path: pathlib.Path, table: pa.Table, lengths: list[int]) -> pathlib.Path:
+    """``table`` as an IPC file of record batches of these lengths (in order)."""
+    assert sum(lengths) == table.num_rows
+    with pa.ipc.new_file(path, table.schema) as writer:
+        start = 0
+        for n in lengths:
+            rows = table.slice(start, n).to_pylist()
+            writer.write_batch(pa.RecordBatch.from_pylist(rows, schema=table.schema))
+            start += n
+    return path
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [[300], [64] * 4 + [44], [100, 100, 100], [10, 10, 280], [0, 150, 0, 150], [100, 64, 136]],
+)
+@pytest.mark.parametrize("format", ["numpy", "torch"])
+def test_rows_of_every_batch_layout_match_pyarrow(
+    tmp_path: pathlib.Path, lengths: list[int], format: str
+) -> None:
+    table = make_table()
+    path = write_batches(tmp_path / "t.arrow", table, lengths)
+    reader = pa.ipc.open_file(path)
+    assert [reader.get_batch(k).num_rows for k in range(reader.num_record_batches)] == lengths
+    ds = ArrowDataset(path, format=format)
+    expected = table.to_pylist()
+    assert [as_plain(ds[i]) for i in range(ROWS)] == expected
+    assert [as_plain(ds[i]) for i in range(-ROWS, 0)] == expected
+
+
+def test_the_dataset_class_is_a_subclass_that_pickles_as_the_public_class(
+    tmp_path: pathlib.Path,
+) -> None:
+    import copy
+
+    path = write_ipc(tmp_path / "t.arrow", make_table())
+    ds = ArrowDataset(path)
+    cls = type(ds)
+    assert (
+        isinstance(ds, ArrowDataset) and issubclass(cls, ArrowDataset) and cls is not ArrowDataset
+    )
+    assert (cls.__name__, cls.__qualname__) == ("ArrowDatasetRows", "ArrowDatasetRows")
+    assert cls.__module__ == ArrowDataset.__module__
+    assert type(ArrowDataset(path)) is not cls  # made per dataset: its columns are baked in
+    blob = pickle.dumps(ds)
+    assert len(blob) < 10_000 and b"ArrowDatasetRows" not in blob  # rebuilt by path
+    for again in (pickle.loads(blob), copy.copy(ds), copy.deepcopy(ds)):
+        assert type(again).__name__ == "ArrowDatasetRows" and isinstance(again, ArrowDataset)
+        assert [as_plain(again[i]) for i in (0, 77, -1)] == [as_plain(ds[i]) for i in (0, 77, -1)]
+    view = ds.select([4, 2])
+    assert type(view) is ArrowDataset  # rows through the view's indices
+    assert [r["id"] for r in pickle.loads(pickle.dumps(view))] == [4, 2]
+    assert type(pickle.loads(pickle.dumps(view))) is ArrowDataset
+    mem = ArrowDataset.from_table(make_table(0, 10))
+    assert isinstance(mem, ArrowDataset) and type(mem).__name__ == "_InMemoryArrowDatasetRows"
+    assert pickle.loads(pickle.dumps(mem))[-1]["name"] == "n9"
+
+
+class Tagged(ArrowDataset):
+    """A user's subclass overriding ``__getitem__``: its override runs."""
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        return ("tagged", super().__getitem__(index))
+
+
+class Plain(ArrowDataset):
+    """A user's subclass keeping ``__getitem__``: fast rows, pickled as ``Plain``."""
+
+
+def test_user_subclasses_keep_their_getitem_and_class(tmp_path: pathlib.Path) -> None:
+    table = make_table()
+    path = write_ipc(tmp_path / "t.arrow", table)
+    tagged = Tagged(path)
+    assert type(tagged) is Tagged
+    tag, row = tagged[3]
+    assert tag == "tagged" and as_plain(row) == expected_row(table, 3)
+    assert as_plain(tagged[-2][1]) == expected_row(table, ROWS - 2)
+    plain = Plain(path)
+    assert type(plain).__name__ == "PlainRows" and isinstance(plain, Plain)
+    assert as_plain(plain[5]) == expected_row(table, 5)
+    loaded = pickle.loads(pickle.dumps(plain))
+    assert isinstance(loaded, Plain) and as_plain(loaded[6]) == expected_row(table, 6)
+    assert type(plain.select([1])) is Plain
+
+
+def test_index_errors_are_those_of_the_public_getitem(tmp_path: pathlib.Path) -> None:
+    ds = ArrowDataset(write_ipc(tmp_path / "t.arrow", make_table()))
+    assert type(ds) is not ArrowDataset
+    kinds = "ArrowDataset indices must be int or slice (or a list of ints), got"
+    for bad, error, message in [
+        (ROWS, IndexError, f"index {ROWS} out of range for {ROWS} rows"),
+        (-ROWS - 1, IndexError, f"index {-ROWS - 1} out of range for {ROWS} rows"),
+        (10**30, IndexError, f"index {10**30} out of range for {ROWS} rows"),
+        (True, TypeError, f"{kinds} bool"),
+        (1.0, TypeError, f"{kinds} float"),
+        ("x", TypeError, f"{kinds} str"),
+        (None, TypeError, f"{kinds} NoneType"),
+    ]:
+        with pytest.raises(error) as fast:
+            ds[bad]
+        with pytest.raises(error) as public:
+            ArrowDataset.__getitem__(ds, bad)
+        assert str(fast.value) == str(public.value) == message
+    empty = ArrowDataset.from_table(make_table(0, 0))
+    with pytest.raises(IndexError, match="index 0 out of range for 0 rows"):
+        empty[0]
+    table = make_table()  # NumPy integers still read the row, as before
+    for index in (np.int64(7), np.int32(-1), np.uint8(200)):
+        assert as_plain(ds[index]) == expected_row(table, int(index) % ROWS)
+
+
+def worker_class_and_row(row: dict) -> tuple[str, dict]:
+    """The collate_fn of a loader without batches: the worker's dataset class and row."""
+    info = torch.utils.data.get_worker_info()
+    return type(info.dataset).__name__, as_plain(row)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_workers_read_rows_through_the_subclass(tmp_path: pathlib.Path, context: str) -> None:
+    table = make_table(0, 40)
+    ds = ArrowDataset(write_ipc(tmp_path / "t.arrow", table, chunk=16))
+    loader = torch.utils.data.DataLoader(  # batch_size=None: the worker calls ds[i]
+        ds,
+        batch_size=None,
+        num_workers=2,
+        collate_fn=worker_class_and_row,
+        multiprocessing_context=context,
+    )
+    got = list(loader)
+    assert {name for name, _ in got} == {"ArrowDatasetRows"}
+    assert [row for _, row in got] == table.to_pylist()

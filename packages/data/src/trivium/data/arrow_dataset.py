@@ -30,11 +30,10 @@ Example:
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import mmap
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,7 +42,8 @@ import pyarrow.parquet as pq
 import torch
 
 from trivium.core.errors import DatasetError, DecodeError, EmptyInputError, PathNotFoundError
-from trivium.data.columnar import column_to_tensor, to_tensors
+from trivium.data._row_readers import column, row_class, row_reader
+from trivium.data.columnar import to_tensors
 from trivium.data.pipes import MapPipe
 from trivium.data.sharding import epoch_rng
 
@@ -184,96 +184,6 @@ def _open_mapped(path: str) -> pa.Table:
         raise DecodeError(f"not a readable Arrow IPC file: {e}", path=path) from e
 
 
-def _numeric_view(arr: pa.Array) -> np.ndarray | None:
-    try:
-        return arr.to_numpy(zero_copy_only=True)
-    except (pa.ArrowInvalid, NotImplementedError):
-        return None
-
-
-class _Column(NamedTuple):
-    """How :func:`_row_reader` reads row ``j`` of one record batch's column."""
-
-    source: Any  # a getter, or a NumPy matrix viewing the mapped buffer
-    template: str  # the expression for row j, "{}" standing for source
-
-
-def _column(arr: pa.Array, format: str) -> _Column:
-    """Row ``j`` of ``arr`` as C calls where the column allows (see the module doc)."""
-    kind = arr.type
-    if arr.null_count == 0:
-        if pa.types.is_integer(kind) or pa.types.is_floating(kind):
-            view = _numeric_view(arr)
-            if view is not None:
-                return _Column(view.item, "{}(j)")  # a Python int / float
-        if _is_number_matrix(arr):
-            matrix = column_to_tensor(arr).numpy()  # a view of the mapped buffer
-            # subscript syntax: the C slot directly (a bound __getitem__ costs more)
-            return _Column(matrix, "_t({}[j])" if format == "torch" else "{}[j]")
-        if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-            offsets = np.frombuffer(
-                arr.buffers()[1], np.int64 if pa.types.is_large_binary(kind) else np.int32
-            )[arr.offset : arr.offset + len(arr) + 1]
-            data = memoryview(arr.buffers()[2] or b"")
-            return _Column(lambda j: bytes(data[offsets[j] : offsets[j + 1]]), "{}(j)")
-    return _Column(lambda j: arr[j].as_py(), "{}(j)")
-
-
-def _is_number_matrix(arr: pa.Array) -> bool:
-    kind = arr.type
-    return (
-        arr.null_count == 0
-        and pa.types.is_fixed_size_list(kind)
-        and (pa.types.is_integer(kind.value_type) or pa.types.is_floating(kind.value_type))
-    )
-
-
-def _row_reader(
-    names: Sequence[str], batches: Sequence[Sequence[_Column]], starts: Sequence[int]
-) -> Callable[[int], dict[str, Any]]:
-    """One function ``i -> {name: column's row i, ...}`` over all record batches.
-
-    Built as a single dict display (as ``collections.namedtuple`` builds its code),
-    so a row costs one Python call, a bisect of the batches' ``starts`` (when there
-    are several) and the columns' C calls, as a hand-written reader over the mapped
-    columns would. ``_t`` in a template is ``torch.from_numpy``.
-
-    Example:
-        >>> import numpy as np
-        >>> cols = [_Column(str, "{}(j)"), _Column(np.eye(2), "_t({}[j])")]
-        >>> _row_reader(["a", "b"], [cols], [0, 2])(1)
-        {'a': '1', 'b': tensor([0., 1.], dtype=torch.float64)}
-    """
-    per_column = [_same_template([batch[k] for batch in batches]) for k in range(len(names))]
-    sources = [[column.source for column in columns] for columns in per_column]
-    several = len(batches) > 1
-    items = ", ".join(
-        f"{name!r}: {columns[0].template.format(f'_c{k}[c]' if several else f'_c{k}')}"
-        for k, (name, columns) in enumerate(zip(names, per_column, strict=True))
-    )
-    bound = "".join(f", _c{k}=_sources[{k}]{'' if several else '[0]'}" for k in range(len(names)))
-    code = (
-        f"def read(i{bound}, _t=_from_numpy, _bisect=_bisect, _starts=_starts):\n"
-        + (
-            "    c = _bisect(_starts, i) - 1\n    j = i - _starts[c]\n"
-            if several
-            else "    j = i\n"
-        )
-        + f"    return {{{items}}}\n"
-    )
-    scope = {"_sources": sources, "_from_numpy": torch.from_numpy}
-    scope |= {"_bisect": bisect.bisect_right, "_starts": list(starts)}
-    exec(code, scope)
-    return scope["read"]
-
-
-def _same_template(columns: list[_Column]) -> list[_Column]:
-    """``columns`` (one column's batches) with one template, calls where they differ."""
-    if len({column.template for column in columns}) <= 1:
-        return columns
-    return [_Column(_row_reader(["v"], [[c]], [0]), "{}(j)['v']") for c in columns]
-
-
 class ArrowDataset(MapPipe):
     """Map-style dataset over memory-mapped Arrow IPC files (Parquet converted once).
 
@@ -294,6 +204,12 @@ class ArrowDataset(MapPipe):
     copy for a step-1 slice) with ``format="numpy"``, a dict of column tensors (as
     :func:`trivium.data.to_tensors`) with ``format="torch"``. It works with any
     sampler and with :class:`trivium.data.DataLoader`.
+
+    A dataset over whole files is an instance of a subclass made for its columns
+    (``ArrowDatasetRows``, of ``ArrowDataset`` or of your subclass), whose
+    ``__getitem__`` reads a row in a single Python call; test it with ``isinstance``.
+    It pickles and copies as the class you made it with, and a subclass that
+    overrides ``__getitem__`` keeps its own.
 
     Errors: a missing path raises :class:`~trivium.core.errors.PathNotFoundError`,
     an empty file :class:`~trivium.core.errors.EmptyInputError`, both naming it.
@@ -375,12 +291,19 @@ class ArrowDataset(MapPipe):
         chunked = [table.column(n) for n in names]
         for c in range(table.column(0).num_chunks if names else 0):
             chunks = [col.chunk(c) for col in chunked]
-            columns = [_column(a, self.format) for a in chunks]
-            batches.append(columns)
+            batches.append([column(a, self.format) for a in chunks])
             self._offsets.append(self._offsets[-1] + len(chunks[0]))
-        self._read = _row_reader(names, batches, self._offsets)
+        self._read = row_reader(names, batches, self._offsets)
         # rows ds[i] reads directly: none in a select() view (its rows go through _indices)
         self._direct_rows = self._num_rows if self._indices is None else 0
+        public = _public_class(self)
+        if self._indices is None and public.__getitem__ is ArrowDataset.__getitem__:
+            # ds[i] in one Python frame (a subclass that overrides __getitem__ keeps it)
+            self.__class__ = row_class(public, names, batches, self._offsets, self._num_rows)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt as the public class: the class row_class made exists in this process only
+        return object.__new__, (_public_class(self),), self.__getstate__()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -469,7 +392,7 @@ class ArrowDataset(MapPipe):
         n = len(self)
         if len(rows) and (rows.min() < -n or rows.max() >= n):
             raise IndexError(f"select: indices out of range for {n} rows")
-        out = object.__new__(type(self))
+        out = object.__new__(_public_class(self))  # its rows go through _indices
         out.__dict__.update(self.__dict__)
         out._indices = self._base(rows % max(n, 1))
         out._direct_rows = 0
@@ -536,6 +459,19 @@ class ArrowDataset(MapPipe):
 
     def __repr__(self) -> str:
         return f"ArrowDataset(num_rows={len(self)}, columns={self._names})"
+
+
+def _public_class(ds: ArrowDataset) -> type[ArrowDataset]:
+    """The class ``ds`` was made as (``ArrowDataset``, or a user's subclass of it).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> ds = ArrowDataset.from_table(pa.table({"x": [1]}))
+        >>> type(ds).__name__, _public_class(ds).__name__
+        ('_InMemoryArrowDatasetRows', '_InMemoryArrowDataset')
+    """
+    cls = type(ds)
+    return cls.__dict__.get("_public_class", cls)
 
 
 class _InMemoryArrowDataset(ArrowDataset):
