@@ -19,7 +19,9 @@ Pillow and saved at quality 90, 4:2:0):
    torchvision v1. Every side draws the same crop boxes and flips as ours (a
    generator seeded alike, :class:`Draws`), checked at start-up on the first images
    (close outputs); a peer that does not import is named and left out. The first
-   row is against the fastest peer (target 1.3x). Peers missing here (simplejpeg,
+   row is against the fastest peer (target 1.3x); each side's thread CPU time per
+   image is printed beside (it moves much less than wall time on a busy machine).
+   Peers missing here (simplejpeg,
    OpenCV) import in ``.venv-peers`` (``../shared/peers/setup_peers_venv.sh``):
    with ``e2e`` selected, the script runs itself again under that Python
    (``--peers-python``), with this environment's site-packages after its own.
@@ -444,6 +446,22 @@ def check_same_draws(ours: Callable[[], torch.Tensor], peers: dict[str, Callable
     return lines
 
 
+def thread_cpu_times(sides: Sequence[Side], repeats: int, calls: int) -> dict[str, float]:
+    """The median thread CPU seconds per call of each side, the sides taking turns.
+
+    CPU time leaves out the time other processes hold the cores: on a busy machine
+    its ratios move much less than wall-clock ones.
+    """
+    samples: dict[str, list[float]] = {side.name: [] for side in sides}
+    for _ in range(repeats):
+        for side in sides:
+            start = time.thread_time()
+            for _ in range(calls):
+                side.fn()
+            samples[side.name].append((time.thread_time() - start) / calls)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
     def make_ours() -> Callable[[], torch.Tensor]:
         fused = ours_pipeline(torch.Generator().manual_seed(0), fused_decode=True)
@@ -458,6 +476,10 @@ def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> l
     name = "JPEG bytes → normalised 224x224 (fused DecodeRandomResizedCrop)"
     candidates = sorted((p for p in peers if p != E2E_ALIASED), key=lambda p: t[p].median)
     best = candidates[0]
+    cpu = thread_cpu_times(sides, args.repeats, len(jpegs))
+    for p in candidates:
+        print(f"- e2e thread CPU time per image: ours {fmt_time(cpu['ours'])}, {p} "
+              f"{fmt_time(cpu[p])}: {cpu[p] / cpu['ours']:.2f}x", flush=True)  # fmt: skip
     rows = [harness.row_from(name, t, "ours", best, f"best peer pipeline: {best}", 1.3)]
     rows += [harness.row_from(name, t, "ours", p) for p in candidates[1:]]
     if E2E_ALIASED in peers:
