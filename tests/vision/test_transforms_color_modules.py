@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,7 @@ from PIL import Image
 from trivium.vision import transforms as T
 from trivium.vision.io import read_image
 from trivium.vision.transforms import functional as F
+from trivium.vision.transforms.functional import color as FC
 
 
 def seeded(seed: int = 0) -> torch.Generator:
@@ -115,24 +118,149 @@ def test_probability_zero_and_one(photos: torch.Tensor):
     assert 230 <= int((counts == 255).sum()) <= 370
 
 
+# The transforms whose per-sample CPU batch is written run by run (_RandomOpInto):
+# the transform with its per-image kernel, and an independent NumPy reference.
+RUN_WRITERS = {
+    "RandomInvert": (lambda dtype, **kw: T.RandomInvert(0.5, **kw), F.invert),
+    "RandomPosterize": (
+        lambda dtype, **kw: T.RandomPosterize(3, 0.5, **kw),
+        lambda x: F.posterize(x, 3),
+    ),
+    "RandomSolarize": (
+        lambda dtype, **kw: T.RandomSolarize(half(dtype), 0.5, **kw),
+        lambda x: F.solarize(x, half(x.dtype)),
+    ),
+    "RandomGrayscale": (
+        lambda dtype, **kw: T.RandomGrayscale(0.5, **kw),
+        lambda x: F.rgb_to_grayscale(x, 3),
+    ),
+}
+
+
+def half(dtype: torch.dtype) -> float:
+    """The middle of ``dtype``'s scale: the solarize threshold of the tests."""
+    return 128 if dtype == torch.uint8 else 0.5
+
+
+def numpy_op(name: str, images: np.ndarray) -> np.ndarray:
+    """What ``name`` does to chosen ``[N, 3, H, W]`` images, in NumPy (of their dtype)."""
+    full = images.dtype.type(255 if images.dtype == np.uint8 else 1)
+    if name == "RandomInvert":
+        return full - images
+    if name == "RandomPosterize":  # 3 bits
+        if images.dtype == np.uint8:
+            return images & np.uint8(0xE0)
+        return np.clip(np.floor(images * 8), 0, 7) * images.dtype.type(1 / 8)
+    if name == "RandomSolarize":
+        threshold = 128 if images.dtype == np.uint8 else 0.5
+        return np.where(images >= threshold, full - images, images)
+    gray = np_gray(images.astype(np.float64))  # RandomGrayscale: float64, compared within a level
+    gray = np.trunc(gray) if images.dtype == np.uint8 else gray
+    return np.broadcast_to(gray, images.shape)
+
+
+def np_gray(x: np.ndarray) -> np.ndarray:
+    """ITU-R 601-2 luma of ``[N, 3, H, W]`` as ``[N, 1, H, W]`` (torchvision's weights)."""
+    return 0.2989 * x[:, :1] + 0.587 * x[:, 1:2] + 0.114 * x[:, 2:]
+
+
+def assert_equals_numpy(name: str, out: np.ndarray, ref: np.ndarray) -> None:
+    if name != "RandomGrayscale":
+        np.testing.assert_array_equal(out, ref)
+    elif out.dtype == np.uint8:
+        assert np.abs(out.astype(np.int64) - ref).max() <= 1
+    else:
+        np.testing.assert_allclose(out, ref, atol=1e-6 if out.dtype == np.float32 else 1e-12)
+
+
+def as_dtype(photos: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return photos if dtype == torch.uint8 else photos.to(dtype) / 255
+
+
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
-def test_per_sample_invert_writes_each_run_of_images(photos: torch.Tensor, dtype) -> None:
-    # A [2, 4] batch over channels-last memory: each image is NumPy's 255 - x (or 1 - x)
-    # where a seeded twin's draw says so, else itself, in runs of both kinds.
-    x = photos if dtype == torch.uint8 else photos.to(dtype) / 255
+@pytest.mark.parametrize("name", sorted(RUN_WRITERS))
+def test_per_sample_writes_each_run_of_images(photos: torch.Tensor, name: str, dtype) -> None:
+    # A [2, 4] batch over channels-last memory: each image is its kernel's result (the
+    # image-by-image loop's, bit for bit) where a seeded twin's draw says so, else itself,
+    # in runs of both kinds; the chosen ones are NumPy's.
+    make, kernel = RUN_WRITERS[name]
+    x = as_dtype(photos, dtype)
     x = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2).reshape(2, 4, *x.shape[-3:])
+    images = x.reshape(-1, *x.shape[-3:])
     mixed = 0
     for seed in range(6):
-        out = T.RandomInvert(0.5, per_sample=True, generator=seeded(seed))(x)
-        twin = T.RandomInvert(0.5, per_sample=True, generator=seeded(seed))
-        flags = twin.make_params([x])["apply"].reshape(-1).tolist()
+        out = make(dtype, per_sample=True, generator=seeded(seed))(x)
+        flags = make(dtype, per_sample=True, generator=seeded(seed)).make_params([x])["apply"]
+        flags = flags.reshape(-1).tolist()
         mixed += any(flags) and not all(flags)
-        full = 255 if dtype == torch.uint8 else 1
-        images = x.reshape(-1, *x.shape[-3:]).numpy()
-        ref = np.stack([full - im if f else im for f, im in zip(flags, images, strict=True)])
+        loop = torch.stack([kernel(im) if f else im for f, im in zip(flags, images, strict=True)])
         assert out.shape == x.shape and out.dtype == dtype
-        np.testing.assert_array_equal(out.reshape(-1, *x.shape[-3:]).numpy(), ref)
+        assert torch.equal(out.reshape(loop.shape), loop)
+        chosen = torch.tensor(flags)
+        out = out.reshape(loop.shape).numpy()
+        np.testing.assert_array_equal(out[~chosen], images[~chosen].numpy())
+        if chosen.any():
+            assert_equals_numpy(name, out[chosen], numpy_op(name, images[chosen].numpy()))
     assert mixed >= 3
+
+
+FLAG_PATTERNS = [
+    [1, 1, 0, 1, 0, 0, 0, 1, 1],  # runs at both ends, one alone, a long unchosen run
+    [0, 1, 1, 1, 1, 1, 0, 0, 1],
+    [1, 0, 1, 0, 1, 0, 1, 0, 1],
+    [1] * 9,
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32], ids=["uint8", "float32"])
+@pytest.mark.parametrize("name", sorted(RUN_WRITERS))
+def test_chosen_runs_are_written_once_each(photos, name: str, dtype, monkeypatch) -> None:
+    # Runs longer than one chunk of the multi-pass kernels (two images here): the output
+    # holds the kernel's result for the chosen images and the others' copies, and the
+    # op is called once per run of chosen images.
+    monkeypatch.setattr(FC, "_CHUNK_VALUES", 2 * photos[0].numel())
+    make, kernel = RUN_WRITERS[name]
+    x = as_dtype(torch.cat((photos, photos[:1])), dtype)
+    t = make(dtype)
+    runs: list[int] = []
+    op_into = t._op_into
+    t._op_into = lambda img, out: runs.append(img.shape[0]) or op_into(img, out)
+    for pattern in FLAG_PATTERNS:
+        runs.clear()
+        flags = torch.tensor(pattern, dtype=torch.bool)
+        out = t._apply_to_chosen(x, flags)
+        loop = torch.stack([kernel(im) if f else im for f, im in zip(pattern, x, strict=True)])
+        assert torch.equal(out, loop), pattern
+        assert runs == [len(list(g)) for f, g in itertools.groupby(pattern) if f]
+    assert t._apply_to_chosen(x, torch.zeros(9, dtype=torch.bool)) is x
+
+
+def test_solarize_uint8_at_every_threshold() -> None:
+    # Every uint8 value against integer and fractional thresholds: NumPy's comparison in
+    # float32 (torch compares uint8 with a float threshold in float32: 127 >= 127.000001).
+    values = torch.arange(256, dtype=torch.uint8).view(1, 1, 16, 16)
+    fractional = [-1.0, 0.5, 127.000001, 127.00001, 127.5, 254.99999, 254.9999999]
+    for threshold in [*range(256), *fractional]:
+        t32 = np.float32(threshold)
+        v = values.numpy()
+        ref = np.where(v.astype(np.float32) >= t32, 255 - v, v)
+        out = FC._solarize_into(values, torch.empty_like(values), float(threshold))
+        np.testing.assert_array_equal(out.numpy(), ref, err_msg=str(threshold))
+        assert torch.equal(out, F.solarize(values, threshold)), threshold
+    with pytest.raises(ValueError, match="solarize: threshold"):
+        T.RandomSolarize(256, p=1.0, per_sample=True)(values.expand(2, 3, 16, 16))
+
+
+def test_grayscale_uint8_of_every_rgb_triple() -> None:
+    # All 2^24 colours, 256 images of 256 x 256: the run writer's float32 -> int32 -> uint8
+    # path gives the per-image kernel's values, and NumPy's within one level.
+    v = torch.arange(256, dtype=torch.uint8)
+    r, g, b = v.view(256, 1, 1), v.view(1, 256, 1), v.view(1, 1, 256)
+    rgb = torch.stack([c.expand(256, 256, 256) for c in (r, g, b)], dim=1)
+    out = FC._by_chunks(FC._grayscale_into, rgb, torch.empty_like(rgb))
+    assert torch.equal(out, F.rgb_to_grayscale(rgb, 3))
+    ref = np.trunc(np_gray(rgb.numpy().astype(np.float64)))
+    assert np.abs(out[:, :1].numpy().astype(np.int64) - ref).max() <= 1
 
 
 def test_random_grayscale_keeps_channels(photos: torch.Tensor):

@@ -31,7 +31,15 @@ from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_passthrough
 from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms._switch import switch
-from trivium.vision.transforms.functional.color import _invert_into
+from trivium.vision.transforms.functional.color import (
+    _by_chunks,
+    _check_posterize_bits,
+    _check_solarize_threshold,
+    _grayscale_into,
+    _invert_into,
+    _posterize_into,
+    _solarize_into,
+)
 from trivium.vision.transforms.geometry import _write_runs
 
 __all__ = [
@@ -147,7 +155,41 @@ class _RandomOp(ImageTransform):
         return flat.clone().index_copy_(0, chosen, done).reshape(img.shape)
 
 
-class RandomGrayscale(_RandomOp):
+class _RandomOpInto(_RandomOp):
+    """A :class:`_RandomOp` whose op can write into a given output (``_op_into``).
+
+    On the CPU a per-sample batch comes whole to :meth:`_apply_to_chosen`, which writes
+    each run of images drawn alike straight into one output, by ``_op_into`` or as a
+    copy: every pixel is read and written once (as the image-by-image loop's result
+    is), with a call per run instead of per image, and no gathered subset.
+    """
+
+    _cpu_chunk_values = None
+
+    def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
+        """Write ``_op`` of the ``[N, C, H, W]`` images ``img`` into ``out`` (same shape)."""
+        raise NotImplementedError
+
+    def _apply_to_chosen(self, img: torch.Tensor, apply: torch.Tensor) -> torch.Tensor:
+        """On the CPU: each run of images drawn alike written once into the output.
+
+        Example:
+            >>> import torch
+            >>> img = torch.tensor([0, 200, 10], dtype=torch.uint8).view(3, 1, 1, 1)
+            >>> chosen = torch.tensor([True, False, True])
+            >>> RandomInvert()._apply_to_chosen(img, chosen).flatten().tolist()
+            [255, 200, 245]
+        """
+        if apply.numel() == 1 or not eager_cpu(img):
+            return super()._apply_to_chosen(img, apply)
+        flags = apply.reshape(-1).tolist()
+        if not any(flags):
+            return img
+        flat = img.reshape(-1, *img.shape[-3:])
+        return _write_runs(flat, flags, self._op_into).reshape(img.shape)
+
+
+class RandomGrayscale(_RandomOpInto):
     """Convert to grayscale with probability ``p``, keeping the number of channels.
 
     Example:
@@ -167,8 +209,11 @@ class RandomGrayscale(_RandomOp):
     def _op(self, img: torch.Tensor) -> torch.Tensor:
         return F.rgb_to_grayscale(img, num_output_channels=img.shape[-3])
 
+    def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
+        return _by_chunks(_grayscale_into, img, out)
 
-class RandomInvert(_RandomOp):
+
+class RandomInvert(_RandomOpInto):
     """Invert the colors with probability ``p``.
 
     Example:
@@ -177,28 +222,14 @@ class RandomInvert(_RandomOp):
         255
     """
 
-    # A per-sample CPU batch comes whole to _apply_to_chosen, which writes every pixel once.
-    _cpu_chunk_values = None
-
     def _op(self, img: torch.Tensor) -> torch.Tensor:
         return F.invert(img)
 
-    def _apply_to_chosen(self, img: torch.Tensor, apply: torch.Tensor) -> torch.Tensor:
-        """On the CPU: each run of images inverted alike, inverted or copied into the output.
-
-        Every pixel is read and written once (as the image-by-image loop's result is),
-        with a call per run instead of per image, and no gathered subset.
-        """
-        if apply.numel() == 1 or not eager_cpu(img):
-            return super()._apply_to_chosen(img, apply)
-        flags = apply.reshape(-1).tolist()
-        if all(flags) or not any(flags):
-            return self._op(img) if flags[0] else img
-        flat = img.reshape(-1, *img.shape[-3:])
-        return _write_runs(flat, flags, _invert_into).reshape(img.shape)
+    def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
+        return _invert_into(img, out)  # one pass: no chunks needed
 
 
-class RandomPosterize(_RandomOp):
+class RandomPosterize(_RandomOpInto):
     """Keep ``bits`` bits per channel with probability ``p``.
 
     Example:
@@ -216,15 +247,18 @@ class RandomPosterize(_RandomOp):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__(p, per_sample=per_sample, generator=generator)
-        if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= 8:
-            raise ValueError(f"RandomPosterize: bits must be an integer in [0, 8], got {bits!r}")
-        self.bits = bits
+        self.bits = _check_posterize_bits("RandomPosterize", bits)
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
         return F.posterize(img, self.bits)
 
+    def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
+        if img.is_floating_point():  # four passes: a few images at a time stay in cache
+            return _by_chunks(_posterize_into, img, out, self.bits)
+        return _posterize_into(img, out, self.bits)  # one pass
 
-class RandomSolarize(_RandomOp):
+
+class RandomSolarize(_RandomOpInto):
     """Invert values at or above ``threshold`` with probability ``p``.
 
     ``threshold`` is on the image's scale (e.g. 128 for uint8, 0.5 for floats).
@@ -252,6 +286,10 @@ class RandomSolarize(_RandomOp):
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
         return F.solarize(img, self.threshold)
+
+    def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
+        threshold = _check_solarize_threshold("solarize", img, self.threshold)
+        return _by_chunks(_solarize_into, img, out, threshold)
 
 
 class RandomAdjustSharpness(_RandomOp):
