@@ -345,7 +345,17 @@ def write_batches(path: pathlib.Path, table: pa.Table, lengths: list[int]) -> pa
 
 @pytest.mark.parametrize(
     "lengths",
-    [[300], [64] * 4 + [44], [100, 100, 100], [10, 10, 280], [0, 150, 0, 150], [100, 64, 136]],
+    [
+        [300],
+        [64] * 4 + [44],  # one length but the last: a division finds the batch
+        [100, 100, 100],
+        [2] * 150,
+        [10, 10, 280],  # uneven: comparisons with the starts
+        [0, 150, 0, 150],
+        [100, 64, 136],
+        [7] * 20 + [160],  # many uneven: a bisect
+        [1] * 17 + [0, 283],
+    ],
 )
 @pytest.mark.parametrize("format", ["numpy", "torch"])
 def test_rows_of_every_batch_layout_match_pyarrow(

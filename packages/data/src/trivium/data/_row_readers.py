@@ -104,23 +104,55 @@ def _row_source(
     return _RowSource(_locate(starts) if several else "j = i\n", f"{{{items}}}", scope)
 
 
+#: Up to this many record batches of uneven lengths, a row's batch is found by a tree
+#: of comparisons with constants (at most four); beyond, by a bisect.
+TREE_BATCHES = 16
+
+
 def _locate(starts: Sequence[int]) -> str:
     """Statements setting ``c``, the record batch holding row ``i``, and ``j``, its row there.
 
+    ``starts`` are the batches' first rows and the row count; ``0 <= i < starts[-1]``.
     A division where every batch but the last has one length (as writers chunk a
-    table), a bisect of ``starts`` otherwise.
+    table), else comparisons with the starts (up to :data:`TREE_BATCHES` batches), else
+    a bisect of ``starts``.
 
     Example:
         >>> _locate([0, 4, 8, 9]).splitlines()
         ['c = i // 4', 'j = i - _starts[c]']
-        >>> _locate([0, 4, 6, 9]).splitlines()[0]
+        >>> print(_locate([0, 4, 6, 9]), end="")
+        if i < 4:
+            c = 0
+            j = i
+        elif i < 6:
+            c = 1
+            j = i - 4
+        else:
+            c = 2
+            j = i - 6
+        >>> _locate([*range(0, 70, 2), 69]).splitlines()  # 35 batches, 2 rows but the last
+        ['c = i // 2', 'j = i - _starts[c]']
+        >>> _locate([*range(0, 70, 2), 71]).splitlines()[0]  # the last longer: 35 uneven
         'c = _bisect(_starts, i) - 1'
     """
     lengths = [b - a for a, b in itertools.pairwise(starts)]
     size = lengths[0]
     if size > 0 and all(n == size for n in lengths[:-1]) and lengths[-1] <= size:
         return f"c = i // {size}\nj = i - _starts[c]\n"
+    if len(lengths) <= TREE_BATCHES:
+        return _compare_tree(starts, 0, len(lengths))
     return "c = _bisect(_starts, i) - 1\nj = i - _starts[c]\n"
+
+
+def _compare_tree(starts: Sequence[int], lo: int, hi: int) -> str:
+    """``_locate`` for a row of batches ``lo`` to ``hi - 1``, halving them per comparison."""
+    if hi - lo == 1:
+        return f"c = {lo}\nj = i{f' - {starts[lo]}' if starts[lo] else ''}\n"
+    mid = (lo + hi) // 2
+    left, right = _compare_tree(starts, lo, mid), _compare_tree(starts, mid, hi)
+    if right.startswith("if "):
+        return f"if i < {starts[mid]}:\n{_indent(left, 4)}el{right}"
+    return f"if i < {starts[mid]}:\n{_indent(left, 4)}else:\n{_indent(right, 4)}"
 
 
 def _define(name: str, code: str, scope: dict[str, Any], label: str) -> Callable[..., Any]:
