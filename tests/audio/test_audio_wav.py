@@ -216,6 +216,40 @@ def test_long_file_with_trailing_chunks_and_truncation(
         load(cut)
 
 
+@pytest.mark.parametrize("junk", [0, 150, 600])  # header in the first read, the second, neither
+def test_long_file_header_found_past_the_first_read(
+    junk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long file's header is looked for in a short head, then a longer one: a JUNK chunk
+    pushing the data chunk past the short head costs a second read, past the longer one
+    the file goes to libsndfile; the samples are the same every way."""
+    data = wav_bytes("PCM_16", 2, 3000)
+    if junk:
+        data = with_chunk_before_data(data, b"JUNK" + struct.pack("<I", junk) + bytes(junk))
+    path = tmp_path / "junk.wav"
+    path.write_bytes(data)
+    expected = libsndfile_load(monkeypatch, path, normalize=False)
+    monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
+    monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 100)
+    monkeypatch.setattr(aio, "_WAV_LONG_HEAD_BYTES", 400)
+    heads: list[int] = []
+    original = aio._read_into
+    monkeypatch.setattr(aio, "_read_into", lambda *a: _record(heads, original, *a))
+    parts = []
+    in_parts = aio._wav_in_parts
+    monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: parts.append(1) or in_parts(*a))
+    assert_same(load(path, normalize=False), expected)
+    assert heads == {0: [100], 150: [100, 400], 600: [100, 400]}[junk]
+    assert len(parts) == (0 if junk == 600 else 1)  # 600: read by libsndfile
+
+
+def _record(heads: list[int], read, fd: int, out: np.ndarray, at: int) -> bool:
+    """``read(fd, out, at)``, noting the size of each read from the file's start."""
+    if at == 0:
+        heads.append(out.size)
+    return read(fd, out, at)
+
+
 def test_odd_files_are_left_to_libsndfile(monkeypatch: pytest.MonkeyPatch) -> None:
     plain = wav_bytes("PCM_16", 1, 100)
     assert _wav.parse(memoryview(plain), len(plain)) is not None

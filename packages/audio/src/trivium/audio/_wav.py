@@ -62,8 +62,9 @@ class WavLayout(NamedTuple):
     """Where a WAV file's samples are and how they are stored (a tuple: made per load).
 
     Example:
-        >>> WavLayout(16000, 1, 16, False, 44, 32000, 64044).subtype
-        'PCM_16'
+        >>> layout = WavLayout(16000, 1, 16, False, 44, 32000, 64044)
+        >>> layout.subtype, layout.dtype
+        ('PCM_16', dtype('int16'))
     """
 
     sample_rate: int
@@ -83,6 +84,13 @@ class WavLayout(NamedTuple):
     def frame_bytes(self) -> int:
         """Bytes per frame (all channels of one sample)."""
         return self.channels * self.bits // 8
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of :func:`samples` (24-bit: ``int32``)."""
+        if self.bits == 24:
+            return np.dtype("<i4")
+        return np.dtype((_FLOAT_DTYPES if self.floating else _DTYPES)[self.bits])
 
 
 def _skippable(chunk_id: bytes, size: int) -> bool:
@@ -204,5 +212,4 @@ def samples(raw: np.ndarray, layout: WavLayout) -> np.ndarray:
         wide = np.zeros((raw.size // 3, 4), np.uint8)
         wide[:, 1:] = raw.reshape(-1, 3)
         return wide.view("<i4").reshape(-1, channels)
-    dtypes = _FLOAT_DTYPES if layout.floating else _DTYPES
-    return raw.view(dtypes[layout.bits]).reshape(-1, channels)
+    return raw.view(layout.dtype).reshape(-1, channels)

@@ -133,9 +133,12 @@ _C_TYPES = {"float32": "float", "float64": "double", "int16": "short", "int32": 
 _MP3_SCAN_BYTES = 4096  # how far past the ID3v2 tag to look for the first MPEG frame
 # Plain WAV files skip libsndfile (see ``_wav``): up to this size a file is read in one
 # call; a longer one has its header and trailing chunks read, then its samples in parts
-# of this many bytes (converted while in cache).
+# of this many bytes (converted while in cache). The header is looked for in the first
+# _WAV_HEAD_BYTES (a canonical header is 44 or 68 bytes), then in the first
+# _WAV_LONG_HEAD_BYTES (chunks such as a long LIST or an alignment JUNK before the data).
 _WAV_WHOLE_BYTES = 1 << 22
-_WAV_HEAD_BYTES = 1 << 16
+_WAV_HEAD_BYTES = 1 << 12
+_WAV_LONG_HEAD_BYTES = 1 << 16
 _WAV_TAIL_BYTES = 1 << 20
 _WAV_PART_BYTES = 1 << 20
 # Scale from stored samples to load's float32 (8-bit after centring on 0), as libsndfile
@@ -565,6 +568,8 @@ def _read_into(fd: int, out: np.ndarray, offset: int) -> bool:
 
 def _read_in_pieces(fd: int, out: np.ndarray, offset: int) -> bool:
     """:func:`_read_into` split over the pool's threads (one piece each, at least a part)."""
+    if out.size < 2 * _WAV_PART_BYTES:
+        return _read_into(fd, out, offset)
     pieces = max(1, min(get_num_threads(), out.size // _WAV_PART_BYTES))
     bounds = [out.size * k // pieces for k in range(pieces + 1)]
     return all(
@@ -589,11 +594,15 @@ def _open_regular(path: str | os.PathLike) -> tuple[int, int] | None:
 
 def _parse_wav_file(fd: int, size: int) -> tuple[_wav.WavLayout, np.ndarray | None] | None:
     """A plain WAV file's layout, and the whole file when it is short (else None)."""
-    head = np.empty(size if size <= _WAV_WHOLE_BYTES else _WAV_HEAD_BYTES, np.uint8)
-    if not _read_into(fd, head, 0):
-        return None
-    layout = _wav.parse(memoryview(head), size)
-    if layout is None:
+    sizes = (size,) if size <= _WAV_WHOLE_BYTES else (_WAV_HEAD_BYTES, _WAV_LONG_HEAD_BYTES)
+    for want in sizes:
+        head = np.empty(min(size, want), np.uint8)
+        if not _read_into(fd, head, 0):
+            return None
+        layout = _wav.parse(memoryview(head), size)
+        if layout is not None:
+            break
+    else:
         return None
     if head.size == size:
         tail = memoryview(head)[layout.data_end :]
@@ -661,7 +670,12 @@ def _wav_samples(
         return data, None
     if layout.bits == 8:  # unsigned: centre on 0 first
         data = np.subtract(data, 128, dtype=np.int16)
-    return data, _WAV_SCALES.get(layout.subtype)
+    return data, _wav_scale(layout, normalize)
+
+
+def _wav_scale(layout: _wav.WavLayout, normalize: bool) -> float | None:
+    """The scale from :func:`_wav_samples` to ``load``'s float32; None: returned as they are."""
+    return _WAV_SCALES.get(layout.subtype) if normalize else None
 
 
 def _load_wav(
@@ -738,8 +752,8 @@ def _wav_in_parts(
     start, frames = _wav_range(layout, frame_offset, num_frames)
     channels, frame_bytes = layout.channels, layout.frame_bytes
     shape = (channels, frames) if channels_first else (frames, channels)
-    probe, scale = _wav_samples(np.zeros(frame_bytes, np.uint8), layout, normalize)
-    out = np.empty(shape, np.float32 if scale is not None else probe.dtype)
+    scale = _wav_scale(layout, normalize)
+    out = np.empty(shape, np.float32 if scale is not None else layout.dtype)
     if scale is None and layout.bits != 24 and (channels == 1 or not channels_first):
         # Stored as returned: read straight into the output, a piece per pool thread.
         whole = _read_in_pieces(fd, out.reshape(-1).view(np.uint8), start)
