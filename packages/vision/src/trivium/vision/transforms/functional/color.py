@@ -189,19 +189,17 @@ def rgb_to_grayscale(img: torch.Tensor, num_output_channels: int = 1) -> torch.T
 def _grayscale_into(img: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """:func:`rgb_to_grayscale` of ``[N, C, H, W]`` ``img``, keeping C, written into ``out``.
 
-    The same values bit for bit. uint8 takes the 0-255 floats of all three planes in
-    one conversion and truncates through int32 (torch's float -> uint8 cast runs
-    element by element, ~5x slower). Intermediates are image-sized: give it a few
-    images at a time (:func:`_by_chunks`).
+    The same values bit for bit: uint8 truncates :func:`_gray`'s floats through int32
+    (torch's float -> uint8 cast runs element by element, ~5x slower); floats are
+    written straight into the first channel. Intermediates are image-sized: give it a
+    few images at a time (:func:`_by_chunks`).
     """
     if img.shape[-3] == 1:
         return out.copy_(img)
     if img.dtype == torch.uint8:
-        planes = img.to(torch.float32)
-        gray = planes[:, 0].mul_(0.2989).add_(planes[:, 1], alpha=0.587)
-        gray = gray.add_(planes[:, 2], alpha=0.114)
+        gray = _gray(img)
         truncated = gray.view(torch.int32).copy_(gray)  # in place: each value read, then written
-        out[:, 0].copy_(truncated)
+        out[:, :1].copy_(truncated)
     else:
         r, g, b = img.unbind(-3)
         torch.mul(r, 0.2989, out=out[:, 0]).add_(g, alpha=0.587).add_(b, alpha=0.114)
