@@ -18,13 +18,15 @@ Pillow and saved at quality 90, 4:2:0):
    (not antialiased: reported, not a candidate for the best peer); Pillow +
    torchvision v1. Every side draws the same crop boxes and flips as ours (a
    generator seeded alike, :class:`Draws`), checked at start-up on the first images
-   (close outputs); a peer that does not import is named and left out. The first
-   row is against the fastest peer (target 1.3x); each side's thread CPU time per
-   image is printed beside (it moves much less than wall time on a busy machine).
-   Peers missing here (simplejpeg,
-   OpenCV) import in ``.venv-peers`` (``../shared/peers/setup_peers_venv.sh``):
-   with ``e2e`` selected, the script runs itself again under that Python
-   (``--peers-python``), with this environment's site-packages after its own.
+   (close outputs), and each timed call runs a side over all 64 JPEGs with the
+   draws started again from the seed: every side does the same images, boxes and
+   flips. A peer that does not import is named and left out. The first row is
+   against the fastest peer (target 1.3x); each side's thread CPU time per image is
+   printed beside (it moves much less than wall time on a busy machine). Peers
+   missing here (simplejpeg, OpenCV) import in ``.venv-peers``
+   (``../shared/peers/setup_peers_venv.sh``): with ``e2e`` selected, the script
+   runs itself again under that Python (``--peers-python``), with this
+   environment's site-packages after its own.
 3. ``per_sample``: every transform that takes ``per_sample=True``, on a
    [64, 3, 224, 224] batch (uint8, then float32 in [0, 1]) of the photos, against
    the same transform without ``per_sample`` applied image by image in a Python
@@ -178,22 +180,67 @@ def bench_pipeline(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace)
 E2E_SIZE = 224
 # The modules of the e2e peers: those missing here import under --peers-python.
 E2E_PEER_MODULES = ("simplejpeg", "turbojpeg", "cv2")
+# OpenCV's bilinear resize without antialiasing: not the same result (it aliases when it
+# shrinks), reported beside the others but not a candidate for the best peer.
+E2E_ALIASED = "OpenCV INTER_LINEAR (no antialias)"
 
 
 class Draws:
     """The crop boxes and flips ours draws, in its order, from a generator seeded alike.
 
     Ours draws the box (``DecodeRandomResizedCrop``) and then the flip
-    (``RandomHorizontalFlip``) from one generator; a peer side calling this once per
-    image gets the same box and flip for its n-th image as ours for its n-th.
+    (``RandomHorizontalFlip``) from one generator; a peer calling this once per image
+    gets the same box and flip for its n-th image as ours for its n-th. ``reset``
+    seeds the generator again (ours' own when it is passed in).
     """
 
-    def __init__(self, seed: int = 0) -> None:
-        self.generator = torch.Generator().manual_seed(seed)
+    def __init__(self, generator: torch.Generator | None = None) -> None:
+        self.generator = generator if generator is not None else torch.Generator()
+        self.reset()
+
+    def reset(self) -> None:
+        """Start the draws again from the seed."""
+        self.generator.manual_seed(0)
 
     def __call__(self, height: int, width: int) -> tuple[tuple[int, int, int, int], bool]:
         box = random_resized_crop_box(height, width, generator=self.generator)
         return box, float(torch.rand((), generator=self.generator)) < 0.5
+
+
+# One image of one side: the JPEG's bytes and the draws -> the normalised crop.
+OneImage = Callable[[bytes, Draws], torch.Tensor]
+
+
+def every_image(
+    jpegs: list[bytes], one: OneImage, generator: torch.Generator | None = None
+) -> Callable[[], torch.Tensor]:
+    """A side whose every call runs ``one`` on all ``jpegs`` in order, the draws started
+    again from the seed: every side and every call do the same images, boxes and flips
+    (the time per image is the call's divided by ``len(jpegs)``)."""
+    draws = Draws(generator)
+
+    def run() -> torch.Tensor:
+        draws.reset()
+        for data in jpegs:
+            out = one(data, draws)
+        return out
+
+    return run
+
+
+def first_outputs(
+    jpegs: list[bytes], one: OneImage, generator: torch.Generator | None = None
+) -> list[torch.Tensor]:
+    """``one``'s outputs for ``jpegs``, the draws from the seed."""
+    draws = Draws(generator)
+    return [one(data, draws) for data in jpegs]
+
+
+def ours_one() -> tuple[OneImage, torch.Generator]:
+    """Our fused pipeline as a side, and the generator it draws from."""
+    generator = torch.Generator()
+    fused = ours_pipeline(generator, fused_decode=True)
+    return lambda data, draws: fused(data), generator
 
 
 def dct_factor(box: Sequence[int]) -> int:
@@ -241,36 +288,40 @@ def v2_tail(tv: Any) -> Callable[[torch.Tensor, Sequence[int], bool], torch.Tens
     return run
 
 
+def chw_size(image: torch.Tensor) -> tuple[int, int]:
+    """(height, width) of a [C, H, W] image."""
+    return image.shape[-2], image.shape[-1]
+
+
 def decode_then(
-    jpegs: list[bytes], decode: Callable[[bytes], torch.Tensor], tail: Callable[..., torch.Tensor]
-) -> Callable[[], torch.Tensor]:
-    """One side: the next JPEG fully decoded, then ``tail(image, box, flipped)``."""
-    next_jpeg, draws = cycler(jpegs), Draws()
+    decode: Callable[[bytes], Any],
+    tail: Callable[..., torch.Tensor],
+    size_of: Callable[[Any], tuple[int, int]] = chw_size,
+) -> OneImage:
+    """A full decode, then ``tail(image, box, flipped)`` with the box and flip drawn for
+    the decoded image's ``size_of`` (height, width)."""
 
-    def run() -> torch.Tensor:
-        image = decode(next_jpeg())
-        return tail(image, *draws(image.shape[-2], image.shape[-1]))
+    def one(data: bytes, draws: Draws) -> torch.Tensor:
+        image = decode(data)
+        return tail(image, *draws(*size_of(image)))
 
-    return run
+    return one
 
 
 def scaled_decode_then(
-    jpegs: list[bytes],
     size_of: Callable[[bytes], tuple[int, int]],
     decode: Callable[[bytes, int], torch.Tensor],
     tail: Callable[..., torch.Tensor],
-) -> Callable[[], torch.Tensor]:
-    """One side: the box drawn from the header's size, the JPEG decoded at the smallest
-    scale 1/k that still covers the output (:func:`dct_factor`), then ``tail``."""
-    next_jpeg, draws = cycler(jpegs), Draws()
+) -> OneImage:
+    """The box drawn from the header's size, the JPEG decoded at the smallest scale 1/k
+    that still covers the output (:func:`dct_factor`), then ``tail``."""
 
-    def run() -> torch.Tensor:
-        data = next_jpeg()
+    def one(data: bytes, draws: Draws) -> torch.Tensor:
         box, flipped = draws(*size_of(data))
         k = dct_factor(box)
         return tail(decode(data, k), scaled_box(box, k), flipped)
 
-    return run
+    return one
 
 
 def pil_tail(tv: Any | None) -> Callable[[Image.Image, Sequence[int], bool], torch.Tensor]:
@@ -299,15 +350,13 @@ def pil_tail(tv: Any | None) -> Callable[[Image.Image, Sequence[int], bool], tor
     return steps
 
 
-def pil_side(jpegs: list[bytes], tv: Any | None) -> Callable[[], torch.Tensor]:
+def pil_side(tv: Any | None) -> OneImage:
     """Pillow open + convert, then :func:`pil_tail` on the drawn box."""
-    next_jpeg, draws, tail = cycler(jpegs), Draws(), pil_tail(tv)
 
-    def run() -> torch.Tensor:
-        image = Image.open(io.BytesIO(next_jpeg())).convert("RGB")
-        return tail(image, *draws(image.height, image.width))
+    def decode(data: bytes) -> Image.Image:
+        return Image.open(io.BytesIO(data)).convert("RGB")
 
-    return run
+    return decode_then(decode, pil_tail(tv), lambda image: (image.height, image.width))
 
 
 def opencv_tail(cv2: Any, interpolation: int) -> Callable[..., torch.Tensor]:
@@ -328,21 +377,15 @@ def opencv_tail(cv2: Any, interpolation: int) -> Callable[..., torch.Tensor]:
     return run
 
 
-def opencv_side(jpegs: list[bytes], cv2: Any, interpolation: int) -> Callable[[], torch.Tensor]:
+def opencv_side(cv2: Any, interpolation: int) -> OneImage:
     """``cv2.imdecode`` to RGB, then :func:`opencv_tail`."""
     flags = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
-    tail = opencv_tail(cv2, interpolation)
 
     def decode(data: bytes) -> np.ndarray:
         return cv2.imdecode(np.frombuffer(data, np.uint8), flags)
 
-    next_jpeg, draws = cycler(jpegs), Draws()
-
-    def run() -> torch.Tensor:
-        array = decode(next_jpeg())
-        return tail(array, *draws(*array.shape[:2]))
-
-    return run
+    tail = opencv_tail(cv2, interpolation)
+    return decode_then(decode, tail, lambda array: array.shape[:2])
 
 
 def optional_module(name: str) -> Callable[[], Any]:
@@ -357,10 +400,9 @@ def optional_module(name: str) -> Callable[[], Any]:
     return load
 
 
-def e2e_peer_sides(jpegs: list[bytes], tv: Any | None) -> tuple[dict[str, Callable], list[str]]:
-    """Factories of every peer side that works here (each call: a fresh side, its own
-    images and draws from the start), and a line per peer library saying what loaded."""
-    factories: dict[str, Callable[[], Callable[[], torch.Tensor]]] = {}
+def e2e_peer_sides(jpegs: list[bytes], tv: Any | None) -> tuple[dict[str, OneImage], list[str]]:
+    """Every peer side that works here, and a line per peer library saying what loaded."""
+    sides: dict[str, OneImage] = {}
     lines = []
     tail = None if tv is None else v2_tail(tv)
     decoder = "our decode_jpeg"
@@ -374,9 +416,9 @@ def e2e_peer_sides(jpegs: list[bytes], tv: Any | None) -> tuple[dict[str, Callab
         def tensor_decode(data: bytes) -> torch.Tensor:
             return decode_tv(torch.frombuffer(bytearray(data), dtype=torch.uint8))
 
-        factories[f"{decoder} + tv v2"] = lambda: decode_then(jpegs, tensor_decode, tail)
+        sides[f"{decoder} + tv v2"] = decode_then(tensor_decode, tail)
     pil_name = "Pillow + tv v1" if tv is not None else "Pillow (same steps)"
-    factories[pil_name] = lambda: pil_side(jpegs, tv)
+    sides[pil_name] = pil_side(tv)
 
     simplejpeg, line = harness.load_peer(optional_module("simplejpeg"))
     lines.append(f"simplejpeg: {line}")
@@ -395,10 +437,8 @@ def e2e_peer_sides(jpegs: list[bytes], tv: Any | None) -> tuple[dict[str, Callab
                 )
             )
 
-        factories["simplejpeg + tv v2"] = lambda: decode_then(jpegs, sj_decode, tail)
-        factories["simplejpeg scaled + tv v2"] = lambda: scaled_decode_then(
-            jpegs, sj_size, sj_decode, tail
-        )
+        sides["simplejpeg + tv v2"] = decode_then(sj_decode, tail)
+        sides["simplejpeg scaled + tv v2"] = scaled_decode_then(sj_size, sj_decode, tail)
     turbojpeg, line = harness.load_peer(optional_module("turbojpeg"))
     lines.append(f"PyTurboJPEG: {line}")
     if turbojpeg is not None and tail is not None:
@@ -412,41 +452,36 @@ def e2e_peer_sides(jpegs: list[bytes], tv: Any | None) -> tuple[dict[str, Callab
             scaling = None if k == 1 else (1, k)
             return chw(turbo.decode(data, pixel_format=rgb, scaling_factor=scaling))
 
-        factories["PyTurboJPEG + tv v2"] = lambda: decode_then(jpegs, tj_decode, tail)
-        factories["PyTurboJPEG scaled + tv v2"] = lambda: scaled_decode_then(
-            jpegs, tj_size, tj_decode, tail
-        )
+        sides["PyTurboJPEG + tv v2"] = decode_then(tj_decode, tail)
+        sides["PyTurboJPEG scaled + tv v2"] = scaled_decode_then(tj_size, tj_decode, tail)
     cv2, line = harness.load_peer(optional_module("cv2"))
     lines.append(f"OpenCV: {line}")
     if cv2 is not None:
         cv2.setNumThreads(1)
-        factories["OpenCV INTER_AREA"] = lambda: opencv_side(jpegs, cv2, cv2.INTER_AREA)
-        factories[E2E_ALIASED] = lambda: opencv_side(jpegs, cv2, cv2.INTER_LINEAR)
-    return factories, lines
+        sides["OpenCV INTER_AREA"] = opencv_side(cv2, cv2.INTER_AREA)
+        sides[E2E_ALIASED] = opencv_side(cv2, cv2.INTER_LINEAR)
+    return sides, lines
 
 
-# OpenCV's bilinear resize without antialiasing: not the same result (it aliases when it
-# shrinks), reported beside the others but not a candidate for the best peer.
-E2E_ALIASED = "OpenCV INTER_LINEAR (no antialias)"
 E2E_CHECK_IMAGES = 16
 
 
-def check_same_draws(ours: Callable[[], torch.Tensor], peers: dict[str, Callable]) -> list[str]:
-    """Each fresh peer side's first images against a fresh ours: the same boxes and flips
-    give close outputs (the decoders and resize filters differ a little)."""
-    expected = [ours() for _ in range(E2E_CHECK_IMAGES)]
+def check_same_draws(jpegs: list[bytes], peers: dict[str, OneImage]) -> list[str]:
+    """Each peer's first images against ours: the same boxes and flips give close
+    outputs (the decoders and resize filters differ a little)."""
+    jpegs = jpegs[:E2E_CHECK_IMAGES]
+    expected = first_outputs(jpegs, *ours_one())
     lines = []
-    for name, make in peers.items():
-        side = make()
-        diffs = [float((side() - want).abs().mean()) for want in expected]
-        worst = max(diffs)
+    for name, one in peers.items():
+        got = first_outputs(jpegs, one)
+        worst = max(float((g - e).abs().mean()) for g, e in zip(got, expected, strict=True))
         if worst > 0.1:  # a different box or flip moves whole regions: a mean of ~0.3-1
             raise AssertionError(f"e2e {name}: not the crops ours draws (mean |diff| {worst:.3f})")
         lines.append(f"{name}: mean |diff| <= {worst:.3f} (normalised units)")
     return lines
 
 
-def thread_cpu_times(sides: Sequence[Side], repeats: int, calls: int) -> dict[str, float]:
+def thread_cpu_times(sides: Sequence[Side], repeats: int) -> dict[str, float]:
     """The median thread CPU seconds per call of each side, the sides taking turns.
 
     CPU time leaves out the time other processes hold the cores: on a busy machine
@@ -456,27 +491,28 @@ def thread_cpu_times(sides: Sequence[Side], repeats: int, calls: int) -> dict[st
     for _ in range(repeats):
         for side in sides:
             start = time.thread_time()
-            for _ in range(calls):
-                side.fn()
-            samples[side.name].append((time.thread_time() - start) / calls)
+            side.fn()
+            samples[side.name].append(time.thread_time() - start)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
-    def make_ours() -> Callable[[], torch.Tensor]:
-        fused = ours_pipeline(torch.Generator().manual_seed(0), fused_decode=True)
-        next_jpeg = cycler(jpegs)
-        return lambda: fused(next_jpeg())
+def per_image(timing: Timing, images: int) -> Timing:
+    """A timing of calls over ``images`` images as a timing per image."""
+    return Timing([s / images for s in timing.samples], timing.number)
 
+
+def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
     peers, lines = e2e_peer_sides(jpegs, tv)
-    for line in lines + check_same_draws(make_ours(), peers):
+    for line in lines + check_same_draws(jpegs, peers):
         print(f"- e2e {line}", flush=True)
-    sides = [Side("ours", make_ours())] + [Side(name, make()) for name, make in peers.items()]
-    t = harness.measure(sides, args.repeats, args.min_time)
+    sides = [Side("ours", every_image(jpegs, *ours_one()))]
+    sides += [Side(name, every_image(jpegs, one)) for name, one in peers.items()]
+    n = len(jpegs)
+    t = {k: per_image(v, n) for k, v in harness.measure(sides, args.repeats, args.min_time).items()}
     name = "JPEG bytes → normalised 224x224 (fused DecodeRandomResizedCrop)"
     candidates = sorted((p for p in peers if p != E2E_ALIASED), key=lambda p: t[p].median)
     best = candidates[0]
-    cpu = thread_cpu_times(sides, args.repeats, len(jpegs))
+    cpu = {k: v / n for k, v in thread_cpu_times(sides, args.repeats).items()}
     for p in candidates:
         print(f"- e2e thread CPU time per image: ours {fmt_time(cpu['ours'])}, {p} "
               f"{fmt_time(cpu[p])}: {cpu[p] / cpu['ours']:.2f}x", flush=True)  # fmt: skip
