@@ -235,6 +235,14 @@ def test_chosen_runs_are_written_once_each(photos, name: str, dtype, monkeypatch
     assert t._apply_to_chosen(x, torch.zeros(9, dtype=torch.bool)) is x
 
 
+def test_per_sample_grayscale_of_one_channel_images_copies_them(photos: torch.Tensor) -> None:
+    x = photos[:, 1:2].contiguous()
+    for dtype in (torch.uint8, torch.float32):
+        gray = as_dtype(x, dtype)
+        out = T.RandomGrayscale(0.5, per_sample=True, generator=seeded(2))(gray)
+        assert out is not gray and torch.equal(out, gray)
+
+
 def test_solarize_uint8_at_every_threshold() -> None:
     # Every uint8 value against integer and fractional thresholds: NumPy's comparison in
     # float32 (torch compares uint8 with a float threshold in float32: 127 >= 127.000001).
