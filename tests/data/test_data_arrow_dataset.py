@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import pickle
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -444,6 +445,8 @@ def test_index_errors_are_those_of_the_public_getitem(tmp_path: pathlib.Path) ->
         with pytest.raises(error) as public:
             ArrowDataset.__getitem__(ds, bad)
         assert str(fast.value) == str(public.value) == message
+        with pytest.raises(error, match=re.escape(message)):
+            ds.__getitems__([0, bad])  # torch's DataLoader fetches batches so
     empty = ArrowDataset.from_table(make_table(0, 0))
     with pytest.raises(IndexError, match="index 0 out of range for 0 rows"):
         empty[0]

@@ -373,7 +373,11 @@ class ArrowDataset(MapPipe):
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """Rows ``indices`` as a list of dicts (torch's DataLoader fetches batches so)."""
-        return [self._row(self._resolve(i)) for i in indices]
+        read, direct = self._read, self._direct_rows
+        return [
+            read(i) if type(i) is int and 0 <= i < direct else self._row(self._resolve(i))
+            for i in indices
+        ]
 
     def _base(self, rows: np.ndarray) -> np.ndarray:
         return rows if self._indices is None else self._indices[rows]
