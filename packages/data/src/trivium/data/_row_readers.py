@@ -5,8 +5,8 @@ matrix over the mapped buffers, and the expression that reads row ``j`` from it.
 piece of Python source then reads a whole row as a dict display over those
 expressions, compiled once per dataset (as ``collections.namedtuple`` builds its
 code). :func:`row_class` makes that source the ``__getitem__`` of a subclass made for
-one dataset, so that ``ds[i]`` runs a single Python frame: the index check, the
-bisect of the record batches and the columns' C calls.
+one dataset, so that ``ds[i]`` runs a single Python frame: the index check, finding
+the row's record batch (:func:`_locate`) and the columns' C calls.
 """
 
 from __future__ import annotations
@@ -221,7 +221,9 @@ def row_class(
     """
     source = _row_source(names, batches, starts)
     qualname = f"{base.__qualname__}Rows"
-    code = (  # the common case, 0 <= i < rows, costs two comparisons
+    # exactly (self, i), no defaults: CPython then runs ds[i] without a C-level call
+    # (BINARY_SUBSCR_GETITEM). The common case, 0 <= i < rows, costs two comparisons.
+    code = (
         "def __getitem__(self, i):\n"
         f"    if type(i) is int and i < {rows}:\n"
         "        if i < 0:\n"

@@ -206,10 +206,10 @@ class ArrowDataset(MapPipe):
     sampler and with :class:`trivium.data.DataLoader`.
 
     A dataset over whole files is an instance of a subclass made for its columns
-    (``ArrowDatasetRows``, of ``ArrowDataset`` or of your subclass), whose
-    ``__getitem__`` reads a row in a single Python call; test it with ``isinstance``.
-    It pickles and copies as the class you made it with, and a subclass that
-    overrides ``__getitem__`` keeps its own.
+    (``ArrowDatasetRows``; ``MyDatasetRows`` for your subclass ``MyDataset``), whose
+    ``__getitem__`` reads a row in a single Python call: test the type with
+    ``isinstance``. It pickles and copies as the class you made it with, and a
+    subclass that overrides ``__getitem__`` keeps its own.
 
     Errors: a missing path raises :class:`~trivium.core.errors.PathNotFoundError`,
     an empty file :class:`~trivium.core.errors.EmptyInputError`, both naming it.
