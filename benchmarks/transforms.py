@@ -400,67 +400,102 @@ def optional_module(name: str) -> Callable[[], Any]:
     return load
 
 
-def e2e_peer_sides(jpegs: list[bytes], tv: Any | None) -> tuple[dict[str, OneImage], list[str]]:
-    """Every peer side that works here, and a line per peer library saying what loaded."""
-    sides: dict[str, OneImage] = {}
-    lines = []
+def simplejpeg_sides(simplejpeg: Any, tail: Callable[..., torch.Tensor]) -> dict[str, OneImage]:
+    """simplejpeg's full and scaled decodes, then ``tail``."""
+
+    def size_of(data: bytes) -> tuple[int, int]:
+        return simplejpeg.decode_jpeg_header(data)[:2]
+
+    def decode(data: bytes, k: int = 1) -> torch.Tensor:
+        if k == 1:
+            return chw(simplejpeg.decode_jpeg(data))
+        height, width = size_of(data)
+        smallest = {"min_height": -(-height // k), "min_width": -(-width // k), "min_factor": k}
+        return chw(simplejpeg.decode_jpeg(data, **smallest))
+
+    return {
+        "simplejpeg + tv v2": decode_then(decode, tail),
+        "simplejpeg scaled + tv v2": scaled_decode_then(size_of, decode, tail),
+    }
+
+
+def turbojpeg_sides(turbojpeg: Any, tail: Callable[..., torch.Tensor]) -> dict[str, OneImage]:
+    """PyTurboJPEG's full and scaled decodes, then ``tail``."""
+    turbo, rgb = turbojpeg.TurboJPEG(), turbojpeg.TJPF_RGB
+
+    def size_of(data: bytes) -> tuple[int, int]:
+        width, height = turbo.decode_header(data)[:2]
+        return height, width
+
+    def decode(data: bytes, k: int = 1) -> torch.Tensor:
+        scaling = None if k == 1 else (1, k)
+        return chw(turbo.decode(data, pixel_format=rgb, scaling_factor=scaling))
+
+    return {
+        "PyTurboJPEG + tv v2": decode_then(decode, tail),
+        "PyTurboJPEG scaled + tv v2": scaled_decode_then(size_of, decode, tail),
+    }
+
+
+def opencv_sides(cv2: Any, tail: Any) -> dict[str, OneImage]:
+    """OpenCV's pipeline with INTER_AREA and INTER_LINEAR (``tail`` is not used)."""
+    cv2.setNumThreads(1)
+    return {
+        "OpenCV INTER_AREA": opencv_side(cv2, cv2.INTER_AREA),
+        E2E_ALIASED: opencv_side(cv2, cv2.INTER_LINEAR),
+    }
+
+
+# Each peer library: (name, module, its sides, whether they need torchvision v2), and
+# the names of its sides (rows saying why when the library is missing).
+E2E_LIBRARIES = (
+    ("simplejpeg", "simplejpeg", simplejpeg_sides, True),
+    ("PyTurboJPEG", "turbojpeg", turbojpeg_sides, True),
+    ("OpenCV", "cv2", opencv_sides, False),
+)
+E2E_LIBRARY_SIDES = {
+    "simplejpeg": ("simplejpeg + tv v2", "simplejpeg scaled + tv v2"),
+    "PyTurboJPEG": ("PyTurboJPEG + tv v2", "PyTurboJPEG scaled + tv v2"),
+    "OpenCV": ("OpenCV INTER_AREA", E2E_ALIASED),
+}
+
+
+def torchvision_sides(jpegs: list[bytes], tv: Any | None) -> dict[str, OneImage]:
+    """A full decode (torchvision's, else ours) + tv v2, and Pillow + tv v1 (or the same
+    steps in Pillow when torchvision is missing)."""
+    if tv is None:
+        return {"Pillow (same steps)": pil_side(None)}
+    try:
+        tv.io.decode_jpeg(torch.frombuffer(bytearray(jpegs[0]), dtype=torch.uint8))
+        decode, decoder = tv.io.decode_jpeg, "torchvision decode_jpeg"
+    except Exception:  # the C++ decoder is not available: our full decode stands in
+        decode, decoder = decode_jpeg, "our decode_jpeg"
+
+    def tensor_decode(data: bytes) -> torch.Tensor:
+        return decode(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+
+    return {
+        f"{decoder} + tv v2": decode_then(tensor_decode, v2_tail(tv)),
+        "Pillow + tv v1": pil_side(tv),
+    }
+
+
+def e2e_peer_sides(
+    jpegs: list[bytes], tv: Any | None
+) -> tuple[dict[str, OneImage], dict[str, str], list[str]]:
+    """Every peer side that works here, why each other one is missing, and a line per
+    peer library saying what loaded."""
+    sides, missing, lines = torchvision_sides(jpegs, tv), {}, []
     tail = None if tv is None else v2_tail(tv)
-    decoder = "our decode_jpeg"
-    if tv is not None:
-        try:
-            tv.io.decode_jpeg(torch.frombuffer(bytearray(jpegs[0]), dtype=torch.uint8))
-            decode_tv, decoder = tv.io.decode_jpeg, "torchvision decode_jpeg"
-        except Exception:  # the C++ decoder is not available: our full decode stands in
-            decode_tv = decode_jpeg
-
-        def tensor_decode(data: bytes) -> torch.Tensor:
-            return decode_tv(torch.frombuffer(bytearray(data), dtype=torch.uint8))
-
-        sides[f"{decoder} + tv v2"] = decode_then(tensor_decode, tail)
-    pil_name = "Pillow + tv v1" if tv is not None else "Pillow (same steps)"
-    sides[pil_name] = pil_side(tv)
-
-    simplejpeg, line = harness.load_peer(optional_module("simplejpeg"))
-    lines.append(f"simplejpeg: {line}")
-    if simplejpeg is not None and tail is not None:
-
-        def sj_size(data: bytes) -> tuple[int, int]:
-            return simplejpeg.decode_jpeg_header(data)[:2]
-
-        def sj_decode(data: bytes, k: int = 1) -> torch.Tensor:
-            if k == 1:
-                return chw(simplejpeg.decode_jpeg(data))
-            height, width = sj_size(data)
-            return chw(
-                simplejpeg.decode_jpeg(
-                    data, min_height=-(-height // k), min_width=-(-width // k), min_factor=k
-                )
-            )
-
-        sides["simplejpeg + tv v2"] = decode_then(sj_decode, tail)
-        sides["simplejpeg scaled + tv v2"] = scaled_decode_then(sj_size, sj_decode, tail)
-    turbojpeg, line = harness.load_peer(optional_module("turbojpeg"))
-    lines.append(f"PyTurboJPEG: {line}")
-    if turbojpeg is not None and tail is not None:
-        turbo, rgb = turbojpeg.TurboJPEG(), turbojpeg.TJPF_RGB
-
-        def tj_size(data: bytes) -> tuple[int, int]:
-            width, height = turbo.decode_header(data)[:2]
-            return height, width
-
-        def tj_decode(data: bytes, k: int = 1) -> torch.Tensor:
-            scaling = None if k == 1 else (1, k)
-            return chw(turbo.decode(data, pixel_format=rgb, scaling_factor=scaling))
-
-        sides["PyTurboJPEG + tv v2"] = decode_then(tj_decode, tail)
-        sides["PyTurboJPEG scaled + tv v2"] = scaled_decode_then(tj_size, tj_decode, tail)
-    cv2, line = harness.load_peer(optional_module("cv2"))
-    lines.append(f"OpenCV: {line}")
-    if cv2 is not None:
-        cv2.setNumThreads(1)
-        sides["OpenCV INTER_AREA"] = opencv_side(cv2, cv2.INTER_AREA)
-        sides[E2E_ALIASED] = opencv_side(cv2, cv2.INTER_LINEAR)
-    return sides, lines
+    for label, module, make, needs_tv in E2E_LIBRARIES:
+        library, line = harness.load_peer(optional_module(module))
+        lines.append(f"{label}: {line}")
+        if library is None or (needs_tv and tail is None):
+            why = line if library is None else "torchvision not installed"
+            missing.update(dict.fromkeys(E2E_LIBRARY_SIDES[label], why))
+        else:
+            sides.update(make(library, tail))
+    return sides, missing, lines
 
 
 E2E_CHECK_IMAGES = 16
@@ -502,7 +537,7 @@ def per_image(timing: Timing, images: int) -> Timing:
 
 
 def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> list[Row]:
-    peers, lines = e2e_peer_sides(jpegs, tv)
+    peers, missing, lines = e2e_peer_sides(jpegs, tv)
     for line in lines + check_same_draws(jpegs, peers):
         print(f"- e2e {line}", flush=True)
     sides = [Side("ours", every_image(jpegs, *ours_one()))]
@@ -520,6 +555,7 @@ def bench_e2e(jpegs: list[bytes], tv: Any | None, args: argparse.Namespace) -> l
     rows += [harness.row_from(name, t, "ours", p) for p in candidates[1:]]
     if E2E_ALIASED in peers:
         rows.append(harness.row_from(name, t, "ours", E2E_ALIASED))
+    rows += [harness.row_from(name, t, "ours", p, missing=why) for p, why in missing.items()]
     return rows
 
 
