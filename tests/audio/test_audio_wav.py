@@ -19,7 +19,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trivium.audio import _wav
+from trivium.audio import _buffers, _wav
 from trivium.audio import io as aio
 from trivium.audio.io import info, load
 from trivium.core.errors import DecodeError
@@ -273,6 +273,108 @@ def test_odd_files_are_left_to_libsndfile(monkeypatch: pytest.MonkeyPatch) -> No
             assert_same(load(data), expected)
     with pytest.raises(DecodeError, match="truncated"):
         load(odd["cut"])
+
+
+# ---------------------------------------------------------------------------- long files
+
+
+def small_parts(monkeypatch: pytest.MonkeyPatch, part_bytes: int, threads: int) -> None:
+    """Make files over 1000 bytes take the parts path, in parts of ``part_bytes``."""
+    monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
+    monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
+    monkeypatch.setattr(aio, "_WAV_PART_BYTES", part_bytes)
+    monkeypatch.setattr(aio, "_STEREO_FRAMES", 64)
+    monkeypatch.setattr(aio, "get_num_threads", lambda: threads)
+    # Buffers of at least one part are reused, as the outputs of long files are.
+    outputs = _buffers.BufferCache(keep=2, min_bytes=part_bytes, max_bytes=1 << 20)
+    monkeypatch.setattr(aio, "_WAV_OUTPUTS", outputs)
+
+
+@pytest.mark.parametrize("channels", [1, 2, 3])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_long_16_bit_files_equal_scipy(
+    channels: int, threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parts path against scipy.io.wavfile: int16 as stored and float32 / 32768, both
+    layouts, lengths around the part and piece boundaries (odd ones included), each load
+    into memory a previous load's output left (its values all overwritten)."""
+    scipy_wavfile = pytest.importorskip("scipy.io.wavfile")
+    small_parts(monkeypatch, 300 * channels * 2, threads)  # parts of 300 frames
+    parts = []
+    in_parts = aio._wav_in_parts
+    monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: parts.append(1) or in_parts(*a))
+    lengths = (599, 600, 601, 1201, 3001)  # as stored: one read up to 2 parts, then pieces
+    for frames in lengths:
+        path = tmp_path / f"{frames}.wav"
+        path.write_bytes(wav_bytes("PCM_16", channels, frames, seed=frames))
+        stored = scipy_wavfile.read(path)[1].reshape(frames, channels)
+        scaled = stored.astype(np.float32) / np.float32(32768)
+        for _ in range(2):
+            as_stored = load(path, normalize=False, channels_first=False)[0]
+            assert as_stored.dtype == torch.int16 and np.array_equal(as_stored.numpy(), stored)
+            assert np.array_equal(load(path, normalize=False)[0].numpy(), stored.T)
+            assert np.array_equal(load(path, channels_first=False)[0].numpy(), scaled)
+            assert np.array_equal(load(path)[0].numpy(), scaled.T)
+    assert len(parts) == len(lengths) * 2 * 4
+
+
+def test_long_file_outputs_never_share_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An output's memory serves a later load only once the output and every tensor or
+    array made from it are gone; the values a caller holds never change."""
+    small_parts(monkeypatch, 400, 1)
+    paths = []
+    for seed, frames in enumerate((3000, 2000)):
+        paths.append(tmp_path / f"{seed}.wav")
+        paths[-1].write_bytes(wav_bytes("PCM_16", 2, frames, seed=seed))
+    first = load(paths[0], normalize=False)[0]
+    address = first.data_ptr()
+    del first
+    first = load(paths[0], normalize=False)[0]
+    assert first.data_ptr() == address  # a dead output's memory is reused
+    expected = first.clone()
+    views = [first[1], first.numpy()[:, 5:], first[:, :10].view(torch.uint8)]
+    del first
+    held = [load(paths[1], normalize=False)[0] for _ in range(3)]
+    assert address not in {t.data_ptr() for t in held}  # the views hold it
+    assert torch.equal(views[0], expected[1]) and np.array_equal(views[1], expected.numpy()[:, 5:])
+    freed = {address} | {t.data_ptr() for t in held}
+    del views, held
+    again = load(paths[1], normalize=False)[0]
+    assert again.data_ptr() in freed
+    assert torch.equal(again, libsndfile_load(monkeypatch, paths[1], normalize=False)[0])
+
+
+def test_buffer_cache_keeps_few_buffers_of_fitting_sizes() -> None:
+    cache = _buffers.BufferCache(keep=2, min_bytes=1000, max_bytes=4000)
+    assert cache.empty((10,), np.int16).base is None  # under min_bytes: a plain array
+    assert cache.empty((4001,), np.uint8).base is None and not cache._free  # over max_bytes
+    small, middle, large = (cache.empty((n,), np.uint8) for n in (1000, 1500, 3000))
+    addresses = [small.ctypes.data, middle.ctypes.data, large.ctypes.data]
+    del small, middle, large  # given back in this order: the oldest (small) is dropped
+    assert [b.ctypes.data for b in cache._free] == addresses[1:]
+    # 2000 bytes fit the 3000 buffer only (1500 is too small), 1000 the 1500 one (at most 2x)
+    kept = [cache.empty((2000,), np.uint8), cache.empty((1000,), np.uint8)]
+    assert [a.ctypes.data for a in kept] == [addresses[2], addresses[1]]
+    assert kept[0].shape == (2000,) and not cache._free
+    cache._lock.acquire()  # a finalizer running while the cache is busy drops its buffer
+    del kept
+    cache._lock.release()
+    assert not cache._free
+
+
+def test_a_forked_child_starts_with_no_buffers(tmp_path: Path) -> None:
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    cache = _buffers.BufferCache(keep=2, min_bytes=0, max_bytes=1000)
+    cache.empty((100,), np.uint8)  # dies at once: one kept buffer
+    assert len(cache._free) == 1
+    pid = os.fork()
+    if pid == 0:  # the child reports through its exit status
+        os._exit(0 if not cache._free and cache._lock.acquire(blocking=False) else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert len(cache._free) == 1
 
 
 # ---------------------------------------------------------------------------- fuzzing

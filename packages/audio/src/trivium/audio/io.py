@@ -42,7 +42,7 @@ import soundfile as sf
 import torch
 from torch import Tensor
 
-from trivium.audio import _wav
+from trivium.audio import _buffers, _wav
 from trivium.core.errors import (
     DecodeError,
     EmptyInputError,
@@ -141,6 +141,10 @@ _WAV_HEAD_BYTES = 1 << 12
 _WAV_LONG_HEAD_BYTES = 1 << 16
 _WAV_TAIL_BYTES = 1 << 20
 _WAV_PART_BYTES = 1 << 20
+# The outputs of long files (the parts path) reuse the memory of dead ones (_buffers):
+# two buffers serve a loop that holds one waveform while loading the next; beyond 32 MiB
+# (glibc maps such blocks afresh every time anyway) the memory is not kept.
+_WAV_OUTPUTS = _buffers.BufferCache(keep=2, min_bytes=_WAV_WHOLE_BYTES, max_bytes=1 << 25)
 # Scale from stored samples to load's float32 (8-bit after centring on 0), as libsndfile
 # normalises: power-of-two scales, so the same float32 bit for bit. 1.0 casts a DOUBLE.
 _WAV_SCALES = {"PCM_U8": 2.0**-7, "PCM_16": 2.0**-15, "PCM_24": 2.0**-31, "PCM_32": 2.0**-31}
@@ -753,7 +757,7 @@ def _wav_in_parts(
     channels, frame_bytes = layout.channels, layout.frame_bytes
     shape = (channels, frames) if channels_first else (frames, channels)
     scale = _wav_scale(layout, normalize)
-    out = np.empty(shape, np.float32 if scale is not None else layout.dtype)
+    out = _WAV_OUTPUTS.empty(shape, np.float32 if scale is not None else layout.dtype)
     if scale is None and layout.bits != 24 and (channels == 1 or not channels_first):
         # Stored as returned: read straight into the output, a piece per pool thread.
         whole = _read_in_pieces(fd, out.reshape(-1).view(np.uint8), start)
