@@ -8,6 +8,7 @@
 #include <jerror.h>
 
 #include "exif.h"
+#include "jpeg_color.h"
 
 namespace trivium {
 namespace {
@@ -582,9 +583,52 @@ bool set_subsampling(jpeg_compress_struct* cinfo, int subsampling, Diagnostics* 
     return true;
 }
 
+// Whether the encode converts RGB to YCbCr 4:2:0 itself (jpeg_color.h) and hands
+// libjpeg raw planes: 8-bit RGB at 4:2:0, on AVX2 CPUs (elsewhere libjpeg's own SIMD
+// conversion is faster than the scalar one) or from planes (which libjpeg cannot read).
+bool uses_ycc420(const RgbImage& image, const JpegEncodeOptions& options) {
+    return image.g != nullptr && options.precision == 8 && options.subsampling == 420 &&
+           (image.planar || ycc420_vectorised());
+}
+
+// Writes the image as raw YCbCr, one iMCU row (16 image rows) per call. Rows below
+// the image repeat the last luma row and the last chroma row, as libjpeg pads them
+// (jcprepct.c: the bottom row before downsampling, then the last downsampled row).
+void write_ycc420(jpeg_compress_struct* cinfo, const RgbImage& image) {
+    const JDIMENSION luma_width = JDIMENSION(ycc420_padded_width(image.width));
+    auto* common = reinterpret_cast<j_common_ptr>(cinfo);
+    JSAMPARRAY luma = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width, 16);
+    JSAMPARRAY cb = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width / 2, 8);
+    JSAMPARRAY cr = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width / 2, 8);
+    JSAMPROW luma_rows[16], cb_rows[8], cr_rows[8];
+    JSAMPARRAY planes[3] = {luma_rows, cb_rows, cr_rows};
+    const int height = image.height;
+    for (int top = 0; top < height; top += 16) {
+        for (int i = 0; i < 8; ++i) {
+            const int row = top + 2 * i;
+            if (row < height) {
+                rgb_rows_to_ycc420(image, row, std::min(row + 1, height - 1), luma[2 * i],
+                                   luma[2 * i + 1], cb[i], cr[i]);
+                luma_rows[2 * i] = luma[2 * i];
+                luma_rows[2 * i + 1] = luma[2 * i + 1];
+                cb_rows[i] = cb[i];
+                cr_rows[i] = cr[i];
+            } else {
+                luma_rows[2 * i] = luma_rows[2 * i + 1] = luma_rows[height - 1 - top];
+                cb_rows[i] = cb_rows[i - 1];
+                cr_rows[i] = cr_rows[i - 1];
+            }
+        }
+        jpeg_write_raw_data(cinfo, planes, 16);
+    }
+}
+
 // The libjpeg calls of an encode, isolated so that a longjmp skips no destructor.
-bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, int channels,
+// `image` describes the samples for write_ycc420 (its g is null unless they are 8-bit
+// RGB); `pixels` and `row_stride` give them to libjpeg's own conversion.
+bool run_encoder(EncoderState* s, const RgbImage& image, const uint8_t* pixels, int channels,
                  ptrdiff_t row_stride, const JpegEncodeOptions& options, Diagnostics* diag) {
+    const int height = image.height, width = image.width;
     if (setjmp(s->err.jump)) return false;
     jpeg_create_compress(&s->cinfo);
     if (!start_dest(s, size_t(height) * size_t(width) * size_t(channels))) {
@@ -602,6 +646,8 @@ bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, 
     s->cinfo.optimize_coding = options.optimize || options.precision == 12 ? TRUE : FALSE;
     if (channels == 3 && !set_subsampling(&s->cinfo, options.subsampling, diag)) return false;
     if (options.progressive) jpeg_simple_progression(&s->cinfo);
+    const bool raw_ycc = uses_ycc420(image, options);
+    s->cinfo.raw_data_in = raw_ycc ? TRUE : FALSE;
     jpeg_start_compress(&s->cinfo, TRUE);
 #if TRIVIUM_JPEG_WIDE
     if (options.precision == 12) {
@@ -618,6 +664,11 @@ bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, 
         return true;
     }
 #endif
+    if (raw_ycc) {
+        write_ycc420(&s->cinfo, image);
+        jpeg_finish_compress(&s->cinfo);
+        return true;
+    }
     // Every row pointer at once: libjpeg converts and downsamples whole row groups
     // per call.
     JSAMPARRAY rows = static_cast<JSAMPARRAY>((*s->cinfo.mem->alloc_large)(
@@ -631,11 +682,9 @@ bool run_encoder(EncoderState* s, const uint8_t* pixels, int height, int width, 
     return true;
 }
 
-}  // namespace
-
-bool encode_jpeg(const void* pixels, int height, int width, int channels,
-                 ptrdiff_t row_stride, const JpegEncodeOptions& options, uint8_t** data,
-                 size_t* size, Diagnostics* diag) {
+// The argument checks of both entry points.
+bool check_encode(int height, int width, int channels, const JpegEncodeOptions& options,
+                  Diagnostics* diag) {
     if (options.precision != 8 && (options.precision != 12 || !TRIVIUM_JPEG_WIDE)) {
         return diag->fail(ErrorKind::Corrupt,
                           std::to_string(options.precision) + "-bit JPEG encode is not supported" +
@@ -661,20 +710,48 @@ bool encode_jpeg(const void* pixels, int height, int width, int channels,
         return diag->fail(ErrorKind::Corrupt,
                           "subsampling must be 444, 422, 420 or 440, got " + std::to_string(sub));
     }
+    return true;
+}
+
+bool encode(const RgbImage& image, const uint8_t* pixels, int channels, ptrdiff_t row_stride,
+            const JpegEncodeOptions& options, uint8_t** data, size_t* size, Diagnostics* diag) {
     EncoderState state;
     std::memset(&state.cinfo, 0, sizeof(state.cinfo));
     state.cinfo.err = jpeg_std_error(&state.err.pub);
     state.err.pub.error_exit = on_error_exit;
     state.err.pub.emit_message = on_message;
     state.err.diag = diag;
-    const bool ok = run_encoder(&state, static_cast<const uint8_t*>(pixels), height, width,
-                                channels, row_stride, options, diag);
+    const bool ok = run_encoder(&state, image, pixels, channels, row_stride, options, diag);
     if (ok) {  // the caller takes the buffer; otherwise it is freed with the state
         *size = state.dest.used();
         *data = std::exchange(state.dest.data, nullptr);
     }
     jpeg_destroy_compress(&state.cinfo);
     return ok;
+}
+
+}  // namespace
+
+bool encode_jpeg(const void* pixels, int height, int width, int channels,
+                 ptrdiff_t row_stride, const JpegEncodeOptions& options, uint8_t** data,
+                 size_t* size, Diagnostics* diag) {
+    if (!check_encode(height, width, channels, options, diag)) return false;
+    const auto* p = static_cast<const uint8_t*>(pixels);
+    const bool rgb8 = channels == 3 && options.precision == 8;
+    const RgbImage image{p, rgb8 ? p + 1 : nullptr, p + 2, row_stride, height, width, false};
+    return encode(image, p, channels, row_stride, options, data, size, diag);
+}
+
+bool encode_jpeg_planes(const uint8_t* planes, int height, int width,
+                        const JpegEncodeOptions& options, uint8_t** data, size_t* size,
+                        Diagnostics* diag) {
+    if (!check_encode(height, width, 3, options, diag)) return false;
+    const ptrdiff_t plane = ptrdiff_t(height) * width;
+    const RgbImage image{planes, planes + plane, planes + 2 * plane, width, height, width, true};
+    if (!uses_ycc420(image, options)) {
+        return diag->fail(ErrorKind::Corrupt, "planar RGB encodes at 8 bits and 4:2:0 only");
+    }
+    return encode(image, nullptr, 3, 0, options, data, size, diag);
 }
 
 }  // namespace trivium

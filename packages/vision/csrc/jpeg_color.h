@@ -1,0 +1,34 @@
+// RGB -> YCbCr 4:2:0 for the JPEG encoder: libjpeg's colour conversion (jccolor.c)
+// and its 2x2 chroma downsampling (jcsample.c, h2v2_downsample) in one pass, bit for
+// bit, so that the encoder can hand libjpeg raw YCbCr planes (jpeg_write_raw_data).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace trivium {
+
+// 8-bit RGB samples: interleaved (H, W, 3) rows when `planar` is false (r points at the
+// first pixel), else three (H, W) planes. Rows are `row_stride` bytes apart.
+struct RgbImage {
+    const uint8_t* r;
+    const uint8_t* g;
+    const uint8_t* b;
+    ptrdiff_t row_stride;
+    int height, width;
+    bool planar;
+};
+
+// Converts source rows `row0` and `row1` (equal for an odd height's last row) into
+// two luma rows and one row of each chroma plane. Columns past the image repeat its
+// last pixel, as libjpeg pads them: `y0`/`y1` get padded_width samples and `cb`/`cr`
+// padded_width / 2, where padded_width is the width rounded up to a multiple of 16.
+void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, uint8_t* y1,
+                        uint8_t* cb, uint8_t* cr);
+
+// The width rounded up to the 16 columns of a 4:2:0 MCU.
+inline int ycc420_padded_width(int width) { return (width + 15) & ~15; }
+
+// Whether this CPU runs the vectorised conversion (AVX2); the scalar one is exact too.
+bool ycc420_vectorised();
+
+}  // namespace trivium
