@@ -199,6 +199,8 @@ def test_untimed_stream_seeks_by_position() -> None:
 # made by the ffmpeg binary: codec name, file suffix and encoder arguments.
 SKIPPING_ENCODES = [
     ("h264", ".mp4", ["-c:v", "libx264", "-bf", "3", "-g", "50", "-pix_fmt", "yuv420p"]),
+    ("h264", ".mkv", ["-c:v", "libx264", "-bf", "3", "-g", "50", "-pix_fmt", "yuv420p"]),
+    ("h264", ".ts", ["-c:v", "libx264", "-bf", "3", "-g", "50", "-pix_fmt", "yuv420p"]),
     ("hevc", ".mkv", ["-c:v", "libx265", "-x265-params", "bframes=4:keyint=50:log-level=0"]),
     ("mpeg4", ".avi", ["-c:v", "mpeg4", "-bf", "2", "-g", "50", "-q:v", "4"]),
     ("mpeg2video", ".ts", ["-c:v", "mpeg2video", "-bf", "2", "-g", "50", "-q:v", "4"]),
@@ -222,7 +224,7 @@ def encode_testsrc(path: Path, encoder_args: list[str], seconds: int = 4) -> Pat
 
 
 @pytest.mark.parametrize(
-    "codec,suffix,args", SKIPPING_ENCODES, ids=[e[0] for e in SKIPPING_ENCODES]
+    "codec,suffix,args", SKIPPING_ENCODES, ids=[e[0] + e[1] for e in SKIPPING_ENCODES]
 )
 def test_random_access_with_skipped_frames_is_exact(
     tmp_path: Path, codec: str, suffix: str, args: list[str]
@@ -254,8 +256,8 @@ def decoded_pts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     decoded: list[int] = []
     original = video_pyav.PyAVBackend._decoded
 
-    def counting(self, stream, wanted=None):
-        for frame in original(self, stream, wanted):
+    def counting(self, stream, wanted=None, start=None):
+        for frame in original(self, stream, wanted, start):
             decoded.append(frame.pts)
             yield frame
 
@@ -270,6 +272,66 @@ def test_frames_nothing_references_are_not_decoded(tmp_path: Path, decoded_pts: 
         frame = reader.get_frames_at([48]).data[0]  # keyframes at 0 and 50
     np.testing.assert_array_equal(frame.permute(1, 2, 0).numpy(), pyav_frames(path)[48][0])
     assert len(decoded_pts) < 40  # of the 49 frames 0..48; B-frames (about half) are skipped
+
+
+def test_h264_packets_left_out_are_those_ffmpeg_skips(tmp_path: Path) -> None:
+    """The H.264 packets never sent to the decoder are those FFmpeg's NONREF decode skips."""
+    import av
+
+    from trivium.vision.io.video_pyav import h264_unreferenced
+
+    path = encode_testsrc(tmp_path / "b.mp4", SKIPPING_ENCODES[0][2])
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stream.codec_context.skip_frame = "NONREF"
+        decoded = {frame.pts for frame in container.decode(stream)}
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        length_size = (stream.codec_context.extradata[4] & 3) + 1
+        left_out = {
+            packet.pts: h264_unreferenced(packet, length_size)
+            for packet in container.demux(stream)
+            if packet.size
+        }
+    assert {pts for pts, out in left_out.items() if out} == set(left_out) - decoded
+    assert 0 < sum(left_out.values()) < len(left_out) / 2
+
+
+@pytest.fixture
+def packets_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pts of every packet PyAV demuxes from now on, in file order."""
+    from av.container.input import InputContainer
+
+    read: list[int] = []
+    original = InputContainer.demux
+
+    def counting(self, *args, **kwargs):
+        for packet in original(self, *args, **kwargs):
+            if packet.size:
+                read.append(packet.pts)
+            yield packet
+
+    monkeypatch.setattr(InputContainer, "demux", counting)
+    return read
+
+
+@pytest.mark.parametrize("threads", [0, 1, 3])
+def test_a_clip_reads_no_packet_past_its_last_frame(
+    tmp_path: Path, packets_read: list[int], threads: int
+) -> None:
+    """Once the clip's last packet is in the decoder it is drained: nothing later is read."""
+    path = encode_testsrc(tmp_path / "b.mp4", SKIPPING_ENCODES[0][2])
+    reference = pyav_frames(path)
+    with VideoReader(path, num_threads=threads) as reader:
+        index = reader.backend.frame_index(reader.stream)
+        file_order = list(packets_read)  # the index's demux
+        packets_read.clear()
+        positions = list(range(60, 76))  # keyframes at 0, 50 and 100
+        frames = reader.get_frames_at(positions).data
+    for frame, position in zip(frames, positions, strict=True):
+        np.testing.assert_array_equal(frame.permute(1, 2, 0).numpy(), reference[position][0])
+    last = max(file_order.index(int(index.pts[p])) for p in positions)
+    assert packets_read == file_order[file_order.index(packets_read[0]) : last + 1]
 
 
 def test_seek_just_before_a_keyframe_decodes_from_it(

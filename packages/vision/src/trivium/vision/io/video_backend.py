@@ -174,6 +174,35 @@ class FrameIndex:
         return int(self.keyframes[i]) if i >= 0 else 0
 
 
+@dataclass(frozen=True)
+class WantedFrames:
+    """The video pts a caller will convert, and the last one it needs from one decode run.
+
+    Called with a pts, it says whether that frame is wanted (the ``wanted`` of
+    :meth:`VideoBackend.frames`). ``last`` (ticks, None: unknown) is the last wanted
+    pts before the caller seeks again or stops: a backend may stop reading packets
+    once every wanted frame up to it has been sent to the decoder, and drain the
+    decoder instead of decoding frames past it.
+
+    Example:
+        >>> wanted = WantedFrames(frozenset({40, 80, 200}), last=80)
+        >>> wanted(80), wanted(120), wanted.up_to(40)
+        (True, False, {40, 80})
+    """
+
+    pts: frozenset[int]
+    last: int | None = None
+
+    def __call__(self, pts: int) -> bool:
+        return pts in self.pts
+
+    def up_to(self, start: int) -> set[int] | None:
+        """The wanted pts in ``[start, last]`` (None when ``last`` is unknown)."""
+        if self.last is None:
+            return None
+        return {pts for pts in self.pts if start <= pts <= self.last}
+
+
 def build_index(
     pts: list[int | None], keys: list[bool], time_base: Fraction, fps: float | None
 ) -> FrameIndex:
@@ -347,7 +376,9 @@ class VideoBackend(ABC):
         """Decoded frames of ``stream`` from pts ``start`` (ticks; None: the beginning).
 
         ``wanted`` (exact only) tells which pts the caller will convert: a backend may
-        leave out frames it rejects, where no other frame needs them decoded.
+        leave out frames it rejects, where no other frame needs them decoded. A
+        :class:`WantedFrames` also says the last pts the caller needs before it seeks
+        again or stops, after which a backend may stop reading packets.
         """
 
     def _cached_index(

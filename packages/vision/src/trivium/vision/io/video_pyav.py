@@ -32,6 +32,7 @@ from trivium.vision.io.video_backend import (
     StreamInfo,
     VideoBackend,
     VideoSource,
+    WantedFrames,
     build_index,
     check_source,
     frame_step,
@@ -316,12 +317,24 @@ class PyAVBackend(ForkSafe, VideoBackend):
         return self._timed_frames(stream, start, exact, seek_to, wanted if exact else None)
 
     def _decoded(
-        self, stream: StreamInfo, wanted: Callable[[int], bool] | None = None
+        self,
+        stream: StreamInfo,
+        wanted: Callable[[int], bool] | None = None,
+        start: int | None = None,
     ) -> Iterator[Any]:
-        """The stream's frames; those whose packet pts ``wanted`` rejects may be skipped.
+        """The stream's frames; those whose packet pts ``wanted`` rejects may be left out.
 
-        Only non-reference frames are skipped (FFmpeg's ``skip_frame = NONREF``, set
-        packet by packet), so every frame that is decoded has exactly its pixels.
+        Only frames that no other frame references are left out: H.264 packets in
+        MP4 / Matroska form that hold only non-reference pictures are not sent to the
+        decoder at all (so the frame threads hold only frames that are decoded), and
+        for the other codecs FFmpeg skips them (``skip_frame = NONREF``, set packet by
+        packet). Every frame that is decoded has exactly its pixels.
+
+        When ``wanted`` is a :class:`~trivium.vision.io.video_backend.WantedFrames`
+        with a ``last`` pts, no packet is read once every wanted frame from ``start``
+        to it has been sent: the decoder is drained, so the frames that its threads
+        and the B-frame reordering would hold back come out without any later frame
+        being decoded.
         """
         container = self._opened()
         self._fresh = False
@@ -335,19 +348,42 @@ class PyAVBackend(ForkSafe, VideoBackend):
                     self._check_process(pid)
             return
         context, skipping = av_stream.codec_context, False
+        unreferenced = _unreferenced_test(stream.codec, context.extradata)
+        pending = wanted.up_to(start or 0) if isinstance(wanted, WantedFrames) else None
         try:
             with av_errors(self.path):
                 for packet in container.demux(av_stream):
                     skip = packet.pts is not None and not wanted(packet.pts)
+                    if skip and unreferenced is not None and unreferenced(packet):
+                        continue
                     if skip != skipping:
                         context.skip_frame = "NONREF" if skip else "DEFAULT"
                         skipping = skip
                     for frame in packet.decode():
                         yield frame
                         self._check_process(pid)
+                    if pending is not None:
+                        pending.discard(packet.pts)
+                        if not pending:
+                            yield from self._drain(av_stream, pid)
+                            return
         finally:
             if os.getpid() == pid:  # a forked child leaves the parent's decoder alone
                 context.skip_frame = "DEFAULT"
+
+    def _drain(self, av_stream: Any, pid: int) -> Iterator[Any]:
+        """The frames the decoder still holds, with no further packet decoded.
+
+        The decoder is left draining: the next read seeks (which flushes it) or
+        re-opens the container.
+        """
+        av = import_optional("av")
+        end = av.Packet()  # empty: the end of the stream for the decoder
+        end.time_base = av_stream.time_base  # the frames' time base, as demuxed packets give
+        with av_errors(self.path):
+            for frame in av_stream.codec_context.decode(end):
+                yield frame
+                self._check_process(pid)
 
     def _seek(self, stream: StreamInfo, ticks: int) -> None:
         """Position the demuxer at the keyframe at or before ``ticks``.
@@ -379,7 +415,7 @@ class PyAVBackend(ForkSafe, VideoBackend):
         convert = self._video_tensor if stream.kind == "video" else audio_to_tensor
         self._seek(stream, seek_to)
         first, step, previous = True, frame_step(stream), None
-        decoded = self._decoded(stream, wanted)
+        decoded = self._decoded(stream, wanted, start)
         for frame in decoded:
             pts = self._frame_time(frame, stream)
             if pts is None:
@@ -399,6 +435,10 @@ class PyAVBackend(ForkSafe, VideoBackend):
                 if end <= start:
                     continue
             yield partial(convert, frame), pts
+        if first and exact and seek_to > 0:
+            # Nothing decoded: the demuxer landed past the keyframe (MPEG-TS seeks on
+            # timestamps it reads ahead of), where no frame decodes before the next one.
+            yield from self._timed_frames(stream, start, exact, 0, wanted)
 
     def _frame_time(self, frame: Any, stream: StreamInfo) -> int | None:
         """A decoded frame's time in ticks, rising in display order (None: unknown).
@@ -424,6 +464,52 @@ class PyAVBackend(ForkSafe, VideoBackend):
         container, self._container = getattr(self, "_container", None), None
         if container is not None:
             container.close()
+
+
+def _unreferenced_test(codec: str, extradata: bytes | None) -> Callable[[Any], bool] | None:
+    """A test that a packet holds only pictures no other picture references, if there is one.
+
+    For H.264 in its length-prefixed form (MP4, Matroska: ``extradata`` is an
+    ``avcC`` record), see :func:`h264_unreferenced`; None for anything else.
+    """
+    if codec != "h264" or not extradata or len(extradata) < 7 or extradata[0] != 1:
+        return None
+    return partial(h264_unreferenced, length_size=(extradata[4] & 3) + 1)
+
+
+def h264_unreferenced(packet: Any, length_size: int = 4) -> bool:
+    """Whether a length-prefixed H.264 packet holds only non-reference slices.
+
+    Each NAL unit's header gives its type and ``nal_ref_idc``; slices (types 1 to 5)
+    with ``nal_ref_idc`` 0 belong to pictures that no other picture references (the
+    test FFmpeg's ``skip_frame = NONREF`` makes). A packet without slices, with an SVC /
+    MVC extension (types 14, 20), or whose lengths do not add up is not one.
+
+    Example:
+        >>> h264_unreferenced(bytes([0, 0, 0, 2, 0x01, 0x88]))  # a slice, nal_ref_idc 0
+        True
+        >>> h264_unreferenced(bytes([0, 0, 0, 2, 0x41, 0x88]))  # nal_ref_idc 2
+        False
+        >>> h264_unreferenced(bytes([0, 0, 0, 1, 0x06, 0, 0, 0, 2, 0x01, 0x88]))  # SEI + slice
+        True
+    """
+    data = memoryview(packet).cast("B")
+    size, offset, slices = len(data), 0, 0
+    while offset < size:
+        header = offset + length_size
+        if header >= size:
+            return False
+        nal_size = int.from_bytes(data[offset:header], "big")
+        nal = data[header]
+        kind = nal & 0x1F
+        if kind in (14, 20):
+            return False
+        if 1 <= kind <= 5:
+            if nal & 0x60:
+                return False
+            slices += 1
+        offset = header + nal_size
+    return slices > 0 and offset == size
 
 
 def _duration_ticks(frame: Any, stream: StreamInfo) -> int:

@@ -35,6 +35,7 @@ from trivium.vision.io.video_backend import (
     StreamInfo,
     VideoBackend,
     VideoSource,
+    WantedFrames,
     find_stream,
 )
 from trivium.vision.io.video_buffers import SHARED_POOL
@@ -347,29 +348,32 @@ class VideoReader(ForkSafe):
         The reader decodes forward through them and seeks only when a keyframe lies
         between the next frame it would decode and the next wanted one; frames in
         between that nothing references may be left undecoded (``wanted`` of
-        :meth:`VideoBackend.frames`).
+        :meth:`VideoBackend.frames`). Each run from a seek is told its last wanted frame,
+        so the backend reads no packet past it.
         """
-        keep = set(index.pts[wanted].tolist()).__contains__
+        keep = frozenset(index.pts[wanted].tolist())
+        ends = index.pts[wanted[_run_ends(index, wanted)]].tolist()
         frames, next_position = None, 0
         try:
-            for target in wanted.tolist():
-                if (
+            for target, end in zip(wanted.tolist(), ends, strict=True):
+                restart = (
                     frames is None
                     or target < next_position
                     or index.keyframe_between(next_position, target)
-                ):
-                    if frames is not None:
-                        frames.close()
-                    frames = self.backend.frames(self._stream, int(index.pts[target]), True, keep)
-                    next_position = target
-                found = None
-                while next_position <= target:
-                    convert, ticks = next(frames, (None, None))
-                    if convert is None:
+                )
+                for _ in range(2):
+                    if restart:
+                        if frames is not None:
+                            frames.close()
+                        run = WantedFrames(keep, end)  # the run ends at `end`: no frame after
+                        frames = self.backend.frames(
+                            self._stream, int(index.pts[target]), True, run
+                        )
+                        next_position = target
+                    found, next_position = _decode_to(frames, index, target, next_position)
+                    if found is not None or restart:
                         break
-                    next_position = index.position_of(ticks) + 1
-                    if next_position > target:  # this frame is the target (or stands in for it)
-                        found = convert
+                    restart = True  # the run ended before it (a frame stood in for another)
                 if found is None:
                     raise DecodeError(
                         f"frame {target} (of {len(index)}) could not be decoded", path=self.path
@@ -480,6 +484,47 @@ class VideoReader(ForkSafe):
         return (
             f"VideoReader({where!r}, stream={self._stream.name!r}, backend={self._backend_name!r})"
         )
+
+
+def _run_ends(index: FrameIndex, wanted: np.ndarray) -> np.ndarray:
+    """For each of the sorted, unique ``wanted`` positions, the last one of its decode run.
+
+    A run goes on from one wanted frame to the next unless a keyframe lies after the
+    frame following it, up to the next (where :meth:`VideoReader._decode_sorted` seeks);
+    the result indexes ``wanted``.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> index = FrameIndex(np.arange(10), np.array([0, 5]), Fraction(1, 10))
+        >>> _run_ends(index, np.array([1, 3, 6, 8])).tolist()
+        [1, 1, 3, 3]
+    """
+    if not len(wanted):
+        return np.zeros(0, np.int64)
+    keys = index.keyframes
+    after = np.searchsorted(keys, wanted[:-1] + 1, "right")  # keyframes up to the next frame
+    seeks = np.searchsorted(keys, wanted[1:], "right") > after
+    starts = np.flatnonzero(np.concatenate(([True], seeks)))
+    run_last = np.append(starts[1:] - 1, len(wanted) - 1)
+    return run_last[np.searchsorted(starts, np.arange(len(wanted)), "right") - 1]
+
+
+def _decode_to(
+    frames: Iterator[Any], index: FrameIndex, target: int, next_position: int
+) -> tuple[Any, int]:
+    """Decode on to position ``target``: its ``convert`` (None if the frames ran out).
+
+    Returns it with the position of the frame the iterator gives next.
+    """
+    found = None
+    while next_position <= target:
+        convert, ticks = next(frames, (None, None))
+        if convert is None:
+            break
+        next_position = index.position_of(ticks) + 1
+        if next_position > target:  # this frame is the target (or stands in for it)
+            found = convert
+    return found, next_position
 
 
 def _file_bytes(src: IO[bytes] | memoryview) -> bytes:
