@@ -32,6 +32,7 @@ inline int red_chroma(int r, int g, int b) {
 struct Rows {
     const uint8_t* top;
     const uint8_t* bottom;
+    ptrdiff_t ahead = 0;  // bytes to the rows an MCU row (16 rows) below, 0 past the end
 };
 
 // Pixel x of a row (x clamped to the image): the channel offsets of the layout.
@@ -196,11 +197,30 @@ TRIVIUM_INLINE __m256i downsample(__m256i top, __m256i bottom) {
     return _mm256_srli_epi32(_mm256_add_epi32(sums, bias), 2);
 }
 
+// Asks for the pixels the next MCU row converts at column x while this one is
+// converted: between the two, libjpeg's DCT and Huffman coding leave the hardware
+// prefetchers nothing to follow, so each MCU row would start on cache misses.
+TRIVIUM_INLINE void prefetch_ahead(const RgbImage& image, const Rows& rows, int x) {
+    for (const uint8_t* row : {rows.top, rows.bottom}) {
+        if (image.planar) {
+            const ptrdiff_t off = row - image.r + rows.ahead + x;
+            for (const uint8_t* plane : {image.r, image.g, image.b}) {
+                _mm_prefetch(reinterpret_cast<const char*>(plane + off), _MM_HINT_T0);
+            }
+        } else {
+            const uint8_t* p = row + rows.ahead + 3 * ptrdiff_t(x);
+            _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
+        }
+    }
+}
+
 // Every whole group of 32 columns inside the image; returns the columns done.
 int convert_avx2(const RgbImage& image, Rows rows, uint8_t* y0, uint8_t* y1, uint8_t* cb,
                  uint8_t* cr) {
     int x = 0;
     for (; x + 32 <= image.width; x += 32) {
+        if (rows.ahead != 0) prefetch_ahead(image, rows, x);
         const Ycc32 top = convert32(image, rows.top, x, y0 + x);
         const Ycc32 bottom = convert32(image, rows.bottom, x, y1 + x);
         const __m256i cb16 = _mm256_packs_epi32(downsample(top.ab.cb, bottom.ab.cb),
@@ -232,8 +252,9 @@ bool ycc420_vectorised() {
 
 void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, uint8_t* y1,
                         uint8_t* cb, uint8_t* cr) {
-    const Rows rows{image.r + ptrdiff_t(row0) * image.row_stride,
-                    image.r + ptrdiff_t(row1) * image.row_stride};
+    Rows rows{image.r + ptrdiff_t(row0) * image.row_stride,
+              image.r + ptrdiff_t(row1) * image.row_stride};
+    if (row1 + 16 < image.height) rows.ahead = 16 * image.row_stride;
     const int padded = ycc420_padded_width(image.width);
     int done = 0;
 #if TRIVIUM_YCC_X86
