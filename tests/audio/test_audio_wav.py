@@ -165,8 +165,9 @@ def with_chunk_before_data(data: bytes, chunk: bytes) -> bytes:
 def test_stereo_16_bit_float_is_scipy_over_32768(
     junk: int, whole: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Interleaved 16-bit stereo converts to [channels, time] float32 with integer shifts on
-    whole frames: every sample must equal scipy's int16 / 32768, in every block and range."""
+    """Interleaved 16-bit stereo converts to [channels, time] float32 (and splits into int16
+    rows) with integer operations on whole frames: every sample must equal scipy's int16
+    (/ 32768), in every block and range."""
     scipy_wavfile = pytest.importorskip("scipy.io.wavfile")
     data = with_chunk_before_data(
         wav_bytes("PCM_16", 2, 1001), b"JUNK" + struct.pack("<I", junk) + bytes(junk)
@@ -195,7 +196,9 @@ def test_stereo_16_bit_float_is_scipy_over_32768(
             assert waveform.is_contiguous()
             end = None if count == -1 else offset + count
             assert np.array_equal(waveform.numpy(), expected[:, offset:end])
-    assert len(parts) == (0 if whole else 4)  # the path read in parts, not libsndfile
+            as_stored = load(source, offset, count, normalize=False)[0]  # split, not scaled
+            assert np.array_equal(as_stored.numpy(), stored.T[:, offset:end])
+    assert len(parts) == (0 if whole else 8)  # the path read in parts, not libsndfile
 
 
 def test_long_file_with_trailing_chunks_and_truncation(

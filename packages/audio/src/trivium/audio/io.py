@@ -350,7 +350,10 @@ def _fill(out: np.ndarray, data: np.ndarray, channels_first: bool, scale: float 
     NumPy's casting multiply, which also transposes slowly).
     """
     if scale is None:
-        np.copyto(out, data.T if channels_first else data)  # faster than ascontiguousarray
+        if channels_first and _interleaved_stereo16(data):
+            _split_stereo16(out, data)
+        else:
+            np.copyto(out, data.T if channels_first else data)  # faster than ascontiguousarray
         return
     if channels_first and _interleaved_stereo16(data):
         _fill_stereo16(out, data, scale)
@@ -383,6 +386,26 @@ def _interleaved_stereo16(data: np.ndarray) -> bool:
 def _stereo16(layout: _wav.WavLayout) -> bool:
     """Whether a WAV file's frames are two 16-bit samples (one little-endian ``int32``)."""
     return _LITTLE_ENDIAN and layout.channels == 2 and layout.bits == 16 and not layout.floating
+
+
+def _split_stereo16(out: np.ndarray, data: np.ndarray) -> None:
+    """Write interleaved ``int16`` stereo ``data`` into ``[2, time]`` ``int16`` ``out``.
+
+    Read as one little-endian ``int32``, a frame is ``right << 16 | left & 0xFFFF``:
+    its cast to ``int16`` is ``left`` and ``frame >> 16`` is ``right``, so both rows
+    come from contiguous operations, block by block in cache (NumPy's copy of the
+    transposed ``[time, 2]`` array walks each channel with a stride: several times
+    slower).
+    """
+    frames = data.view(np.int32)[:, 0]  # [time, 1] -> [time]
+    step = max(1, min(_STEREO_FRAMES, frames.size))
+    right = np.empty(step, np.int32)
+    for start in range(0, frames.size, step):
+        block = frames[start : start + step]
+        span = slice(start, start + block.size)
+        np.copyto(out[0, span], block, casting="unsafe")
+        np.right_shift(block, 16, out=right[: block.size])
+        np.copyto(out[1, span], right[: block.size], casting="unsafe")
 
 
 def _fill_stereo16(out: np.ndarray, data: np.ndarray, scale: float) -> None:
