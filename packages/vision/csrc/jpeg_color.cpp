@@ -74,6 +74,21 @@ void convert_scalar(const RgbImage& image, Rows rows, int x0, uint8_t* y0, uint8
     }
 }
 
+// The 32 pixels of a row from column x0 (past the image: its last pixel), interleaved.
+void copy_tail(const RgbImage& image, const uint8_t* row_r, int x0, uint8_t* rgb) {
+    const int inside = std::min(32, image.width - x0);
+    if (image.planar) {
+        for (int i = 0; i < inside; ++i) {
+            int r, g, b;
+            pixel(image, row_r, x0 + i, &r, &g, &b);
+            rgb[3 * i] = uint8_t(r), rgb[3 * i + 1] = uint8_t(g), rgb[3 * i + 2] = uint8_t(b);
+        }
+    } else {
+        std::memcpy(rgb, row_r + 3 * ptrdiff_t(x0), 3 * size_t(inside));
+    }
+    for (int i = inside; i < 32; ++i) std::memcpy(rgb + 3 * i, rgb + 3 * (inside - 1), 3);
+}
+
 #if TRIVIUM_YCC_X86
 // Everything down to the #endif is compiled for AVX2 (no lambdas here: they would not
 // be) and runs only where ycc420_vectorised() says the CPU has it.
@@ -262,15 +277,8 @@ void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, 
         done = convert_avx2(image, rows, y0, y1, cb, cr);
         if (done < padded) {  // the last columns, padded as libjpeg pads them, in a scratch
             uint8_t rgb[2][96], y[2][32], chroma[2][16];
-            for (int i = 0; i < 32; ++i) {
-                for (int row = 0; row < 2; ++row) {
-                    int r, g, b;
-                    pixel(image, row == 0 ? rows.top : rows.bottom, done + i, &r, &g, &b);
-                    rgb[row][3 * i] = uint8_t(r);
-                    rgb[row][3 * i + 1] = uint8_t(g);
-                    rgb[row][3 * i + 2] = uint8_t(b);
-                }
-            }
+            copy_tail(image, rows.top, done, rgb[0]);
+            copy_tail(image, rows.bottom, done, rgb[1]);
             const RgbImage tail{rgb[0], rgb[0] + 1, rgb[0] + 2, 96, 2, 32, false};
             convert_avx2(tail, Rows{rgb[0], rgb[1]}, y[0], y[1], chroma[0], chroma[1]);
             const int n = padded - done;  // 16 or 32
