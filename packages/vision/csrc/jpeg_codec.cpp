@@ -584,11 +584,11 @@ bool set_subsampling(jpeg_compress_struct* cinfo, int subsampling, Diagnostics* 
 }
 
 // Whether the encode converts RGB to YCbCr 4:2:0 itself (jpeg_color.h) and hands
-// libjpeg raw planes: 8-bit RGB at 4:2:0, on AVX2 CPUs (elsewhere libjpeg's own SIMD
-// conversion is faster than the scalar one) or from planes (which libjpeg cannot read).
+// libjpeg raw planes: 8-bit RGB at 4:2:0 on AVX2 CPUs (elsewhere libjpeg's own SIMD
+// conversion is faster than the scalar one).
 bool uses_ycc420(const RgbImage& image, const JpegEncodeOptions& options) {
     return image.g != nullptr && options.precision == 8 && options.subsampling == 420 &&
-           (image.planar || ycc420_vectorised());
+           ycc420_vectorised();
 }
 
 // Writes the image as raw YCbCr, one iMCU row (16 image rows) per call. Rows below
@@ -669,6 +669,16 @@ bool run_encoder(EncoderState* s, const RgbImage& image, const uint8_t* pixels, 
         jpeg_finish_compress(&s->cinfo);
         return true;
     }
+    if (image.planar) {  // libjpeg converts: hand it each row interleaved
+        JSAMPROW row = static_cast<JSAMPROW>((*s->cinfo.mem->alloc_small)(
+            reinterpret_cast<j_common_ptr>(&s->cinfo), JPOOL_IMAGE, size_t(width) * 3));
+        while (s->cinfo.next_scanline < s->cinfo.image_height) {
+            interleave_rgb_row(image, int(s->cinfo.next_scanline), row);
+            jpeg_write_scanlines(&s->cinfo, &row, 1);
+        }
+        jpeg_finish_compress(&s->cinfo);
+        return true;
+    }
     // Every row pointer at once: libjpeg converts and downsamples whole row groups
     // per call.
     JSAMPARRAY rows = static_cast<JSAMPARRAY>((*s->cinfo.mem->alloc_large)(
@@ -745,12 +755,12 @@ bool encode_jpeg(const void* pixels, int height, int width, int channels,
 bool encode_jpeg_planes(const uint8_t* planes, int height, int width,
                         const JpegEncodeOptions& options, uint8_t** data, size_t* size,
                         Diagnostics* diag) {
+    if (options.precision != 8) {
+        return diag->fail(ErrorKind::Corrupt, "planar RGB encodes at 8 bits only");
+    }
     if (!check_encode(height, width, 3, options, diag)) return false;
     const ptrdiff_t plane = ptrdiff_t(height) * width;
     const RgbImage image{planes, planes + plane, planes + 2 * plane, width, height, width, true};
-    if (!uses_ycc420(image, options)) {
-        return diag->fail(ErrorKind::Corrupt, "planar RGB encodes at 8 bits and 4:2:0 only");
-    }
     return encode(image, nullptr, 3, 0, options, data, size, diag);
 }
 

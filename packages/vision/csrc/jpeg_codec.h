@@ -100,9 +100,9 @@ bool encode_jpeg(const void* pixels, int height, int width, int channels,
                  ptrdiff_t row_stride, const JpegEncodeOptions& options, uint8_t** data,
                  size_t* size, Diagnostics* diag);
 
-// Encodes 3 x height x width 8-bit RGB planes (C-contiguous, as a [3, H, W] tensor)
-// at 4:2:0 (options.subsampling must be 420 and options.precision 8), reading the
-// planes in place. Output as for encode_jpeg.
+// Encodes 3 x height x width 8-bit RGB planes (C-contiguous, as a [3, H, W] tensor;
+// options.precision must be 8), reading the planes in place: no (H, W, C) copy of the
+// image. Output as for encode_jpeg.
 bool encode_jpeg_planes(const uint8_t* planes, int height, int width,
                         const JpegEncodeOptions& options, uint8_t** data, size_t* size,
                         Diagnostics* diag);

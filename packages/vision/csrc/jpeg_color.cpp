@@ -1,5 +1,7 @@
 #include "jpeg_color.h"
 
+#include "vectorize.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -263,6 +265,18 @@ bool ycc420_vectorised() {
 #else
     return false;
 #endif
+}
+
+TRIVIUM_VECTORIZE void interleave_rgb_row(const RgbImage& image, int row, uint8_t* out) {
+    const ptrdiff_t off = ptrdiff_t(row) * image.row_stride;
+    const uint8_t* r = image.r + off;
+    const uint8_t* g = image.g + off;
+    const uint8_t* b = image.b + off;
+    for (int x = 0; x < image.width; ++x) {
+        out[3 * x] = r[x];
+        out[3 * x + 1] = g[x];
+        out[3 * x + 2] = b[x];
+    }
 }
 
 void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, uint8_t* y1,

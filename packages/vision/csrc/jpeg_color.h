@@ -25,6 +25,10 @@ struct RgbImage {
 void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, uint8_t* y1,
                         uint8_t* cb, uint8_t* cr);
 
+// Row `row` of planar `image` as interleaved RGB (width * 3 bytes), for libjpeg's own
+// conversion at the subsamplings rgb_rows_to_ycc420 does not cover.
+void interleave_rgb_row(const RgbImage& image, int row, uint8_t* out);
+
 // The width rounded up to the 16 columns of a 4:2:0 MCU.
 inline int ycc420_padded_width(int width) { return (width + 15) & ~15; }
 
