@@ -20,11 +20,13 @@ quality 90, 4:2:0):
 3. ``scaled``: DCT-scaled decode (1/2, 1/4, 1/8) against our full-size decode and the
    peers' scaled decodes (PyTurboJPEG ``scaling_factor``, Pillow ``draft``).
 4. ``png``: PNG decode (1024x768 RGB and RGBA, 128x128 RGB).
-5. ``encode``: JPEG encode at quality 90, 4:2:0 (517x606 and 1920x1280), every
-   side with libjpeg's accurate DCT (ISLOW) and no Huffman optimisation: the
-   defaults of OpenCV, Pillow, kornia-rs (TurboJPEG 3) and ours; PyTurboJPEG gets
-   ``TJFLAG_ACCURATEDCT`` and simplejpeg ``fastdct=False``, since their TurboJPEG 2
-   and their own defaults pick the fast DCT. Output sizes are checked alike.
+5. ``encode``: JPEG encode at quality 90, 4:2:0 (517x606 and 1920x1280, as decoded;
+   1920x1280 also from a [3, H, W]-contiguous tensor, each peer's call then including
+   its copy to (H, W, C) order), every side with libjpeg's accurate DCT (ISLOW) and no
+   Huffman optimisation: the defaults of OpenCV, Pillow, kornia-rs (TurboJPEG 3),
+   torchvision and ours; PyTurboJPEG gets ``TJFLAG_ACCURATEDCT`` and simplejpeg
+   ``fastdct=False``, since their TurboJPEG 2 and their own defaults pick the fast
+   DCT. Output sizes are checked alike.
 6. ``png_encode``: PNG encode of a 1024x768 RGB photo at zlib levels 6 and 1 (OpenCV
    ``IMWRITE_PNG_COMPRESSION``, Pillow ``compress_level``); sizes are reported.
 
@@ -540,31 +542,51 @@ def bench_png(
     return rows
 
 
-def jpeg_encoders(peers: Peers, image: torch.Tensor) -> dict[str, Callable[[], object]]:
-    """Every peer's JPEG encode of `image` at QUALITY, 4:2:0, accurate DCT, no optimisation."""
-    hwc = np.ascontiguousarray(image.permute(1, 2, 0).numpy())
+def jpeg_encoders(
+    peers: Peers, image: torch.Tensor, from_planes: bool = False
+) -> dict[str, Callable[[], object]]:
+    """Every peer's JPEG encode of `image` at QUALITY, 4:2:0, accurate DCT, no optimisation.
+
+    With `from_planes`, `image` is a [3, H, W]-contiguous tensor and each call includes
+    the copy a peer needs to (H, W, C) order (torch's permute copy, the fastest here).
+    """
+    if from_planes:
+
+        def hwc() -> np.ndarray:
+            return image.permute(1, 2, 0).contiguous().numpy()
+
+        def bgr() -> np.ndarray:
+            return image.flip(0).permute(1, 2, 0).contiguous().numpy()
+    else:
+        hwc_array = np.ascontiguousarray(image.permute(1, 2, 0).numpy())
+        bgr_array = np.ascontiguousarray(hwc_array[:, :, ::-1])  # OpenCV's own layout
+
+        def hwc() -> np.ndarray:
+            return hwc_array
+
+        def bgr() -> np.ndarray:
+            return bgr_array
 
     def pil_encode() -> bytes:
         buffer = io.BytesIO()
-        Image.fromarray(hwc).save(buffer, "JPEG", quality=QUALITY, subsampling="4:2:0")
+        Image.fromarray(hwc()).save(buffer, "JPEG", quality=QUALITY, subsampling="4:2:0")
         return buffer.getvalue()
 
     sides: dict[str, Callable[[], object]] = {"Pillow": pil_encode}
     if peers.turbo is not None:
         tj = peers.turbojpeg
         sides["PyTurboJPEG"] = lambda: peers.turbo.encode(
-            hwc, QUALITY, tj.TJPF_RGB, tj.TJSAMP_420, tj.TJFLAG_ACCURATEDCT
+            hwc(), QUALITY, tj.TJPF_RGB, tj.TJSAMP_420, tj.TJFLAG_ACCURATEDCT
         )
     if peers.simplejpeg is not None:
         sides["simplejpeg"] = lambda: peers.simplejpeg.encode_jpeg(
-            hwc, QUALITY, "RGB", "420", fastdct=False
+            hwc(), QUALITY, "RGB", "420", fastdct=False
         )
     if peers.cv2 is not None:
-        bgr = np.ascontiguousarray(hwc[:, :, ::-1])  # OpenCV's own layout
         params = [peers.cv2.IMWRITE_JPEG_QUALITY, QUALITY]
-        sides["OpenCV"] = lambda: peers.cv2.imencode(".jpg", bgr, params)[1]
+        sides["OpenCV"] = lambda: peers.cv2.imencode(".jpg", bgr(), params)[1]
     if peers.kornia is not None:
-        sides["kornia-rs"] = lambda: peers.kornia.encode_image_jpegturbo(hwc, QUALITY, "4:2:0")
+        sides["kornia-rs"] = lambda: peers.kornia.encode_image_jpegturbo(hwc(), QUALITY, "4:2:0")
     if peers.tvio is not None:
         sides["torchvision"] = lambda: peers.tvio.encode_jpeg(image, QUALITY)
     return sides
@@ -582,11 +604,17 @@ def encoded_size(result: object) -> int:
 def bench_encode(
     inputs: Inputs, peers: Peers, repeats: int, min_time: float, checks: list[str]
 ) -> list[Row]:
-    """Workload 5: JPEG encode of the 517x606 and 1920x1280 photos at quality 90, 4:2:0."""
+    """Workload 5: JPEG encode of the 517x606 and 1920x1280 photos at quality 90, 4:2:0,
+    as decoded (a [C, H, W] view of (H, W, C) memory) and as a [3, H, W]-contiguous tensor.
+    """
     rows: list[Row] = []
-    for label, data in [("517x606", inputs.hopper), ("1920x1280", inputs.photo)]:
+    cases = [("517x606", inputs.hopper, False), ("1920x1280", inputs.photo, False)]
+    cases.append(("1920x1280 [3, H, W]-contiguous", inputs.photo, True))
+    for label, data, from_planes in cases:
         image = decode_jpeg(data)  # a [C, H, W] view of [H, W, C] memory, as decoded
-        sides = jpeg_encoders(peers, image)
+        if from_planes:
+            image = image.contiguous()
+        sides = jpeg_encoders(peers, image, from_planes)
         sizes = {"ours": encoded_size(encode_jpeg(image, QUALITY))}
         sizes.update({name: encoded_size(fn()) for name, fn in sides.items()})
         checks.append(f"encode {label} q{QUALITY} bytes: {sizes}")
