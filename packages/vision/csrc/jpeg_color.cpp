@@ -76,6 +76,7 @@ void convert_scalar(const RgbImage& image, Rows rows, int x0, uint8_t* y0, uint8
     }
 }
 
+#if TRIVIUM_YCC_X86
 // The 32 pixels of a row from column x0 (past the image: its last pixel), interleaved.
 void copy_tail(const RgbImage& image, const uint8_t* row_r, int x0, uint8_t* rgb) {
     const int inside = std::min(32, image.width - x0);
@@ -91,7 +92,6 @@ void copy_tail(const RgbImage& image, const uint8_t* row_r, int x0, uint8_t* rgb
     for (int i = inside; i < 32; ++i) std::memcpy(rgb + 3 * i, rgb + 3 * (inside - 1), 3);
 }
 
-#if TRIVIUM_YCC_X86
 // Everything down to the #endif is compiled for AVX2 (no lambdas here: they would not
 // be) and runs only where ycc420_vectorised() says the CPU has it.
 #pragma GCC push_options
