@@ -79,6 +79,7 @@ from harness import Row, Side, measure, row_from
 
 from trivium.vision.io import VideoClips, VideoReader
 from trivium.vision.io.video_ffmpeg import ffmpeg_binaries
+from trivium.vision.io.video_pyav import h264_unreferenced
 
 ROOT = Path(__file__).resolve().parents[1]
 FPS = 30
@@ -340,6 +341,34 @@ def video_clips_get(clips: VideoClips, indices: list[int]) -> list[torch.Tensor]
         clips.close()  # no reader kept between clips: each __getitem__ pays the open
         out.append(clips.get_clip(idx)[0])
     return out
+
+
+def decode_counts(path: Path, clips: list[list[int]]) -> tuple[int, int]:
+    """Frames decoded for ``clips``, a decoder per clip: (ours, every frame on the way).
+
+    Ours: from each clip's keyframe, in file order up to the clip's last packet, every
+    packet but those holding only non-reference pictures outside the clip (what the
+    PyAV backend sends to the decoder; ``tests/vision/test_video_reader.py`` checks
+    both rules). The other: every frame from the keyframe to the clip's last frame.
+    """
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        length_size = (stream.codec_context.extradata[4] & 3) + 1
+        packets = [
+            (p.pts, p.is_keyframe, h264_unreferenced(p, length_size))
+            for p in container.demux(stream)
+            if p.size
+        ]
+    display = sorted(pts for pts, _, _ in packets)
+    ours = every = 0
+    for clip in clips:
+        wanted = {display[i] for i in clip}
+        first = max(i for i, (pts, key, _) in enumerate(packets) if key and pts <= min(wanted))
+        last = max(i for i, (pts, _, _) in enumerate(packets) if pts in wanted)
+        run = packets[first : last + 1]
+        ours += sum(1 for pts, _, unreferenced in run if pts in wanted or not unreferenced)
+        every += clip[-1] - display.index(packets[first][0]) + 1
+    return ours, every
 
 
 def torchcodec_side(peers: Peers, name: str, **request: Any) -> Side:
@@ -619,6 +648,12 @@ def bench_clips(
     checks.append(f"clips: a new VideoReader per clip == ours: {same}")
     if peers.torchcodec is not None:
         checks.append(compare_with_torchcodec(peers, paths["g250"], clips[0], root, "clips"))
+    ours_n, every_n = decode_counts(paths["g250"], clips)
+    checks.append(
+        f"clips, a decoder per clip: {ours_n} frames decoded by ours (reference frames from"
+        f" the keyframe on, the clip's frames and the reference frames they need), {every_n}"
+        f" from each keyframe to the clip's end (as torchcodec decodes): {every_n / ours_n:.2f}x"
+    )
     sides = clips_sides(paths, clips, dataset, peers)
     timings = measure(sides, repeats, min_time)
     workload = f"{CLIPS} random {CLIP_LENGTH}-frame clips, {CLIP_SIZE} H.264 20 s"
