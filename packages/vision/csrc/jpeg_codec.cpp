@@ -583,12 +583,39 @@ bool set_subsampling(jpeg_compress_struct* cinfo, int subsampling, Diagnostics* 
     return true;
 }
 
-// Whether the encode converts RGB to YCbCr 4:2:0 itself (jpeg_color.h) and hands
-// libjpeg raw planes: 8-bit RGB at 4:2:0 on AVX2 CPUs (elsewhere libjpeg's own SIMD
-// conversion is faster than the scalar one).
-bool uses_ycc420(const RgbImage& image, const JpegEncodeOptions& options) {
-    return image.g != nullptr && options.precision == 8 && options.subsampling == 420 &&
-           ycc420_vectorised();
+// Whether the encode converts RGB to YCbCr itself (jpeg_color.h) and hands libjpeg
+// raw planes: 8-bit RGB at 4:2:0, 4:2:2 or 4:4:4 on AVX2 CPUs (elsewhere libjpeg's own
+// SIMD conversion is faster than the scalar one; 4:4:0 is left to libjpeg).
+bool uses_own_ycc(const RgbImage& image, const JpegEncodeOptions& options) {
+    const int sub = options.subsampling;
+    return image.g != nullptr && options.precision == 8 &&
+           (sub == 420 || sub == 422 || sub == 444) && ycc420_vectorised();
+}
+
+// Writes the image as raw YCbCr at 4:4:4 (h_factor 1) or 4:2:2 (h_factor 2), one iMCU
+// row (8 image rows) per call; rows below the image repeat the last one.
+void write_ycc_rows(jpeg_compress_struct* cinfo, const RgbImage& image, int h_factor) {
+    const JDIMENSION luma_width = JDIMENSION(ycc420_padded_width(image.width));
+    auto* common = reinterpret_cast<j_common_ptr>(cinfo);
+    JSAMPARRAY luma = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width, 8);
+    JSAMPARRAY cb = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width / h_factor, 8);
+    JSAMPARRAY cr = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width / h_factor, 8);
+    JSAMPROW luma_rows[8], cb_rows[8], cr_rows[8];
+    JSAMPARRAY planes[3] = {luma_rows, cb_rows, cr_rows};
+    const int height = image.height;
+    for (int top = 0; top < height; top += 8) {
+        for (int i = 0; i < 8; ++i) {
+            const int row = top + i;
+            if (row < height) {
+                rgb_row_to_ycc(image, row, h_factor, luma[i], cb[i], cr[i]);
+                luma_rows[i] = luma[i], cb_rows[i] = cb[i], cr_rows[i] = cr[i];
+            } else {
+                luma_rows[i] = luma_rows[i - 1], cb_rows[i] = cb_rows[i - 1];
+                cr_rows[i] = cr_rows[i - 1];
+            }
+        }
+        jpeg_write_raw_data(cinfo, planes, 8);
+    }
 }
 
 // Writes the image as raw YCbCr, one iMCU row (16 image rows) per call. Rows below
@@ -624,7 +651,7 @@ void write_ycc420(jpeg_compress_struct* cinfo, const RgbImage& image) {
 }
 
 // The libjpeg calls of an encode, isolated so that a longjmp skips no destructor.
-// `image` describes the samples for write_ycc420 (its g is null unless they are 8-bit
+// `image` describes the samples for the write_ycc* paths (its g is null unless 8-bit
 // RGB); `pixels` and `row_stride` give them to libjpeg's own conversion.
 bool run_encoder(EncoderState* s, const RgbImage& image, const uint8_t* pixels, int channels,
                  ptrdiff_t row_stride, const JpegEncodeOptions& options, Diagnostics* diag) {
@@ -646,7 +673,7 @@ bool run_encoder(EncoderState* s, const RgbImage& image, const uint8_t* pixels, 
     s->cinfo.optimize_coding = options.optimize || options.precision == 12 ? TRUE : FALSE;
     if (channels == 3 && !set_subsampling(&s->cinfo, options.subsampling, diag)) return false;
     if (options.progressive) jpeg_simple_progression(&s->cinfo);
-    const bool raw_ycc = uses_ycc420(image, options);
+    const bool raw_ycc = uses_own_ycc(image, options);
     s->cinfo.raw_data_in = raw_ycc ? TRUE : FALSE;
     jpeg_start_compress(&s->cinfo, TRUE);
 #if TRIVIUM_JPEG_WIDE
@@ -665,7 +692,11 @@ bool run_encoder(EncoderState* s, const RgbImage& image, const uint8_t* pixels, 
     }
 #endif
     if (raw_ycc) {
-        write_ycc420(&s->cinfo, image);
+        if (options.subsampling == 420) {
+            write_ycc420(&s->cinfo, image);
+        } else {
+            write_ycc_rows(&s->cinfo, image, options.subsampling == 422 ? 2 : 1);
+        }
         jpeg_finish_compress(&s->cinfo);
         return true;
     }

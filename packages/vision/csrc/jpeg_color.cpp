@@ -76,6 +76,26 @@ void convert_scalar(const RgbImage& image, Rows rows, int x0, uint8_t* y0, uint8
     }
 }
 
+// One row at 4:4:4 (h_factor 1) or 4:2:2 (h_factor 2: pairs averaged with a bias
+// alternating 0, 1, as in h2v1_downsample), columns [x0, padded).
+void convert_row_scalar(const RgbImage& image, const uint8_t* row, int h_factor, int x0,
+                        uint8_t* y, uint8_t* cb, uint8_t* cr) {
+    const int padded = ycc420_padded_width(image.width);
+    for (int x = x0; x < padded; x += h_factor) {
+        int cb_sum = 0, cr_sum = 0;
+        for (int dx = 0; dx < h_factor; ++dx) {
+            int r, g, b;
+            pixel(image, row, x + dx, &r, &g, &b);
+            y[x + dx] = static_cast<uint8_t>(luma(r, g, b));
+            cb_sum += blue_chroma(r, g, b);
+            cr_sum += red_chroma(r, g, b);
+        }
+        const int bias = h_factor == 1 ? 0 : (x / 2) % 2;
+        cb[x / h_factor] = static_cast<uint8_t>((cb_sum + bias) >> (h_factor - 1));
+        cr[x / h_factor] = static_cast<uint8_t>((cr_sum + bias) >> (h_factor - 1));
+    }
+}
+
 #if TRIVIUM_YCC_X86
 // The 32 pixels of a row from column x0 (past the image: its last pixel), interleaved.
 void copy_tail(const RgbImage& image, const uint8_t* row_r, int x0, uint8_t* rgb) {
@@ -252,6 +272,40 @@ int convert_avx2(const RgbImage& image, Rows rows, uint8_t* y0, uint8_t* y1, uin
     return x;
 }
 
+// Horizontal pairs of a chroma plane's 16-bit values, (sum + bias) >> 1 with the bias
+// 0, 1, ...: chroma columns as in `downsample`.
+TRIVIUM_INLINE __m256i average_pairs(__m256i chroma) {
+    const __m256i bias = _mm256_setr_epi32(0, 1, 0, 1, 0, 1, 0, 1);
+    const __m256i sums = _mm256_madd_epi16(chroma, _mm256_set1_epi16(1));
+    return _mm256_srli_epi32(_mm256_add_epi32(sums, bias), 1);
+}
+
+// One row at 4:4:4 or 4:2:2 (rows.bottom unused), every whole group of 32 columns
+// inside the image; returns the columns done.
+int convert_row_avx2(const RgbImage& image, Rows rows, int h_factor, uint8_t* y, uint8_t* cb,
+                     uint8_t* cr) {
+    int x = 0;
+    for (; x + 32 <= image.width; x += 32) {
+        if (rows.ahead != 0) prefetch_ahead(image, rows, x);
+        const Ycc32 ycc = convert32(image, rows.top, x, y + x);
+        if (h_factor == 1) {  // packus undoes the lane order, as for the luma
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(cb + x),
+                                _mm256_packus_epi16(ycc.ab.cb, ycc.cd.cb));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(cr + x),
+                                _mm256_packus_epi16(ycc.ab.cr, ycc.cd.cr));
+            continue;
+        }
+        const __m256i cb16 =
+            _mm256_packs_epi32(average_pairs(ycc.ab.cb), average_pairs(ycc.cd.cb));
+        const __m256i cr16 =
+            _mm256_packs_epi32(average_pairs(ycc.ab.cr), average_pairs(ycc.cd.cr));
+        const __m256i both = _mm256_permute4x64_epi64(_mm256_packus_epi16(cb16, cr16), 0xD8);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(cb + x / 2), _mm256_castsi256_si128(both));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(cr + x / 2), _mm256_extracti128_si256(both, 1));
+    }
+    return x;
+}
+
 #undef TRIVIUM_INLINE
 #pragma GCC pop_options
 #endif  // TRIVIUM_YCC_X86
@@ -305,6 +359,32 @@ void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, 
     }
 #endif
     convert_scalar(image, rows, done, y0, y1, cb, cr);
+}
+
+void rgb_row_to_ycc(const RgbImage& image, int row, int h_factor, uint8_t* y, uint8_t* cb,
+                    uint8_t* cr) {
+    const uint8_t* pixels = image.r + ptrdiff_t(row) * image.row_stride;
+    Rows rows{pixels, pixels};
+    if (row + 8 < image.height) rows.ahead = 8 * image.row_stride;
+    const int padded = ycc420_padded_width(image.width);
+    int done = 0;
+#if TRIVIUM_YCC_X86
+    if (ycc420_vectorised()) {
+        done = convert_row_avx2(image, rows, h_factor, y, cb, cr);
+        if (done < padded) {  // the last columns, padded as libjpeg pads them, in a scratch
+            uint8_t rgb[96], y_tail[32], chroma[2][32];
+            copy_tail(image, pixels, done, rgb);
+            const RgbImage tail{rgb, rgb + 1, rgb + 2, 96, 1, 32, false};
+            convert_row_avx2(tail, Rows{rgb, rgb}, h_factor, y_tail, chroma[0], chroma[1]);
+            const int n = padded - done;  // 16 or 32
+            std::memcpy(y + done, y_tail, n);
+            std::memcpy(cb + done / h_factor, chroma[0], n / h_factor);
+            std::memcpy(cr + done / h_factor, chroma[1], n / h_factor);
+            done = padded;
+        }
+    }
+#endif
+    convert_row_scalar(image, pixels, h_factor, done, y, cb, cr);
 }
 
 }  // namespace trivium

@@ -1,6 +1,6 @@
-// RGB -> YCbCr 4:2:0 for the JPEG encoder: libjpeg's colour conversion (jccolor.c)
-// and its 2x2 chroma downsampling (jcsample.c, h2v2_downsample) in one pass, bit for
-// bit, so that the encoder can hand libjpeg raw YCbCr planes (jpeg_write_raw_data).
+// RGB -> YCbCr for the JPEG encoder: libjpeg's colour conversion (jccolor.c) and its
+// chroma downsampling (jcsample.c: h2v2 for 4:2:0, h2v1 for 4:2:2) in one pass, bit
+// for bit, so that the encoder can hand libjpeg raw YCbCr planes (jpeg_write_raw_data).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,14 +25,21 @@ struct RgbImage {
 void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, uint8_t* y1,
                         uint8_t* cb, uint8_t* cr);
 
+// Converts source row `row` at 4:4:4 (h_factor 1) or 4:2:2 (h_factor 2: the chroma
+// of each pair of pixels averaged as libjpeg's h2v1_downsample averages it): padded
+// as for rgb_rows_to_ycc420, `y` gets padded_width samples and `cb`/`cr`
+// padded_width / h_factor.
+void rgb_row_to_ycc(const RgbImage& image, int row, int h_factor, uint8_t* y, uint8_t* cb,
+                    uint8_t* cr);
+
 // Row `row` of planar `image` as interleaved RGB (width * 3 bytes), for libjpeg's own
 // conversion at the subsamplings rgb_rows_to_ycc420 does not cover.
 void interleave_rgb_row(const RgbImage& image, int row, uint8_t* out);
 
-// The width rounded up to the 16 columns of a 4:2:0 MCU.
+// The width rounded up to the 16 columns of a 4:2:0 or 4:2:2 MCU (two 4:4:4 ones).
 inline int ycc420_padded_width(int width) { return (width + 15) & ~15; }
 
-// Whether this CPU runs the vectorised conversion (AVX2); the scalar one is exact too.
+// Whether this CPU runs the vectorised conversions (AVX2); the scalar ones are exact too.
 bool ycc420_vectorised();
 
 }  // namespace trivium
