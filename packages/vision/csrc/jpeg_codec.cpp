@@ -589,13 +589,13 @@ bool set_subsampling(jpeg_compress_struct* cinfo, int subsampling, Diagnostics* 
 bool uses_own_ycc(const RgbImage& image, const JpegEncodeOptions& options) {
     const int sub = options.subsampling;
     return image.g != nullptr && options.precision == 8 &&
-           (sub == 420 || sub == 422 || sub == 444) && ycc420_vectorised();
+           (sub == 420 || sub == 422 || sub == 444) && ycc_vectorised();
 }
 
 // Writes the image as raw YCbCr at 4:4:4 (h_factor 1) or 4:2:2 (h_factor 2), one iMCU
 // row (8 image rows) per call; rows below the image repeat the last one.
 void write_ycc_rows(jpeg_compress_struct* cinfo, const RgbImage& image, int h_factor) {
-    const JDIMENSION luma_width = JDIMENSION(ycc420_padded_width(image.width));
+    const JDIMENSION luma_width = JDIMENSION(ycc_padded_width(image.width));
     auto* common = reinterpret_cast<j_common_ptr>(cinfo);
     JSAMPARRAY luma = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width, 8);
     JSAMPARRAY cb = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width / h_factor, 8);
@@ -622,7 +622,7 @@ void write_ycc_rows(jpeg_compress_struct* cinfo, const RgbImage& image, int h_fa
 // the image repeat the last luma row and the last chroma row, as libjpeg pads them
 // (jcprepct.c: the bottom row before downsampling, then the last downsampled row).
 void write_ycc420(jpeg_compress_struct* cinfo, const RgbImage& image) {
-    const JDIMENSION luma_width = JDIMENSION(ycc420_padded_width(image.width));
+    const JDIMENSION luma_width = JDIMENSION(ycc_padded_width(image.width));
     auto* common = reinterpret_cast<j_common_ptr>(cinfo);
     JSAMPARRAY luma = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width, 16);
     JSAMPARRAY cb = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_width / 2, 8);

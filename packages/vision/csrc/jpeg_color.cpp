@@ -56,7 +56,7 @@ inline void pixel(const RgbImage& image, const uint8_t* row_r, int x, int* r, in
 // from the first chroma column, as in h2v2_downsample.
 void convert_scalar(const RgbImage& image, Rows rows, int x0, uint8_t* y0, uint8_t* y1,
                     uint8_t* cb, uint8_t* cr) {
-    const int padded = ycc420_padded_width(image.width);
+    const int padded = ycc_padded_width(image.width);
     for (int x = x0; x < padded; x += 2) {
         int cb_sum = 0, cr_sum = 0;
         for (int dy = 0; dy < 2; ++dy) {
@@ -80,7 +80,7 @@ void convert_scalar(const RgbImage& image, Rows rows, int x0, uint8_t* y0, uint8
 // alternating 0, 1, as in h2v1_downsample), columns [x0, padded).
 void convert_row_scalar(const RgbImage& image, const uint8_t* row, int h_factor, int x0,
                         uint8_t* y, uint8_t* cb, uint8_t* cr) {
-    const int padded = ycc420_padded_width(image.width);
+    const int padded = ycc_padded_width(image.width);
     for (int x = x0; x < padded; x += h_factor) {
         int cb_sum = 0, cr_sum = 0;
         for (int dx = 0; dx < h_factor; ++dx) {
@@ -113,7 +113,7 @@ void copy_tail(const RgbImage& image, const uint8_t* row_r, int x0, uint8_t* rgb
 }
 
 // Everything down to the #endif is compiled for AVX2 (no lambdas here: they would not
-// be) and runs only where ycc420_vectorised() says the CPU has it.
+// be) and runs only where ycc_vectorised() says the CPU has it.
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #define TRIVIUM_INLINE inline __attribute__((always_inline))
@@ -312,7 +312,7 @@ int convert_row_avx2(const RgbImage& image, Rows rows, int h_factor, uint8_t* y,
 
 }  // namespace
 
-bool ycc420_vectorised() {
+bool ycc_vectorised() {
 #if TRIVIUM_YCC_X86
     static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
     return avx2;
@@ -338,10 +338,10 @@ void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, 
     Rows rows{image.r + ptrdiff_t(row0) * image.row_stride,
               image.r + ptrdiff_t(row1) * image.row_stride};
     if (row1 + 16 < image.height) rows.ahead = 16 * image.row_stride;
-    const int padded = ycc420_padded_width(image.width);
+    const int padded = ycc_padded_width(image.width);
     int done = 0;
 #if TRIVIUM_YCC_X86
-    if (ycc420_vectorised()) {
+    if (ycc_vectorised()) {
         done = convert_avx2(image, rows, y0, y1, cb, cr);
         if (done < padded) {  // the last columns, padded as libjpeg pads them, in a scratch
             uint8_t rgb[2][96], y[2][32], chroma[2][16];
@@ -366,10 +366,10 @@ void rgb_row_to_ycc(const RgbImage& image, int row, int h_factor, uint8_t* y, ui
     const uint8_t* pixels = image.r + ptrdiff_t(row) * image.row_stride;
     Rows rows{pixels, pixels};
     if (row + 8 < image.height) rows.ahead = 8 * image.row_stride;
-    const int padded = ycc420_padded_width(image.width);
+    const int padded = ycc_padded_width(image.width);
     int done = 0;
 #if TRIVIUM_YCC_X86
-    if (ycc420_vectorised()) {
+    if (ycc_vectorised()) {
         done = convert_row_avx2(image, rows, h_factor, y, cb, cr);
         if (done < padded) {  // the last columns, padded as libjpeg pads them, in a scratch
             uint8_t rgb[96], y_tail[32], chroma[2][32];
