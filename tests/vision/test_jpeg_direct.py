@@ -216,7 +216,7 @@ def _decoded_bytes(datas: list[bytes]) -> list[bytes]:
 
 def _encode_through_op(monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
     with monkeypatch.context() as m:
-        m.setattr(codec, "direct_pixels", lambda image: None)
+        m.setattr(codec, "direct_pixels", lambda image, **_: None)
         return encode_jpeg(*args, **kwargs)
 
 
@@ -229,6 +229,11 @@ def test_direct_encode_equals_the_op(monkeypatch) -> None:
         ((rgb, 75), {"subsampling": "4:4:4", "progressive": True}),
         ((rgb, 50), {"subsampling": "4:2:2", "optimize": True}),
         ((rgb[:, 3:40, 5:60], 95), {}),  # a strided crop
+        ((rgb.contiguous(), 90), {}),  # [3, H, W]-contiguous: its planes read in place
+        ((rgb.contiguous(), 85), {"subsampling": "4:4:4"}),
+        ((rgb.contiguous(), 70), {"subsampling": "4:2:2", "progressive": True}),
+        ((rgb.contiguous(), 80), {"subsampling": "4:4:0"}),  # rows interleaved for libjpeg
+        ((rgb.contiguous(), 0), {}),
         ((gray, 80), {}),
         ((wide, 90), {}),
         ((rgb, 0), {}),  # quality outside 1..100: the codec's error, named as the op names it

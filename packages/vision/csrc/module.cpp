@@ -351,6 +351,13 @@ py::tuple py_decode_jpeg_list(const py::list& items, int mode, int scale_num,
     return py::make_tuple(images, problems);
 }
 
+// The encoder's buffer as a 1-D uint8 array that frees it, or its error.
+py::array_t<uint8_t> encoded_array(bool ok, uint8_t* bytes, size_t size, const Diagnostics& diag) {
+    if (!ok) throw py::value_error(diag.message);
+    py::capsule owner(bytes, [](void* p) { std::free(p); });
+    return py::array_t<uint8_t>(static_cast<py::ssize_t>(size), bytes, owner);
+}
+
 // JPEG encode of an (H, W, C) C-contiguous uint8 (8-bit) or uint16 (12-bit) array
 // into a 1-D uint8 array over the encoder's own buffer: the eager path of
 // encode_jpeg, the op's bytes.
@@ -364,18 +371,39 @@ py::array_t<uint8_t> py_encode_jpeg(const py::array& pixels, int quality, int su
     const int h = int(pixels.shape(0)), w = int(pixels.shape(1)), c = int(pixels.shape(2));
     JpegEncodeOptions options{quality, subsampling, progressive, optimize};
     if (wide) options.precision = 12;
+    // Read before the GIL is released: itemsize() goes through the dtype object.
+    const ptrdiff_t row_stride = ptrdiff_t(w) * c * pixels.itemsize();
     uint8_t* bytes = nullptr;
     size_t size = 0;
     Diagnostics diag;
     bool ok;
     {
         py::gil_scoped_release release;
-        ok = encode_jpeg(pixels.data(), h, w, c, ptrdiff_t(w) * c * pixels.itemsize(), options,
-                         &bytes, &size, &diag);
+        ok = encode_jpeg(pixels.data(), h, w, c, row_stride, options, &bytes, &size, &diag);
     }
-    if (!ok) throw py::value_error(diag.message);
-    py::capsule owner(bytes, [](void* p) { std::free(p); });
-    return py::array_t<uint8_t>(static_cast<py::ssize_t>(size), bytes, owner);
+    return encoded_array(ok, bytes, size, diag);
+}
+
+// JPEG encode of a C-contiguous (3, H, W) uint8 array (a [3, H, W] tensor's planes),
+// read in place: the eager path of encode_jpeg for a channel-first RGB image.
+py::array_t<uint8_t> py_encode_jpeg_planes(const py::array& planes, int quality,
+                                           int subsampling, bool progressive, bool optimize) {
+    if (planes.ndim() != 3 || planes.shape(0) != 3 || !(planes.flags() & py::array::c_style) ||
+        !py::isinstance<py::array_t<uint8_t>>(planes)) {
+        throw py::value_error("planes must be a C-contiguous (3, H, W) uint8 array");
+    }
+    const int h = int(planes.shape(1)), w = int(planes.shape(2));
+    const JpegEncodeOptions options{quality, subsampling, progressive, optimize};
+    uint8_t* bytes = nullptr;
+    size_t size = 0;
+    Diagnostics diag;
+    bool ok;
+    {
+        py::gil_scoped_release release;
+        ok = encode_jpeg_planes(static_cast<const uint8_t*>(planes.data()), h, w, options, &bytes,
+                                &size, &diag);
+    }
+    return encoded_array(ok, bytes, size, diag);
 }
 
 // Greedy NMS (nms.h): boxes float32/float64 [N, 4], order int64 [N] (a permutation,
@@ -441,6 +469,8 @@ PYBIND11_MODULE(_C, m) {
           py::arg("scale_num"), py::arg("roi"), py::arg("strict"), py::arg("max_pixels"),
           py::arg("threads"));
     m.def("encode_jpeg", &py_encode_jpeg, py::arg("pixels"), py::arg("quality"),
+          py::arg("subsampling"), py::arg("progressive"), py::arg("optimize"));
+    m.def("encode_jpeg_planes", &py_encode_jpeg_planes, py::arg("planes"), py::arg("quality"),
           py::arg("subsampling"), py::arg("progressive"), py::arg("optimize"));
     register_resample(m);
     m.def("nms", &py_nms, py::arg("boxes"), py::arg("order"), py::arg("iou_threshold"),

@@ -382,11 +382,14 @@ def encode_with(
     dtypes: tuple[torch.dtype, ...],
     *options: Any,
     direct: Callable[..., np.ndarray] | None = None,
+    direct_planes: Callable[..., np.ndarray] | None = None,
 ) -> torch.Tensor:
     """Check a [C, H, W] tensor and run an encoder op (``trivium::encode_*``) on it.
 
     ``direct(pixels, *options)``, where given, encodes the (H, W, C) array of
-    :func:`direct_pixels` without the op (same bytes, same errors).
+    :func:`direct_pixels` without the op (same bytes, same errors);
+    ``direct_planes(planes, *options)`` encodes a [3, H, W]-contiguous uint8 image's
+    (3, H, W) array instead, with no copy to (H, W, C) order.
     """
     if not isinstance(image, torch.Tensor):
         raise TypeError(f"{func}: expected a [C, H, W] tensor, got {type(image)!r}")
@@ -400,22 +403,30 @@ def encode_with(
         )
     if image.shape[1] == 0 or image.shape[2] == 0:
         raise EncodeError(f"{func}: cannot encode an empty image of shape {tuple(image.shape)}")
-    pixels = None if direct is None else direct_pixels(image)
+    planes = (
+        direct_planes is not None
+        and image.dtype == torch.uint8
+        and image.shape[0] == 3
+        and image.is_contiguous()
+    )
+    pixels = None if direct is None else direct_pixels(image, keep_planes=planes)
     try:
         if pixels is not None:
-            return torch.from_numpy(direct(pixels, *options))  # type: ignore[misc]
+            encode = direct_planes if planes else direct
+            return torch.from_numpy(encode(pixels, *options))  # type: ignore[misc]
         return native(image.detach().cpu(), *options)
     except ValueError as e:  # the op's message names the function; the codec's does not
         reason = str(e)
         raise EncodeError(reason if pixels is None else f"{func}: {reason}") from None
 
 
-def direct_pixels(image: torch.Tensor) -> np.ndarray | None:
+def direct_pixels(image: torch.Tensor, keep_planes: bool = False) -> np.ndarray | None:
     """A [C, H, W] image's samples as a C-contiguous (H, W, C) array for the codec, or None.
 
     Given in plain eager mode (not under ``torch.compile``, tracing or a dispatch mode)
     for a CPU tensor; a channels-last image is read in place, others are copied (as
-    the op copies them). None means the op must run.
+    the op copies them). With ``keep_planes`` a [C, H, W]-contiguous image is given as
+    its (C, H, W) array, in place. None means the op must run.
 
     Example:
         >>> image = torch.zeros(3, 2, 4, dtype=torch.uint8)
@@ -426,7 +437,10 @@ def direct_pixels(image: torch.Tensor) -> np.ndarray | None:
     """
     if type(image) is not torch.Tensor or image.device.type != "cpu" or ops_intercepted():
         return None
-    return np.ascontiguousarray(image.detach().numpy().transpose(1, 2, 0))
+    if keep_planes:
+        return image.detach().numpy()
+    # torch's permute copy is about twice as fast as NumPy's strided transpose copy.
+    return image.detach().permute(1, 2, 0).contiguous().numpy()
 
 
 def to_chw(hwc: np.ndarray) -> torch.Tensor:

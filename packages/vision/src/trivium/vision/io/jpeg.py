@@ -248,9 +248,16 @@ def encode_jpeg(
     dtypes = (torch.uint8, torch.uint16)
     # The codec directly, skipping the dispatcher, where quality fits its int (else the
     # op words the error).
-    direct = _C.encode_jpeg if -(2**31) <= options[0] < 2**31 else None
+    fits = -(2**31) <= options[0] < 2**31
     return encode_with(
-        ops.encode_jpeg_op, input, "encode_jpeg", (1, 3), dtypes, *options, direct=direct
+        ops.encode_jpeg_op,
+        input,
+        "encode_jpeg",
+        (1, 3),
+        dtypes,
+        *options,
+        direct=_C.encode_jpeg if fits else None,
+        direct_planes=_C.encode_jpeg_planes if fits else None,
     )
 
 
