@@ -584,8 +584,8 @@ bool set_subsampling(jpeg_compress_struct* cinfo, int subsampling, Diagnostics* 
 }
 
 // Whether the encode converts RGB to YCbCr itself (jpeg_color.h) and hands libjpeg
-// raw planes: 8-bit RGB at 4:2:0, 4:2:2 or 4:4:4 on AVX2 CPUs (elsewhere libjpeg's own
-// SIMD conversion is faster than the scalar one; 4:4:0 is left to libjpeg).
+// raw planes: 8-bit RGB at 4:2:0, 4:2:2 or 4:4:4 on AVX2 CPUs (elsewhere, and at 4:4:0,
+// libjpeg converts with its own SIMD code).
 bool uses_own_ycc(const RgbImage& image, const JpegEncodeOptions& options) {
     const int sub = options.subsampling;
     return image.g != nullptr && options.precision == 8 &&

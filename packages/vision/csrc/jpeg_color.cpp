@@ -3,6 +3,7 @@
 #include "vectorize.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -23,20 +24,13 @@ constexpr int kCrG = 27439, kCrB = 5329;             // 0.41869, 0.08131 (negate
 constexpr int kHalf = 32768;                         // FIX(0.5), also ONE_HALF
 constexpr int kChromaRound = (128 << 16) + kHalf - 1;
 
-inline int luma(int r, int g, int b) { return (kYr * r + kYg * g + kYb * b + kHalf) >> 16; }
-inline int blue_chroma(int r, int g, int b) {
-    return (-kCbR * r - kCbG * g + kHalf * b + kChromaRound) >> 16;
-}
-inline int red_chroma(int r, int g, int b) {
-    return (kHalf * r - kCrG * g - kCrB * b + kChromaRound) >> 16;
-}
-
 struct Rows {
     const uint8_t* top;
     const uint8_t* bottom;
     ptrdiff_t ahead = 0;  // bytes to the rows an MCU row (16 rows) below, 0 past the end
 };
 
+#if TRIVIUM_YCC_X86
 // Pixel x of a row (x clamped to the image): the channel offsets of the layout.
 inline void pixel(const RgbImage& image, const uint8_t* row_r, int x, int* r, int* g, int* b) {
     x = std::min(x, image.width - 1);
@@ -52,51 +46,6 @@ inline void pixel(const RgbImage& image, const uint8_t* row_r, int x, int* r, in
     }
 }
 
-// Columns [x0, padded) one 2x2 block at a time; the downsampling bias alternates 1, 2
-// from the first chroma column, as in h2v2_downsample.
-void convert_scalar(const RgbImage& image, Rows rows, int x0, uint8_t* y0, uint8_t* y1,
-                    uint8_t* cb, uint8_t* cr) {
-    const int padded = ycc_padded_width(image.width);
-    for (int x = x0; x < padded; x += 2) {
-        int cb_sum = 0, cr_sum = 0;
-        for (int dy = 0; dy < 2; ++dy) {
-            uint8_t* y_row = dy == 0 ? y0 : y1;
-            const uint8_t* row = dy == 0 ? rows.top : rows.bottom;
-            for (int dx = 0; dx < 2; ++dx) {
-                int r, g, b;
-                pixel(image, row, x + dx, &r, &g, &b);
-                y_row[x + dx] = static_cast<uint8_t>(luma(r, g, b));
-                cb_sum += blue_chroma(r, g, b);
-                cr_sum += red_chroma(r, g, b);
-            }
-        }
-        const int bias = (x / 2) % 2 == 0 ? 1 : 2;
-        cb[x / 2] = static_cast<uint8_t>((cb_sum + bias) >> 2);
-        cr[x / 2] = static_cast<uint8_t>((cr_sum + bias) >> 2);
-    }
-}
-
-// One row at 4:4:4 (h_factor 1) or 4:2:2 (h_factor 2: pairs averaged with a bias
-// alternating 0, 1, as in h2v1_downsample), columns [x0, padded).
-void convert_row_scalar(const RgbImage& image, const uint8_t* row, int h_factor, int x0,
-                        uint8_t* y, uint8_t* cb, uint8_t* cr) {
-    const int padded = ycc_padded_width(image.width);
-    for (int x = x0; x < padded; x += h_factor) {
-        int cb_sum = 0, cr_sum = 0;
-        for (int dx = 0; dx < h_factor; ++dx) {
-            int r, g, b;
-            pixel(image, row, x + dx, &r, &g, &b);
-            y[x + dx] = static_cast<uint8_t>(luma(r, g, b));
-            cb_sum += blue_chroma(r, g, b);
-            cr_sum += red_chroma(r, g, b);
-        }
-        const int bias = h_factor == 1 ? 0 : (x / 2) % 2;
-        cb[x / h_factor] = static_cast<uint8_t>((cb_sum + bias) >> (h_factor - 1));
-        cr[x / h_factor] = static_cast<uint8_t>((cr_sum + bias) >> (h_factor - 1));
-    }
-}
-
-#if TRIVIUM_YCC_X86
 // The 32 pixels of a row from column x0 (past the image: its last pixel), interleaved.
 void copy_tail(const RgbImage& image, const uint8_t* row_r, int x0, uint8_t* rgb) {
     const int inside = std::min(32, image.width - x0);
@@ -358,7 +307,7 @@ void rgb_rows_to_ycc420(const RgbImage& image, int row0, int row1, uint8_t* y0, 
         }
     }
 #endif
-    convert_scalar(image, rows, done, y0, y1, cb, cr);
+    if (done < padded) std::abort();  // callers check ycc_vectorised() first
 }
 
 void rgb_row_to_ycc(const RgbImage& image, int row, int h_factor, uint8_t* y, uint8_t* cb,
@@ -384,7 +333,7 @@ void rgb_row_to_ycc(const RgbImage& image, int row, int h_factor, uint8_t* y, ui
         }
     }
 #endif
-    convert_row_scalar(image, pixels, h_factor, done, y, cb, cr);
+    if (done < padded) std::abort();  // callers check ycc_vectorised() first
 }
 
 }  // namespace trivium
