@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import sysconfig
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -52,6 +55,40 @@ def load_peer(importer: Callable[[], ModuleType | None], missing: str = "not ins
     if module is None:
         return None, missing
     return module, f"{module.__name__} {module.__version__}"
+
+
+def rerun_under_peers(
+    script: str | Path, modules: Sequence[str], peers_python: str, argv: Sequence[str]
+) -> None:
+    """Run ``script`` again under ``peers_python`` when one of ``modules`` is missing here.
+
+    That Python gets this environment's site-packages (where trivium is) through
+    ``TRIVIUM_PROJECT_SITE``, which the script adds to its path before importing
+    trivium. Does nothing when already re-run, when every module imports, or when that
+    Python is absent or of another Python version (trivium's compiled modules would not
+    load there).
+
+    Example:
+        >>> rerun_under_peers("image_io.py", ["json"], ".venv-peers/bin/python", [])  # json imports
+    """
+    if os.environ.get("TRIVIUM_PROJECT_SITE") or not peers_python:
+        return
+    if all(importlib.util.find_spec(name) is not None for name in modules):
+        return
+    python = Path(peers_python)
+    if not python.exists():
+        print(f"(no peers virtualenv at {python}: the missing peers are left out)")
+        return
+    version = "import sys; print(sys.version_info[:2])"
+    theirs = subprocess.run(
+        [str(python), "-c", version], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if theirs != str(sys.version_info[:2]):
+        print(f"({python} is Python {theirs}, not {sys.version_info[:2]}: peers left out)")
+        return
+    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
+    sys.stdout.flush()
+    os.execve(str(python), [str(python), str(Path(script).resolve()), *argv], env)
 
 
 # ---------------------------------------------------------------------- machine info

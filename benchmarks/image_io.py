@@ -48,18 +48,15 @@ from __future__ import annotations
 import os
 import site
 
-# Under the peers' virtualenv (see ``rerun_under_peers``): trivium from the project's
+# Under the peers' virtualenv (see ``harness.rerun_under_peers``): trivium from the project's
 # environment, whose site-packages must be on the path before trivium imports.
 if os.environ.get("TRIVIUM_PROJECT_SITE"):
     site.addsitedir(os.environ["TRIVIUM_PROJECT_SITE"])
 
 import argparse
-import importlib.util
 import io
 import platform
-import subprocess
 import sys
-import sysconfig
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -80,6 +77,7 @@ from harness import (
     cpu_model,
     measure,
     parse_benchmark_args,
+    rerun_under_peers,
     row_from,
 )
 from PIL import Image, features
@@ -696,39 +694,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
-def rerun_under_peers(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    """Run this script again under the peers' Python when peers are missing here.
-
-    Does nothing when every peer imports, when already re-run, or when that Python is
-    absent or of another Python version (trivium's compiled modules would not load).
-    """
-    if os.environ.get("TRIVIUM_PROJECT_SITE") or not args.peers_python:
-        return
-    if all(importlib.util.find_spec(name) is not None for name in PEER_MODULES):
-        return
-    python = Path(args.peers_python)
-    if not python.exists():
-        print(f"(no peers virtualenv at {python}: the missing peers are left out)")
-        return
-    theirs = subprocess.run(
-        [str(python), "-c", "import sys; print(sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    if theirs != str(sys.version_info[:2]):
-        print(f"({python} is Python {theirs}, not {sys.version_info[:2]}: peers left out)")
-        return
-    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
-    sys.stdout.flush()
-    os.execve(str(python), [str(python), str(Path(__file__).resolve()), *argv], env)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run every workload, print machine info and the table, optionally write JSON."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    rerun_under_peers(args, argv)
+    rerun_under_peers(__file__, PEER_MODULES, args.peers_python, argv)
     run = Session(args)
     torch.set_num_threads(1)
     peers = load_peers()

@@ -53,7 +53,7 @@ from __future__ import annotations
 import os
 import site
 
-# Re-run under the peers' virtualenv (see ``rerun_under_peers``): trivium from the
+# Re-run under the peers' virtualenv (see ``harness.rerun_under_peers``): trivium from the
 # project's environment, whose site-packages must be on the path before trivium imports.
 if os.environ.get("TRIVIUM_PROJECT_SITE"):
     site.addsitedir(os.environ["TRIVIUM_PROJECT_SITE"])
@@ -63,9 +63,7 @@ import importlib
 import importlib.util
 import io
 import statistics
-import subprocess
 import sys
-import sysconfig
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -759,39 +757,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 PEERS_PYTHON = harness.ROOT / ".venv-peers" / "bin" / "python"
 
 
-def rerun_under_peers(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    """Run this script again under the peers' Python when ``e2e`` runs and its peers are
-    missing here (that Python gets this environment's site-packages, where trivium is,
-    after its own).
-
-    Does nothing when already re-run, when every e2e peer imports, or when that Python is
-    absent or of another Python version (trivium's compiled modules would not load).
-    """
-    if os.environ.get("TRIVIUM_PROJECT_SITE") or not args.peers_python or "e2e" not in args.only:
-        return
-    if all(importlib.util.find_spec(name) is not None for name in E2E_PEER_MODULES):
-        return
-    python = Path(args.peers_python)
-    if not python.exists():
-        print(f"(no peers virtualenv at {python}: the missing e2e peers are left out)")
-        return
-    version = "import sys; print(sys.version_info[:2])"
-    theirs = subprocess.run(
-        [str(python), "-c", version], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    if theirs != str(sys.version_info[:2]):
-        print(f"({python} is Python {theirs}, not {sys.version_info[:2]}: e2e peers left out)")
-        return
-    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
-    sys.stdout.flush()
-    os.execve(str(python), [str(python), str(Path(__file__).resolve()), *argv], env)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads and print the table (and JSON with --json)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    rerun_under_peers(args, argv)
+    if "e2e" in args.only:
+        harness.rerun_under_peers(__file__, E2E_PEER_MODULES, args.peers_python, argv)
     run = harness.Session(args)
     torch.set_num_threads(run.args.threads)
     tv = harness.peers.import_torchvision()
