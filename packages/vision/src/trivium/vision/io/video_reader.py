@@ -91,7 +91,9 @@ class VideoReader(ForkSafe):
     ``[C, H, W]`` RGB, audio frames as float32 ``[channels, samples]`` in [-1, 1].
     ``src`` is a path or, with ``backend="pyav"``, encoded bytes or a binary file
     object. ``stream`` is ``"video"``, ``"audio"`` or ``"kind:N"``. ``num_threads``
-    is the decoder's thread count (0: FFmpeg decides).
+    is the decoder's thread count (0: FFmpeg decides; with the PyAV backend, one per
+    CPU where the first frames read are picked by ``get_frames_at`` or
+    ``get_frames_in_range``).
 
     The reader holds at most a few decoded frames at a time, closes with ``close()``
     or a ``with`` block, and pickles as its source, stream and position (a
