@@ -9,6 +9,7 @@
 
 #include "exif.h"
 #include "jpeg_color.h"
+#include "jpeg_upsample.h"
 
 namespace trivium {
 namespace {
@@ -157,6 +158,108 @@ void skip_rows(j_decompress_ptr cinfo, JDIMENSION rows, J12SAMPLE*) {
 }
 void skip_rows(j_decompress_ptr, JDIMENSION, J16SAMPLE*) {}
 #endif
+
+// The chroma layouts whose upsampling and colour conversion the decoder does itself
+// (jpeg_upsample.h) from libjpeg's raw planes.
+enum class OwnUpsampling { None, H2V1, H2V2 };
+
+// Which applies to this decode: 8-bit YCbCr at 4:2:0 or 4:2:2 to RGB at full size, where
+// libjpeg would upsample with its fancy (triangle) filter, on AVX2 CPUs.
+OwnUpsampling own_upsampling(const jpeg_decompress_struct& c) {
+    if (c.jpeg_color_space != JCS_YCbCr || c.num_components != 3 ||
+        c.out_color_space != JCS_EXT_RGB || c.data_precision != 8 ||
+        c.scale_num != c.scale_denom || !c.do_fancy_upsampling || c.CCIR601_sampling ||
+        !ycc_vectorised()) {
+        return OwnUpsampling::None;
+    }
+    const jpeg_component_info* comp = c.comp_info;
+    for (int ci = 1; ci < 3; ++ci) {
+        if (comp[ci].h_samp_factor != 1 || comp[ci].v_samp_factor != 1) {
+            return OwnUpsampling::None;
+        }
+    }
+    // libjpeg upsamples chroma rows of 1 or 2 samples by repetition (jdsample.c).
+    if (comp[0].h_samp_factor != 2 || comp[1].downsampled_width <= 2) return OwnUpsampling::None;
+    if (comp[0].v_samp_factor == 2) return OwnUpsampling::H2V2;
+    return comp[0].v_samp_factor == 1 ? OwnUpsampling::H2V1 : OwnUpsampling::None;
+}
+
+// The raw planes of two iMCU rows (4:2:0's output rows need the chroma row above and
+// below; 4:2:2 uses one), each chroma row with its edge samples repeated outside it.
+struct RawPlanes {
+    JSAMPARRAY luma, cb, cr;
+    int luma_rows;    // per iMCU row: 16 at 4:2:0, 8 at 4:2:2
+    int chroma_rows;  // 8
+    int chroma_height;
+
+    uint8_t* luma_row(int y) const {
+        return luma[(y / luma_rows) % 2 * luma_rows + y % luma_rows];
+    }
+    // Chroma row j (clamped to the image, as libjpeg's context rows are) of plane p.
+    uint8_t* chroma_row(JSAMPARRAY p, int j) const {
+        j = std::clamp(j, 0, chroma_height - 1);
+        return p[(j / chroma_rows) % 2 * chroma_rows + j % chroma_rows] + kChromaMargin;
+    }
+    static constexpr int kChromaMargin = 32;  // room for row[-1]
+};
+
+void emit_rgb_row(const RawPlanes& planes, bool h2v2, int y, int width, uint8_t* out) {
+    const int near = h2v2 ? y / 2 : y;
+    const int far = !h2v2 ? near : y % 2 == 0 ? near - 1 : near + 1;
+    const YccRow row{planes.luma_row(y), planes.chroma_row(planes.cb, near),
+                     planes.chroma_row(planes.cr, near), planes.chroma_row(planes.cb, far),
+                     planes.chroma_row(planes.cr, far)};
+    ycc_row_to_rgb(row, width, h2v2, out);
+}
+
+// Decodes every row as raw YCbCr planes, one iMCU row at a time, and writes them as
+// RGB straight into the output. An output row of 4:2:0 waits for the iMCU row below
+// when its lower chroma neighbour lies there (the last row of each iMCU row). Runs
+// inside decode()'s setjmp; returns false if libjpeg gives no rows.
+bool read_raw_rgb(j_decompress_ptr cinfo, bool h2v2, uint8_t* dst, ptrdiff_t row_stride) {
+    const int width = int(cinfo->output_width), height = int(cinfo->output_height);
+    const int vectors = (width + 31) / 32 * 32;
+    const JDIMENSION luma_bytes = JDIMENSION(vectors + ycc_row_slack());
+    const JDIMENSION chroma_bytes =
+        JDIMENSION(RawPlanes::kChromaMargin + vectors / 2 + ycc_row_slack());
+    auto* common = reinterpret_cast<j_common_ptr>(cinfo);
+    RawPlanes planes;
+    planes.luma_rows = h2v2 ? 16 : 8;
+    planes.chroma_rows = 8;
+    planes.chroma_height = int(cinfo->comp_info[1].downsampled_height);
+    planes.luma =
+        (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_bytes, 2 * planes.luma_rows);
+    planes.cb = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, chroma_bytes, 16);
+    planes.cr = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, chroma_bytes, 16);
+    JSAMPROW luma_rows[16], cb_rows[8], cr_rows[8];
+    JSAMPARRAY raw[3] = {luma_rows, cb_rows, cr_rows};
+    const int cw = int(cinfo->comp_info[1].downsampled_width);
+    for (int k = 0; cinfo->output_scanline < cinfo->output_height; ++k) {
+        const int top = k * planes.luma_rows, set = k % 2;
+        for (int i = 0; i < planes.luma_rows; ++i) {
+            luma_rows[i] = planes.luma[set * planes.luma_rows + i];
+        }
+        for (int i = 0; i < 8; ++i) {
+            cb_rows[i] = planes.cb[set * 8 + i] + RawPlanes::kChromaMargin;
+            cr_rows[i] = planes.cr[set * 8 + i] + RawPlanes::kChromaMargin;
+        }
+        if (jpeg_read_raw_data(cinfo, raw, JDIMENSION(planes.luma_rows)) == 0) return false;
+        for (int i = 0; i < 8; ++i) {  // the edge samples libjpeg's upsampling repeats
+            cb_rows[i][-1] = cb_rows[i][0], cb_rows[i][cw] = cb_rows[i][cw - 1];
+            cr_rows[i][-1] = cr_rows[i][0], cr_rows[i][cw] = cr_rows[i][cw - 1];
+        }
+        const bool last = top + planes.luma_rows >= height;
+        int first = top, end = std::min(height, top + planes.luma_rows);
+        if (h2v2) {
+            if (k > 0) first = top - 1;                   // the previous iMCU row's last
+            if (!last) end = top + planes.luma_rows - 1;  // this one's last waits
+        }
+        for (int y = first; y < end; ++y) {
+            emit_rgb_row(planes, h2v2, y, width, dst + ptrdiff_t(y) * row_stride);
+        }
+    }
+    return true;
+}
 
 }  // namespace
 
@@ -354,8 +457,22 @@ bool JpegDecoder::decode(uint8_t* dst, ptrdiff_t row_stride, bool strict) {
         return decode_wide<J16SAMPLE, uint16_t>(dst, row_stride);
     }
 #endif
+    const bool full = region_top_ == 0 && region_left_ == 0 &&
+                      region_width_ == cinfo_.output_width &&
+                      region_height_ == cinfo_.output_height;
+    const OwnUpsampling own = full && conversion_ == RowConversion::None && shape_.channels == 3
+                                  ? own_upsampling(cinfo_)
+                                  : OwnUpsampling::None;
+    cinfo_.raw_data_out = own != OwnUpsampling::None ? TRUE : FALSE;
     jpeg_start_decompress(&cinfo_);
     started_ = true;
+    if (own != OwnUpsampling::None) {
+        if (!read_raw_rgb(&cinfo_, own == OwnUpsampling::H2V2, dst, row_stride)) {
+            return diag_->fail(ErrorKind::Corrupt, "decoder returned no scanline");
+        }
+        jpeg_finish_decompress(&cinfo_);
+        return true;
+    }
 
     // Crop one column wider on each side than asked: libjpeg upsamples the chroma of
     // a crop's edge columns as if they were the image's edge, so they may differ
