@@ -353,11 +353,10 @@ class VideoReader(ForkSafe):
         :meth:`VideoBackend.frames`). Each run from a seek is told its last wanted frame,
         so the backend reads no packet past it.
         """
-        keep = frozenset(index.pts[wanted].tolist())
-        ends = index.pts[wanted[_run_ends(index, wanted)]].tolist()
+        ends = _run_ends(index, wanted)
         frames, next_position = None, 0
         try:
-            for target, end in zip(wanted.tolist(), ends, strict=True):
+            for i, target in enumerate(wanted.tolist()):
                 restart = (
                     frames is None
                     or target < next_position
@@ -367,7 +366,7 @@ class VideoReader(ForkSafe):
                     if restart:
                         if frames is not None:
                             frames.close()
-                        run = WantedFrames(keep, end)  # the run ends at `end`: no frame after
+                        run = _run_from(index, wanted[i : ends[i] + 1])
                         frames = self.backend.frames(
                             self._stream, int(index.pts[target]), True, run
                         )
@@ -509,6 +508,12 @@ def _run_ends(index: FrameIndex, wanted: np.ndarray) -> np.ndarray:
     starts = np.flatnonzero(np.concatenate(([True], seeks)))
     run_last = np.append(starts[1:] - 1, len(wanted) - 1)
     return run_last[np.searchsorted(starts, np.arange(len(wanted)), "right") - 1]
+
+
+def _run_from(index: FrameIndex, positions: np.ndarray) -> WantedFrames:
+    """The frames one decode run is for: those at ``positions``, the last of them its end."""
+    pts = index.pts[positions]
+    return WantedFrames(frozenset(pts.tolist()), int(pts[-1]))
 
 
 def _decode_to(
