@@ -594,3 +594,37 @@ def test_a_new_reader_of_an_indexed_file_does_not_demux_it_again(
     assert built == ["video:0", "video:0"]
     with VideoReader(path.read_bytes(), backend="pyav") as reader:  # bytes: not cached
         assert len(reader.get_frames_at([0]).data) == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_that_ends_early_is_decoded_again_from_a_seek(
+    numbered: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decode run that stops before a wanted frame it should reach (a frame stood in
+    for another) is sought again for that frame; a second early end is an error."""
+    reader = VideoReader(numbered, backend=backend)
+    original = type(reader.backend).frames
+    calls: list[int] = []
+    cut_after = {1: 1}  # call number -> frames it gives before ending
+
+    def ending_early(self, *args, **kwargs):
+        calls.append(args[1])
+        frames = original(self, *args, **kwargs)
+        limit = cut_after.get(len(calls))
+        if limit is None:
+            yield from frames
+            return
+        for _, frame in zip(range(limit), frames, strict=False):
+            yield frame
+        frames.close()
+
+    monkeypatch.setattr(type(reader.backend), "frames", ending_early)
+    wanted = [21, 22, 23]  # one run: no keyframe between them
+    frames = reader.get_frames_at(wanted).data
+    assert [frame_number(f) for f in frames] == wanted
+    assert len(calls) == 2  # the run, then a seek for frame 22
+
+    calls.clear()
+    cut_after.update({1: 1, 2: 0})  # the new run ends at once too
+    with pytest.raises(DecodeError, match=r"frame 22 .* could not be decoded"):
+        reader.get_frames_at(wanted)
