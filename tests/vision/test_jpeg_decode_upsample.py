@@ -102,6 +102,23 @@ def test_saturated_colours_are_clamped_like_libjpeg(subsampling: int) -> None:
 
 
 @pytest.mark.parametrize("subsampling", SUBSAMPLINGS.values(), ids=SUBSAMPLINGS.keys())
+def test_every_chroma_pair_converts_like_libjpeg(subsampling: int) -> None:
+    """YCbCr samples written as they are (Pillow's "YCbCr" mode): chroma ramps whose
+    upsampled values take every (Cb, Cr) pair, under random luma."""
+    rng = np.random.default_rng(70 + subsampling)
+    yy, xx = np.mgrid[0:1024, 0:1024]
+    ycc = np.stack([rng.integers(0, 256, (1024, 1024)), xx // 4, yy // 4], -1).astype(np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(ycc, "YCbCr").save(buffer, "JPEG", quality=100, subsampling=subsampling)
+    data = buffer.getvalue()
+    raw = Image.open(io.BytesIO(data))
+    raw.draft("YCbCr", raw.size)  # libjpeg's upsampled planes, not converted
+    planes = np.asarray(raw).astype(np.int32)
+    assert len(np.unique(planes[..., 1] * 256 + planes[..., 2])) == 256 * 256
+    _assert_like_libjpeg(data)
+
+
+@pytest.mark.parametrize("subsampling", SUBSAMPLINGS.values(), ids=SUBSAMPLINGS.keys())
 @pytest.mark.parametrize("progressive", [False, True])
 def test_photo_matches_libjpeg(subsampling: int, progressive: bool) -> None:
     photo = Image.open(PHOTO).convert("RGB")

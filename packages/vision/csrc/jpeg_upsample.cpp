@@ -43,8 +43,9 @@ constexpr std::array<ShuffleMask, 9> kInterleave = {
 
 // jdcolor.c's colour conversion: R - Y = (FIX(1.40200) Cr + ONE_HALF) >> 16 and
 // B - Y = (FIX(1.77200) Cb + ONE_HALF) >> 16 are Cr + pmulhrsw(Cr, kCrR) and
-// Cb + pmulhrsw(Cb, kCbB) for every centred sample -128..127 (checked exhaustively
-// against the C tables; the constants are 0.402 and 0.772 * 2^15, rounded).
+// Cb + pmulhrsw(Cb, kCbB) for every centred sample -128..127 (the constants are
+// 0.402 and 0.772 * 2^15, rounded; tests/vision/test_jpeg_decode_upsample.py decodes
+// every (Cb, Cr) pair).
 // G - Y = (-FIX(0.34414) Cb - FIX(0.71414) Cr + ONE_HALF) >> 16 is split as
 // libjpeg-turbo's SIMD code splits it to keep each factor in 16 bits:
 // (-FIX(0.34414) Cb + FIX(0.28586) Cr + ONE_HALF) >> 16, minus Cr.
