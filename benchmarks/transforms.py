@@ -661,15 +661,17 @@ SNIPPET_NOTES = """\
 - ElasticTransform smooths its noise with banded matrix products on both sides, one
   product per four images on the per-sample side against one per image in the loop;
   the grid sampling and the draw cost the same either way, so its margin is small.
-- Flips and RandomInvert write each run of images drawn alike straight into the
-  output (flipped, inverted or copied): one pass, where the loop's results are
-  copied again by `torch.stack`. Crops and erasing take slices of
+- Flips, RandomInvert, RandomPosterize, RandomSolarize and RandomGrayscale write
+  each run of images drawn alike straight into the output (transformed or copied):
+  one pass per run, where the loop's results are copied again by `torch.stack`.
+  Solarize and grayscale, which take several passes, go a few images at a time so
+  their intermediates stay in cache. Crops and erasing take slices of
   one image instead of a gather or a mask. GaussianBlur, RandomAffine and
   RandomRotation take four images per chunk (GaussianBlur's depthwise convolutions
   vectorise across their 12 channels; the grid's fixed costs are shared).
-- Rows whose work is about one copy of the batch (flips, RandomInvert) move most
-  between runs: each side page-faults its 9.6 MB (uint8) or 38 MB (float32) output
-  in on some calls and not on others. Setting
+- Rows whose work is about one copy of the batch (flips, RandomInvert,
+  RandomPosterize) move most between runs: each side page-faults its 9.6 MB (uint8)
+  or 38 MB (float32) output in on some calls and not on others. Setting
   `MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736` makes glibc
   keep freed memory, so the ratios compare the work alone; the command line above
   shows whether it was set.
