@@ -84,18 +84,19 @@ TRIVIUM_INLINE void column_sums(const uint8_t* near, const uint8_t* far, int cou
 // pixels, 16 each.
 // h2v2: pixel 2c = (3 colsum[c] + colsum[c - 1] + 8) >> 4,
 //       pixel 2c + 1 = (3 colsum[c] + colsum[c + 1] + 7) >> 4.
-// h2v1: pixel 2c = (3 s[c] + s[c - 1] + 1) >> 2, pixel 2c + 1 = (3 s[c] + s[c + 1] + 2) >> 2.
-// The C code's edge formulas are these with the edge sample repeated. Centring
-// folds into the rounding term: (v + bias) >> n, minus 128, is (v + bias - (128 << n)) >> n.
+// h2v1: pixel 2c = (3 s[c] + s[c - 1] + 1) >> 2,
+//       pixel 2c + 1 = (3 s[c] + s[c + 1] + 2) >> 2.
+// The C code's edge formulas are these with the edge sample repeated. Centring folds
+// into the rounding term: (v + bias) >> n, minus 128, is (v + bias - (128 << n)) >> n.
 template <bool kH2V2>
 TRIVIUM_INLINE void upsample(const int16_t* sums, __m256i* even, __m256i* odd) {
     constexpr int shift = kH2V2 ? 4 : 2;
     constexpr int16_t even_bias = (kH2V2 ? 8 : 1) - (128 << shift);
     constexpr int16_t odd_bias = (kH2V2 ? 7 : 2) - (128 << shift);
-    const auto* v = reinterpret_cast<const __m256i*>(sums);
-    const __m256i mid3 = times3(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums + 1)));
-    const __m256i left = _mm256_loadu_si256(v);
-    const __m256i right = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums + 2));
+    const auto load = [sums](int i) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums + i));
+    };
+    const __m256i left = load(0), mid3 = times3(load(1)), right = load(2);
     *even = _mm256_srai_epi16(
         _mm256_add_epi16(_mm256_add_epi16(mid3, left), _mm256_set1_epi16(even_bias)), shift);
     *odd = _mm256_srai_epi16(
