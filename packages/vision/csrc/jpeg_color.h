@@ -39,7 +39,8 @@ void interleave_rgb_row(const RgbImage& image, int row, uint8_t* out);
 // The width rounded up to the 16 columns of a 4:2:0 or 4:2:2 MCU (two 4:4:4 ones).
 inline int ycc_padded_width(int width) { return (width + 15) & ~15; }
 
-// Whether this CPU runs the conversions above (AVX2): call them only where it does.
+// Whether this CPU runs the conversions above and the decoder's (jpeg_upsample.h), which
+// need AVX2: call them only where it does.
 bool ycc_vectorised();
 
 }  // namespace trivium
