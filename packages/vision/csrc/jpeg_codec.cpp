@@ -163,23 +163,46 @@ void skip_rows(j_decompress_ptr, JDIMENSION, J16SAMPLE*) {}
 // (jpeg_upsample.h) from libjpeg's raw planes.
 enum class OwnUpsampling { None, H2V1, H2V2 };
 
-// Which applies to this decode: 8-bit YCbCr at 4:2:0 or 4:2:2 to RGB at full size, where
-// libjpeg would upsample with its fancy (triangle) filter, on AVX2 CPUs.
+// The IDCT output size of a component's blocks, and the smallest over the components
+// (libjpeg-turbo's _DCT_scaled_size and _min_DCT_scaled_size: jpeglib.h names them by
+// API version; turbo keeps the horizontal and vertical sizes equal).
+#if JPEG_LIB_VERSION >= 70
+int dct_scaled_size(const jpeg_component_info& comp) { return comp.DCT_h_scaled_size; }
+int min_dct_scaled_size(const jpeg_decompress_struct& c) { return c.min_DCT_h_scaled_size; }
+#else
+int dct_scaled_size(const jpeg_component_info& comp) { return comp.DCT_scaled_size; }
+int min_dct_scaled_size(const jpeg_decompress_struct& c) { return c.min_DCT_scaled_size; }
+#endif
+
+// Which applies to this decode: 8-bit YCbCr at 4:2:0 or 4:2:2 to RGB, on AVX2 CPUs,
+// where libjpeg would upsample the chroma 2x with its fancy (triangle) filter. Decided
+// as jdsample.c's jinit_upsampler decides, from the component sizes that
+// jpeg_calc_output_dimensions chose for the scale: a DCT-scaled decode often scales
+// the chroma IDCT up instead (4:2:0 below 8/8: chroma at twice the luma's size, no
+// upsampling), and at a 1/8 scale libjpeg upsamples by repetition.
 OwnUpsampling own_upsampling(const jpeg_decompress_struct& c) {
     if (c.jpeg_color_space != JCS_YCbCr || c.num_components != 3 ||
         c.out_color_space != JCS_EXT_RGB || c.data_precision != 8 ||
-        c.scale_num != c.scale_denom || !c.do_fancy_upsampling || c.CCIR601_sampling ||
-        !ycc_vectorised()) {
+        !c.do_fancy_upsampling || c.CCIR601_sampling || !ycc_vectorised()) {
         return OwnUpsampling::None;
     }
+    // jdsample.c: no fancy upsampling where the IDCT gives 1x1 blocks. (Scales above
+    // 8/8, whose iMCU rows RawPlanes does not hold, are not asked for.)
+    const int min_size = min_dct_scaled_size(c);
+    if (min_size <= 1 || min_size > DCTSIZE) return OwnUpsampling::None;
     const jpeg_component_info* comp = c.comp_info;
+    if (comp[0].h_samp_factor != 2 || dct_scaled_size(comp[0]) != min_size) {
+        return OwnUpsampling::None;
+    }
+    // Chroma blocks the luma's size at half its sampling factors: 2x horizontally.
     for (int ci = 1; ci < 3; ++ci) {
-        if (comp[ci].h_samp_factor != 1 || comp[ci].v_samp_factor != 1) {
+        if (comp[ci].h_samp_factor != 1 || comp[ci].v_samp_factor != 1 ||
+            dct_scaled_size(comp[ci]) != min_size) {
             return OwnUpsampling::None;
         }
     }
     // libjpeg upsamples chroma rows of 1 or 2 samples by repetition (jdsample.c).
-    if (comp[0].h_samp_factor != 2 || comp[1].downsampled_width <= 2) return OwnUpsampling::None;
+    if (comp[1].downsampled_width <= 2) return OwnUpsampling::None;
     if (comp[0].v_samp_factor == 2) return OwnUpsampling::H2V2;
     return comp[0].v_samp_factor == 1 ? OwnUpsampling::H2V1 : OwnUpsampling::None;
 }
@@ -188,8 +211,8 @@ OwnUpsampling own_upsampling(const jpeg_decompress_struct& c) {
 // below; 4:2:2 uses one), each chroma row with its edge samples repeated outside it.
 struct RawPlanes {
     JSAMPARRAY luma, cb, cr;
-    int luma_rows;    // per iMCU row: 16 at 4:2:0, 8 at 4:2:2
-    int chroma_rows;  // 8
+    int luma_rows;    // per iMCU row: 2 (4:2:0) or 1 (4:2:2) times the IDCT size
+    int chroma_rows;  // per iMCU row: the IDCT size
     int chroma_height;
 
     uint8_t* luma_row(int y) const {
@@ -201,6 +224,7 @@ struct RawPlanes {
         return p[(j / chroma_rows) % 2 * chroma_rows + j % chroma_rows] + kChromaMargin;
     }
     static constexpr int kChromaMargin = 32;  // room for row[-1]
+    static constexpr int kMaxRows = 2 * DCTSIZE;  // luma rows per iMCU row, at most
 };
 
 void emit_rgb_row(const RawPlanes& planes, bool h2v2, int y, int width, uint8_t* out) {
@@ -213,9 +237,11 @@ void emit_rgb_row(const RawPlanes& planes, bool h2v2, int y, int width, uint8_t*
 }
 
 // Decodes every row as raw YCbCr planes, one iMCU row at a time, and writes them as
-// RGB straight into the output. An output row of 4:2:0 waits for the iMCU row below
-// when its lower chroma neighbour lies there (the last row of each iMCU row). Runs
-// inside decode()'s setjmp; returns false if libjpeg gives no rows.
+// RGB straight into the output. An iMCU row holds max_v_samp_factor times the IDCT
+// size of output rows (16 and 8 at full size, fewer when DCT-scaled) and the IDCT
+// size of chroma rows. An output row of 4:2:0 waits for the iMCU row below when its
+// lower chroma neighbour lies there (the last row of each iMCU row). Runs inside
+// decode()'s setjmp; returns false if libjpeg gives no rows.
 bool read_raw_rgb(j_decompress_ptr cinfo, bool h2v2, uint8_t* dst, ptrdiff_t row_stride) {
     const int width = int(cinfo->output_width), height = int(cinfo->output_height);
     const int vectors = (width + 31) / 32 * 32;
@@ -224,14 +250,15 @@ bool read_raw_rgb(j_decompress_ptr cinfo, bool h2v2, uint8_t* dst, ptrdiff_t row
         JDIMENSION(RawPlanes::kChromaMargin + vectors / 2 + ycc_row_slack());
     auto* common = reinterpret_cast<j_common_ptr>(cinfo);
     RawPlanes planes;
-    planes.luma_rows = h2v2 ? 16 : 8;
-    planes.chroma_rows = 8;
+    planes.chroma_rows = min_dct_scaled_size(*cinfo);  // own_upsampling: at most DCTSIZE
+    planes.luma_rows = cinfo->max_v_samp_factor * planes.chroma_rows;
     planes.chroma_height = int(cinfo->comp_info[1].downsampled_height);
+    const int chroma_rows = planes.chroma_rows;
     planes.luma =
         (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, luma_bytes, 2 * planes.luma_rows);
-    planes.cb = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, chroma_bytes, 16);
-    planes.cr = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, chroma_bytes, 16);
-    JSAMPROW luma_rows[16], cb_rows[8], cr_rows[8];
+    planes.cb = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, chroma_bytes, 2 * chroma_rows);
+    planes.cr = (*cinfo->mem->alloc_sarray)(common, JPOOL_IMAGE, chroma_bytes, 2 * chroma_rows);
+    JSAMPROW luma_rows[RawPlanes::kMaxRows], cb_rows[DCTSIZE], cr_rows[DCTSIZE];
     JSAMPARRAY raw[3] = {luma_rows, cb_rows, cr_rows};
     const int cw = int(cinfo->comp_info[1].downsampled_width);
     for (int k = 0; cinfo->output_scanline < cinfo->output_height; ++k) {
@@ -239,12 +266,12 @@ bool read_raw_rgb(j_decompress_ptr cinfo, bool h2v2, uint8_t* dst, ptrdiff_t row
         for (int i = 0; i < planes.luma_rows; ++i) {
             luma_rows[i] = planes.luma[set * planes.luma_rows + i];
         }
-        for (int i = 0; i < 8; ++i) {
-            cb_rows[i] = planes.cb[set * 8 + i] + RawPlanes::kChromaMargin;
-            cr_rows[i] = planes.cr[set * 8 + i] + RawPlanes::kChromaMargin;
+        for (int i = 0; i < chroma_rows; ++i) {
+            cb_rows[i] = planes.cb[set * chroma_rows + i] + RawPlanes::kChromaMargin;
+            cr_rows[i] = planes.cr[set * chroma_rows + i] + RawPlanes::kChromaMargin;
         }
         if (jpeg_read_raw_data(cinfo, raw, JDIMENSION(planes.luma_rows)) == 0) return false;
-        for (int i = 0; i < 8; ++i) {  // the edge samples libjpeg's upsampling repeats
+        for (int i = 0; i < chroma_rows; ++i) {  // the edge samples libjpeg's upsampling repeats
             cb_rows[i][-1] = cb_rows[i][0], cb_rows[i][cw] = cb_rows[i][cw - 1];
             cr_rows[i][-1] = cr_rows[i][0], cr_rows[i][cw] = cr_rows[i][cw - 1];
         }
