@@ -349,6 +349,35 @@ def test_long_file_outputs_never_share_memory(
     assert torch.equal(again, libsndfile_load(monkeypatch, paths[1], normalize=False)[0])
 
 
+def load_each(paths: list[str]) -> list[torch.Tensor]:
+    """A DataLoader ``collate_fn``: the waveforms of a batch of WAV paths (int16 and float)."""
+    return [t for p in paths for t in (load(p, normalize=False)[0], load(p)[0])]
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_long_files_in_dataloader_workers_over_epochs(tmp_path: Path, context: str) -> None:
+    """Long files (read in parts into reused output memory) loaded in worker processes,
+    whose outputs move to shared memory on the way back, over two epochs: every waveform
+    equals scipy's, however the workers' buffers are handed on."""
+    scipy_wavfile = pytest.importorskip("scipy.io.wavfile")
+    frames = (1_100_000, 1_150_000, 1_200_000)  # stereo 16-bit: over 4 MiB each
+    paths = []
+    for seed, n in enumerate(frames):
+        paths.append(str(tmp_path / f"{seed}.wav"))
+        Path(paths[-1]).write_bytes(wav_bytes("PCM_16", 2, n, seed=seed))
+    assert os.path.getsize(paths[0]) > aio._WAV_WHOLE_BYTES  # the parts path
+    expected = {p: scipy_wavfile.read(p)[1].T for p in paths}
+    loader = torch.utils.data.DataLoader(
+        paths, batch_size=1, num_workers=2, collate_fn=load_each, multiprocessing_context=context
+    )
+    for _ in range(2):
+        got = list(loader)
+        assert len(got) == len(paths)
+        for path, (stored, scaled) in zip(paths, got, strict=True):
+            assert np.array_equal(stored.numpy(), expected[path])
+            assert np.array_equal(scaled.numpy(), expected[path].astype(np.float32) / 32768)
+
+
 def test_buffer_cache_keeps_few_buffers_of_fitting_sizes() -> None:
     cache = _buffers.BufferCache(keep=2, min_bytes=1000, max_bytes=4000)
     assert cache.empty((10,), np.int16).base is None  # under min_bytes: a plain array
