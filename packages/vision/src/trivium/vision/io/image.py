@@ -28,6 +28,7 @@ from trivium.vision.io.codec import (
     format_of,
     max_pixels_arg,
     native_errors,
+    strict_arg,
 )
 from trivium.vision.io.file import read_file
 
@@ -60,7 +61,7 @@ def decode_image(
     *,
     dtype: torch.dtype | None = None,
     device: str | torch.device = "cpu",
-    strict: bool = True,
+    strict: bool | None = None,
     max_pixels: int | None = ...,  # type: ignore[assignment]
     path: PathLike | None = None,
 ) -> torch.Tensor | list[torch.Tensor]:
@@ -78,7 +79,8 @@ def decode_image(
         torch.Size([3, 3, 3])
     """
     mode = int(ImageReadMode(mode))
-    args = (mode, bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
+    exif = bool(apply_exif_orientation)
+    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
     op = ops.decode_image_op
     return ops.run_decoder(
         op, input, args, path=path, device=device, func="decode_image", paths=True
@@ -92,7 +94,7 @@ def read_image(
     *,
     dtype: torch.dtype | None = None,
     device: str | torch.device = "cpu",
-    strict: bool = True,
+    strict: bool | None = None,
 ) -> torch.Tensor:
     """Read and decode a JPEG or PNG file; errors name the file.
 

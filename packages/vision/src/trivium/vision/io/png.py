@@ -22,6 +22,7 @@ from trivium.vision.io.codec import (
     encode_with,
     max_pixels_arg,
     register_format,
+    strict_arg,
 )
 from trivium.vision.io.file import write_file
 
@@ -35,7 +36,7 @@ def decode_png(
     *,
     dtype: torch.dtype | None = None,
     device: str | torch.device = "cpu",
-    strict: bool = True,
+    strict: bool | None = None,
     max_pixels: int | None = ...,  # type: ignore[assignment]
     out: torch.Tensor | None = None,
     path: PathLike | None = None,
@@ -61,7 +62,8 @@ def decode_png(
         torch.Size([3, 2, 2])
     """
     mode = int(ImageReadMode(mode))
-    args = (mode, bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
+    exif = bool(apply_exif_orientation)
+    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
     op = _decode_op
     return ops.run_decoder(op, input, args, path=path, device=device, func="decode_png", out=out)
 
