@@ -1,4 +1,4 @@
-"""Damaged-but-readable JPEGs: decoded by default with Pillow's pixels and one warning naming the file.
+"""Damaged-but-readable JPEGs decode by default with Pillow's pixels and one warning naming them.
 
 The damage is made in real JPEGs of tests/assets: bytes corrupted inside the
 entropy-coded data, a marker inside a data segment, the DC scan of a progressive file

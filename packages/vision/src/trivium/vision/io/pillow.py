@@ -292,8 +292,6 @@ def _ppm16(image: Any, data: Any) -> np.ndarray | None:
 def _unchanged(image: Any, image_format: PillowFormat, data: Any) -> np.ndarray:
     """The pixels as ``ImageReadMode.UNCHANGED`` gives them: (H, W, C), uint8 or uint16."""
     wide = _gray16(image, image_format)
-    if wide is None and image_format.name == "ppm":
-        wide = _ppm16(image, data)
     if wide is not None:
         return wide
     mode = image.mode
@@ -418,8 +416,11 @@ def decode_pillow(
     image = _open(image_format, data)
     width, height = image.size
     check_pixels(height, width, max_pixels)
-    _load(image)
-    pixels = to_mode(_unchanged(image, image_format, data), mode)
+    pixels = _ppm16(image, data) if image_format.name == "ppm" else None  # before load
+    if pixels is None:
+        _load(image)
+        pixels = _unchanged(image, image_format, data)
+    pixels = to_mode(pixels, mode)
     orientation = _orientation(image) if apply_orientation else 0
     return finish(pixels, orientation, dtype, eager, func)
 
