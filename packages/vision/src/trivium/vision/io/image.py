@@ -65,11 +65,14 @@ def decode_image(
     max_pixels: int | None = ...,  # type: ignore[assignment]
     path: PathLike | None = None,
 ) -> torch.Tensor | list[torch.Tensor]:
-    """Decode a JPEG or PNG (sniffed from its bytes) to a [C, H, W] tensor.
+    """Decode an image (its format sniffed from its bytes) to a [C, H, W] tensor.
 
-    ``input`` may also be a path (as torchvision.io.decode_image) or a list of
-    encoded images, decoded in parallel. 16-bit PNGs give uint16 unless ``dtype``
-    says otherwise; see :func:`decode_jpeg` and :func:`decode_png` for the rest.
+    JPEG and PNG natively; GIF, BMP, TIFF, PPM/PGM, AVIF and HEIC through Pillow
+    (see :mod:`trivium.vision.io.pillow`; an animated GIF gives ``[N, C, H, W]``, as
+    torchvision's). ``input`` may also be a path (as torchvision.io.decode_image) or
+    a list of encoded images, decoded in parallel. 16-bit images give uint16 unless
+    ``dtype`` says otherwise; ``strict`` follows :func:`decode_jpeg`'s rule for
+    damaged data; see :func:`decode_jpeg` and :func:`decode_png` for the rest.
 
     Example:
         >>> import torch
@@ -96,7 +99,7 @@ def read_image(
     device: str | torch.device = "cpu",
     strict: bool | None = None,
 ) -> torch.Tensor:
-    """Read and decode a JPEG or PNG file; errors name the file.
+    """Read and decode an image file (as :func:`decode_image`); errors name the file.
 
     Example:
         >>> import torch, tempfile, os

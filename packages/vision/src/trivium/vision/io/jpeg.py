@@ -82,9 +82,14 @@ def decode_jpeg(
     - ``roi=(top, left, height, width)``: decode only that region, given in source
       pixels. With a scale the output covers the scaled box (start floored, end
       rounded up). A region not inside the image raises ``ValueError``.
-    - ``strict``: damaged data (a premature end, bad entropy codes) raises
-      ``DecodeError``; with ``strict=False`` the decoded part is returned and a
-      ``DecodeWarning`` issued.
+    - ``strict``: what damaged data gives. By default (``None``) damage libjpeg
+      recovers from (bad Huffman codes, a marker inside the data, extraneous bytes,
+      a progressive file missing a scan) gives the image, the pixels Pillow gives,
+      with one ``DecodeWarning`` ``"{path}: {reason}; ..."``, and a truncated file
+      ("Premature end of JPEG file") raises ``DecodeError``, as Pillow and
+      torchvision refuse it. ``True`` raises ``DecodeError`` for any damage (for
+      validation); ``False`` also returns a truncated file's decoded part, with a
+      ``DecodeWarning``.
     - ``max_pixels``: the decompression-bomb limit (default:
       ``get_max_image_pixels()``), checked from the header before allocating.
     - ``out``: a [C, H, W] tensor of the decoded dtype to decode into (e.g. pinned

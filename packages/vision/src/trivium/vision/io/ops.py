@@ -16,7 +16,8 @@ The operator library ``trivium/vision/lib/libtrivium_ops.so`` (built with
 
 ``decode_jpeg`` and ``decode_png`` also have an ``out`` overload (``*, Tensor(a!) out``).
 ``data`` is a 1-D uint8 tensor of the encoded bytes; ``mode`` an ``ImageReadMode``
-value; ``max_pixels`` -1 for the process-wide limit (``set_max_image_pixels``, read
+value; ``strict`` None for the default rule on damaged data (see ``decode_jpeg``);
+``max_pixels`` -1 for the process-wide limit (``set_max_image_pixels``, read
 when the op runs; Pillow's 178,956,970 where Python is absent), 0 for none. The output
 is a contiguous [C, H, W] CPU tensor of data-dependent height and width. Its dtype must
 be known before decoding: ``dtype``, or uint8 when ``dtype`` is None, so a 16-bit image

@@ -47,11 +47,13 @@ def decode_png(
     not. ``UNCHANGED`` keeps the image's channels and adds alpha when a tRNS chunk
     makes some pixels transparent (palette images become RGB or RGBA).
     ``dtype=torch.float32`` scales to [0, 1]; ``dtype=torch.uint8`` narrows 16-bit
-    samples. ``strict=False`` returns what a damaged file let us decode (rows not
-    reached are zero) with a ``DecodeWarning``. Other arguments as
-    :func:`~trivium.vision.io.decode_jpeg`. Inside ``torch.compile`` it runs as the
-    custom op ``torch.ops.trivium.decode_png`` (``out`` raises there), and the dtype
-    must be known before decoding: without ``dtype`` a 16-bit PNG raises ``TypeError``.
+    samples. Damage follows :func:`~trivium.vision.io.decode_jpeg`'s rule: a stream
+    that breaks or is cut short raises by default; ``strict=False`` returns what a
+    damaged file let us decode (rows not reached are zero) with a ``DecodeWarning``.
+    Other arguments as :func:`~trivium.vision.io.decode_jpeg`. Inside
+    ``torch.compile`` it runs as the custom op ``torch.ops.trivium.decode_png``
+    (``out`` raises there), and the dtype must be known before decoding: without
+    ``dtype`` a 16-bit PNG raises ``TypeError``.
 
     Example:
         >>> import torch
