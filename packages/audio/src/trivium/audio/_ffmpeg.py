@@ -43,7 +43,7 @@ from trivium.core.sources import check_path
 __all__ = ["CONTAINERS", "HEAD_BYTES", "INSTALL_HINT", "Container", "available", "sniff"]
 
 #: What to install for the formats read here.
-INSTALL_HINT = "install the 'ffmpeg' extra (PyAV): pip install 'trivium-audio[ffmpeg]'"
+INSTALL_HINT = "install PyAV, the 'ffmpeg' extra of trivium-audio: pip install 'av>=12'"
 #: How many leading bytes :func:`sniff` looks at.
 HEAD_BYTES = 64
 

@@ -1,5 +1,9 @@
 """Audio file I/O on soundfile (libsndfile): ``load``, ``save``, ``info`` and ``stream``.
 
+``load`` and ``info`` also read, through FFmpeg (``_ffmpeg``, PyAV: the ``ffmpeg``
+extra), what libsndfile does not: MP4 / M4A, Matroska / WebM, ADTS AAC, Ogg Opus and
+the audio of video files.
+
 Waveforms are ``[channels, time]`` tensors (``channels_first=True``, the default) and
 the sample rate travels beside them. Sources can be a path, a binary file-like
 object, or the encoded bytes themselves (``bytes``, ``bytearray``, ``memoryview`` or
@@ -531,8 +535,8 @@ def load(
     companded and lossy encodings (mu-law, A-law, ADPCM, Vorbis, Opus, MP3) have no
     stored integers and always decode to normalised ``float32``.
 
-    Files libsndfile does not read go to FFmpeg (PyAV, the ``ffmpeg`` extra:
-    ``pip install 'trivium-audio[ffmpeg]'``): MP4 / M4A / MOV (AAC, ALAC, ...),
+    Files libsndfile does not read go to FFmpeg (PyAV, the ``ffmpeg`` extra of
+    ``trivium-audio``): MP4 / M4A / MOV (AAC, ALAC, ...),
     Matroska / WebM (Opus, Vorbis, ...), ADTS AAC, Ogg Opus, AVI, ASF (WMA), and the
     audio of video files. They are told apart by their first bytes; anything else
     libsndfile does not recognise is offered to FFmpeg too. The first audio stream is
