@@ -105,6 +105,15 @@ _COUNTED = {"mov,mp4,m4a,3gp,3g2,mj2": False, "ogg": True}
 _PREROLL_SECONDS = 0.1
 _PREROLL_FRAMES = 2  # ... and at least this many codec frames
 _MIN_READ = 1 << 16  # bytes FFmpeg reads at a time from a file object, at least
+# The decoders' sample formats (without the planar "p"), as NumPy types.
+_DTYPES = {
+    "u8": np.dtype(np.uint8),
+    "s16": np.dtype(np.int16),
+    "s32": np.dtype(np.int32),
+    "s64": np.dtype(np.int64),
+    "flt": np.dtype(np.float32),
+    "dbl": np.dtype(np.float64),
+}
 # normalize=True of integer samples: (offset to subtract, power-of-two scale to [-1, 1]).
 _INTEGER_SCALES = {
     "u8": (128, 2.0**-7),
@@ -261,26 +270,33 @@ def _seekable(opened: _Opened) -> bool:
     return opened.container.format.name in _COUNTED and tick > 0 and tick.numerator == 1
 
 
-def _samples(frame: Any) -> np.ndarray:
-    """A frame's samples as ``[channels, samples]`` (a view of packed ones)."""
-    array = frame.to_ndarray()
-    if not frame.format.is_planar:
-        array = array.reshape(frame.samples, -1).T
-    return array
+def _channels(frame: Any, channels: int) -> list[np.ndarray] | None:
+    """Each channel's samples in ``frame`` (views of its buffers); None if it holds another
+    number of channels than ``channels``."""
+    dtype = _DTYPES[frame.format.name.removesuffix("p")]
+    count, planes = frame.samples, frame.planes
+    if frame.format.is_planar:
+        if len(planes) != channels:
+            return None
+        return [np.frombuffer(plane, dtype, count=count) for plane in planes]
+    if len(frame.layout.channels) != channels:
+        return None
+    interleaved = np.frombuffer(planes[0], dtype, count=count * channels)
+    return [interleaved[c::channels] for c in range(channels)]
 
 
 def _window(
     opened: _Opened, first: int | None, start: int, stop: float, name: str
-) -> tuple[list[np.ndarray], int, str]:
-    """The samples in ``[start, stop)`` as ``[channels, n]`` pieces, where the decode ended,
-    and the decoder's sample format.
+) -> tuple[list[list[np.ndarray]], int, str]:
+    """The samples in ``[start, stop)``, as a list of pieces for each channel, where the
+    decode ended, and the decoder's sample format.
 
     ``first`` is the position of the first frame (None: read from its timestamp, after
     a seek); later frames follow on by their lengths.
     """
     import av
 
-    pieces: list[np.ndarray] = []
+    pieces: list[list[np.ndarray]] = [[] for _ in range(opened.channels)]
     position, kind = first, ""
     try:
         for frame in opened.container.decode(opened.stream):
@@ -295,12 +311,13 @@ def _window(
                 )
             lo, hi = max(start - position, 0), min(stop - position, frame.samples)
             if hi > lo:
-                samples = _samples(frame)
-                if samples.shape[0] != opened.channels:
+                samples = _channels(frame, opened.channels)
+                if samples is None:
                     raise DecodeError(
                         f"the channel count changes mid-stream at sample {position}", path=name
                     )
-                pieces.append(samples[:, lo:hi])
+                for channel, row in zip(pieces, samples, strict=True):
+                    channel.append(row[lo:hi])
             position += frame.samples
             if position >= stop:
                 break
@@ -309,7 +326,7 @@ def _window(
         raise DecodeError(
             f"corrupt or truncated audio data{where}: {_reason(e)}", path=name
         ) from None
-    return pieces, position or 0, kind
+    return pieces, position or 0, kind or opened.stream.codec_context.format.name
 
 
 def _position_after_seek(opened: _Opened, frame: Any, start: int) -> int:
@@ -349,30 +366,26 @@ def _decode_range(
 
 
 def _assemble(
-    pieces: list[np.ndarray], channels: int, kind: str, normalize: bool, channels_first: bool
+    pieces: list[list[np.ndarray]], kind: str, normalize: bool, channels_first: bool
 ) -> np.ndarray:
-    """One ``[channels, time]`` (or ``[time, channels]``) array of the pieces, converted.
+    """One ``[channels, time]`` (or ``[time, channels]``) array of each channel's pieces.
 
     ``normalize`` gives float32 in [-1, 1]: integer samples scaled by a power of two
     (8-bit centred on 0 first), as libsndfile scales them; otherwise integer samples
     keep their type and float ones are float32 or float64, as decoded.
     """
-    total = sum(piece.shape[1] for piece in pieces)
+    channels, total = len(pieces), sum(piece.size for piece in pieces[0])
     base = kind.removesuffix("p")
-    stored = pieces[0].dtype if pieces else np.dtype(np.float32)
     offset, scale = _INTEGER_SCALES.get(base, (0, None)) if normalize else (0, None)
-    dtype = np.float32 if normalize else stored
+    dtype = np.float32 if normalize else _DTYPES[base]
     out = np.empty((channels, total) if channels_first else (total, channels), dtype)
-    rows = out if channels_first else out.T
-    at = 0
-    for piece in pieces:
-        span = rows[:, at : at + piece.shape[1]]
-        np.copyto(span, piece, casting="unsafe")
+    if total:
+        for row, chunks in zip(out if channels_first else out.T, pieces, strict=True):
+            np.concatenate(chunks, out=row, casting="unsafe")
         if offset:
-            np.subtract(span, np.float32(offset), out=span)
+            np.subtract(out, np.float32(offset), out=out)
         if scale is not None:
-            np.multiply(span, np.float32(scale), out=span)
-        at += piece.shape[1]
+            np.multiply(out, np.float32(scale), out=out)
     return out
 
 
@@ -433,7 +446,7 @@ def decode(
         raise DecodeError(
             f"truncated: the container holds {opened.frames} samples, decoded {end}", path=name
         )
-    out = _assemble(pieces, opened.channels, kind, normalize, channels_first)
+    out = _assemble(pieces, kind, normalize, channels_first)
     return out, opened.rate
 
 
