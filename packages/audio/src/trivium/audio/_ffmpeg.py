@@ -121,6 +121,16 @@ _INTEGER_SCALES = {
     "s32": (0, 2.0**-31),
     "s64": (0, 2.0**-63),
 }
+# FFmpeg's decoders named otherwise than their codec (PyAV 12 gives the decoder's name).
+_DECODER_CODECS = {
+    "mp3float": "mp3",
+    "mp2float": "mp2",
+    "mp1float": "mp1",
+    "aac_fixed": "aac",
+    "libopus": "opus",
+    "libvorbis": "vorbis",
+    "libfdk_aac": "aac",
+}
 _PCM = re.compile(r"pcm_([suf])(\d+)")
 _PCM_KINDS = {"s": "PCM_S", "u": "PCM_U", "f": "PCM_F"}
 _COMPANDED = {"pcm_mulaw": ("ULAW", 8), "pcm_alaw": ("ALAW", 8)}
@@ -492,7 +502,8 @@ def probe(
 def _encoding(context: Any) -> tuple[str, int]:
     """torchaudio's ``(encoding, bits_per_sample)`` for a stream's codec."""
     codec = context.codec
-    name = codec.canonical_name
+    name = getattr(codec, "canonical_name", None)  # PyAV 13 and later
+    name = name or _DECODER_CODECS.get(codec.name, codec.name)
     if name in _COMPANDED:
         return _COMPANDED[name]
     pcm = _PCM.match(name)
