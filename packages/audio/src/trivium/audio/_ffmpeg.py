@@ -280,55 +280,40 @@ def _seekable(opened: _Opened) -> bool:
     return opened.container.format.name in _COUNTED and tick > 0 and tick.numerator == 1
 
 
-def _channels(frame: Any, channels: int) -> list[np.ndarray] | None:
-    """Each channel's samples in ``frame`` (views of its buffers); None if it holds another
-    number of channels than ``channels``."""
-    dtype = _DTYPES[frame.format.name.removesuffix("p")]
-    count, planes = frame.samples, frame.planes
-    if frame.format.is_planar:
-        if len(planes) != channels:
-            return None
-        return [np.frombuffer(plane, dtype, count=count) for plane in planes]
-    if len(frame.layout.channels) != channels:
-        return None
-    interleaved = np.frombuffer(planes[0], dtype, count=count * channels)
-    return [interleaved[c::channels] for c in range(channels)]
-
-
 def _window(
     opened: _Opened, first: int | None, start: int, stop: float, name: str
 ) -> tuple[list[list[np.ndarray]], int, str]:
-    """The samples in ``[start, stop)``, as a list of pieces for each channel, where the
-    decode ended, and the decoder's sample format.
+    """The samples in ``[start, stop)``, as a list of pieces for each channel (views of
+    the frames' buffers), where the decode ended, and the decoder's sample format.
 
     ``first`` is the position of the first frame (None: read from its timestamp, after
-    a seek); later frames follow on by their lengths.
+    a seek); later frames follow on by their lengths. This loop runs once per frame
+    (about every 1024 samples): it does the least it can per frame.
     """
     import av
 
-    pieces: list[list[np.ndarray]] = [[] for _ in range(opened.channels)]
-    position, kind = first, ""
+    channels, rate = opened.channels, opened.rate
+    pieces: list[list[np.ndarray]] = [[] for _ in range(channels)]
+    position, kind, dtype, planar = first, "", np.dtype(np.float32), True
     try:
         for frame in opened.container.decode(opened.stream):
+            count = frame.samples
             if position is None:
                 position = _position_after_seek(opened, frame, start)
             if not kind:
-                kind = frame.format.name
-            elif frame.format.name != kind or frame.sample_rate != opened.rate:
+                kind, planar = frame.format.name, frame.format.is_planar
+                dtype = _DTYPES[kind.removesuffix("p")]
+            elif frame.format.name != kind or frame.sample_rate != rate:
                 raise DecodeError(
                     f"the sample format or rate changes mid-stream at sample {position}",
                     path=name,
                 )
-            lo, hi = max(start - position, 0), min(stop - position, frame.samples)
-            if hi > lo:
-                samples = _channels(frame, opened.channels)
-                if samples is None:
-                    raise DecodeError(
-                        f"the channel count changes mid-stream at sample {position}", path=name
-                    )
-                for channel, row in zip(pieces, samples, strict=True):
-                    channel.append(row[lo:hi])
-            position += frame.samples
+            lo, hi = max(start - position, 0), min(stop - position, count)
+            if hi > lo and not _take(frame, planar, dtype, lo, hi, pieces):
+                raise DecodeError(
+                    f"the channel count changes mid-stream at sample {position}", path=name
+                )
+            position += count
             if position >= stop:
                 break
     except av.error.FFmpegError as e:
@@ -337,6 +322,26 @@ def _window(
             f"corrupt or truncated audio data{where}: {_reason(e)}", path=name
         ) from None
     return pieces, position or 0, kind or opened.stream.codec_context.format.name
+
+
+def _take(
+    frame: Any, planar: bool, dtype: np.dtype, lo: int, hi: int, pieces: list[list[np.ndarray]]
+) -> bool:
+    """Append samples ``lo:hi`` of each channel of ``frame`` to ``pieces`` (views of its
+    buffers); False if it holds another number of channels."""
+    planes, channels, size = frame.planes, len(pieces), dtype.itemsize
+    if planar:
+        if len(planes) != channels:
+            return False
+        for channel, plane in zip(pieces, planes, strict=True):
+            channel.append(np.frombuffer(plane, dtype, hi - lo, lo * size))
+        return True
+    if len(frame.layout.channels) != channels:
+        return False
+    interleaved = np.frombuffer(planes[0], dtype, (hi - lo) * channels, lo * channels * size)
+    for c, channel in enumerate(pieces):
+        channel.append(interleaved[c::channels])
+    return True
 
 
 def _position_after_seek(opened: _Opened, frame: Any, start: int) -> int:
