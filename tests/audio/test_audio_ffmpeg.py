@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -516,3 +517,27 @@ def test_a_directory_is_not_an_audio_file(tmp_path: Path) -> None:
         for backend in (None, "ffmpeg"):
             with pytest.raises(IsADirectoryError, match=rf"{tmp_path}: is a directory"):
                 call(tmp_path, backend=backend)
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg command")
+@pytest.mark.parametrize("case_id", ["libopus-48k-2ch.ogg", "aac-44k-2ch.mp4"])
+def test_a_stream_copied_out_of_a_longer_file(
+    case_id: str, files: dict[str, Path], tmp_path: Path
+) -> None:
+    """``ffmpeg -ss ... -c copy`` keeps the packets before the cut at negative times:
+    the count no longer says what decodes, and ranges still land on exact positions."""
+    cut = tmp_path / f"cut{files[case_id].suffix}"
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-v", "error", "-ss", "0.5", "-i", str(files[case_id]),
+         "-c", "copy", str(cut)],
+        check=True,
+    )  # fmt: skip
+    if case_id.endswith(".ogg"):
+        with av.open(str(cut)) as container:
+            assert container.streams.audio[0].start_time < 0
+    reference = as_float(pyav_decode(cut)[0])
+    waveform, _ = load(cut)
+    np.testing.assert_array_equal(waveform.numpy(), reference)
+    assert abs(info(cut).num_frames - reference.shape[1]) <= 2048
+    ranged, _ = load(cut, frame_offset=30001, num_frames=5000)
+    assert rms(ranged.numpy() - reference[:, 30001:35001]) <= 0.02 * rms(reference)

@@ -14,8 +14,9 @@ pre-skip, Matroska's codec delay) and kept where it does not (ADTS).
 Sample positions are exact. Where the container stamps packets with sample-exact
 times (:data:`_COUNTED`: MP4 / MOV, Ogg) a range starting later than
 :data:`_PREROLL_SECONDS` seeks to a packet that much before it and decodes from there,
-so its samples are those of a decode from the start up to what the codec's state
-carries across a seek (the random noise substitution of AAC and Opus). Elsewhere
+so its samples are those of a decode from the start except where the decoder's state
+is not rebuilt by then (AAC's perceptual noise substitution draws from a random state
+that the seek resets). Elsewhere
 (Matroska stamps milliseconds) the decode runs from the start and counts samples.
 
 Example:
@@ -253,13 +254,18 @@ def _stream_kind(stream: Any) -> str:
 
 
 def _count(container: Any, stream: Any, rate: int) -> tuple[int, bool]:
-    """The stream's samples as the container counts them (exact), else estimated."""
-    delay = _COUNTED.get(container.format.name)
+    """The stream's samples as the container counts them (exact), else estimated.
+
+    A stream that starts before or after 0 (a file cut from a longer one keeps its
+    earlier pre-roll packets at negative times) is counted from its start, as an
+    estimate: FFmpeg's duration of such a stream is not the span it decodes.
+    """
+    counted = _COUNTED.get(container.format.name)
     if stream.duration and stream.time_base:
-        frames = round(stream.duration * stream.time_base * rate)
-        if delay is not None:
-            return max(frames - (stream.codec_context.delay if delay else 0), 0), True
-        return frames, False
+        start = stream.start_time or 0
+        delay = stream.codec_context.delay if counted else 0
+        frames = max(round((stream.duration - start) * stream.time_base * rate) - delay, 0)
+        return frames, counted is not None and start == 0
     if container.duration:  # the container's duration (microseconds), e.g. Matroska's
         return round(container.duration * rate / 1_000_000), False
     return 0, False
@@ -360,7 +366,7 @@ class _Reseek(Exception):
 
 def _decode_range(
     opened: _Opened, reopen: Callable[[], _Opened], start: int, count: int, name: str
-) -> tuple[list[np.ndarray], int, str]:
+) -> tuple[list[list[np.ndarray]], int, str]:
     """:func:`_window` of ``[start, start + count)`` (``count`` -1: to the end), seeking
     where positions stay exact; closes the container."""
     import av
