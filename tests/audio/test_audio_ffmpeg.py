@@ -22,7 +22,7 @@ import pytest
 import soundfile as sf
 import torch
 
-from trivium.audio import _ffmpeg, info, load
+from trivium.audio import _ffmpeg, info, load, stream
 from trivium.core.errors import DecodeError, UnsupportedFormatError
 
 av = pytest.importorskip("av", reason="the ffmpeg extra (PyAV) is not installed")
@@ -446,6 +446,10 @@ for path in sys.argv[1:]:
         ta.info(path)
     except UnsupportedFormatError as e:
         results[path].append(str(e))
+try:
+    ta.load(sys.argv[-2], backend="ffmpeg")
+except UnsupportedFormatError as e:
+    results["backend"] = str(e)
 print(json.dumps(results))
 """
 
@@ -457,6 +461,7 @@ def test_without_the_extra_the_error_says_what_to_install(
     sf.write(wav, np.zeros((800, 1)), 8000, subtype="PCM_16")
     paths = [files[i] for i in ("aac-44k-2ch.mp4", "libopus-48k-2ch.webm", "aac-22k-1ch.aac")]
     paths += [VIDEO / WITH_AUDIO[0], files["libopus-24k-1ch.opus"], wav, files["aac-32k-1ch.ts"]]
+    assert paths[-2] == wav  # the script also asks for backend="ffmpeg" on it
     run = subprocess.run(
         [sys.executable, "-c", _WITHOUT_AV, *map(str, paths)],
         capture_output=True,
@@ -475,6 +480,9 @@ def test_without_the_extra_the_error_says_what_to_install(
     assert results[str(wav)] == ["ok", 8000, [1, 800]]
     ts = results[str(paths[6])]  # not in the table: libsndfile's own refusal
     assert ts[0] == "unsupported" and ts[1].startswith(f"{paths[6]}: cannot decode")
+    assert results["backend"].startswith(
+        f"{wav}: decoding with backend='ffmpeg' is not supported without FFmpeg: install PyAV"
+    )
 
 
 def test_importing_trivium_audio_does_not_import_pyav() -> None:
@@ -541,3 +549,16 @@ def test_a_stream_copied_out_of_a_longer_file(
     assert abs(info(cut).num_frames - reference.shape[1]) <= 2048
     ranged, _ = load(cut, frame_offset=30001, num_frames=5000)
     assert rms(ranged.numpy() - reference[:, 30001:35001]) <= 0.02 * rms(reference)
+
+
+def test_stream_says_that_load_reads_these_formats(files: dict[str, Path]) -> None:
+    with pytest.raises(
+        UnsupportedFormatError, match=r"m4a: MP4/M4A/MOV is read through FFmpeg, by load"
+    ):
+        stream(files["aac-16k-1ch.m4a"], 4096)
+    # Ogg Opus: libsndfile streams it (at the rate the encoder was given).
+    chunks = list(stream(files["libopus-24k-1ch.opus"], 4096))
+    assert (
+        sum(c.shape[-1] for c in chunks)
+        == load(files["libopus-24k-1ch.opus"], backend="soundfile")[0].shape[-1]
+    )

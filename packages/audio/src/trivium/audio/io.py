@@ -175,7 +175,9 @@ class AudioMetaData:
 
     ``encoding`` is ``"PCM_S"``, ``"PCM_U"``, ``"PCM_F"``, ``"ULAW"``, ``"ALAW"``,
     ``"FLAC"``, ``"VORBIS"``, ``"OPUS"``, ``"MP3"`` or libsndfile's subtype name for
-    anything else; ``bits_per_sample`` is 0 for lossy codecs.
+    anything else libsndfile reads, and the codec's name in capitals for what FFmpeg
+    reads (``"AAC"``, ``"ALAC"``, ``"WMAV2"``, ...); ``bits_per_sample`` is 0 for lossy
+    codecs and where the file does not tell.
 
     Example:
         >>> AudioMetaData(16000, 32000, 1, 16, "PCM_S").num_frames
@@ -667,7 +669,7 @@ def _dispatch(
 def _ffmpeg_container(uri: AudioSource, format: str | None, backend: str | None) -> str | None:
     """The container FFmpeg is to read ``uri`` as (its name), or None for libsndfile."""
     if backend is not None:
-        return (format or "audio") if backend == "ffmpeg" else None
+        return (format or "decoding with backend='ffmpeg'") if backend == "ffmpeg" else None
     if format is not None:
         return None if format.upper() in sf.available_formats() else format
     found = _ffmpeg.sniff(_head(uri))
@@ -1267,7 +1269,9 @@ def stream(
     """Read a long file chunk by chunk without loading it whole (see :class:`AudioStream`).
 
     Chunks concatenated along time equal ``load(uri, frame_offset, num_frames, ...)``;
-    ``normalize`` and ``channels_first`` mean what they mean for :func:`load`. Errors in
+    ``normalize`` and ``channels_first`` mean what they mean for :func:`load`. It reads
+    the formats libsndfile decodes; those :func:`load` reads through FFmpeg (MP4, WebM,
+    ...) raise :class:`~trivium.core.UnsupportedFormatError` saying so. Errors in
     the header raise here; damage further in raises ``DecodeError`` from the chunk
     that meets it.
 
@@ -1285,7 +1289,16 @@ def stream(
         raise ValueError(f"frames_per_chunk must be > 0, got {frames_per_chunk}")
     _check_range(frame_offset, num_frames)
     origin = _position(uri)
-    f, name = _open(uri, format)
+    try:
+        f, name = _open(uri, format)
+    except UnsupportedFormatError as unsupported:
+        found = _ffmpeg.sniff(_head(uri)) if format is None else None
+        if found is None:
+            raise
+        raise UnsupportedFormatError(
+            f"{found.name} is read through FFmpeg, by load() (whole or a range), not stream()",
+            path=unsupported.path,
+        ) from None
     available = max(f.frames - frame_offset, 0)
     frames = available if num_frames == -1 else min(num_frames, available)
     if frames and frame_offset:
