@@ -455,6 +455,9 @@ class DecodeRandomResizedCrop(_FusedDecode):
 class DecodeResize(_FusedDecode):
     """``Resize`` on encoded images, decoding JPEGs at the smallest DCT scale that serves it.
 
+    Arguments are ``Resize``'s, plus ``mode``, ``apply_exif_orientation`` and ``dtype``
+    for the decode (as :class:`DecodeRandomResizedCrop`'s).
+
     Example:
         >>> import torch
         >>> from trivium.vision.io import encode_jpeg
@@ -534,7 +537,8 @@ class DecodeCenterCrop(_FusedDecode):
     """``CenterCrop`` on encoded images: a JPEG decodes only the crop, bit-exact.
 
     A crop larger than the image takes the unfused path (which pads, as
-    ``CenterCrop`` does).
+    ``CenterCrop`` does). ``mode``, ``apply_exif_orientation`` and ``dtype`` are for
+    the decode (as :class:`DecodeRandomResizedCrop`'s).
 
     Example:
         >>> import torch
