@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
-from image_assets import CORRUPT_DIR, JPEG_DIR, PNG_DIR, pillow_array
+from image_assets import CORRUPT_DIR, IMAGES, JPEG_DIR, PNG_DIR, pillow_array
 from peers import require_torchvision
 from PIL import Image
 
@@ -28,7 +28,7 @@ from trivium.vision.datasets import (
     SkippedSamplesWarning,
     default_loader,
 )
-from trivium.vision.io import ImageReadMode, decode_image, read_file
+from trivium.vision.io import ImageReadMode, decode_image, image_info, read_file
 from trivium.vision.io.codec import IMAGE_EXTENSIONS, cannot_decode
 
 # (class folder/file name in the tree, asset): gray, palette, RGBA, 16-bit, progressive,
@@ -108,8 +108,7 @@ def test_sixteen_bit_png_is_scaled_to_uint8(tree: pathlib.Path) -> None:
 )
 def test_fused_decode_transform_gets_the_bytes(tree: pathlib.Path, transform) -> None:
     ds = ImageFolder(tree, transform=transform)
-    assert ds.loader is read_file
-    path = ds.samples[0][0]
+    path = ds.samples[0][0]  # an 8-bit JPEG
     assert torch.equal(ds.loader(path), torch.from_numpy(np.fromfile(path, dtype=np.uint8)))
     image, _ = ds[0]
     assert image.shape[0] == 3 and image.shape[1:] in ((24, 20), (16, 16), (12, 12))
@@ -118,9 +117,12 @@ def test_fused_decode_transform_gets_the_bytes(tree: pathlib.Path, transform) ->
 def test_fused_decode_sample_equals_decoding_the_file(tree: pathlib.Path) -> None:
     ds = ImageFolder(tree, transform=T.DecodeResize((24, 20)))
     for i, (path, _) in enumerate(ds.samples):
-        if path.endswith("deep16.png"):  # the fused decodes take 8-bit images only
-            continue
-        expected = T.DecodeResize((24, 20))(read_file(path))
+        data = read_file(path)
+        if path.endswith("deep16.png"):  # decoded to 8 bits by the loader, then resized
+            expected = T.Resize((24, 20))(decode_image(data, ImageReadMode.RGB, dtype=torch.uint8))
+        else:
+            expected = T.DecodeResize((24, 20))(data)
+        assert ds[i][0].dtype == torch.uint8
         assert torch.equal(ds[i][0], expected)
 
 
@@ -144,7 +146,7 @@ def test_other_transforms_get_pixels_and_a_given_loader_wins(tree: pathlib.Path)
     # The default follows the transform, also when it is set after construction.
     ds = ImageFolder(tree)
     ds.transform = T.DecodeCenterCrop(8)
-    assert ds.loader is read_file and ds[3][0].shape == (3, 8, 8)
+    assert ds.loader(ds.samples[3][0]).ndim == 1 and ds[3][0].shape == (3, 8, 8)
 
 
 def test_dataset_folder_with_a_loader_and_extensions(tree: pathlib.Path) -> None:
@@ -356,3 +358,99 @@ def test_image_folder_lists_every_format_that_decodes_and_names_the_others(tmp_p
     assert sorted(os.path.basename(p) for p, _ in ds.samples) == sorted(written)
     for (path, _), (image, _) in zip(ds.samples, ds, strict=True):
         np.testing.assert_array_equal(image.numpy(), written[os.path.basename(path)])
+
+
+# Files deeper than 8 bits: every default sample is uint8, by the high byte.
+
+DEEP_TREE = {
+    "a/photo.jpg": JPEG_DIR / "tv-grace_hopper_517x606.jpg",
+    "a/rgb8.png": PNG_DIR / "basn2c08.png",
+    "a/rgb16.png": PNG_DIR / "basn2c16.png",
+    "b/photo16.png": PNG_DIR / "tv-rgb_pytorch16.png",
+    "b/gray16.png": PNG_DIR / "basn0g16.png",
+    "b/rgba16.png": PNG_DIR / "basn6a16.png",
+    "b/lossless16.jpg": JPEG_DIR / "jd-lossless-jpeg_lossless_sel1.jpg",
+}
+_MEAN, _STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def _eight_bit_reference(path: str) -> np.ndarray:
+    """What the default loader must give: Pillow's RGB, high bytes for 16-bit files.
+
+    Pillow's RGB of a 16-bit RGB(A) PNG is its high bytes; its RGB of 16-bit gray
+    saturates, so the high bytes of its 16-bit gray samples are repeated instead.
+    The lossless JPEG, which Pillow cannot read, is checked against the PNG of its
+    pixels in the reference folder.
+    """
+    name = pathlib.Path(path).name
+    if name == "lossless16.jpg":
+        path = str(IMAGES / "reference" / "jd-lossless-jpeg_lossless_sel1.png")
+    pic = Image.open(path)
+    if pic.mode in ("I;16", "I;16B", "I"):
+        high = (np.asarray(pic).astype(np.uint32) >> 8).astype(np.uint8)
+        return np.repeat(high[None], 3, axis=0)
+    return pillow_array(pathlib.Path(path), "RGB")
+
+
+def test_deep_files_give_8_bit_samples_by_the_high_byte(tmp_path: pathlib.Path) -> None:
+    ds = ImageFolder(make_tree(tmp_path, DEEP_TREE))
+    for i, (path, _) in enumerate(ds.samples):
+        image = ds[i][0]
+        assert image.dtype == torch.uint8 and image.shape[0] == 3
+        np.testing.assert_array_equal(image.numpy(), _eight_bit_reference(path), err_msg=path)
+    # 16-bit RGB: exactly Pillow's RGB (its high bytes).
+    rgb16 = next(p for p, _ in ds.samples if p.endswith("rgb16.png"))
+    np.testing.assert_array_equal(
+        ds.loader(rgb16).numpy(), np.asarray(Image.open(rgb16).convert("RGB")).transpose(2, 0, 1)
+    )
+
+
+def test_fused_decodes_get_deep_files_decoded_to_8_bits(tmp_path: pathlib.Path) -> None:
+    root = make_tree(tmp_path, DEEP_TREE)
+    steps = [
+        T.RandomHorizontalFlip(1.0),
+        T.ToDtype(torch.float32, scale=True),
+        T.Normalize(_MEAN, _STD),
+    ]
+    ds = ImageFolder(root, transform=T.Compose([T.DecodeCenterCrop(24), *steps]))
+    after = T.Compose(steps)
+    for i, (path, _) in enumerate(ds.samples):
+        sample = ds.loader(path)
+        deep = image_info(read_file(path)).bit_depth > 8
+        assert sample.ndim == (3 if deep else 1), path
+        expected = after(T.CenterCrop(24)(torch.from_numpy(_eight_bit_reference(path))))
+        torch.testing.assert_close(ds[i][0], expected, rtol=0, atol=1e-5)
+    # A fused decode given a dtype decodes every file itself, to that dtype.
+    wide = ImageFolder(root, transform=T.DecodeCenterCrop(24, dtype=torch.uint16))
+    assert {wide[i][0].dtype for i in range(len(wide))} == {torch.uint16}
+    gray = ImageFolder(root, transform=T.DecodeResize(20, mode=ImageReadMode.GRAY))
+    assert all(
+        gray[i][0].shape[0] == 1 and gray[i][0].dtype == torch.uint8 for i in range(len(gray))
+    )
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["default-loader", "fused-decode"])
+def test_a_folder_mixing_bit_depths_in_dataloader_workers(tmp_path: pathlib.Path, fused) -> None:
+    root = make_tree(tmp_path, DEEP_TREE)
+    if fused:
+        transform = T.Compose(
+            [
+                T.DecodeRandomResizedCrop(32),
+                T.RandomHorizontalFlip(),
+                T.ToDtype(torch.float32, scale=True),
+                T.Normalize(_MEAN, _STD),
+            ]
+        )
+    else:
+        transform = T.Compose([T.Resize((40, 40))])
+    ds = ImageFolder(root, transform=transform)
+    loader = torch.utils.data.DataLoader(ds, batch_size=3, num_workers=2)
+    images, labels = zip(*loader, strict=True)
+    batch = torch.cat(images)
+    assert batch.shape == ((len(ds), 3, 32, 32) if fused else (len(ds), 3, 40, 40))
+    assert batch.dtype == (torch.float32 if fused else torch.uint8)
+    assert torch.cat(labels).tolist() == ds.targets
+    if not fused:
+        for image, (path, _) in zip(batch, ds.samples, strict=True):
+            expected = T.Resize((40, 40))(torch.from_numpy(_eight_bit_reference(path)))
+            assert torch.equal(image, expected), path

@@ -591,3 +591,87 @@ def test_fused_transforms_compile_inside_a_compose(encoded) -> None:
     torch.manual_seed(1)
     assert torch.equal(compiled_train(items), batch)
     assert batch.shape == (3, 3, 32, 32) and batch.dtype == torch.float32
+
+
+# The fused decode transforms on files deeper than 8 bits, and on decoded tensors.
+
+
+def _twelve_bit_jpeg() -> torch.Tensor:
+    return encode_jpeg(decode_png(_bytes(PNG_16), ImageReadMode.RGB), quality=95)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **k: T.DecodeCenterCrop(24, **k),
+        lambda **k: T.DecodeResize(27, **k),
+        lambda **k: T.DecodeResize([20, 30], interpolation=T.InterpolationMode.BICUBIC, **k),
+    ],
+)
+def test_fused_transforms_on_deep_files_match_eager_with_a_dtype(make) -> None:
+    items = [_bytes(PNG_16), _twelve_bit_jpeg()]
+    transform = make(dtype=torch.uint16)
+    compiled = _compiled(transform)
+    for data in items:
+        want = transform(data)
+        assert want.dtype == torch.uint16
+        _same(compiled(data), want)
+    _same(compiled(items), transform(items))
+    # Without dtype the output dtype is not known before decoding: as decode_image.
+    with pytest.raises(TypeError, match=r"item 0 decodes to torch\.uint16.*dtype="):
+        _compiled(make())(items[0])
+
+
+def test_fused_random_resized_crop_on_a_deep_file_when_compiled() -> None:
+    data = _bytes(PNG_16)
+    compiled = torch.compile(
+        T.DecodeRandomResizedCrop(20, dtype=torch.uint16), fullgraph=True, backend="eager"
+    )
+    for seed in range(3):
+        torch.manual_seed(seed)
+        got = compiled(data)
+        torch.manual_seed(seed)
+        u = torch.rand(1, 10, 4)
+        info = image_info(data)
+        box = [int(v) for v in random_resized_crop_boxes(u, info.height, info.width)]
+        image = decode_image(data, ImageReadMode.RGB)
+        _same(got.contiguous(), TF.resize(TF.crop(image, *box), [20, 20]).contiguous())
+
+
+def test_fused_transforms_take_decoded_tensors_when_compiled() -> None:
+    image = decode_png(_bytes(PNG_16), ImageReadMode.RGB)
+    compiled = torch.compile(T.DecodeCenterCrop(20), fullgraph=True, backend="eager")
+    _same(compiled(image), T.CenterCrop(20)(image))
+    resized = torch.compile(T.DecodeResize(25), fullgraph=True, backend="eager")([image, image])
+    assert all(torch.equal(r, T.Resize(25)(image)) for r in resized)
+    with pytest.raises(Exception, match="encoded images only or decoded image tensors only"):
+        compiled([image, _bytes(PNG_16)])
+
+
+def test_fused_ops_with_a_dtype_pass_opcheck() -> None:
+    items = [_bytes(PNG_16), _bytes(PNG_RGB)]
+    u16 = torch.uint16
+    cases = [
+        (torch.ops.trivium.decode_center_crop.default, (items, [16, 20], 1, False, u16)),
+        (
+            torch.ops.trivium.decode_resize.default,
+            (items, [20], "bilinear", None, True, 3, False, u16),
+        ),
+        (
+            torch.ops.trivium.decode_random_resized_crop.default,
+            (
+                items,
+                torch.rand(2, 10, 4),
+                [12, 14],
+                [0.08, 1.0],
+                [0.75, 1.25],
+                "bilinear",
+                True,
+                3,
+                False,
+                u16,
+            ),
+        ),
+    ]
+    for op, args in cases:
+        torch.library.opcheck(op, args)

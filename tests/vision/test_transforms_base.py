@@ -63,8 +63,10 @@ def test_errors_name_the_transform() -> None:
         Halve(per_sample="yes")
     with pytest.raises(ValueError, match="Grayscale: expected an image with 1 or 3 channels"):
         check_image("Grayscale", torch.zeros(2, 4, 4), channels=(1, 3))
-    with pytest.raises(TypeError, match="expected a uint8 image"):
+    with pytest.raises(TypeError, match="expected a uint8 or uint16 image"):
         check_image("X", torch.zeros(3, 4, 4), allow_float=False)
+    with pytest.raises(TypeError, match="expected a uint8, uint16 or floating image, got dtype"):
+        check_image("X", torch.zeros(3, 4, 4, dtype=torch.int32))
     with pytest.raises(ValueError, match="to_pil_image"):
         to_pil_image(torch.zeros(5, 2, 2, dtype=torch.uint8))
 

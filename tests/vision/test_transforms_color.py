@@ -312,7 +312,7 @@ def test_kernels_reject_bad_input(photo: torch.Tensor):
         F.adjust_brightness(torch.zeros(4, 5, 5), 1.0)
     with pytest.raises(ValueError, match=r"adjust_contrast.*\[0.0, inf\]"):
         F.adjust_contrast(photo, -0.5)
-    with pytest.raises(TypeError, match=r"adjust_saturation.*uint8 or floating"):
+    with pytest.raises(TypeError, match=r"adjust_saturation.*uint8, uint16 or floating"):
         F.adjust_saturation(photo.to(torch.int32), 1.0)
     with pytest.raises(ValueError, match=r"adjust_hue.*image tensor"):
         F.adjust_hue(torch.zeros(5, 5), 0.1)

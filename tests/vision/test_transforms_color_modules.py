@@ -299,7 +299,7 @@ def test_labels_pass_through(photos: torch.Tensor):
 def test_bad_input_names_the_transform(photos: torch.Tensor):
     with pytest.raises(ValueError, match="ColorJitter: expected an image with 1 or 3 channels"):
         T.ColorJitter(0.3)(torch.zeros(4, 8, 8))
-    with pytest.raises(TypeError, match="RandomEqualize: expected a uint8 or floating image"):
+    with pytest.raises(TypeError, match="RandomEqualize: expected a uint8, uint16 or floating"):
         T.RandomEqualize()(torch.zeros(3, 8, 8, dtype=torch.int16))
     with pytest.raises(ValueError, match="Grayscale: expected an image with 1 or 3 channels"):
         T.Grayscale()(torch.zeros(2, 8, 8))

@@ -216,3 +216,94 @@ def test_bad_input_raises_a_decode_error():
         T.DecodeRandomResizedCrop(32)(b"not an image at all")
     with pytest.raises(DecodeError):
         T.DecodeCenterCrop(8)(b"\xff\xd8\xff\xe0" + b"\x00" * 10)
+
+
+# 16-bit inputs (16-bit PNGs, 16-bit lossless JPEG) and decoded image tensors.
+
+DEEP = [PNG_DIR / "tv-rgb_pytorch16.png", PNG_DIR / "basn2c16.png", PNG_DIR / "basn0g16.png"]
+LOSSLESS_16 = JPEG_DIR / "jd-lossless-jpeg_lossless_sel1.jpg"  # 256 x 256 gray, 16 bits
+
+
+def _deep_files() -> list[bytes]:
+    return [path.read_bytes() for path in [*DEEP, LOSSLESS_16]]
+
+
+def _fused_and_unfused(seed: int, mode: ImageReadMode = ImageReadMode.RGB):
+    """(fused, unfused) transform pairs drawing alike from the same generator state."""
+    return [
+        (
+            T.DecodeRandomResizedCrop(24, mode=mode, generator=_seeded(seed)),
+            T.RandomResizedCrop(24, generator=_seeded(seed)),
+        ),
+        (
+            T.DecodeRandomResizedCrop(
+                20, interpolation=T.InterpolationMode.BICUBIC, mode=mode, generator=_seeded(seed)
+            ),
+            T.RandomResizedCrop(20, interpolation="bicubic", generator=_seeded(seed)),
+        ),
+        (T.DecodeResize(27, mode=mode), T.Resize(27)),
+        (T.DecodeCenterCrop(30, mode=mode), T.CenterCrop(30)),
+    ]
+
+
+@pytest.mark.parametrize("mode", [ImageReadMode.RGB, ImageReadMode.UNCHANGED])
+@pytest.mark.parametrize("seed", range(3))
+def test_sixteen_bit_inputs_equal_decode_then_transform(mode, seed):
+    for data in _deep_files():
+        image = decode_image(data, mode)
+        assert image.dtype == torch.uint16
+        for fused, unfused in _fused_and_unfused(seed, mode):
+            assert not type(fused)(30).plan(data).fused
+            out = fused(data)
+            assert out.dtype == torch.uint16
+            assert torch.equal(out, unfused(image)), type(fused).__name__
+
+
+def test_decoded_tensors_take_the_unfused_transform():
+    for data in [*_deep_files(), (JPEG_DIR / "tv-grace_hopper_517x606.jpg").read_bytes()]:
+        for dtype in (torch.uint8, torch.uint16, torch.float32):
+            image = decode_image(data, ImageReadMode.RGB, dtype=dtype)
+            for fused, unfused in _fused_and_unfused(4):
+                out = fused(image)
+                assert out.dtype == dtype
+                assert torch.equal(out, unfused(image)), (type(fused).__name__, dtype)
+
+
+def test_dtype_decodes_every_file_to_one_dtype():
+    jpeg = (JPEG_DIR / "tv-grace_hopper_517x606.jpg").read_bytes()
+    deep = DEEP[0].read_bytes()
+    for dtype in (torch.uint8, torch.uint16):
+        batch = T.DecodeRandomResizedCrop(32, dtype=dtype, generator=_seeded(1))([jpeg, deep])
+        one = T.DecodeRandomResizedCrop(32, dtype=dtype, generator=_seeded(1))
+        assert batch.dtype == dtype
+        for i, data in enumerate([jpeg, deep]):
+            assert torch.equal(batch[i], one(data))
+    # uint8 from a 16-bit file: the high byte of every sample (decode_image's dtype rule).
+    narrowed = T.DecodeCenterCrop(30, dtype=torch.uint8)(deep)
+    wide = T.DecodeCenterCrop(30)(deep)
+    assert torch.equal(narrowed, (wide.to(torch.int32) >> 8).to(torch.uint8))
+    # An 8-bit JPEG decoded to uint8 still takes the fused path; to uint16 the unfused one.
+    assert T.DecodeResize(64, dtype=torch.uint8).plan(jpeg).fused
+    assert not T.DecodeResize(64, dtype=torch.uint16).plan(jpeg).fused
+
+
+def test_a_list_mixing_bit_depths_names_the_item():
+    jpeg = (JPEG_DIR / "tv-grace_hopper_517x606.jpg").read_bytes()
+    deep = DEEP[0].read_bytes()
+    with pytest.raises(
+        ValueError, match=r"item 0 gives torch\.uint8 and item 2 gives torch\.uint16"
+    ):
+        T.DecodeRandomResizedCrop(32)([jpeg, jpeg, deep])
+    with pytest.raises(ValueError, match=r"item 1 gives torch\.uint8.*dtype=torch\.uint8"):
+        T.DecodeCenterCrop(32)([deep, jpeg])
+    # DecodeResize gives a list: each item keeps its own dtype.
+    assert [x.dtype for x in T.DecodeResize(32)([jpeg, deep])] == [torch.uint8, torch.uint16]
+
+
+def test_a_list_of_sixteen_bit_files_gives_a_uint16_batch():
+    files = [DEEP[0].read_bytes(), DEEP[1].read_bytes()]
+    batch = T.DecodeRandomResizedCrop(16, generator=_seeded(2))(files)
+    one = T.DecodeRandomResizedCrop(16, generator=_seeded(2))
+    assert batch.dtype == torch.uint16 and batch.shape == (2, 3, 16, 16)
+    for i, data in enumerate(files):
+        assert torch.equal(batch[i], one(data))

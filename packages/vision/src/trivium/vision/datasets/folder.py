@@ -14,6 +14,14 @@ what happens on a bad file:
   transform (or none) gets the decoded image, a uint8 ``[3, H, W]`` RGB tensor (the
   pixels Pillow's ``convert("RGB")`` gives, which torchvision's default loader uses).
   A ``loader`` you pass always wins.
+* **Every sample is 8-bit**, as torchvision's default loader gives a training run:
+  files deeper than 8 bits (16-bit PNGs, 12-bit and lossless JPEGs) become uint8 by
+  their high byte (``v >> 8``: what Pillow gives for 16-bit RGB, and what
+  ``ToDtype(torch.uint8, scale=True)`` does). Pillow's ``convert("RGB")`` of 16-bit
+  *gray* saturates at 255 instead; the high byte is kept there too. A transform that
+  starts with a fused decode gets such files decoded (to uint8, in its ``mode``), the
+  others' bytes; a fused decode given ``dtype=`` gets the bytes of every file, and
+  decodes them to that dtype.
 * **Bad files** (unreadable, corrupt, truncated, not an image) raise a
   ``trivium.core`` error naming the file and the reason, whether the loader or a
   fused-decode transform found the damage. With ``on_error="skip"`` see
@@ -46,7 +54,7 @@ from trivium.core import Compose
 from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesWarning, TriviumError
 from trivium.core.folders import NO_CLASS_FOLDERS, class_folders
 from trivium.core.skipping import SkipsUnreadable, with_path
-from trivium.vision.io import ImageReadMode, decode_image, read_file
+from trivium.vision.io import ImageReadMode, decode_image, image_info, read_file
 from trivium.vision.io.codec import IMAGE_EXTENSIONS, cannot_decode, decoding_file
 from trivium.vision.transforms.fused_decode import (
     DecodeCenterCrop,
@@ -245,9 +253,10 @@ def default_loader(path: str | os.PathLike[str]) -> torch.Tensor:
     """Decode the image at ``path`` to a uint8 ``[3, H, W]`` RGB tensor.
 
     Gray images are repeated over three channels and alpha is dropped, as Pillow's
-    ``convert("RGB")`` in torchvision's default loader; 16-bit PNGs are scaled to
-    8 bits; EXIF orientation is not applied (Pillow does not either). Every format
-    ``decode_image`` reads (an animated GIF gives its frames, ``[N, 3, H, W]``).
+    ``convert("RGB")`` in torchvision's default loader; samples deeper than 8 bits
+    keep their high byte (``v >> 8``); EXIF orientation is not applied (Pillow does
+    not either). Every format ``decode_image`` reads (an animated GIF gives its
+    frames, ``[N, 3, H, W]``).
 
     Example:
         >>> import os, tempfile, torch
@@ -272,9 +281,14 @@ def starts_with_decode(transform: Callable | None) -> bool:
         >>> starts_with_decode(T.Resize(32)), starts_with_decode(None)
         (False, False)
     """
+    return _first_fused_decode(transform) is not None
+
+
+def _first_fused_decode(transform: Callable | None) -> Any:
+    """The fused decode ``transform`` is or starts with, else None."""
     while isinstance(transform, Compose | nn.Sequential) and len(_steps(transform)):
         transform = _steps(transform)[0]
-    return isinstance(transform, _FUSED_DECODES)
+    return transform if isinstance(transform, _FUSED_DECODES) else None
 
 
 def _steps(transform: Compose | nn.Sequential) -> Any:
@@ -284,15 +298,61 @@ def _steps(transform: Compose | nn.Sequential) -> Any:
 def loader_for(transform: Callable | None) -> Callable[[str], torch.Tensor]:
     """The default loader for ``transform``: the file's bytes for a fused decode, else pixels.
 
-    :func:`trivium.vision.io.read_file` when :func:`starts_with_decode`, else
-    :func:`default_loader`.
+    :func:`default_loader` unless :func:`starts_with_decode`. For a fused decode,
+    :func:`trivium.vision.io.read_file` when it was given ``dtype=``; otherwise the
+    bytes of files up to 8 bits deep and, for deeper ones, the image decoded to
+    uint8 (high byte) in the fused decode's ``mode`` and orientation, which it then
+    transforms as it is.
 
     Example:
         >>> from trivium.vision import transforms as T
-        >>> loader_for(T.DecodeRandomResizedCrop(64)).__name__, loader_for(None).__name__
-        ('read_file', 'default_loader')
+        >>> loader_for(T.DecodeRandomResizedCrop(64))
+        EncodedOr8Bit(mode=ImageReadMode.RGB, apply_exif_orientation=False)
+        >>> loader_for(T.DecodeResize(8, dtype=torch.uint16)).__name__
+        'read_file'
+        >>> loader_for(None).__name__
+        'default_loader'
     """
-    return read_file if starts_with_decode(transform) else default_loader
+    fused = _first_fused_decode(transform)
+    if fused is None:
+        return default_loader
+    if fused.dtype is not None:
+        return read_file
+    return _EncodedOr8Bit(fused.mode, fused.apply_exif_orientation)
+
+
+class _EncodedOr8Bit:
+    """A fused decode's loader: the file's bytes, or 8-bit pixels for deeper files.
+
+    The header (:func:`trivium.vision.io.image_info`) says how deep the samples are.
+    A file whose header cannot be read is passed on as bytes: the fused decode then
+    raises for it, naming it.
+    """
+
+    def __init__(self, mode: ImageReadMode, apply_exif_orientation: bool) -> None:
+        self.mode = mode
+        self.apply_exif_orientation = apply_exif_orientation
+
+    def __call__(self, path: str | os.PathLike[str]) -> torch.Tensor:
+        data = read_file(path)
+        try:
+            deep = image_info(data).bit_depth > 8
+        except TriviumError:
+            return data
+        if not deep:
+            return data
+        return decode_image(
+            data, self.mode, self.apply_exif_orientation, dtype=torch.uint8, path=path
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _EncodedOr8Bit) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return (
+            f"EncodedOr8Bit(mode=ImageReadMode.{self.mode.name}, "
+            f"apply_exif_orientation={self.apply_exif_orientation})"
+        )
 
 
 class DatasetFolder(SkipsUnreadable, Dataset):
@@ -382,8 +442,8 @@ class DatasetFolder(SkipsUnreadable, Dataset):
             >>> ds.loader.__name__
             'default_loader'
             >>> ds.transform = T.DecodeResize(1)
-            >>> ds.loader.__name__
-            'read_file'
+            >>> ds.loader
+            EncodedOr8Bit(mode=ImageReadMode.RGB, apply_exif_orientation=False)
         """
         return self._loader if self._loader is not None else loader_for(self.transform)
 
@@ -502,8 +562,12 @@ class ImageFolder(DatasetFolder):
     extra) are named in one warning at construction, instead of failing mid-epoch.
     A sample is the decoded uint8 ``[3, H, W]`` RGB image, or the encoded bytes when
     ``transform`` starts with a fused decode (see :func:`loader_for`); a ``loader``
-    given wins. ``imgs`` is ``samples``. See :class:`DatasetFolder` for
-    ``on_error``.
+    given wins. Every default sample is 8-bit: a file deeper than 8 bits (a 16-bit
+    PNG, a 12-bit or lossless JPEG) gives uint8 by the high byte of each sample
+    (``v >> 8``, as Pillow's RGB and ``ToDtype(torch.uint8, scale=True)`` give; also
+    for 16-bit gray, which Pillow's ``convert("RGB")`` saturates at 255), and reaches
+    a fused decode already decoded. ``imgs`` is ``samples``. See
+    :class:`DatasetFolder` for ``on_error``.
 
     Example:
         >>> import pathlib, tempfile, torch
@@ -513,8 +577,8 @@ class ImageFolder(DatasetFolder):
         >>> (root / "cat").mkdir()
         >>> write_jpeg(torch.zeros(3, 48, 64, dtype=torch.uint8), str(root / "cat" / "1.jpg"))
         >>> ds = ImageFolder(root, transform=T.DecodeRandomResizedCrop(32))
-        >>> ds.loader.__name__, ds[0][0].shape
-        ('read_file', torch.Size([3, 32, 32]))
+        >>> ds[0][0].shape
+        torch.Size([3, 32, 32])
     """
 
     def __init__(

@@ -74,7 +74,10 @@ class TrainBatch:
         generator: torch.Generator | None = None,
         scale_min: float = 0.08,
     ) -> None:
-        self.crop = DecodeRandomResizedCrop(crop_size, scale=(scale_min, 1.0), generator=generator)
+        # 8-bit samples from every file (16-bit ones by their high byte), as ImageFolder's.
+        self.crop = DecodeRandomResizedCrop(
+            crop_size, scale=(scale_min, 1.0), dtype=torch.uint8, generator=generator
+        )
         self.flip = RandomHorizontalFlip(hflip_prob, per_sample=True, generator=generator)
         self.policy = None
         if auto_augment:
@@ -159,13 +162,16 @@ def eval_transform(crop_size: int, resize_size: int) -> Callable[[Any], torch.Te
 
 
 class _DecodeThen:
-    """Decode encoded bytes to RGB uint8, then apply ``transform`` (picklable for workers)."""
+    """Decode encoded bytes to RGB uint8 (16-bit: the high byte), then apply ``transform``.
+
+    Picklable, for loader workers.
+    """
 
     def __init__(self, transform: Callable[[torch.Tensor], torch.Tensor]) -> None:
         self.transform = transform
 
     def __call__(self, data: Any) -> torch.Tensor:
-        return self.transform(decode_image(data, ImageReadMode.RGB))
+        return self.transform(decode_image(data, ImageReadMode.RGB, dtype=torch.uint8))
 
 
 class _Row:

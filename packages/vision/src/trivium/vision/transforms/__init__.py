@@ -1,6 +1,6 @@
 """Image transforms as modules, with the names and arguments of ``torchvision.transforms.v2``.
 
-Transforms take tensors ``[..., C, H, W]`` (``uint8`` or floating, any batch shape,
+Transforms take tensors ``[..., C, H, W]`` (``uint8``, ``uint16`` or floating, any batch shape,
 on any device), PIL images and :mod:`trivium.vision.tv_tensors` (images, boxes,
 masks), in samples of any nesting (``(image, {"boxes": ..., "labels": ...})``);
 other inputs (labels, ...) pass through. Random

@@ -1,8 +1,8 @@
 """What counts as an image, input checks, and PIL <-> tensor conversion.
 
-Transforms act on *images*: tensors ``[..., C, H, W]`` (``uint8`` in [0, 255] or
-floating in [0, 1]) and PIL images. Any other input (labels, strings, boxes
-given as 1-D/2-D tensors) passes through a transform unchanged.
+Transforms act on *images*: tensors ``[..., C, H, W]`` (``uint8`` in [0, 255],
+``uint16`` in [0, 65535] or floating in [0, 1]) and PIL images. Any other input
+(labels, strings, boxes given as 1-D/2-D tensors) passes through a transform unchanged.
 
 Example:
     >>> import torch
@@ -23,9 +23,12 @@ import torch
 from trivium.core.tracing import is_tracing
 
 __all__ = [
+    "INT_DTYPES",
+    "bits_view",
     "check_image",
     "eager_cpu",
     "flatten_batch",
+    "image_where",
     "is_image",
     "is_pil",
     "pil_to_tensor",
@@ -35,6 +38,10 @@ __all__ = [
 
 # Channel counts that round-trip through a PIL image (L, LA, RGB, RGBA).
 _PIL_CHANNELS = (1, 2, 3, 4)
+
+#: The integer image dtypes transforms take: 8-bit and 16-bit samples (16-bit PNGs,
+#: 12-bit and lossless JPEGs decode to uint16).
+INT_DTYPES = (torch.uint8, torch.uint16)
 
 
 def is_pil(x: Any) -> bool:
@@ -73,17 +80,53 @@ def eager_cpu(*tensors: torch.Tensor) -> bool:
     return not is_tracing() and all(t.device.type == "cpu" for t in tensors)
 
 
+def bits_view(img: torch.Tensor) -> torch.Tensor:
+    """``img`` seen as a dtype of the same width that torch moves on every device.
+
+    torch has no CPU kernels for ``flip``, ``gather``, ``index_copy_`` and others on
+    uint16; moving values is moving bits, so a uint16 image goes through them as an
+    int16 view (free, exact) and comes back with ``.view(torch.uint16)``. Other
+    dtypes are returned as they are.
+
+    Example:
+        >>> import torch
+        >>> x = torch.tensor([1, 65535], dtype=torch.uint16)
+        >>> bits_view(x).flip(0).view(torch.uint16).tolist()
+        [65535, 1]
+    """
+    return img.view(torch.int16) if img.dtype == torch.uint16 else img
+
+
+def image_where(mask: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``torch.where(mask, a, b)`` for ``a`` and ``b`` of one image dtype; scriptable.
+
+    Compiled code (inductor) and other devices than the CPU have no ``where`` on
+    uint16: there it selects among the values widened to int32.
+
+    Example:
+        >>> import torch
+        >>> a = torch.tensor([1, 2], dtype=torch.uint16)
+        >>> b = torch.tensor([60000, 3], dtype=torch.uint16)
+        >>> image_where(torch.tensor([False, True]), a, b).tolist()
+        [60000, 2]
+    """
+    if a.dtype != torch.uint16 or (not is_tracing() and a.device.type == "cpu"):
+        return torch.where(mask, a, b)
+    return torch.where(mask, a.to(torch.int32), b.to(torch.int32)).to(torch.uint16)
+
+
 def check_image(
     owner: str,
     img: Any,
     *,
     channels: tuple[int, ...] | None = None,
-    allow_uint8: bool = True,
+    allow_int: bool = True,
     allow_float: bool = True,
 ) -> None:
     """Raise a clear ``TypeError``/``ValueError`` naming ``owner`` if ``img`` is not a valid image.
 
-    ``channels`` lists the channel counts the operation accepts (any when None).
+    ``channels`` lists the channel counts the operation accepts (any when None);
+    ``allow_int`` admits the :data:`INT_DTYPES` (uint8 and uint16).
 
     Example:
         >>> import torch
@@ -101,11 +144,13 @@ def check_image(
         raise ValueError(
             f"{owner}: expected an image tensor [..., C, H, W], got shape {tuple(img.shape)}"
         )
-    ok = allow_uint8 if img.dtype == torch.uint8 else allow_float and img.is_floating_point()
+    ok = allow_int if img.dtype in INT_DTYPES else allow_float and img.is_floating_point()
     if not ok:
-        wanted = " or ".join(
-            name for name, on in (("uint8", allow_uint8), ("floating", allow_float)) if on
-        )
+        names = [
+            *(("uint8", "uint16") if allow_int else ()),
+            *(("floating",) if allow_float else ()),
+        ]
+        wanted = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         raise TypeError(f"{owner}: expected a {wanted} image, got dtype {img.dtype}")
     if channels is not None and img.shape[-3] not in channels:
         raise ValueError(
@@ -164,7 +209,9 @@ def pil_to_tensor(pic: Any) -> torch.Tensor:
 
 
 def to_pil_image(img: torch.Tensor, mode: str | None = None) -> Any:
-    """A ``[C, H, W]`` tensor (uint8, or float in [0, 1]) as a PIL image.
+    """A ``[C, H, W]`` tensor (uint8, one channel of uint16, or float in [0, 1]) as a PIL image.
+
+    One channel of uint16 gives Pillow's 16-bit gray mode ``"I;16"``.
 
     Example:
         >>> import torch
@@ -178,6 +225,9 @@ def to_pil_image(img: torch.Tensor, mode: str | None = None) -> Any:
     if img.is_floating_point():
         img = img.mul(255).round_().clamp_(0, 255).to(torch.uint8)
     channels = img.shape[0]
+    if img.dtype == torch.uint16 and channels == 1:
+        pic = Image.fromarray(np.ascontiguousarray(img.detach().cpu()[0].numpy()))  # "I;16"
+        return pic if mode is None or pic.mode == mode else pic.convert(mode)
     if img.dtype != torch.uint8 or channels not in _PIL_CHANNELS:
         raise ValueError(
             f"to_pil_image: cannot make a PIL image from {channels} channels of {img.dtype}"

@@ -36,7 +36,11 @@ def switch(
     """
     if not is_tracing():
         return branches[int(index)](img)
-    return _nested_cond(torch.as_tensor(index), list(branches), img)
+    # torch.cond needs one memory layout from every branch: a branch that returns its
+    # input as it is (a decoded image's [C, H, W] view of [H, W, C] memory) and one that
+    # returns a fresh tensor differ, so every branch gives a contiguous result.
+    dense = [lambda x, fn=fn: fn(x).contiguous() for fn in branches]
+    return _nested_cond(torch.as_tensor(index), dense, img)
 
 
 def _nested_cond(index: torch.Tensor, branches: list[ImageFn], img: torch.Tensor) -> torch.Tensor:

@@ -33,6 +33,7 @@ from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._image import check_image
 from trivium.vision.transforms._switch import switch
+from trivium.vision.transforms.functional.color import _bound
 from trivium.vision.transforms.interpolation import InterpolationMode
 
 __all__ = ["AugMix", "AutoAugment", "AutoAugmentPolicy", "RandAugment", "TrivialAugmentWide"]
@@ -397,8 +398,7 @@ class _AutoAugmentBase(ImageTransform):
         if name == "Posterize":
             return F.posterize(img, magnitude if tensor else int(magnitude))
         if name == "Solarize":
-            bound = 1.0 if img.is_floating_point() else 255.0
-            return F.solarize(img, bound * magnitude)
+            return F.solarize(img, _bound(img) * magnitude)
         if name == "AutoContrast":
             return F.autocontrast(img)
         if name == "Equalize":

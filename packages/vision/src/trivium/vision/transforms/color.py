@@ -29,7 +29,7 @@ from trivium.vision import tv_tensors
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_passthrough
-from trivium.vision.transforms._image import check_image, eager_cpu
+from trivium.vision.transforms._image import bits_view, check_image, eager_cpu, image_where
 from trivium.vision.transforms._switch import switch
 from trivium.vision.transforms.functional.color import (
     _by_chunks,
@@ -138,7 +138,7 @@ class _RandomOp(ImageTransform):
             >>> RandomInvert().transform_traced(img, {"apply": apply}).flatten().tolist()
             [255, 0]
         """
-        return torch.where(_batch_mask(params["apply"], inpt), self._op(inpt), inpt)
+        return image_where(_batch_mask(params["apply"], inpt), self._op(inpt), inpt)
 
     def _apply_to_chosen(self, img: torch.Tensor, apply: torch.Tensor) -> torch.Tensor:
         """Run ``_op`` on the chosen images only (one batched call on the gathered subset)."""
@@ -151,8 +151,9 @@ class _RandomOp(ImageTransform):
         if chosen.numel() == flat.shape[0]:
             return self._op(img)
         done = self._op(flat.index_select(0, chosen))
-        # Every op here keeps the image's shape and dtype.
-        return flat.clone().index_copy_(0, chosen, done).reshape(img.shape)
+        # Every op here keeps the image's shape and dtype (uint16 is copied as int16 bits).
+        out = bits_view(flat.clone()).index_copy_(0, chosen, bits_view(done))
+        return out.view(img.dtype).reshape(img.shape)
 
 
 class _RandomOpInto(_RandomOp):
@@ -261,7 +262,8 @@ class RandomPosterize(_RandomOpInto):
 class RandomSolarize(_RandomOpInto):
     """Invert values at or above ``threshold`` with probability ``p``.
 
-    ``threshold`` is on the image's scale (e.g. 128 for uint8, 0.5 for floats).
+    ``threshold`` is on the image's scale (e.g. 128 for uint8, 32768 for uint16, 0.5 for
+    floats).
 
     Example:
         >>> import torch

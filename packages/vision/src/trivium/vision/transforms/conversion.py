@@ -248,7 +248,7 @@ class Normalize(_TensorOut):
         return _normalize_image(inpt, self.mean, self.std, self.inplace)
 
     def _check(self, inpt: torch.Tensor) -> None:
-        check_image("Normalize", inpt, allow_uint8=False)
+        check_image("Normalize", inpt, allow_int=False)
         channels = inpt.shape[-3]
         for name, values in (("mean", self.mean), ("std", self.std)):
             if len(values) != 1 and len(values) != channels:

@@ -16,12 +16,18 @@ them) and give what decoding then applying ``RandomResizedCrop``, ``Resize`` or
    resize's filter the dominant one);
 4. the (much smaller) region is resized to the output size.
 
-Other formats (PNG) take the unfused path: full decode, then the transform.
+Other formats (PNG), and JPEGs deeper than 8 bits, take the unfused path: full
+decode, then the transform. The result is what ``decode_image`` then the transform
+gives: uint8 for 8-bit files, uint16 for 16-bit PNGs and 12-bit or lossless JPEGs
+(``dtype=`` decodes every file to one dtype instead, as ``decode_image``'s does). An
+already decoded image tensor ``[C, H, W]`` is taken too: the transform then runs on
+it as it is (``ImageFolder`` passes such tensors for the files it converts).
 A list of inputs gives a batch ``[N, C, H, W]`` in channels-last memory (the
 decoder's pixel order): boxes are drawn in order, then the images are decoded in
 parallel on the ``trivium.core`` thread pool, each resized straight into its slot
 of the batch (inside a DataLoader worker the batch is in shared memory: sending it
-copies nothing).
+copies nothing). A batch has one dtype: a list mixing 8-bit and deeper files (with
+``dtype=None``) raises ``ValueError`` naming the first item that differs.
 
 Under ``torch.compile`` (``fullgraph=True`` too) each transform runs as one custom
 op (``trivium::decode_center_crop``, ``trivium::decode_resize``,
@@ -32,7 +38,10 @@ mode. ``DecodeResize`` and ``DecodeCenterCrop`` give exactly the eager output;
 generator (as ``RandomResizedCrop`` does under compile: seed with
 ``torch.manual_seed``, the ``generator`` is not used there) and turns them into a
 box with ``random_resized_crop_boxes``. Inputs must then be uint8 tensors of the
-encoded bytes (not bytes or arrays).
+encoded bytes (not bytes or arrays), or decoded image tensors (all of a list), which
+go through the unfused transform. The output dtype must be known before decoding
+there, as for ``decode_image``: uint8 unless ``dtype`` says otherwise, and a deeper
+file with ``dtype=None`` raises ``TypeError``.
 
 Example:
     >>> import torch
@@ -45,6 +54,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,8 +91,9 @@ class DecodePlan:
 
     ``box`` is (top, left, height, width) in the full image's pixels (None: the
     whole image); ``eighths`` is the DCT scale M/8 used; ``size`` the output
-    (height, width); ``fused`` is False where the unfused path runs (not a JPEG,
-    or a crop the region decode cannot serve).
+    (height, width); ``fused`` is False where the unfused path runs (not an 8-bit
+    JPEG, an image tensor, or a crop the region decode cannot serve); ``dtype`` the
+    output's.
 
     Example:
         >>> DecodePlan(b"", (0, 0, 8, 8), 8, (4, 4), True).eighths
@@ -94,11 +105,17 @@ class DecodePlan:
     eighths: int
     size: tuple[int, int]
     fused: bool
+    dtype: torch.dtype = torch.uint8
 
 
 def _is_jpeg(info: Any) -> bool:
     # 12-bit and lossless JPEGs take the unfused path, as 16-bit PNGs do.
     return info.format == "jpeg" and info.bit_depth == 8 and not info.lossless
+
+
+def _is_decoded(data: Any) -> bool:
+    """Whether ``data`` is an image tensor ``[..., C, H, W]`` rather than encoded bytes."""
+    return isinstance(data, torch.Tensor) and data.ndim >= 3
 
 
 def _trim_to_box(region: torch.Tensor, box: Sequence[int], eighths: int) -> torch.Tensor:
@@ -127,13 +144,19 @@ class _FusedDecode(Transform):
         mode: ImageReadMode,
         apply_exif_orientation: bool,
         generator: torch.Generator | None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(generator)
         self.mode = ImageReadMode(mode)
         self.apply_exif_orientation = bool(apply_exif_orientation)
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            raise TypeError(f"{type(self).__name__}: dtype must be a torch.dtype or None")
+        self.dtype = dtype
 
     def forward(self, data: Encoded | Sequence[Encoded]) -> torch.Tensor | list[torch.Tensor]:
         """Decode and transform one encoded image, or a list of them into a batch.
+
+        A decoded image tensor (alone or in the list) goes through the unfused transform.
 
         Example:
             >>> import torch
@@ -155,10 +178,26 @@ class _FusedDecode(Transform):
         name = type(self).__name__
         if not items:
             raise ValueError(f"{name}: expected at least one encoded image, got an empty list")
+        decoded = [_is_decoded(item) for item in items]
+        if all(decoded):
+            return self._traced_unfused(items) if many else self._unfused_step(data)
+        if any(decoded):
+            raise TypeError(
+                f"{name}: inside torch.compile a list holds encoded images only or decoded "
+                "image tensors only"
+            )
         for item in items:
             check_traceable(item, name)
         result = self._op(items)
         return result if many else result[0]
+
+    def _traced_unfused(self, images: list[torch.Tensor]) -> Any:
+        """Inside ``torch.compile``: the unfused transform of each decoded image, as a batch."""
+        return torch.stack([self._unfused_step(image) for image in images])
+
+    def _unfused_step(self, image: torch.Tensor) -> torch.Tensor:
+        """The unfused transform (a module) applied to a decoded image."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _unfused_step")
 
     def _op(self, items: list[torch.Tensor]) -> Any:
         """This transform's custom op on ``items`` (each subclass calls its own)."""
@@ -170,18 +209,32 @@ class _FusedDecode(Transform):
 
     def _batch(self, plans: list[DecodePlan]) -> torch.Tensor:
         """Decode the plans into one channels-last batch, each image written into its slot."""
+        self._check_one_dtype(plans)
         channels = self.mode.channels
         sizes = {plan.size for plan in plans}
-        if channels is None or len(sizes) != 1:  # channels unknown, or nothing to batch
-            return stack_batch(parallel_map(self.execute, plans))
+        if channels is None or len(sizes) != 1 or any(_is_decoded(plan.data) for plan in plans):
+            return stack_batch(parallel_map(self.execute, plans))  # no one shape known ahead
         ((height, width),) = sizes
-        batch = empty_batch((len(plans), height, width, channels), torch.uint8)
+        batch = empty_batch((len(plans), height, width, channels), plans[0].dtype)
         batch = batch.permute(0, 3, 1, 2)
         parallel_map(lambda i: self.execute(plans[i], out=batch[i]), range(len(plans)))
         return batch
 
-    def plan(self, data: Encoded) -> DecodePlan:
+    def _check_one_dtype(self, plans: list[DecodePlan]) -> None:
+        """A ``ValueError`` naming the first item whose dtype differs from the first item's."""
+        for i, plan in enumerate(plans):
+            if plan.dtype != plans[0].dtype:
+                raise ValueError(
+                    f"{type(self).__name__}: a batch has one dtype, but item 0 gives "
+                    f"{plans[0].dtype} and item {i} gives {plan.dtype} (8-bit and deeper "
+                    "images in one list); pass dtype=torch.uint8 or dtype=torch.uint16 to "
+                    "decode them all to one"
+                )
+
+    def plan(self, data: Encoded | torch.Tensor) -> DecodePlan:
         """Read the header and draw the random parameters, without decoding pixels.
+
+        A decoded image tensor is planned from its own size, for the unfused path.
 
         Example:
             >>> import torch
@@ -190,10 +243,18 @@ class _FusedDecode(Transform):
             >>> DecodeResize(16).plan(data).eighths
             4
         """
-        return self._plan(*self._header(data))
+        if _is_decoded(data):
+            plan = self._plan(data, data.shape[-2], data.shape[-1], False)
+            return dataclasses.replace(plan, dtype=data.dtype)
+        data, height, width, fusable, dtype = self._header(data)
+        return dataclasses.replace(self._plan(data, height, width, fusable), dtype=dtype)
 
-    def _header(self, data: Encoded) -> tuple[Any, int, int, bool]:
-        """The buffer, the height and width the transform sees, and whether it can fuse."""
+    def _header(self, data: Encoded) -> tuple[Any, int, int, bool, torch.dtype]:
+        """The buffer, the height and width the transform sees, whether it can fuse, the dtype.
+
+        The dtype is ``self.dtype``, else the file's own (uint16 deeper than 8 bits);
+        only uint8 output of an 8-bit JPEG takes the fused path.
+        """
         data = as_buffer(data, type(self).__name__)  # converted once, read twice
         info = image_info(data)
         orientation_matters = self.apply_exif_orientation and info.orientation not in (0, 1)
@@ -208,7 +269,9 @@ class _FusedDecode(Transform):
             )
         else:
             height, width = info.height, info.width
-        return data, height, width, _is_jpeg(info) and not orientation_matters
+        dtype = info.dtype if self.dtype is None else self.dtype
+        fusable = _is_jpeg(info) and not orientation_matters and dtype == torch.uint8
+        return data, height, width, fusable, dtype
 
     def execute(self, plan: DecodePlan, out: torch.Tensor | None = None) -> torch.Tensor:
         """Decode and transform following a plan from :meth:`plan` (into ``out`` if given).
@@ -220,8 +283,12 @@ class _FusedDecode(Transform):
             >>> t.execute(t.plan(encode_jpeg(torch.zeros(3, 32, 32, dtype=torch.uint8)))).shape
             torch.Size([3, 8, 8])
         """
-        if not plan.fused:
-            image = decode_image(plan.data, self.mode, self.apply_exif_orientation)
+        if _is_decoded(plan.data):
+            result = self._unfused(plan.data, plan)
+        elif not plan.fused:
+            image = decode_image(
+                plan.data, self.mode, self.apply_exif_orientation, dtype=plan.dtype
+            )
             result = self._unfused(image, plan)
         else:
             limit = resolve_max_pixels(...)
@@ -303,10 +370,11 @@ def _scales_with_antialias(interpolation: InterpolationMode, antialias: bool) ->
 class DecodeRandomResizedCrop(_FusedDecode):
     """``RandomResizedCrop`` on encoded images, decoding only the crop (see the module).
 
-    Arguments are ``RandomResizedCrop``'s, plus ``mode`` (default RGB) and
-    ``apply_exif_orientation`` for the decode. With the same generator state it
-    draws the same box as ``RandomResizedCrop`` on the decoded image; the output
-    differs from that path only by the DCT scaling (PSNR well above 30 dB).
+    Arguments are ``RandomResizedCrop``'s, plus ``mode`` (default RGB),
+    ``apply_exif_orientation`` and ``dtype`` (None: the file's own) for the decode.
+    With the same generator state it draws the same box as ``RandomResizedCrop`` on
+    the decoded image; the output differs from that path only by the DCT scaling of
+    8-bit JPEGs (PSNR well above 30 dB), and equals it for every other input.
 
     Example:
         >>> import torch
@@ -326,9 +394,10 @@ class DecodeRandomResizedCrop(_FusedDecode):
         *,
         mode: ImageReadMode = ImageReadMode.RGB,
         apply_exif_orientation: bool = False,
+        dtype: torch.dtype | None = None,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(mode, apply_exif_orientation, generator)
+        super().__init__(mode, apply_exif_orientation, generator, dtype)
         self.crop = RandomResizedCrop(
             size, scale, ratio, interpolation, antialias, generator=generator
         )
@@ -338,9 +407,13 @@ class DecodeRandomResizedCrop(_FusedDecode):
 
     def _plan_drawn(self, data: Encoded, u: torch.Tensor) -> DecodePlan:
         """The plan for a box made of uniforms ``u`` [10, 4] (the compiled path's draws)."""
-        data, height, width, jpeg = self._header(data)
+        data, height, width, fusable, dtype = self._header(data)
         boxes = random_resized_crop_boxes(u[None], height, width, self.crop.scale, self.crop.ratio)
-        return self._plan_box(data, tuple(int(v) for v in boxes), jpeg)
+        plan = self._plan_box(data, tuple(int(v) for v in boxes), fusable)
+        return dataclasses.replace(plan, dtype=dtype)
+
+    def _unfused_step(self, image: torch.Tensor) -> torch.Tensor:
+        return self.crop(image)
 
     def _op(self, items: list[torch.Tensor]) -> torch.Tensor:
         # RandomResizedCrop's draws under compile: uniforms from the default generator.
@@ -356,6 +429,7 @@ class DecodeRandomResizedCrop(_FusedDecode):
             crop.antialias,
             int(self.mode),
             self.apply_exif_orientation,
+            self.dtype,
         )
 
     def _plan_box(self, data: Encoded, box: Sequence[int], jpeg: bool) -> DecodePlan:
@@ -381,6 +455,9 @@ class DecodeRandomResizedCrop(_FusedDecode):
 class DecodeResize(_FusedDecode):
     """``Resize`` on encoded images, decoding JPEGs at the smallest DCT scale that serves it.
 
+    Arguments are ``Resize``'s, plus ``mode``, ``apply_exif_orientation`` and ``dtype``
+    for the decode (as :class:`DecodeRandomResizedCrop`'s).
+
     Example:
         >>> import torch
         >>> from trivium.vision.io import encode_jpeg
@@ -398,8 +475,9 @@ class DecodeResize(_FusedDecode):
         *,
         mode: ImageReadMode = ImageReadMode.RGB,
         apply_exif_orientation: bool = False,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(mode, apply_exif_orientation, None)
+        super().__init__(mode, apply_exif_orientation, None, dtype)
         self.resize = Resize(size, interpolation, max_size, antialias)
 
     def forward(self, data: Encoded | Sequence[Encoded]) -> torch.Tensor | list[torch.Tensor]:
@@ -415,8 +493,14 @@ class DecodeResize(_FusedDecode):
         return super().forward(data)
 
     def _decode_all(self, plans: list[DecodePlan]) -> list[torch.Tensor]:
-        """The decoded images of ``plans``, as a list (their sizes may differ)."""
+        """The decoded images of ``plans``, as a list (their sizes and dtypes may differ)."""
         return parallel_map(self.execute, plans)
+
+    def _traced_unfused(self, images: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [self.resize(image) for image in images]
+
+    def _unfused_step(self, image: torch.Tensor) -> torch.Tensor:
+        return self.resize(image)
 
     def _op(self, items: list[torch.Tensor]) -> list[torch.Tensor]:
         resize = self.resize
@@ -428,6 +512,7 @@ class DecodeResize(_FusedDecode):
             resize.antialias,
             int(self.mode),
             self.apply_exif_orientation,
+            self.dtype,
         )
 
     def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
@@ -452,7 +537,8 @@ class DecodeCenterCrop(_FusedDecode):
     """``CenterCrop`` on encoded images: a JPEG decodes only the crop, bit-exact.
 
     A crop larger than the image takes the unfused path (which pads, as
-    ``CenterCrop`` does).
+    ``CenterCrop`` does). ``mode``, ``apply_exif_orientation`` and ``dtype`` are for
+    the decode (as :class:`DecodeRandomResizedCrop`'s).
 
     Example:
         >>> import torch
@@ -467,13 +553,19 @@ class DecodeCenterCrop(_FusedDecode):
         *,
         mode: ImageReadMode = ImageReadMode.RGB,
         apply_exif_orientation: bool = False,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(mode, apply_exif_orientation, None)
+        super().__init__(mode, apply_exif_orientation, None, dtype)
         self.center_crop = CenterCrop(size)
 
     def _op(self, items: list[torch.Tensor]) -> torch.Tensor:
         size = list(self.center_crop.size)
-        return _decode_center_crop_op(items, size, int(self.mode), self.apply_exif_orientation)
+        return _decode_center_crop_op(
+            items, size, int(self.mode), self.apply_exif_orientation, self.dtype
+        )
+
+    def _unfused_step(self, image: torch.Tensor) -> torch.Tensor:
+        return self.center_crop(image)
 
     def _plan(self, data: Encoded, height: int, width: int, jpeg: bool) -> DecodePlan:
         crop_h, crop_w = self.center_crop.size
@@ -495,14 +587,18 @@ class DecodeCenterCrop(_FusedDecode):
 # plain arguments; outputs are [..., C, H, W] views of [..., H, W, C] memory (the
 # decoder's order), as the fake kernels promise.
 
-_CENTER_CROP_SCHEMA = "(Tensor[] data, int[] size, int mode, bool apply_exif_orientation) -> Tensor"
+_CENTER_CROP_SCHEMA = (
+    "(Tensor[] data, int[] size, int mode, bool apply_exif_orientation, ScalarType? dtype=None) "
+    "-> Tensor"
+)
 _RESIZE_SCHEMA = (
     "(Tensor[] data, int[]? size, str interpolation, int? max_size, bool antialias, int mode, "
-    "bool apply_exif_orientation) -> Tensor[]"
+    "bool apply_exif_orientation, ScalarType? dtype=None) -> Tensor[]"
 )
 _RANDOM_RESIZED_CROP_SCHEMA = (
     "(Tensor[] data, Tensor draws, int[] size, float[] scale, float[] ratio, "
-    "str interpolation, bool antialias, int mode, bool apply_exif_orientation) -> Tensor"
+    "str interpolation, bool antialias, int mode, bool apply_exif_orientation, "
+    "ScalarType? dtype=None) -> Tensor"
 )
 
 
@@ -524,9 +620,37 @@ def _hwc_layout(image: torch.Tensor) -> torch.Tensor:
     return memory.movedim(-1, -3).copy_(image)
 
 
-def _fake_images(shape: Sequence[Any], like: torch.Tensor) -> torch.Tensor:
-    hwc = like.new_empty((*shape[:-3], shape[-2], shape[-1], shape[-3]), device="cpu")
+def _fake_images(
+    shape: Sequence[Any], like: torch.Tensor, dtype: torch.dtype | None
+) -> torch.Tensor:
+    hwc_shape = (*shape[:-3], shape[-2], shape[-1], shape[-3])
+    hwc = like.new_empty(hwc_shape, dtype=torch.uint8 if dtype is None else dtype, device="cpu")
     return hwc.movedim(-1, -3)
+
+
+def _traced_plans(
+    transform: _FusedDecode, data: list[torch.Tensor], dtype: torch.dtype | None
+) -> list[DecodePlan]:
+    """``transform``'s plans of ``data``; a file deeper than 8 bits with ``dtype=None`` raises.
+
+    The op's output dtype must be known before decoding (the fake kernel's uint8),
+    as for ``decode_image`` inside ``torch.compile``.
+    """
+    plans = [transform.plan(item) for item in data]
+    _check_traced_dtype(transform, plans, dtype)
+    return plans
+
+
+def _check_traced_dtype(
+    transform: _FusedDecode, plans: list[DecodePlan], dtype: torch.dtype | None
+) -> None:
+    for i, plan in enumerate(plans):
+        if dtype is None and plan.dtype != torch.uint8:
+            raise TypeError(
+                f"{type(transform).__name__}: item {i} decodes to {plan.dtype}, and inside "
+                "torch.compile the output dtype must be known before decoding: pass "
+                "dtype= (e.g. dtype=torch.uint16) to the transform"
+            )
 
 
 def _channels(mode: int) -> Any:
@@ -536,18 +660,22 @@ def _channels(mode: int) -> Any:
 
 @torch.library.custom_op("trivium::decode_center_crop", mutates_args=(), schema=_CENTER_CROP_SCHEMA)
 def _decode_center_crop_op(
-    data: list[torch.Tensor], size: list[int], mode: int, apply_exif_orientation: bool
+    data: list[torch.Tensor],
+    size: list[int],
+    mode: int,
+    apply_exif_orientation: bool,
+    dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``DecodeCenterCrop(size, ...)`` of a list of encoded images, as a batch."""
     transform = DecodeCenterCrop(
-        size, mode=ImageReadMode(mode), apply_exif_orientation=apply_exif_orientation
+        size, mode=ImageReadMode(mode), apply_exif_orientation=apply_exif_orientation, dtype=dtype
     )
-    return _hwc_layout(transform(list(data)))
+    return _hwc_layout(transform._decode_all(_traced_plans(transform, data, dtype)))
 
 
 @_decode_center_crop_op.register_fake
-def _(data, size, mode, apply_exif_orientation):
-    return _fake_images((len(data), _channels(mode), *size), data[0])
+def _(data, size, mode, apply_exif_orientation, dtype=None):
+    return _fake_images((len(data), _channels(mode), *size), data[0], dtype)
 
 
 @torch.library.custom_op("trivium::decode_resize", mutates_args=(), schema=_RESIZE_SCHEMA)
@@ -559,6 +687,7 @@ def _decode_resize_op(
     antialias: bool,
     mode: int,
     apply_exif_orientation: bool,
+    dtype: torch.dtype | None = None,
 ) -> list[torch.Tensor]:
     """``DecodeResize(size, ...)`` of a list of encoded images, one output each."""
     transform = DecodeResize(
@@ -568,12 +697,14 @@ def _decode_resize_op(
         antialias,
         mode=ImageReadMode(mode),
         apply_exif_orientation=apply_exif_orientation,
+        dtype=dtype,
     )
-    return [_hwc_layout(image) for image in transform(list(data))]
+    images = transform._decode_all(_traced_plans(transform, data, dtype))
+    return [_hwc_layout(image) for image in images]
 
 
 @_decode_resize_op.register_fake
-def _(data, size, interpolation, max_size, antialias, mode, apply_exif_orientation):
+def _(data, size, interpolation, max_size, antialias, mode, apply_exif_orientation, dtype=None):
     ctx = torch.library.get_ctx()
     outputs = []
     for item in data:
@@ -582,7 +713,7 @@ def _(data, size, interpolation, max_size, antialias, mode, apply_exif_orientati
         else:  # the shorter side is size[0] (unless max_size caps the longer one)
             low = size[0] if size is not None and max_size is None else 1
             height, width = (ctx.new_dynamic_size(min=low, max=max_size) for _ in range(2))
-        outputs.append(_fake_images((_channels(mode), height, width), item))
+        outputs.append(_fake_images((_channels(mode), height, width), item, dtype))
     return outputs
 
 
@@ -599,6 +730,7 @@ def _decode_random_resized_crop_op(
     antialias: bool,
     mode: int,
     apply_exif_orientation: bool,
+    dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``DecodeRandomResizedCrop`` of a list of encoded images, item i's box from ``draws[i]``."""
     transform = DecodeRandomResizedCrop(
@@ -609,12 +741,25 @@ def _decode_random_resized_crop_op(
         antialias,
         mode=ImageReadMode(mode),
         apply_exif_orientation=apply_exif_orientation,
+        dtype=dtype,
     )
     u = draws.cpu()
     plans = [transform._plan_drawn(item, u[i]) for i, item in enumerate(data)]
+    _check_traced_dtype(transform, plans, dtype)
     return _hwc_layout(transform._batch(plans))
 
 
 @_decode_random_resized_crop_op.register_fake
-def _(data, draws, size, scale, ratio, interpolation, antialias, mode, apply_exif_orientation):
-    return _fake_images((len(data), _channels(mode), *size), data[0])
+def _(
+    data,
+    draws,
+    size,
+    scale,
+    ratio,
+    interpolation,
+    antialias,
+    mode,
+    apply_exif_orientation,
+    dtype=None,
+):
+    return _fake_images((len(data), _channels(mode), *size), data[0], dtype)

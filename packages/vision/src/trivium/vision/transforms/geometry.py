@@ -28,7 +28,7 @@ from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
-from trivium.vision.transforms._image import check_image, eager_cpu
+from trivium.vision.transforms._image import check_image, eager_cpu, image_where
 from trivium.vision.transforms._scriptable import CenterCropModule, PadModule, ResizeModule
 from trivium.vision.transforms.box_kernels import (
     _resize_typed_boxes,
@@ -42,6 +42,7 @@ from trivium.vision.transforms.box_kernels import (
 from trivium.vision.transforms.functional.geometry import (
     _center_crop_image,
     _check_fill_channels,
+    _flip,
     _pad_image,
     _resize_image,
     _resized_crops_each,
@@ -106,7 +107,7 @@ def _where_per_image(
             out = words_a if overwrite_a else None
             words = torch.where(select, words_a, words_b, out=out)
             return words.view(a.dtype).reshape(a.shape)
-    return torch.where(select, flat_a, flat_b).reshape(a.shape)
+    return image_where(select, flat_a, flat_b).reshape(a.shape)
 
 
 def _flip_per_image(img: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
@@ -120,12 +121,12 @@ def _flip_per_image(img: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Te
     once, as a loop over the images would, with a call per run instead of per image.
     """
     if not eager_cpu(img):
-        return _where_per_image(mask, img.flip(dim), img, overwrite_a=True)
+        return _where_per_image(mask, _flip(img, dim), img, overwrite_a=True)
     x = img.reshape(-1, *img.shape[-3:])
     flags = mask.reshape(-1).expand(x.shape[0]).tolist()
     if all(flags) or not any(flags):
-        return img.flip(dim) if flags[0] else img
-    return _write_runs(x, flags, lambda a, b: b.copy_(a.flip(dim))).reshape(img.shape)
+        return _flip(img, dim) if flags[0] else img
+    return _write_runs(x, flags, lambda a, b: b.copy_(_flip(a, dim))).reshape(img.shape)
 
 
 def _write_runs(
@@ -372,7 +373,7 @@ class _RandomFlip(ImageTransform):
         flip = params["flip"]
         if isinstance(flip, torch.Tensor):
             return _flip_per_image(inpt, flip, self._dim)
-        return inpt.flip(self._dim) if flip else inpt
+        return _flip(inpt, self._dim) if flip else inpt
 
 
 class RandomHorizontalFlip(_RandomFlip):

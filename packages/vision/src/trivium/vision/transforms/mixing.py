@@ -25,7 +25,8 @@ import torch
 
 from trivium.core import Transform
 from trivium.core.transform import flatten_inputs
-from trivium.vision.transforms._image import check_image, is_pil
+from trivium.vision.transforms._image import check_image, image_where, is_pil
+from trivium.vision.transforms.functional.color import _bound
 
 __all__ = ["CutMix", "MixUp"]
 
@@ -142,13 +143,15 @@ class _MixBase(Transform):
 
 
 def _round_like(mixed: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    return mixed if like.is_floating_point() else mixed.round_().clamp_(0, 255).to(like.dtype)
+    if like.is_floating_point():
+        return mixed
+    return mixed.round_().clamp_(0, _bound(like)).to(like.dtype)
 
 
 class MixUp(_MixBase):
     """MixUp (Zhang et al., 2017): ``lam * x + (1 - lam) * x_rolled`` for images and labels.
 
-    Works on float and uint8 batches (uint8 results are rounded).
+    Works on float, uint8 and uint16 batches (integer results are rounded).
 
     Example:
         >>> import torch
@@ -198,4 +201,4 @@ class CutMix(_MixBase):
         rows = torch.arange(img.shape[-2], device=img.device).view(-1, 1)
         cols = torch.arange(img.shape[-1], device=img.device).view(1, -1)
         inside = (rows >= y1) & (rows < y2) & (cols >= x1) & (cols < x2)
-        return torch.where(inside, img.roll(1, 0), img)
+        return image_where(inside, img.roll(1, 0), img)

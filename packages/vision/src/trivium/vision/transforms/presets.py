@@ -115,7 +115,7 @@ class _DecodesFirst(Compose):
 class ImageClassificationTrain(_DecodesFirst):
     """Training recipe: RandomResizedCrop, flip, optional auto-augment, float, Normalize, erasing.
 
-    Takes uint8 tensors ``[..., 3, H, W]``, PIL images or one encoded JPEG/PNG (see
+    Takes uint8 or uint16 tensors ``[..., 3, H, W]``, PIL images or one encoded JPEG/PNG (see
     the module docstring); returns normalised float32.
     ``auto_augment_policy``: None, ``"ra"``, ``"ta_wide"``, ``"augmix"`` or an
     ``AutoAugmentPolicy`` value (``"imagenet"``, ...). ``generator`` seeds every
@@ -173,7 +173,7 @@ class ImageClassificationTrain(_DecodesFirst):
 class ImageClassificationEval(_DecodesFirst):
     """Evaluation recipe: Resize(resize_size), CenterCrop(crop_size), float, Normalize.
 
-    Takes uint8 or float tensors ``[..., 3, H, W]``, PIL images or one encoded
+    Takes uint8, uint16 or float tensors ``[..., 3, H, W]``, PIL images or one encoded
     JPEG/PNG (see the module docstring); returns normalised float32. Works under
     ``torch.jit.script`` and ``torch.export`` (on tensors).
 

@@ -1,6 +1,6 @@
 """Kernels of :mod:`trivium.vision.transforms`, named as in ``torchvision`` v2 functional.
 
-Every kernel takes a tensor ``[..., C, H, W]`` (``uint8`` or floating) and keeps
+Every kernel takes a tensor ``[..., C, H, W]`` (``uint8``, ``uint16`` or floating) and keeps
 its device and dtype. Where a transform supports ``per_sample``, its kernel also
 accepts a parameter tensor with one entry per image of the flattened batch.
 

@@ -1,10 +1,11 @@
 """Color and photometric kernels, with the names and formulas of torchvision v2 functional.
 
-Every kernel takes a tensor ``[..., C, H, W]`` (``uint8`` in [0, 255] or floating
-in [0, 1]) and returns one of the same dtype on the same device. Blend factors
-(``brightness_factor``, ...) are a number or a tensor with one entry per image
-of the flattened batch, so a batch can get a different factor per image in one
-call. ``uint8`` results are truncated to integers exactly as torchvision does.
+Every kernel takes a tensor ``[..., C, H, W]`` (``uint8`` in [0, 255], ``uint16`` in
+[0, 65535] or floating in [0, 1]) and returns one of the same dtype on the same
+device. Blend factors (``brightness_factor``, ...) are a number or a tensor with one
+entry per image of the flattened batch, so a batch can get a different factor per
+image in one call. Integer results are truncated exactly as torchvision does, on
+the dtype's whole range (``equalize`` works on 8 bits, as torchvision's does).
 
 Example:
     >>> import torch
@@ -22,7 +23,12 @@ from collections.abc import Callable
 
 import torch
 
-from trivium.vision.transforms._image import check_image, eager_cpu
+from trivium.vision.transforms._image import check_image, eager_cpu, image_where
+from trivium.vision.transforms.functional.conversion import (
+    _max_value,
+    _to_dtype_image,
+    _value_bits,
+)
 
 __all__ = [
     "adjust_brightness",
@@ -46,7 +52,13 @@ _TO_UINT8_SCALE = 255.999
 
 
 def _bound(img: torch.Tensor) -> float:
-    return 1.0 if img.is_floating_point() else 255.0
+    """The largest value of ``img``'s scale: 1.0 for floats, 255 for uint8, 65535 for uint16."""
+    return 1.0 if img.is_floating_point() else float(_max_value(img.dtype))
+
+
+def _to_int_scale(dtype: torch.dtype) -> float:
+    """What [0, 1] floats are multiplied by before truncating to ``dtype`` (max + 1 - eps)."""
+    return _TO_UINT8_SCALE if dtype == torch.uint8 else _max_value(dtype) + 1.0 - 1e-3
 
 
 def _compute_dtype(img: torch.Tensor) -> torch.dtype:
@@ -54,15 +66,26 @@ def _compute_dtype(img: torch.Tensor) -> torch.dtype:
 
 
 def _to_float(img: torch.Tensor) -> torch.Tensor:
-    """The image in [0, 1] as floats (a uint8 image is divided by 255)."""
-    return img if img.is_floating_point() else img.to(torch.float32).div_(255.0)
+    """The image in [0, 1] as floats (an integer image is divided by its max value)."""
+    return img if img.is_floating_point() else img.to(torch.float32).div_(_bound(img))
 
 
 def _from_float(img: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Back from [0, 1] floats to ``dtype`` (torchvision's rounding for uint8)."""
+    """Back from [0, 1] floats to ``dtype`` (torchvision's rounding for integers)."""
     if dtype.is_floating_point:
         return img.to(dtype)
-    return img.mul(_TO_UINT8_SCALE).to(dtype)
+    return _truncate(img.mul(_to_int_scale(dtype)), dtype)
+
+
+def _truncate(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Floats on ``dtype``'s scale cast to it (truncated), kept below its max + 1.
+
+    For uint16 the scale ``65535 + 1 - eps`` is 65536 in float32, so 1.0 would wrap
+    to 0 (torchvision's result): the values are clamped to 65535 first.
+    """
+    if dtype == torch.uint8:
+        return values.to(dtype)
+    return values.clamp_(0, _max_value(dtype)).to(dtype)
 
 
 def per_image_factor(
@@ -127,6 +150,9 @@ def _select(
         or a.element_size() not in _BITS
         or a.dtype == torch.bool
     ):
+        if a.dtype == torch.uint16 and b.dtype == torch.uint16:
+            done = image_where(mask, a, b)
+            return done if out is None else out.copy_(done)
         return torch.where(mask, a, b) if out is None else torch.where(mask, a, b, out=out)
     bits = _BITS[a.element_size()]
     a_bits, b_bits = a.view(bits), b.view(bits)
@@ -153,7 +179,7 @@ def _gray(img: torch.Tensor) -> torch.Tensor:
 def rgb_to_grayscale(img: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
     """Convert RGB to grayscale with ITU-R 601-2 weights (as torchvision and Pillow ``"L"``).
 
-    ``L = 0.2989 R + 0.587 G + 0.114 B``; uint8 results are truncated like
+    ``L = 0.2989 R + 0.587 G + 0.114 B``; integer results are truncated like
     torchvision's. A 1-channel input is copied (or repeated to 3 channels).
     TorchScript-compatible.
 
@@ -167,8 +193,10 @@ def rgb_to_grayscale(img: torch.Tensor, num_output_channels: int = 1) -> torch.T
         raise ValueError(
             f"rgb_to_grayscale: expected an image tensor [..., C, H, W], got {img.dim()} dims"
         )
-    if img.dtype != torch.uint8 and not img.is_floating_point():
-        raise TypeError(f"rgb_to_grayscale: expected a uint8 or floating image, got {img.dtype}")
+    if img.dtype != torch.uint8 and img.dtype != torch.uint16 and not img.is_floating_point():
+        raise TypeError(
+            f"rgb_to_grayscale: expected a uint8, uint16 or floating image, got {img.dtype}"
+        )
     if num_output_channels not in (1, 3):
         raise ValueError(
             f"rgb_to_grayscale: num_output_channels must be 1 or 3, got {num_output_channels}"
@@ -189,14 +217,14 @@ def rgb_to_grayscale(img: torch.Tensor, num_output_channels: int = 1) -> torch.T
 def _grayscale_into(img: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """:func:`rgb_to_grayscale` of ``[N, C, H, W]`` ``img``, keeping C, written into ``out``.
 
-    The same values bit for bit: uint8 truncates :func:`_gray`'s floats through int32
+    The same values bit for bit: integers truncate :func:`_gray`'s floats through int32
     (torch's float -> uint8 cast runs element by element, ~5x slower); floats are
     written straight into the first channel. Intermediates are image-sized: give it a
     few images at a time (:func:`_by_chunks`).
     """
     if img.shape[-3] == 1:
         return out.copy_(img)
-    if img.dtype == torch.uint8:
+    if not img.is_floating_point():
         gray = _gray(img)
         truncated = gray.view(torch.int32).copy_(gray)  # in place: each value read, then written
         out[:, :1].copy_(truncated)
@@ -315,9 +343,10 @@ def adjust_hue(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
         return img.clone()
     if img.is_floating_point():
         return _rotate_hue(img, f)
-    # On the 0-255 scale directly; torchvision's x / 255 -> float -> * 255.999 becomes one scale.
+    # On the integer scale directly; torchvision's x / 255 -> float -> * 255.999 becomes
+    # one scale (65535.999 / 65535 for uint16).
     rotated = _rotate_hue(img.to(torch.float32), f)
-    return rotated.mul_(_TO_UINT8_SCALE / 255.0).to(img.dtype)
+    return _truncate(rotated.mul_(_to_int_scale(img.dtype) / _bound(img)), img.dtype)
 
 
 def adjust_gamma(img: torch.Tensor, gamma: float, gain: float = 1.0) -> torch.Tensor:
@@ -338,7 +367,7 @@ def adjust_gamma(img: torch.Tensor, gamma: float, gain: float = 1.0) -> torch.Te
 
 
 def invert(img: torch.Tensor) -> torch.Tensor:
-    """Invert the colors: ``255 - img`` for uint8, ``1 - img`` for floats.
+    """Invert the colors: ``max - img`` (255 for uint8, 65535 for uint16), ``1 - img`` for floats.
 
     Example:
         >>> import torch
@@ -346,20 +375,26 @@ def invert(img: torch.Tensor) -> torch.Tensor:
         [255, 55]
     """
     check_image("invert", img)
-    return 1.0 - img if img.is_floating_point() else img.bitwise_not()
+    if img.is_floating_point():
+        return 1.0 - img
+    # torch has no bitwise_not on uint16; xor with the max flips the same bits.
+    return img.bitwise_not() if img.dtype == torch.uint8 else img.bitwise_xor(_max_value(img.dtype))
 
 
 def _invert_into(img: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """:func:`invert` of ``img`` written into ``out`` (its shape and dtype; no check)."""
     if img.is_floating_point():
         return torch.ops.aten.rsub.Scalar_out(img, 1.0, out=out)  # torch.rsub takes no out=
-    return torch.bitwise_not(img, out=out)
+    if img.dtype == torch.uint8:
+        return torch.bitwise_not(img, out=out)
+    return torch.bitwise_xor(img, _max_value(img.dtype), out=out)
 
 
 def posterize(img: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
     """Keep the ``bits`` most significant bits of every channel (0 <= bits <= 8).
 
     ``bits`` may be a tensor (one value, or one per image of the flattened batch).
+    The bits are the dtype's (uint16 keeps the top ``bits`` of 16), as torchvision.
 
     Example:
         >>> import torch
@@ -369,8 +404,9 @@ def posterize(img: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
     check_image("posterize", img)
     if isinstance(bits, torch.Tensor):
         b = per_image_factor("posterize", img, bits, "bits")
-        # Values are kept in steps of 2 ** (8 - bits) on the uint8 scale.
-        step = torch.exp2(8.0 - b.round())
+        # Values are kept in steps of 2 ** (value bits - bits) on the integer scale.
+        value_bits = 8 if img.is_floating_point() else _value_bits(img.dtype)
+        step = torch.exp2(value_bits - b.round())
         if img.is_floating_point():
             levels = 256.0 / step
             return img.mul(levels).floor_().clamp_(min=0).minimum(levels - 1).div_(levels)
@@ -394,16 +430,17 @@ def _check_posterize_bits(owner: str, bits: object) -> int:
 def _posterize_into(img: torch.Tensor, out: torch.Tensor, bits: int) -> torch.Tensor:
     """:func:`posterize` of ``img`` at ``bits`` (an int in [0, 8]) written into ``out``.
 
-    uint8 is one pass (a bitwise AND); floats take four passes over ``out``.
+    Integers are one pass (a bitwise AND); floats take four passes over ``out``.
     """
     if img.is_floating_point():
         levels = 1 << bits
         return torch.mul(img, levels, out=out).floor_().clamp_(0, levels - 1).mul_(1.0 / levels)
-    return torch.bitwise_and(img, ((1 << bits) - 1) << (8 - bits), out=out)
+    mask = ((1 << bits) - 1) << (_value_bits(img.dtype) - bits)
+    return torch.bitwise_and(img, mask, out=out)
 
 
 def solarize(img: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor:
-    """Invert every value at or above ``threshold`` (on the image's scale: 255 or 1.0).
+    """Invert every value at or above ``threshold`` (on the image's scale: 255, 65535 or 1.0).
 
     ``threshold`` may be a tensor (one value, or one per image of the flattened batch).
 
@@ -417,13 +454,18 @@ def solarize(img: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor
         t = per_image_factor("solarize", img, threshold, "threshold")
     else:
         t = _check_solarize_threshold("solarize", img, threshold)
-    return _select(img >= t, invert(img), img)
+    return _select(_at_least(img, t), invert(img), img)
+
+
+def _at_least(img: torch.Tensor, threshold: Factor) -> torch.Tensor:
+    """``img >= threshold`` (torch has no comparisons on uint16: those compare as int32)."""
+    return (img.to(torch.int32) if img.dtype == torch.uint16 else img) >= threshold
 
 
 def _check_solarize_threshold(owner: str, img: torch.Tensor, threshold: float) -> float:
     """``threshold`` as a float if it is a number in [-inf, max] of ``img``'s scale.
 
-    The maximum is 255 for uint8 and 1.0 for floats; otherwise a ``ValueError``
+    The maximum is 255 for uint8, 65535 for uint16 and 1.0 for floats; otherwise a ``ValueError``
     (``TypeError`` for a non-number) naming ``owner``.
 
     Example:
@@ -448,11 +490,11 @@ def _solarize_into(img: torch.Tensor, out: torch.Tensor, threshold: float) -> to
     ``clamp(img, k - 1, k)`` is ``k - 1`` below ``k`` and ``k`` from it, so
     ``(k - 1) - clamp(...)`` (mod 256) is 0 or 255 and ``img ^`` it is the result:
     three vectorised passes over ``out``, where a comparison to bool runs element by
-    element. Floats select ``1 - img`` through :func:`_select`. Intermediates are
-    image-sized: give it a few images at a time (:func:`_by_chunks`).
+    element. Floats and uint16 select the inverted values through :func:`_select`.
+    Intermediates are image-sized: give it a few images at a time (:func:`_by_chunks`).
     """
-    if img.is_floating_point():
-        return _select(img >= threshold, _invert_into(img, out), img, out=out)
+    if img.dtype != torch.uint8:
+        return _select(_at_least(img, threshold), _invert_into(img, out), img, out=out)
     k = _first_solarized_uint8(threshold)
     if k == 0:
         return torch.bitwise_not(img, out=out)
@@ -512,8 +554,9 @@ def autocontrast(img: torch.Tensor) -> torch.Tensor:
 def equalize(img: torch.Tensor) -> torch.Tensor:
     """Histogram equalization of every channel, with Pillow's lookup table (``ImageOps.equalize``).
 
-    Floating images are equalized on their uint8 quantization. The whole batch is
-    done at once: one histogram per channel via ``scatter_add``, no Python loop.
+    Floating and uint16 images are equalized on their uint8 quantization (uint16: the
+    high byte, and the result is ``255 << 8`` at most), as torchvision does. The whole
+    batch is done at once: one histogram per channel via ``scatter_add``, no Python loop.
 
     Example:
         >>> import torch
@@ -524,13 +567,20 @@ def equalize(img: torch.Tensor) -> torch.Tensor:
     check_image("equalize", img)
     if img.numel() == 0:
         return img.clone()
-    u8 = img if img.dtype == torch.uint8 else _from_float(img.clamp(0.0, 1.0), torch.uint8)
+    if img.dtype == torch.uint8:
+        u8 = img
+    elif img.is_floating_point():
+        u8 = _from_float(img.clamp(0.0, 1.0), torch.uint8)
+    else:
+        u8 = _to_dtype_image(img, torch.uint8, True)
     index = u8.flatten(-2).long()  # [..., C, HW]
     hist = torch.zeros((*index.shape[:-1], 256), dtype=torch.int64, device=img.device)
     hist.scatter_add_(-1, index, torch.ones_like(index))
     lut = _equalize_lut(hist, index.shape[-1])
     out = lut.gather(-1, index).view_as(u8)
-    return out if img.dtype == torch.uint8 else out.to(img.dtype).div_(255.0)
+    if img.is_floating_point():
+        return out.to(img.dtype).div_(255.0)
+    return _to_dtype_image(out, img.dtype, True)
 
 
 def _equalize_lut(hist: torch.Tensor, num_pixels: int) -> torch.Tensor:

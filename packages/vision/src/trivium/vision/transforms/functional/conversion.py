@@ -96,8 +96,12 @@ def _to_dtype_image(img: torch.Tensor, dtype: torch.dtype, scale: bool) -> torch
     if float_out:
         return img.to(dtype).mul_(1.0 / _max_value(img.dtype))
     bits_in, bits_out = _value_bits(img.dtype), _value_bits(dtype)
+    # torch has no shifts on uint16: those go through int32 (exact for every uint16 value).
     if bits_in > bits_out:
-        return img.bitwise_right_shift(bits_in - bits_out).to(dtype)
+        wide = img.to(torch.int32) if img.dtype == torch.uint16 else img
+        return wide.bitwise_right_shift(bits_in - bits_out).to(dtype)
+    if dtype == torch.uint16:
+        return img.to(torch.int32).bitwise_left_shift_(bits_out - bits_in).to(dtype)
     return img.to(dtype).bitwise_left_shift_(bits_out - bits_in)
 
 
@@ -106,12 +110,16 @@ def to_dtype(
 ) -> torch.Tensor:
     """Convert to ``dtype``; ``scale`` also maps the value range (uint8 [0, 255] <-> float [0, 1]).
 
-    Float to integer maps ``1.0`` to the max value and truncates (torchvision's rule).
+    Float to integer maps ``1.0`` to the max value and truncates; integer to float
+    divides by the max value (255, 65535); between integer dtypes the value bits are
+    shifted, so uint16 to uint8 keeps the high byte (torchvision's rules).
 
     Example:
         >>> import torch
         >>> to_dtype(torch.tensor([[[0, 255]]], dtype=torch.uint8), torch.float32, scale=True)
         tensor([[[0., 1.]]])
+        >>> to_dtype(torch.tensor([[[258, 65535]]], dtype=torch.uint16), torch.uint8, scale=True)
+        tensor([[[  1, 255]]], dtype=torch.uint8)
     """
     if not isinstance(img, torch.Tensor):
         raise TypeError(f"to_dtype: expected a tensor, got {type(img).__name__}")

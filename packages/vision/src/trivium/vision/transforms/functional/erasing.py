@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from trivium.vision.transforms._image import check_image, eager_cpu
+from trivium.vision.transforms._image import check_image, eager_cpu, image_where
 
 __all__ = ["erase", "erase_mask"]
 
@@ -84,5 +84,5 @@ def erase(
         return erase(img, i, j, h, w, v.to(img.dtype), inplace)
     mask = erase_mask(img, i, j, h, w)
     values = v.to(device=img.device, dtype=img.dtype).expand_as(img)
-    erased = torch.where(mask, values, img)
+    erased = image_where(mask, values, img)
     return img.copy_(erased) if inplace else erased

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as nnf
 
 from trivium.vision.transforms._image import check_image
-from trivium.vision.transforms.functional.color import per_image_factor
+from trivium.vision.transforms.functional.color import _bound, per_image_factor
 
 __all__ = ["adjust_sharpness", "gaussian_blur"]
 
@@ -119,7 +119,7 @@ def gaussian_blur(
     x = nnf.conv2d(x, wx.reshape(groups, 1, 1, kx), groups=groups)
     x = nnf.conv2d(x, wy.reshape(groups, 1, ky, 1), groups=groups)
     if not img.is_floating_point():
-        x = x.round_().clamp_(0, 255).to(img.dtype, memory_format=torch.contiguous_format)
+        x = x.round_().clamp_(0, _bound(img)).to(img.dtype, memory_format=torch.contiguous_format)
     return x.reshape((*batch_shape, channels, height, width))
 
 
@@ -144,7 +144,7 @@ def adjust_sharpness(img: torch.Tensor, sharpness_factor: float | torch.Tensor) 
     x = img.reshape(-1, channels, height, width)
     out = x.clone() if img.is_floating_point() else x.to(torch.float32)  # a fresh copy
     # The kernel as a 3x3 box sum plus 4x the centre, in separable shifted sums: ~20x
-    # faster than the depthwise convolution on the CPU, and exact on uint8 values.
+    # faster than the depthwise convolution on the CPU, and exact on uint8 and uint16 values.
     rows = out[..., :-2] + out[..., 1:-1] + out[..., 2:]
     box = rows[..., :-2, :] + rows[..., 1:-1, :] + rows[..., 2:, :]
     inner = out[..., 1:-1, 1:-1]
@@ -156,5 +156,5 @@ def adjust_sharpness(img: torch.Tensor, sharpness_factor: float | torch.Tensor) 
     # x + (1 - f) * (smooth - x) == f * x + (1 - f) * smooth (torchvision's blend order).
     blended = inner + (smooth - inner) * (1.0 - f)
     out[..., 1:-1, 1:-1] = blended
-    out = out.clamp_(0.0, 1.0 if img.is_floating_point() else 255.0)
+    out = out.clamp_(0.0, _bound(img))
     return out.to(img.dtype).reshape(img.shape)

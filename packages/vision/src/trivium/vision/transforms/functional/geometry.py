@@ -1,7 +1,8 @@
 """Geometry kernels: resize, crops, padding and flips (``torchvision.transforms.v2.functional``).
 
-All kernels take tensors ``[..., C, H, W]`` (``uint8`` or floating) and keep their
-dtype and device. Kernels marked *batched* also accept per-image parameters (one
+All kernels take tensors ``[..., C, H, W]`` (``uint8``, ``uint16`` or floating) and
+keep their dtype and device; resampling computes integer images in float32 and rounds
+back, clamped to the dtype's range. Kernels marked *batched* also accept per-image parameters (one
 row per image of the flattened batch) and apply them in one call.
 
 Example:
@@ -21,7 +22,8 @@ from torch.nn.functional import grid_sample, interpolate
 from torch.nn.functional import pad as torch_pad
 
 from trivium.core.tracing import is_tracing
-from trivium.vision.transforms._image import check_image, eager_cpu
+from trivium.vision.transforms._image import bits_view, check_image, eager_cpu, image_where
+from trivium.vision.transforms.functional.conversion import _max_value
 from trivium.vision.transforms.interpolation import InterpolationMode
 
 __all__ = [
@@ -217,7 +219,7 @@ def _resize_image(
     dtype = img.dtype
     x = _channels_last_batch(img.reshape(-1, c, h, w))
     # torch resizes uint8 natively on CPU for these modes (faster than a float round trip);
-    # elsewhere (CUDA bilinear/bicubic) compute in float32 and round back.
+    # elsewhere (CUDA bilinear/bicubic, uint16) compute in float32 and round back.
     native = dtype == torch.float32 or dtype == torch.float64
     if dtype == torch.uint8:
         native = mode == "nearest" or mode == "nearest-exact" or x.device.type == "cpu"
@@ -227,8 +229,8 @@ def _resize_image(
         x, size=[new_h, new_w], mode=mode, align_corners=align_corners, antialias=antialias
     )
     if not native:
-        if dtype == torch.uint8:
-            x = x.round_().clamp_(0, 255)
+        if dtype == torch.uint8 or dtype == torch.uint16:
+            x = x.round_().clamp_(0, _max_value(dtype))
         x = x.to(dtype)
     return x.reshape(out_shape)
 
@@ -242,7 +244,7 @@ def resize(
 ) -> torch.Tensor:
     """Resize to ``size`` (``[h, w]``, or one int for the smaller edge, as torchvision).
 
-    ``antialias`` applies to bilinear and bicubic; a uint8 result is rounded and clamped.
+    ``antialias`` applies to bilinear and bicubic; an integer result is rounded and clamped.
 
     Example:
         >>> import torch
@@ -396,7 +398,7 @@ def ten_crop(
         >>> len(ten_crop(torch.zeros(3, 8, 8), 4))
         10
     """
-    flipped = img.flip(-2) if vertical_flip else img.flip(-1)
+    flipped = _flip(img, -2 if vertical_flip else -1)
     return five_crop(img, size) + five_crop(flipped, size)
 
 
@@ -434,7 +436,7 @@ def _pad_image(
         rows = torch.arange(h, device=img.device).view(-1, 1)
         cols = torch.arange(w, device=img.device).view(1, -1)
         border = (rows < top) | (rows >= h - bottom) | (cols < left) | (cols >= w - right)
-        return torch.where(border, color, out)
+        return image_where(border, color, out)
     # Index gathers: exact on every dtype and device, and any padding size.
     h, w = img.shape[-2], img.shape[-1]
     rows = _pad_indices(h, top, bottom, padding_mode, img.device)
@@ -485,7 +487,7 @@ def horizontal_flip(img: torch.Tensor) -> torch.Tensor:
         tensor([[[3, 2, 1]]], dtype=torch.uint8)
     """
     check_image("horizontal_flip", img)
-    return img.flip(-1)
+    return _flip(img, -1)
 
 
 def vertical_flip(img: torch.Tensor) -> torch.Tensor:
@@ -498,7 +500,20 @@ def vertical_flip(img: torch.Tensor) -> torch.Tensor:
                  [1.]]])
     """
     check_image("vertical_flip", img)
-    return img.flip(-2)
+    return _flip(img, -2)
+
+
+def _flip(img: torch.Tensor, dim: int) -> torch.Tensor:
+    """``img.flip(dim)`` for every image dtype (uint16 flips as its int16 bits); no checks.
+
+    Example:
+        >>> import torch
+        >>> _flip(torch.tensor([[[1, 65535]]], dtype=torch.uint16), -1)
+        tensor([[[65535,     1]]], dtype=torch.uint16)
+    """
+    if img.dtype != torch.uint16:
+        return img.flip(dim)
+    return bits_view(img).flip(dim).view(img.dtype)
 
 
 # Batched crops: one box per image of the flattened batch, one kernel call.
@@ -533,10 +548,10 @@ def crop_batched(
     top = top.to(device=img.device, dtype=torch.long).reshape(-1).expand(n)
     left = left.to(device=img.device, dtype=torch.long).reshape(-1).expand(n)
     rows = top.view(n, 1, 1, 1) + torch.arange(height, device=img.device).view(1, 1, height, 1)
-    x = x.gather(2, rows.expand(n, c, height, w))
+    x = bits_view(x).gather(2, rows.expand(n, c, height, w))
     cols = left.view(n, 1, 1, 1) + torch.arange(width, device=img.device).view(1, 1, 1, width)
     x = x.gather(3, cols.expand(n, c, height, width))
-    return x.reshape((*shape[:-2], height, width))
+    return x.view(img.dtype).reshape((*shape[:-2], height, width))
 
 
 def _box_grid(
@@ -758,6 +773,6 @@ def resized_crop_batched(
             out.index_copy_(0, index, _sample_boxes(part, scaled, out_h, out_w, mode))
     if out.dtype != dtype:
         if mode == "bicubic":  # the only mode that can overshoot the input's range
-            out = out.clamp_(0, 255)
+            out = out.clamp_(0, _max_value(dtype))
         out = out.round_().to(dtype)
     return out.reshape((*shape[:-2], out_h, out_w))

@@ -24,7 +24,8 @@ from typing import Any
 import torch
 from torch.nn.functional import grid_sample
 
-from trivium.vision.transforms._image import check_image
+from trivium.vision.transforms._image import bits_view, check_image
+from trivium.vision.transforms.functional.conversion import _max_value
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
     interpolation_mode,
@@ -86,7 +87,7 @@ def _apply_grid(
             out = out.sub_(color).mul_(mask).add_(color)
     if not x.is_floating_point():
         if mode == "bicubic":
-            out = out.clamp_(0, 255)
+            out = out.clamp_(0, _max_value(x.dtype))
         out = out.round_().to(x.dtype)
     return out.reshape(out_shape)
 
@@ -354,13 +355,9 @@ def rotate(
     if center is None:
         if angle == 0:
             return img.clone()
-        if angle == 180:
-            return torch.rot90(img, k=2, dims=(-2, -1))
-        if expand or h == w:
-            if angle == 90:
-                return torch.rot90(img, k=1, dims=(-2, -1))
-            if angle == 270:
-                return torch.rot90(img, k=3, dims=(-2, -1))
+        turns = {90.0: 1, 180.0: 2, 270.0: 3}.get(angle, 0)
+        if turns == 2 or (turns and (expand or h == w)):
+            return torch.rot90(bits_view(img), k=turns, dims=(-2, -1)).view(img.dtype)
     matrix = inverse_affine_matrix(center_f, -angle, [0.0, 0.0], 1.0, [0.0, 0.0])
     ow, oh = _expanded_size(matrix, w, h) if expand else (w, h)
     theta = torch.tensor(matrix, dtype=dtype, device=img.device).view(1, 2, 3)
