@@ -26,7 +26,7 @@ from trivium.vision.io.jpeg import SUPPORTED_SCALES, decode_jpeg, encode_jpeg, w
 from trivium.vision.io.orientation import apply_exif_orientation
 from trivium.vision.io.png import decode_png, encode_png, write_png
 from trivium.vision.io.video_clips import RandomClipSampler, UniformClipSampler, VideoClips
-from trivium.vision.io.video_io import read_video, write_video
+from trivium.vision.io.video_io import read_video, read_video_timestamps, write_video
 from trivium.vision.io.video_reader import VideoFrames, VideoReader
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "read_file",
     "read_image",
     "read_video",
+    "read_video_timestamps",
     "set_max_image_pixels",
     "sniff_format",
     "write_file",
