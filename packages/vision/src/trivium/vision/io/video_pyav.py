@@ -289,14 +289,19 @@ class PyAVBackend(ForkSafe, VideoBackend):
         """Decode every frame of the stream on a separate container and index what comes out.
 
         The frames are not converted; see
-        :func:`~trivium.vision.io.video_backend.scanned_index` for the times.
+        :func:`~trivium.vision.io.video_backend.scanned_index` for the times. One decode
+        thread: frame threads only hand frames about here (a 320x240 MPEG-4 AVI scans
+        about 30 % faster on one thread than on FFmpeg's three on 2 CPUs, and at 720p
+        within 10 % of the best).
         """
         pts: list[int | None] = []
         keys: list[bool] = []
         container = self._open()
         try:
+            av_stream = self._av_stream_in(container, stream)
+            av_stream.codec_context.thread_count = 1
             with av_errors(self.path):
-                for frame in container.decode(self._av_stream_in(container, stream)):
+                for frame in container.decode(av_stream):
                     pts.append(frame.pts)
                     keys.append(frame.key_frame)
         finally:
