@@ -142,8 +142,8 @@ class FrameIndex:
     from the start.
 
     ``decoder_pts`` is set on an index from a scan: the pts the decoder gives each
-    frame, in display order (AVI packs B-frames so that these are pairwise swapped,
-    see :func:`scanned_index`). A decoded frame is placed by it
+    frame, in display order (out of order in AVI with B-frames, see
+    :func:`scanned_index`). A decoded frame is placed by it
     (:meth:`position_of_decoded`) and reported at ``pts`` of that position.
 
     Example:
@@ -277,7 +277,8 @@ def scanned_index(
     and the next packet is a placeholder (or, at the start, a one-byte packet that
     gives no frame at all). FFmpeg gives each decoded frame the pts of the packet
     its decoding started from, so the B-frame gets the placeholder's and the P-frame
-    the one before: decoded in display order, the pts come out pairwise swapped. The
+    the one before: decoded in display order, the pts come out pairwise swapped (and
+    other codecs with B-frames in AVI, H.264 say, get packet pts in decode order). The
     frame at position ``i`` (the ``i``-th the decoder gives) is reported at the
     ``i``-th smallest of these pts: the times the decoder gives, rising in display
     order. Where some frame has no pts, or two share one, frames are found by
