@@ -31,6 +31,14 @@ libx264 defaults: keyframe at most every 250 frames, B-frames):
    Our batches are ``[T, C, H, W]`` views of a ``[T, H, W, C]`` buffer (channels-last
    memory, as torchcodec's); the PyAV peer's ``torch.stack`` of permuted frames copies
    into contiguous ``[T, C, H, W]``.
+3. A UCF101-style AVI: MPEG-4 Part 2 with packed B-frames (the ffmpeg binary's
+   ``libxvid``, ``-bf 2``), 320x240 at 25 fps, 7 s. Its frame index comes from
+   decoding the stream once (the packets are not the frames): that scan against a
+   demux of the packets (what an index from the container costs); reading every frame
+   with a new reader, the scan included, against the bare PyAV loop; and
+   ``VideoClips.get_clip`` for 10 random 16-frame clips (the index saved) against a
+   PyAV container per clip that seeks to the keyframe before the clip and decodes to
+   its end (timing only: PyAV's frame times are swapped in pairs in this file).
 
 torchcodec's compiled code loads only in the benchmark-only virtualenv that
 ``../shared/peers/setup_peers_venv.sh`` builds (``.venv-peers``): when this
@@ -51,7 +59,7 @@ call, median of ``--repeats`` interleaved calls, which contention barely moves.
 Run from the repository root::
 
     .venv/bin/python benchmarks/video.py [--repeats N] [--min-time S] [--json PATH]
-        [--only sequential,clips] [--peers-python .venv-peers/bin/python]
+        [--only sequential,clips,avi] [--peers-python .venv-peers/bin/python]
 """
 
 from __future__ import annotations
@@ -78,6 +86,7 @@ import torch
 from harness import Row, Side, measure, row_from
 
 from trivium.vision.io import VideoClips, VideoReader
+from trivium.vision.io.video_backend import INDEX_CACHE
 from trivium.vision.io.video_ffmpeg import ffmpeg_binaries
 from trivium.vision.io.video_pyav import h264_unreferenced
 
@@ -665,11 +674,125 @@ def bench_clips(
     return clips_rows(timings, peers) + cpu_rows(sides, pairs, repeats)
 
 
+# ------------------------------------------------------------------------ UCF101 AVI
+
+AVI_FPS, AVI_SECONDS, AVI_CLIPS = 25, 7, 10
+
+
+def make_packed_avi(path: Path) -> Path | None:
+    """A UCF101-style AVI from the ffmpeg binary's libxvid (None: the binary lacks it)."""
+    ffmpeg_exe, _ = ffmpeg_binaries()
+    done = subprocess.run(
+        [
+            ffmpeg_exe, "-v", "error", "-y", "-f", "lavfi",
+            "-i", f"testsrc2=size=320x240:rate={AVI_FPS}:duration={AVI_SECONDS}",
+            "-c:v", "libxvid", "-bf", "2", "-q:v", "4", str(path),
+        ],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    return path if done.returncode == 0 else None
+
+
+def scan_index(path: Path) -> int:
+    """The frame index of a file no reader in this process has indexed yet."""
+    INDEX_CACHE.clear()
+    with VideoReader(path) as reader:
+        return len(reader.backend.frame_index(reader.stream))
+
+
+def demux_packets(path: Path) -> int:
+    """Every packet of the video stream, demuxed only: an index from the container."""
+    with av.open(str(path)) as container:
+        return sum(1 for p in container.demux(container.streams.video[0]) if p.size)
+
+
+def first_read(path: Path) -> int:
+    """Every frame, by the first reader of the file (its index scan included)."""
+    INDEX_CACHE.clear()
+    return ours_sequential(path)
+
+
+def pyav_avi_clips(path: Path, starts: list[float], length: int) -> list[torch.Tensor]:
+    """A PyAV container per clip: seek before ``start`` (seconds), decode ``length`` frames."""
+    out = []
+    for start in starts:
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            container.seek(int(start / stream.time_base), stream=stream, backward=True)
+            frames = []
+            for frame in container.decode(stream):
+                if frame.time >= start - 1e-6:
+                    rgb = torch.from_numpy(frame.to_ndarray(format="rgb24")).permute(2, 0, 1)
+                    frames.append(rgb)
+                if len(frames) == length:
+                    break
+            out.append(torch.stack(frames))
+    return out
+
+
+def bench_avi(
+    root: Path, peers: Peers, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 3: a UCF101-style AVI with packed B-frames."""
+    path = make_packed_avi(root / "ucf101_style.avi")
+    if path is None:
+        checks.append("avi: skipped, the ffmpeg binary has no libxvid encoder")
+        return []
+    dataset = VideoClips([path], CLIP_LENGTH, 1, with_audio=False)
+    rng = random.Random(0)
+    indices = [rng.randrange(dataset.num_clips()) for _ in range(AVI_CLIPS)]
+    times = dataset.metadata["video_pts"][0].tolist()
+    base = VideoReader(path).stream.time_base
+    starts = [float(times[i] * base) for i in indices]
+    n = scan_index(path)
+    checks.append(
+        f"avi: {n} frames in the index, {ours_sequential(path)} by iteration,"
+        f" {pyav_sequential(path)} by the bare PyAV loop; {demux_packets(path)} packets"
+    )
+    sides = [
+        Side("scan", lambda: scan_index(path)),
+        Side("demux", lambda: demux_packets(path)),
+        Side("first read", lambda: first_read(path)),
+        Side("PyAV loop", lambda: pyav_sequential(path)),
+        Side("VideoClips", lambda: video_clips_get(dataset, indices)),
+        Side("PyAV clips", lambda: pyav_avi_clips(path, starts, CLIP_LENGTH)),
+    ]
+    timings = measure(sides, repeats, min_time)
+    workload = f"UCF101-style AVI, MPEG-4 packed B-frames 320x240, {n} frames"
+    return [
+        row_from(
+            f"{workload}, frame index (decode scan)",
+            timings,
+            "scan",
+            "demux",
+            "packet demux (an index from the container)",
+        ),
+        row_from(
+            f"{workload}, every frame, a new reader (index scan included)",
+            timings,
+            "first read",
+            "PyAV loop",
+            "bare PyAV loop",
+        ),
+        row_from(
+            f"{workload}, {AVI_CLIPS} random {CLIP_LENGTH}-frame clips, VideoClips.get_clip",
+            timings,
+            "VideoClips",
+            "PyAV clips",
+            "PyAV seek + decode per clip",
+        ),
+    ]
+
+
 # ----------------------------------------------------------------------------- main
 
 
 Workload = Callable[[Path, Peers, int, float, list[str]], list[Row]]
-WORKLOADS: dict[str, Workload] = {"sequential": bench_sequential, "clips": bench_clips}
+WORKLOADS: dict[str, Workload] = {
+    "sequential": bench_sequential,
+    "clips": bench_clips,
+    "avi": bench_avi,
+}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -39,6 +39,18 @@ def numbered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ------------------------------------------------------------------ real files
 
 
+def display_times(path: Path, reference: list[tuple[np.ndarray, float | None]]) -> list[float]:
+    """The times of PyAV's frames, the ``i``-th frame at the ``i``-th smallest (seconds).
+
+    PyAV gives frames in display order, with their times in that order too, except in
+    the AVI, whose packed B-frames have theirs swapped with the next frame's.
+    """
+    times = [pts for _, pts in reference]
+    assert None not in times
+    assert (times == sorted(times)) == (path.suffix != ".avi")
+    return sorted(times)
+
+
 @pytest.mark.parametrize("path", ASSET_FILES, ids=lambda p: p.name)
 def test_assets_decode_like_pyav_and_ffprobe(path: Path) -> None:
     """Frame count, pts and pixels of every asset, on both backends, against the references."""
@@ -52,18 +64,41 @@ def test_assets_decode_like_pyav_and_ffprobe(path: Path) -> None:
         assert len(frames) == len(reference), backend
         decoded[backend] = frames
     ours = decoded["pyav"]
-    for frame, (array, pts) in zip(ours, reference, strict=True):
+    for frame, (array, _) in zip(ours, reference, strict=True):
         assert frame["data"].dtype == torch.uint8 and frame["data"].shape[0] == 3
         np.testing.assert_array_equal(frame["data"].permute(1, 2, 0).numpy(), array)
-        if pts is not None:  # pg-blue.mpg has no timestamps: ours are position / fps
-            assert frame["pts"] == pytest.approx(pts, abs=1e-6)
-    fps = VideoReader(path).get_metadata()["video"]["fps"][0]
+    if path.name != "pg-blue.mpg":  # no timestamps: ours are position / fps
+        times = display_times(path, reference)
+        assert [f["pts"] for f in ours] == pytest.approx(times, abs=1e-9)
     for a, b in zip(ours, decoded["ffmpeg"], strict=True):
-        # Same pts within one frame (here: identical), pixels within codec tolerance
-        # (both use swscale rgb24; here: identical).
-        assert abs(a["pts"] - b["pts"]) < 1 / fps
+        # The same pts; pixels within codec tolerance (both convert with swscale's
+        # rgb24, but the ffmpeg binary may be another FFmpeg; here: identical).
+        assert a["pts"] == b["pts"]
         diff = (a["data"].int() - b["data"].int()).abs().float().mean()
         assert diff <= 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("path", ASSET_FILES, ids=lambda p: p.name)
+def test_assets_frame_at_every_index_is_the_iterated_frame(path: Path, backend: str) -> None:
+    """get_frames_at(i) is the i-th frame iteration gives (pixels, pts): every index on
+    its own (PyAV; ffmpeg: a spread of them, a process each) and all in one shuffled call."""
+    with VideoReader(path, backend=backend) as reader:
+        frames = list(reader)
+        n = len(frames)
+        assert reader.get_metadata()["video"]["num_frames"] == [n]
+        singles = range(n) if backend == "pyav" else sorted({0, 1, 2, n // 3, n // 2, n - 2, n - 1})
+        for i in singles:
+            data, pts = reader.get_frames_at([i])
+            assert torch.equal(data[0], frames[i]["data"]), i
+            assert pts.tolist() == [frames[i]["pts"]], i
+        order = random.Random(path.name).sample(range(n), n)
+        data, pts = reader.get_frames_at(order)
+        with pytest.raises(IndexError, match="out of range"):
+            reader.get_frames_at([n])
+    for row, i in enumerate(order):
+        assert torch.equal(data[row], frames[i]["data"]), i
+    assert pts.tolist() == [frames[i]["pts"] for i in order]
 
 
 @pytest.mark.parametrize("path", ASSET_FILES, ids=lambda p: p.name)

@@ -29,7 +29,7 @@ from trivium.vision.io.orientation import apply_exif_orientation
 from trivium.vision.io.pillow import decode_avif, decode_heic
 from trivium.vision.io.png import decode_png, encode_png, write_png
 from trivium.vision.io.video_clips import RandomClipSampler, UniformClipSampler, VideoClips
-from trivium.vision.io.video_io import read_video, write_video
+from trivium.vision.io.video_io import read_video, read_video_timestamps, write_video
 from trivium.vision.io.video_reader import VideoFrames, VideoReader
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "read_file",
     "read_image",
     "read_video",
+    "read_video_timestamps",
     "set_max_image_pixels",
     "sniff_format",
     "write_file",

@@ -22,7 +22,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
 from types import ModuleType
@@ -121,6 +121,10 @@ class StreamInfo:
         """The smallest pts (in ``time_base`` ticks) at or after ``seconds``."""
         return math.ceil(seconds / self.time_base - _TICK_SLACK)
 
+    def ticks_before(self, seconds: float) -> int:
+        """The largest pts (in ``time_base`` ticks) at or before ``seconds``."""
+        return math.floor(seconds / self.time_base + _TICK_SLACK)
+
     def seconds(self, ticks: int) -> float:
         """``ticks`` of ``time_base`` in seconds."""
         return ticks * self.time_base.numerator / self.time_base.denominator
@@ -130,9 +134,17 @@ class StreamInfo:
 class FrameIndex:
     """Every frame's pts (int64 ticks, sorted) and the positions of the keyframes.
 
-    Built once per stream by demuxing only (no decoding). ``timed`` is False for
-    streams without timestamps (e.g. some MPEG program streams); their pts are then
-    synthesised as ``position / fps``, and seeking decodes from the start.
+    Built once per stream, by demuxing only (no decoding) where the container's
+    packets are the frames, or else by decoding every frame once (a scan, see
+    :func:`scanned_index`). ``timed`` is False for streams whose frames are found by
+    counting from the start: those without timestamps (e.g. some MPEG program
+    streams; their pts are synthesised as ``position / fps``), where seeking decodes
+    from the start.
+
+    ``decoder_pts`` is set on an index from a scan: the pts the decoder gives each
+    frame, in display order (out of order in AVI with B-frames, see
+    :func:`scanned_index`). A decoded frame is placed by it
+    (:meth:`position_of_decoded`) and reported at ``pts`` of that position.
 
     Example:
         >>> index = FrameIndex(np.array([0, 40, 80]), np.array([0, 2]), Fraction(1, 1000))
@@ -144,9 +156,36 @@ class FrameIndex:
     keyframes: np.ndarray
     time_base: Fraction
     timed: bool = True
+    decoder_pts: np.ndarray | None = None
+    _decoded_positions: dict[int, int] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __len__(self) -> int:
         return len(self.pts)
+
+    def position_of_decoded(self, ticks: int | None) -> int | None:
+        """Position of the frame the decoder reports with pts ``ticks`` (None: no such frame).
+
+        Only for an index from a scan (``decoder_pts`` set).
+
+        Example:
+            >>> index = scanned_index([1, 3, 2], [True, False, False], Fraction(1, 25), 25.0)
+            >>> index.pts.tolist(), index.position_of_decoded(3), index.position_of_decoded(7)
+            ([1, 2, 3], 1, None)
+        """
+        if self._decoded_positions is None:
+            assert self.decoder_pts is not None, "not an index from a scan"
+            self._decoded_positions = {int(t): i for i, t in enumerate(self.decoder_pts.tolist())}
+        return None if ticks is None else self._decoded_positions.get(ticks)
+
+    def seek_ticks(self, position: int) -> int:
+        """The pts to give the demuxer's seek for the frame at ``position`` (a keyframe).
+
+        That is the pts its packet carries: for an index from a scan, the decoder's.
+        """
+        source = self.pts if self.decoder_pts is None else self.decoder_pts
+        return int(source[position])
 
     def seconds(self, position: int | np.ndarray) -> Any:
         """The pts of the frame(s) at ``position`` in seconds."""
@@ -218,8 +257,45 @@ def build_index(
         order = np.argsort(values, kind="stable")
         keyframes = np.flatnonzero(np.asarray(keys, dtype=bool)[order]).astype(np.int32)
         return FrameIndex(values[order], keyframes, time_base)
+    return _untimed_index(n, time_base, fps)
+
+
+def _untimed_index(n: int, time_base: Fraction, fps: float | None) -> FrameIndex:
+    """``n`` frames found by counting from the start, at ``position / fps``."""
     step = max(1, round(1 / ((fps or 1.0) * time_base)))
     return FrameIndex(np.arange(n, dtype=np.int64) * step, np.zeros(1, np.int32), time_base, False)
+
+
+def scanned_index(
+    pts: list[int | None], keys: list[bool], time_base: Fraction, fps: float | None
+) -> FrameIndex:
+    """A :class:`FrameIndex` from decoding every frame: their pts and key flags, as decoded.
+
+    For containers whose packets are not the frames. An AVI keeps no presentation
+    times, and MPEG-4 Part 2 there often "packs" B-frames (DivX, Xvid: the files of
+    UCF101 and HMDB51): one packet holds a P-frame and the B-frame shown before it,
+    and the next packet is a placeholder (or, at the start, a one-byte packet that
+    gives no frame at all). FFmpeg gives each decoded frame the pts of the packet
+    its decoding started from, so the B-frame gets the placeholder's and the P-frame
+    the one before: decoded in display order, the pts come out pairwise swapped (and
+    other codecs with B-frames in AVI, H.264 say, get packet pts in decode order). The
+    frame at position ``i`` (the ``i``-th the decoder gives) is reported at the
+    ``i``-th smallest of these pts: the times the decoder gives, rising in display
+    order. Where some frame has no pts, or two share one, frames are found by
+    counting from the start (``timed`` False) at ``position / fps``.
+
+    Example:
+        >>> index = scanned_index([1, 3, 5, 4], [True, False, False, False], Fraction(1, 30), 30.0)
+        >>> index.pts.tolist(), index.decoder_pts.tolist(), index.keyframes.tolist()
+        ([1, 3, 4, 5], [1, 3, 5, 4], [0])
+    """
+    keyframes = np.flatnonzero(np.asarray(keys, dtype=bool)).astype(np.int32)
+    if None in pts or len(set(pts)) != len(pts):
+        index = _untimed_index(len(pts), time_base, fps)
+        index.keyframes = keyframes if len(keyframes) else index.keyframes
+        return index
+    decoded = np.asarray(pts, dtype=np.int64)
+    return FrameIndex(np.sort(decoded), keyframes, time_base, True, decoded)
 
 
 class FrameIndexCache:
@@ -228,7 +304,7 @@ class FrameIndexCache:
     Keyed by the path, the backend, the stream and the file's identity (device, inode,
     size, modification time in ns): a file changed or replaced under the same path is
     indexed again. Least recently used indexes go first once more than ``max_frames``
-    frames are held (8 to 12 bytes a frame). The index arrays are read-only, since every
+    frames are held (8 to 20 bytes a frame). The index arrays are read-only, since every
     reader of the file shares them. Thread-safe.
 
     Example:
@@ -273,8 +349,9 @@ class FrameIndexCache:
                 self._indexes.move_to_end(key)
                 return index
         index = build()  # outside the lock: demuxing a file takes a while
-        index.pts.setflags(write=False)
-        index.keyframes.setflags(write=False)
+        for array in (index.pts, index.keyframes, index.decoder_pts):
+            if array is not None:
+                array.setflags(write=False)
         with self._lock:
             if key not in self._indexes and len(index) <= self.max_frames:
                 self._indexes[key] = index

@@ -45,7 +45,9 @@ from trivium.vision.io.video_reader import VideoReader
 
 __all__ = ["RandomClipSampler", "UniformClipSampler", "VideoClips"]
 
-_CACHE_VERSION = 3  # 2: keyframe positions and the timed flag; 3: AVI times rise in display order
+# 2: keyframe positions and the timed flag; 3: AVI times rise in display order; 4: the
+# frames of AVIs with B-frames from a decode scan, with the pts the decoder gives them.
+_CACHE_VERSION = 4
 
 
 def compact_pts(pts: np.ndarray) -> np.ndarray:
@@ -73,10 +75,20 @@ class _VideoEntry:
     has_audio: bool
     size: int  # file size and mtime, to notice a changed file behind a cache
     mtime_ns: int
+    decoder_pts: np.ndarray | None = None  # as ``pts``; an index from a scan (FrameIndex's)
 
     def frame_index(self) -> FrameIndex:
-        """The video stream's frame index, as a reader would build it by demuxing."""
-        return FrameIndex(self.pts.astype(np.int64), self.keyframes, self.time_base, self.timed)
+        """The video stream's frame index, as a reader would build it."""
+        decoded = None if self.decoder_pts is None else self.decoder_pts.astype(np.int64)
+        return FrameIndex(
+            self.pts.astype(np.int64), self.keyframes, self.time_base, self.timed, decoded
+        )
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes its arrays hold."""
+        extra = 0 if self.decoder_pts is None else self.decoder_pts.nbytes
+        return self.pts.nbytes + self.keyframes.nbytes + extra
 
 
 class _StaleCacheError(DatasetError):
@@ -103,6 +115,7 @@ def _index_video(path: str, backend: str) -> _VideoEntry | None:
         has_audio,
         stat.st_size,
         stat.st_mtime_ns,
+        None if index.decoder_pts is None else compact_pts(index.decoder_pts),
     )
 
 
@@ -229,13 +242,13 @@ class VideoClips(Dataset):
         }
 
     def index_nbytes(self) -> int:
-        """Bytes the frame index holds (pts and keyframe positions): a few bytes per frame.
+        """Bytes the frame index holds (pts, keyframe positions): a few bytes per frame.
 
         Example:
             >>> VideoClips([], 4).index_nbytes()
             0
         """
-        return sum(e.pts.nbytes + e.keyframes.nbytes for e in self._entries if e is not None)
+        return sum(e.nbytes for e in self._entries if e is not None)
 
     def save_index(self, path: str | os.PathLike[str]) -> None:
         """Save the frame index to ``path`` (``.npz``), for ``cache_path=`` or :meth:`from_cache`.
@@ -376,6 +389,7 @@ def _save_entries(
     lengths = np.array([len(e.pts) if e else -1 for e in entries], dtype=np.int64)
     pts = np.concatenate([e.pts.astype(np.int64) for e in present]) if present else np.zeros(0)
     keyframes = [e.keyframes if e else np.zeros(0, np.int32) for e in entries]
+    decoded = [e.decoder_pts.astype(np.int64) for e in present if e.decoder_pts is not None]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
@@ -388,6 +402,9 @@ def _save_entries(
             keyframe_counts=np.array([len(k) for k in keyframes], dtype=np.int64),
             keyframes=np.concatenate([np.zeros(0, np.int32), *keyframes]).astype(np.int32),
             timed=np.array([bool(e and e.timed) for e in entries], dtype=bool),
+            # decoder pts of the videos indexed by a scan, one after another (in order)
+            scanned=np.array([bool(e and e.decoder_pts is not None) for e in entries], bool),
+            decoder_pts=np.concatenate([np.zeros(0, np.int64), *decoded]).astype(np.int64),
             time_base=np.array(
                 [
                     [e.time_base.numerator, e.time_base.denominator] if e else [0, 1]
@@ -417,17 +434,22 @@ def _read_cache(path: str | os.PathLike[str]) -> tuple[list[str], list[_VideoEnt
             )
             time_base, fps = data["time_base"], data["fps"]
             has_audio, stat = data["has_audio"], data["stat"]
+            scanned, decoder_pts = data["scanned"], data["decoder_pts"]
     except (OSError, KeyError, ValueError) as e:
         if isinstance(e, DatasetError):
             raise
         raise DatasetError(f"cannot read video index cache: {e}", path=path) from e
     entries: list[_VideoEntry | None] = []
-    offset = 0
+    offset = decoded_offset = 0
     keyframe_ends = np.cumsum(keyframe_counts)
     for i, n in enumerate(lengths.tolist()):
         if n < 0:
             entries.append(None)
             continue
+        decoded = None
+        if scanned[i]:
+            decoded = compact_pts(decoder_pts[decoded_offset : decoded_offset + n])
+            decoded_offset += n
         entries.append(
             _VideoEntry(
                 compact_pts(pts[offset : offset + n].astype(np.int64)),
@@ -438,6 +460,7 @@ def _read_cache(path: str | os.PathLike[str]) -> tuple[list[str], list[_VideoEnt
                 bool(has_audio[i]),
                 int(stat[i, 0]),
                 int(stat[i, 1]),
+                decoded,
             )
         )
         offset += n

@@ -56,6 +56,7 @@ from trivium.vision.io.video_backend import (
     VideoSource,
     build_index,
     check_source,
+    find_stream,
     frame_step,
     import_optional,
     source_name,
@@ -107,7 +108,10 @@ def _fraction(text: str | None) -> Fraction | None:
     return value if value else None
 
 
-def _stream_info(raw: dict[str, Any], index: int, container_duration: float | None) -> StreamInfo:
+def _stream_info(
+    raw: dict[str, Any], index: int, container_duration: float | None, counted: bool = False
+) -> StreamInfo:
+    """A stream of ffprobe's output; ``counted``: its frames are counted from the index."""
     time_base = _fraction(raw.get("time_base")) or Fraction(1, 1_000_000)
     duration = raw.get("duration")
     duration = float(duration) if duration not in (None, "N/A") else container_duration
@@ -121,7 +125,7 @@ def _stream_info(raw: dict[str, Any], index: int, container_duration: float | No
             time_base,
             duration,
             fps=float(rate) if rate else None,
-            num_frames=frames or None,
+            num_frames=None if counted else frames or None,
             width=int(raw["width"]),
             height=int(raw["height"]),
         )
@@ -186,9 +190,10 @@ class FFmpegBackend(ForkSafe, VideoBackend):
         self.path = source_name(check_source(src))
         self._num_threads = num_threads
         self._indexes: dict[str, FrameIndex] = {}
-        # Streams whose seeks decode from the start: in an AVI with B-frames ffmpeg's -ss
-        # can land on a non-keyframe and give grey frames.
-        self._seek_from_start: set[str] = set()
+        # Video streams in AVI with B-frames, whose packets are not their frames: indexed by
+        # decoding (the PyAV backend's scan), and decoded from the start for every seek
+        # (ffmpeg's -ss can land on a non-keyframe there and give grey frames).
+        self._scanned: set[str] = set()
         self._processes: set[subprocess.Popen] = set()
         self._finalizer = weakref.finalize(self, _kill, self._processes)
         probe = json.loads(_run_probe(["-show_streams", "-show_format", "-of", "json"], self.path))
@@ -204,10 +209,12 @@ class FFmpegBackend(ForkSafe, VideoBackend):
             if kind in counts and not (
                 kind == "video" and raw.get("disposition", {}).get("attached_pic")
             ):
-                self.streams.append(_stream_info(raw, counts[kind], container_duration))
+                # AVI counts packets (placeholders, dropped frames): count from the index
+                avi = "avi" in fmt.get("format_name", "").split(",")
+                self.streams.append(_stream_info(raw, counts[kind], container_duration, avi))
                 counts[kind] += 1
-                if "avi" in fmt.get("format_name", "").split(",") and raw.get("has_b_frames"):
-                    self._seek_from_start.add(self.streams[-1].name)
+                if kind == "video" and avi and raw.get("has_b_frames"):
+                    self._scanned.add(self.streams[-1].name)
 
     def _after_fork(self) -> None:
         super()._after_fork()
@@ -220,10 +227,28 @@ class FFmpegBackend(ForkSafe, VideoBackend):
     def frame_index(self, stream: StreamInfo) -> FrameIndex:
         """The stream's index: kept from an earlier reader of the same file, or probed.
 
-        See :meth:`_probe_index`; once per file in a process (see
+        See :meth:`_probe_index`, and :meth:`_scan_index` for a stream whose packets are
+        not its frames; once per file in a process (see
         :class:`~trivium.vision.io.video_backend.FrameIndexCache`).
         """
-        return self._cached_index(stream, self.path, self._probe_index)
+        read = self._scan_index if stream.name in self._scanned else self._probe_index
+        return self._cached_index(stream, self.path, read)
+
+    def _scan_index(self, stream: StreamInfo) -> FrameIndex:
+        """The PyAV backend's index of the stream, from decoding every frame once.
+
+        Both backends then count and time the frames alike (the times are those of
+        the decoder PyAV ships, see
+        :func:`~trivium.vision.io.video_backend.scanned_index`), and the scan is
+        shared with PyAV readers of the same file. Needs PyAV (the ``video`` extra).
+        """
+        from trivium.vision.io.video_pyav import PyAVBackend
+
+        backend = PyAVBackend(self.path)
+        try:
+            return backend.frame_index(find_stream(backend.streams, stream.name, self.path))
+        finally:
+            backend.close()
 
     def _probe_index(self, stream: StreamInfo) -> FrameIndex:
         """Every packet's pts and keyframe flag from one ``ffprobe -show_entries`` run.
@@ -373,7 +398,7 @@ class FFmpegBackend(ForkSafe, VideoBackend):
             at_or_before = int(np.searchsorted(index.pts, start, side="right")) - 1
             position = index.keyframe_before(max(at_or_before, 0))
         skip, seek = 0, None
-        if not index.timed or stream.name in self._seek_from_start:
+        if not index.timed or stream.name in self._scanned:
             skip = position  # cannot seek: decode from the start and drop
         elif position > 0:
             midway = (index.seconds(position - 1) + index.seconds(position)) / 2

@@ -26,7 +26,7 @@ from trivium.core.errors import EncodeError
 from trivium.vision.io.video_backend import StreamNotFoundError, VideoSource, import_optional
 from trivium.vision.io.video_reader import VideoReader
 
-__all__ = ["read_video", "write_video"]
+__all__ = ["read_video", "read_video_timestamps", "write_video"]
 
 _FORMATS = ("TCHW", "THWC")
 
@@ -110,6 +110,40 @@ def _read_frames(
     else:
         video = torch.empty((0, 3, stream.height or 0, stream.width or 0), dtype=torch.uint8)
     return video, float(stream.fps or 0.0)
+
+
+def read_video_timestamps(
+    filename: VideoSource, pts_unit: str = "pts", *, backend: str = "pyav"
+) -> tuple[list[int] | list[Fraction], float | None]:
+    """The pts of every video frame, in display order, and the frame rate: as torchvision.
+
+    ``pts_unit="pts"`` (torchvision's default) gives ticks of the video stream's time
+    base, ``"sec"`` gives seconds as :class:`~fractions.Fraction`. There is one entry
+    per frame that iteration and :meth:`VideoReader.get_frames_at` give, in the same
+    order and with the same times (the reader's frame index); a file without video
+    gives ``([], None)``.
+
+    Example:
+        >>> import tempfile, torch
+        >>> path = tempfile.mkdtemp() + "/clip.mp4"
+        >>> write_video(path, torch.zeros(3, 3, 16, 16, dtype=torch.uint8), fps=4)
+        >>> read_video_timestamps(path)
+        ([0, 4096, 8192], 4.0)
+        >>> read_video_timestamps(path, pts_unit="sec")[0]
+        [Fraction(0, 1), Fraction(1, 4), Fraction(1, 2)]
+    """
+    if pts_unit not in ("sec", "pts"):
+        raise ValueError(f"pts_unit must be 'sec' or 'pts', got {pts_unit!r}")
+    try:
+        reader = VideoReader(filename, "video", backend=backend)
+    except StreamNotFoundError:
+        return [], None
+    with reader:
+        stream = reader.stream
+        ticks = reader.backend.frame_index(stream).pts.tolist()
+    if pts_unit == "sec":
+        return [t * stream.time_base for t in ticks], stream.fps
+    return ticks, stream.fps
 
 
 def read_audio_range(reader: VideoReader, start: float, end: float | None) -> torch.Tensor:

@@ -229,11 +229,14 @@ class VideoReader(ForkSafe):
         time_s = float(time_s)
         if time_s != time_s:  # NaN
             raise ValueError("seek time must be a number, got NaN")
+        if keyframes_only:  # the keyframe at or before time_s: the tick at or before it
+            self._reset(self._stream.ticks_before(time_s), False)
+            return self
         target = self._stream.ticks(time_s)
-        if not keyframes_only and self._decodes_on_to(target):
+        if self._decodes_on_to(target):
             self._start, self._skip_below = target, target
             return self
-        self._reset(target, not keyframes_only)
+        self._reset(target, True)
         return self
 
     def _decodes_on_to(self, target: int) -> bool:
@@ -397,8 +400,11 @@ class VideoReader(ForkSafe):
 
         ``video``: duration (s), fps, num_frames, width, height, codec; ``audio``:
         duration, framerate (= sample rate, torchvision's key), sample_rate,
-        channels, codec. A frame count the container does not store is counted by
-        demuxing the stream once.
+        channels, codec. ``num_frames`` is exact: the number of frames iteration
+        gives, as many as the positions :meth:`get_frames_at` takes. It is the
+        container's count where that counts the frames, else the frame index's
+        (built once: by demuxing, or for an AVI with B-frames, whose packets are not
+        its frames, by decoding the stream).
 
         Example:
             >>> import tempfile, torch
