@@ -45,7 +45,7 @@ import os
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -58,6 +58,7 @@ from trivium.core.errors import (
 )
 
 __all__ = [
+    "Origin",
     "SkipReport",
     "SkipsUnreadable",
     "check_on_error",
@@ -280,8 +281,62 @@ def _entry(where: str, detail: str) -> str:
     return f"  {where}: {detail}" if detail else f"  {where}"
 
 
-def item_origin(dataset: Any, index: int) -> str | None:
-    """Where item ``index`` of ``dataset`` comes from, as an error or a report names it.
+class Origin(NamedTuple):
+    """Where a sample comes from: its file, and the row (or frame) there when known.
+
+    ``str(origin)`` is what reports list (``"shard-0.parquet, row 12"``);
+    :meth:`attach` makes an error name it.
+
+    Example:
+        >>> str(Origin("shard-0.parquet", "row 12")), str(Origin("a.jpg"))
+        ('shard-0.parquet, row 12', 'a.jpg')
+    """
+
+    path: str
+    detail: str | None = None
+
+    def __str__(self) -> str:
+        return self.path if self.detail is None else f"{self.path}, {self.detail}"
+
+    def attach(self, error: BaseException) -> BaseException:
+        """``error`` naming this origin: the error to raise in its place.
+
+        A ``trivium.core`` error that names no file becomes the same error naming
+        this one (the row before its reason); an ``OSError`` becomes one as
+        :func:`with_path` makes it; an error naming its file already, or any other
+        exception (a bug in a transform), is returned as is, the latter with a note
+        naming the sample.
+
+        Example:
+            >>> from trivium.core.errors import DecodeError
+            >>> str(Origin("s.parquet", "row 3").attach(DecodeError("corrupt image data")))
+            's.parquet: row 3: corrupt image data'
+            >>> Origin("a.jpg").attach(KeyError("label")).__notes__
+            ['while loading a.jpg']
+        """
+        if isinstance(error, TriviumError | OSError) and describe_error(error)[0] is None:
+            reason = describe_error(error)[1] if isinstance(error, TriviumError) else None
+            if reason is not None and self.detail is not None:
+                reason = f"{self.detail}: {reason}"
+            named: BaseException
+            if reason is None:
+                named = with_path(error, self.path)  # type: ignore[arg-type]
+            else:
+                try:
+                    named = type(error)(reason, path=self.path)  # type: ignore[call-arg]
+                except TypeError:  # a subclass with its own constructor
+                    named = DatasetError(reason, path=self.path)
+            named.__cause__ = error
+            return named
+        if not isinstance(error, TriviumError | OSError):
+            note = f"while loading {self}"
+            if note not in getattr(error, "__notes__", ()):
+                error.add_note(note)
+        return error
+
+
+def item_origin(dataset: Any, index: int) -> Origin | None:
+    """Where item ``index`` of ``dataset`` comes from, as errors and skip reports name it.
 
     ``dataset.item_origin(index)`` where the dataset has it (``trivium.data``'s
     ``ArrowDataset``: the file and row), else ``dataset.item_path(index)`` (the
@@ -291,16 +346,19 @@ def item_origin(dataset: Any, index: int) -> str | None:
         >>> item_origin([1, 2], 0) is None
         True
     """
-    origin = getattr(dataset, "item_origin", None)
-    if origin is None:
-        origin = getattr(dataset, "item_path", None)
-    if origin is None:
+    finder = getattr(dataset, "item_origin", None)
+    by_path = finder is None
+    if by_path:
+        finder = getattr(dataset, "item_path", None)
+    if finder is None:
         return None
     try:
-        where = origin(index)
-    except (IndexError, NotImplementedError, TypeError):
+        where = finder(index)
+    except (IndexError, NotImplementedError, TypeError, KeyError):
         return None
-    return None if where is None else os.fspath(where)
+    if where is None or isinstance(where, Origin):
+        return where
+    return Origin(os.fspath(where))
 
 
 class SkipsUnreadable:
