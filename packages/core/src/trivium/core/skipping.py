@@ -302,10 +302,11 @@ class Origin(NamedTuple):
         """``error`` naming this origin: the error to raise in its place.
 
         A ``trivium.core`` error that names no file becomes the same error naming
-        this one (the row before its reason); an ``OSError`` becomes one as
-        :func:`with_path` makes it; an error naming its file already, or any other
-        exception (a bug in a transform), is returned as is, the latter with a note
-        naming the sample.
+        this one (the row before its reason); a builtin ``OSError`` becomes the
+        ``trivium.core`` error :func:`with_path` makes of it (naming its own
+        ``filename`` if it has one); a ``trivium.core`` error naming its file is
+        returned as is, and any other exception (a bug in a transform) too, with a
+        note naming the sample.
 
         Example:
             >>> from trivium.core.errors import DecodeError
@@ -314,18 +315,17 @@ class Origin(NamedTuple):
             >>> Origin("a.jpg").attach(KeyError("label")).__notes__
             ['while loading a.jpg']
         """
-        if isinstance(error, TriviumError | OSError) and describe_error(error)[0] is None:
-            reason = describe_error(error)[1] if isinstance(error, TriviumError) else None
-            if reason is not None and self.detail is not None:
-                reason = f"{self.detail}: {reason}"
-            named: BaseException
-            if reason is None:
-                named = with_path(error, self.path)  # type: ignore[arg-type]
-            else:
-                try:
-                    named = type(error)(reason, path=self.path)  # type: ignore[call-arg]
-                except TypeError:  # a subclass with its own constructor
-                    named = DatasetError(reason, path=self.path)
+        if isinstance(error, OSError) and not isinstance(error, TriviumError):
+            filename = error.filename
+            named: BaseException = with_path(error, self.path if filename is None else filename)
+            named.__cause__ = error
+            return named
+        if isinstance(error, TriviumError) and error.path is None:
+            reason = error.reason if self.detail is None else f"{self.detail}: {error.reason}"
+            try:
+                named = type(error)(reason, path=self.path)
+            except TypeError:  # a subclass with its own constructor
+                named = DatasetError(reason, path=self.path)
             named.__cause__ = error
             return named
         if not isinstance(error, TriviumError | OSError):
