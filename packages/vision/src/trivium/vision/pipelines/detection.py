@@ -115,6 +115,7 @@ class DetectionConfig:
     checkpoint_every: int = 0
     eval_every: int = 1
     device: str = "auto"
+    on_error: str = "raise"
 
     def __post_init__(self) -> None:
         common.check_config(self, ("epochs", "batch_size", "eval_every"))
