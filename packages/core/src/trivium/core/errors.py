@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 import errno
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 #: The reason :class:`PathNotFoundError` gives (``os.strerror(ENOENT)``, lower-cased).
 NO_SUCH_PATH = "no such file or directory"
@@ -182,15 +182,30 @@ _decode_sinks: contextvars.ContextVar[tuple[Callable[[str], None], ...]] = conte
 )
 
 
-@contextlib.contextmanager
-def watch_decode_warnings(sink: Callable[[str], None]) -> Iterator[None]:
+class _Watch:
+    """The block :func:`watch_decode_warnings` opens (a class: entered once per sample)."""
+
+    __slots__ = ("sink", "token")
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        self.sink = sink
+
+    def __enter__(self) -> None:
+        self.token = _decode_sinks.set((*_decode_sinks.get(), self.sink))
+
+    def __exit__(self, *exc: object) -> None:
+        _decode_sinks.reset(self.token)
+
+
+def watch_decode_warnings(sink: Callable[[str], None]) -> contextlib.AbstractContextManager[None]:
     """Pass the message of every :class:`DecodeWarning` made in the block to ``sink``.
 
     Thread-safe: the block covers the calling thread only (and the work it hands to
     :func:`trivium.core.threads.parallel_map`, which runs in a copy of its context),
     never what other threads decode meanwhile. ``warnings.catch_warnings`` cannot do
     this: it swaps the process-wide filters. Blocks nest; each open one gets the
-    message. The warning itself is still issued as the filters say.
+    message. The warning itself is still issued as the filters say. Do not keep a
+    block open across a ``yield``: the code the generator yields to would be watched.
 
     Example:
         >>> import warnings
@@ -202,11 +217,7 @@ def watch_decode_warnings(sink: Callable[[str], None]) -> Iterator[None]:
         >>> seen
         ['a.jpg: returned a partial image']
     """
-    token = _decode_sinks.set((*_decode_sinks.get(), sink))
-    try:
-        yield
-    finally:
-        _decode_sinks.reset(token)
+    return _Watch(sink)
 
 
 __all__ = [

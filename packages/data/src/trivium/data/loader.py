@@ -188,15 +188,11 @@ class _Chain:
         """
         report = _batch_report()
         for i, p in zip(ids.tolist(), positions.tolist(), strict=True):
-            where = _ItemWhere(self, i)
+            where = _ItemWhere(self, i, report)
             try:
                 with (
                     sample_scope(derive_seed(seed, epoch, p)),
-                    watch_decode_warnings(
-                        lambda message, w=where: report.recover(
-                            recovered_name(message, None, w, None), message
-                        )
-                    ),
+                    watch_decode_warnings(where.recovered),
                 ):
                     row = self.root[i]
             except Exception as error:
@@ -220,13 +216,17 @@ class _Chain:
 class _ItemWhere:
     """Where sample ``index`` of a map-style root comes from (looked up when asked)."""
 
-    __slots__ = ("chain", "index")
+    __slots__ = ("chain", "index", "report")
 
-    def __init__(self, chain: _Chain, index: int) -> None:
-        self.chain, self.index = chain, index
+    def __init__(self, chain: _Chain, index: int, report: SkipReport) -> None:
+        self.chain, self.index, self.report = chain, index, report
 
     def __call__(self, row: int | None) -> Origin | None:
         return self.chain.origin(self.index)
+
+    def recovered(self, message: str) -> None:
+        """Name the sample in the report: a ``DecodeWarning`` was issued reading it."""
+        self.report.recover(recovered_name(message, None, self, None), message)
 
 
 def _batch_report() -> SkipReport:

@@ -79,18 +79,30 @@ class _Call(NamedTuple):
     row: int | None  # its row in the batch ``where`` describes
 
 
+class _Recovered:
+    """Names in ``report`` the file behind each ``DecodeWarning`` of one call."""
+
+    __slots__ = ("call", "report")
+
+    def __init__(self, call: _Call, report: SkipReport) -> None:
+        self.call, self.report = call, report
+
+    def __call__(self, message: str) -> None:
+        call = self.call
+        self.report.recover(recovered_name(message, call.item, call.where, call.row), message)
+
+
 def _run(call: _Call, report: SkipReport) -> Any:
     """The call in its sample scope; its ``DecodeWarning``\\ s recorded in ``report``.
 
     Runs in the thread that decodes (a ``parallel_map`` pool thread too): the watch
     is that thread's own.
     """
-
-    def recovered(message: str) -> None:
-        report.recover(recovered_name(message, call.item, call.where, call.row), message)
-
-    with watch_decode_warnings(recovered):
-        return _in_scope(call.seed, call.fn, call.arg)
+    with watch_decode_warnings(_Recovered(call, report)):
+        if call.seed is None:
+            return call.fn(call.arg)
+        with sample_scope(call.seed):
+            return call.fn(call.arg)
 
 
 @register_op("map")
@@ -193,17 +205,17 @@ class Map(IterPipe):
     def _results(self, calls: Iterable[_Call]) -> Iterator[tuple[bool, Any, _Call]]:
         """``(True, output, call)`` per call, in order, or ``(False, None, call)`` if skipped."""
         for call in calls:
-            report = self._report()
-            yield self._settle(lambda call=call, report=report: _run(call, report), call)
+            yield self._settle(None, call)
 
     def _report(self) -> SkipReport:
         """Where skips and recoveries go: the loader's batch report, else this pipe's."""
         return report_or(self.skip_report)  # type: ignore[return-value]
 
-    def _settle(self, run: Callable[[], Any], call: _Call) -> tuple[bool, Any, _Call]:
+    def _settle(self, future: Any, call: _Call) -> tuple[bool, Any, _Call]:
+        """The call's outcome: run here, or the ``future`` a pool ran it in."""
         self._calls += 1
         try:
-            return True, run(), call
+            return True, _run(call, self._report()) if future is None else future.result(), call
         except Exception as error:
             if self.on_error == "raise":
                 origin = None if call.where is None else call.where(call.row)
@@ -271,10 +283,10 @@ class ParallelMap(Map):
                 pending.append((pool.submit(_run, call, self._report()), call))
                 if len(pending) >= self.max_in_flight:
                     future, done = pending.pop(0)
-                    yield self._settle(future.result, done)
+                    yield self._settle(future, done)
             while pending:
                 future, done = pending.pop(0)
-                yield self._settle(future.result, done)
+                yield self._settle(future, done)
         finally:
             for future, _ in pending:
                 future.cancel()
