@@ -451,3 +451,30 @@ def test_pipelines_train_on_cuda(corpus, tmp_path):
     assert next(recognizer.model.parameters()).device.type == "cuda"
     waveform, sample_rate, *_ = LIBRISPEECH(corpus, url="test-clean")[0]
     assert isinstance(recognizer.transcribe(waveform, sample_rate), str)
+
+
+# ----------------------------------------------------------------------------- bad files
+
+
+def test_a_bad_file_stops_a_run_naming_it_or_is_skipped_and_named(corpus, tmp_path):
+    """A truncated utterance in the training split: ``on_error`` raises or skips it by name."""
+    import json
+
+    root = tmp_path / "corpus"
+    shutil.copytree(corpus, root)
+    audio = sorted((root / "LibriSpeech" / "train-clean-100").rglob("*.flac"))
+    audio += sorted((root / "LibriSpeech" / "train-clean-100").rglob("*.wav"))
+    broken = audio[1]
+    broken.write_bytes(broken.read_bytes()[:30])  # the header only, cut
+    config = dataclasses.replace(tiny_run(ASRConfig, root, num_features=13, lr=1e-3), num_steps=2)
+    with pytest.raises(DecodeError) as caught:
+        asr.train(dataclasses.replace(config, out_dir=str(tmp_path / "raise")))
+    assert caught.value.path == str(broken)
+    skip = dataclasses.replace(config, out_dir=str(tmp_path / "skip"), on_error="skip")
+    asr.train(skip)
+    report = json.loads((tmp_path / "skip" / "data_report.json").read_text())
+    assert list(report["skipped_files"]) == [str(broken)]
+    metrics = json.loads((tmp_path / "skip" / "metrics.json").read_text())
+    assert ["data_skipped_files", 1.0] in [r[1:] for r in metrics["records"]]
+    with pytest.raises(ValueError, match="on_error"):
+        dataclasses.replace(config, on_error="ignore")

@@ -20,6 +20,7 @@ from trivium.core.errors import (
     EMPTY_INPUT,
     NO_SUCH_PATH,
     DatasetError,
+    DecodeError,
     EmptyInputError,
     PathNotFoundError,
 )
@@ -78,6 +79,8 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "audio.load[ffmpeg]": (lambda p: _audio_ffmpeg().load(p, backend="ffmpeg"), True),
     "audio.info[ffmpeg]": (lambda p: _audio_ffmpeg().info(p, backend="ffmpeg"), True),
     "data.ParquetSource": (lambda p: list(_data().ParquetSource(p)), True),
+    "data.ArrowIPCSource": (lambda p: list(_data().ArrowIPCSource(p)), True),
+    "data.DataLoader": (lambda p: list(_data().DataLoader(_data().ParquetSource(p))), True),
     "data.ArrowDataset": (_arrow_dataset, True),
     "data.FileLister": (lambda p: list(_data().FileLister(p)), False),
     "vision.datasets.ImageFolder": (_image_folder, False),
@@ -135,3 +138,72 @@ def test_the_rule_survives_pickling_into_a_worker() -> None:
     assert str(error) == f"a/b.wav: {NO_SUCH_PATH}"
     empty = pickle.loads(pickle.dumps(EmptyInputError(path="c.png")))
     assert type(empty) is EmptyInputError and str(empty) == f"c.png: {EMPTY_INPUT}"
+
+
+class _Files:
+    """A map-style dataset of file contents, read with ``open()`` (the builtin's errors)."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = paths
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> bytes:
+        with open(self.paths[index], "rb") as f:
+            return f.read()
+
+    def item_path(self, index: int) -> str:
+        return str(self.paths[index])
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_the_rule_survives_a_dataloader_worker(tmp_path: Path, workers: int) -> None:
+    """What a worker process raises reaches the main process as the same error."""
+    vision = _vision()
+    (tmp_path / "a.jpg").write_bytes(b"")
+    missing = tmp_path / "missing.jpg"
+    ds = _Files([tmp_path / "a.jpg"])
+    DataLoader = _data().DataLoader
+    with pytest.raises(EmptyInputError) as empty:
+        list(DataLoader(ds, batch_size=1, num_workers=workers, collate_fn=lambda b: [
+            vision.decode_image(x) for x in b
+        ]))  # fmt: skip
+    assert empty.value.path == str(tmp_path / "a.jpg")  # named by the loader: bytes had none
+    assert str(empty.value) == f"{tmp_path / 'a.jpg'}: {EMPTY_INPUT}"
+    with pytest.raises(PathNotFoundError) as caught:
+        list(DataLoader(_Files([missing]), batch_size=1, num_workers=workers))
+    error = caught.value
+    assert (error.errno, error.filename, str(error)) == (
+        errno.ENOENT,
+        str(missing),
+        f"{missing}: {NO_SUCH_PATH}",
+    )
+
+
+@pytest.mark.parametrize("reader", ["ParquetSource", "ArrowDataset", "DataLoader"])
+def test_a_decompression_bomb_says_what_it_declares_and_the_limit(
+    tmp_path: Path, reader: str
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    data = _data()
+    path = tmp_path / "zeros.parquet"
+    pq.write_table(pa.table({"x": [0] * 100_000}), path, use_dictionary=False)
+    read = {
+        "ParquetSource": lambda: list(data.ParquetSource(path, max_uncompressed_bytes=1000)),
+        "ArrowDataset": lambda: data.ArrowDataset(
+            path, cache_dir=tmp_path, max_uncompressed_bytes=1000
+        ),
+        "DataLoader": lambda: list(
+            data.DataLoader(data.ParquetSource(path, max_uncompressed_bytes=1000))
+        ),
+    }[reader]
+    with pytest.raises(DecodeError) as caught:
+        read()
+    assert caught.value.path == str(path)
+    assert re.fullmatch(
+        rf"{re.escape(str(path))}: row group 0 declares [\d,]+ bytes uncompressed, over the "
+        r"limit max_uncompressed_bytes=1,000 \(.+\)",
+        str(caught.value),
+    )

@@ -119,3 +119,170 @@ def test_check_on_error_and_with_path(tmp_path: Path) -> None:
     assert str(error).startswith(f"{tmp_path}: cannot load the file:")
     named = DecodeError("bad", path="x.jpg")
     assert with_path(named, "y.jpg") is named  # a named error keeps its path
+
+
+# ---- recovered files: DecodeWarnings counted per item, per thread, across workers
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+TRUNCATED_JPEG = ASSETS / "images" / "corrupt" / "pil-truncated_jpeg.jpg"
+
+
+def _decode_lenient(data: bytes) -> torch.Tensor:
+    """What a decoder that recovers damaged images does: decode_jpeg(strict=False) warns."""
+    io = pytest.importorskip("trivium.vision.io")
+    return io.decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8), strict=False)
+
+
+class JpegFiles(SkipsUnreadable, Dataset):
+    """Items: decoded JPEGs, read leniently (a truncated one decodes with a DecodeWarning)."""
+
+    item_kind = "image"
+
+    def __init__(self, paths: list[Path], on_error: str = "raise") -> None:
+        self.paths = [str(p) for p in paths]
+        self.start_skipping(on_error, len(self.paths))
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def load_item(self, index: int) -> torch.Tensor:
+        data = Path(self.paths[index]).read_bytes()
+        if not data:
+            raise with_path(DecodeError("empty file"), self.paths[index])
+        return _decode_lenient(data)
+
+    def item_path(self, index: int) -> str:
+        return self.paths[index]
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return self.get_item(index)
+
+
+def _jpeg_corpus(root: Path) -> list[Path]:
+    """Six JPEGs: 1 and 4 truncated (decodable with a warning), 3 empty (unreadable)."""
+    io = pytest.importorskip("trivium.vision.io")
+    good = io.encode_jpeg(torch.full((3, 16, 16), 90, dtype=torch.uint8)).numpy().tobytes()
+    paths = []
+    for i in range(6):
+        data = TRUNCATED_JPEG.read_bytes() if i in (1, 4) else b"" if i == 3 else good
+        paths.append(root / f"{i}.jpg")
+        paths[-1].write_bytes(data)
+    return paths
+
+
+def test_a_decode_warning_reaches_the_open_watch_whatever_the_filters(tmp_path: Path) -> None:
+    from trivium.core.errors import DecodeWarning, watch_decode_warnings
+
+    seen: list[str] = []
+    data = TRUNCATED_JPEG.read_bytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # shown or not, each one is counted
+        with watch_decode_warnings(seen.append):
+            for _ in range(3):
+                _decode_lenient(data)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with watch_decode_warnings(seen.append), watch_decode_warnings(seen.append):
+            _decode_lenient(data)  # each open block is told
+    assert len(seen) == 5 and all("partial image" in m for m in seen)
+    assert [w.category for w in shown] == [DecodeWarning]  # still issued as the filters say
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _decode_lenient(data)  # outside any block: nobody is told
+    assert len(seen) == 5
+
+
+def test_a_watch_sees_its_own_thread_and_the_work_it_hands_to_parallel_map() -> None:
+    import threading
+
+    from trivium.core.errors import watch_decode_warnings
+    from trivium.core.threads import parallel_map
+
+    damaged = TRUNCATED_JPEG.read_bytes()
+    io = pytest.importorskip("trivium.vision.io")
+    good = io.encode_jpeg(torch.zeros(3, 8, 8, dtype=torch.uint8)).numpy().tobytes()
+    seen: dict[str, list[str]] = {"damaged": [], "good": []}
+    start = threading.Barrier(2)
+
+    def decode_many(name: str, data: bytes) -> None:
+        with watch_decode_warnings(seen[name].append):
+            start.wait()
+            for _ in range(20):  # interleaved with the other thread's decodes
+                _decode_lenient(data)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        threads = [
+            threading.Thread(target=decode_many, args=("damaged", damaged)),
+            threading.Thread(target=decode_many, args=("good", good)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(seen["damaged"]) == 20 and seen["good"] == []
+        fanned: list[str] = []
+        with watch_decode_warnings(fanned.append):
+            parallel_map(_decode_lenient, [damaged, good, damaged, good], num_threads=4)
+    assert len(fanned) == 2
+
+
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_recovered_files_are_flagged_in_the_process_that_loads_them(
+    tmp_path: Path, on_error: str
+) -> None:
+    paths = _jpeg_corpus(tmp_path)
+    readable = [p for p in paths if p.stat().st_size]
+    ds = JpegFiles(paths if on_error == "skip" else readable, on_error=on_error)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        items = [ds[i] for i in range(len(ds))]
+        assert ds[1].shape == items[1].shape  # read again: still flagged once
+    assert all(item.shape[0] == 3 for item in items)
+    assert ds.recovered_files == [str(paths[1]), str(paths[4])]
+    report = ds.skip_report
+    assert report.recovered_files == [str(paths[1]), str(paths[4])]
+    assert "partial image" in report.recovered[str(paths[1])]
+    assert report.skipped_files == ([str(paths[3])] if on_error == "skip" else [])
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_skipped_and_recovered_files_found_in_workers_reach_the_parent(
+    tmp_path: Path, context: str
+) -> None:
+    paths = _jpeg_corpus(tmp_path)
+    ds = JpegFiles(paths, on_error="skip")
+    for _epoch in range(2):  # new workers each epoch: the flags stay
+        loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=context)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert len(list(loader)) == 6
+        assert ds.skipped_files == [str(paths[3])]
+        assert ds.recovered_files == [str(paths[1]), str(paths[4])]
+    report = ds.skip_report
+    assert (report.skipped_files, report.recovered_files) == (
+        [str(paths[3])],
+        [str(paths[1]), str(paths[4])],
+    )
+    assert "2 files recovered" in report.summary() and str(paths[4]) in report.summary()
+
+
+def test_a_skip_report_merges_and_names_the_first_few() -> None:
+    from trivium.core.skipping import SkipReport
+
+    report = SkipReport()
+    for i in range(46):
+        report.skip(f"img/{i}.jpg", "corrupt image data")
+    other = SkipReport()
+    other.skip("img/0.jpg", "corrupt image data")
+    other.recover("img/99.jpg", "img/99.jpg: returned a partial image: premature end")
+    report.update(other)
+    assert report.skipped_samples == 47 and len(report.skipped_files) == 46
+    assert report.brief() == (
+        "46 files skipped: img/0.jpg, img/1.jpg, img/2.jpg and 43 more; "
+        "1 file recovered: img/99.jpg"
+    )
+    lines = report.summary().splitlines()
+    assert lines[0] == "46 files skipped (on_error='skip'):" and len(lines) == 1 + 46 + 2
+    assert lines[-1] == "  img/99.jpg: returned a partial image: premature end"
+    assert report.as_dict()["recovered_files"] == {"img/99.jpg": other.recovered["img/99.jpg"]}

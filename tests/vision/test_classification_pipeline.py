@@ -203,3 +203,90 @@ def test_torchrun_ddp_two_processes_share_the_epoch(
     assert summary["steps"] == 48 // (2 * 4)  # each rank its half of every step's samples
     state = load_checkpoint(out / "checkpoint.pt")
     assert state["loader"]["samples_consumed"] == 48
+
+
+CORRUPT = ROOT / "tests" / "assets" / "images" / "corrupt"
+
+
+@pytest.fixture
+def damaged_tree(tree: pathlib.Path, tmp_path: pathlib.Path) -> tuple[pathlib.Path, list[str]]:
+    """The stripes tree with a corrupt and a truncated JPEG in train/ and one in val/."""
+    import shutil
+
+    root = tmp_path / "damaged"
+    shutil.copytree(tree, root)
+    bad = [
+        root / "train" / "vertical" / "zz-corrupt.jpg",
+        root / "train" / "horizontal" / "zz-truncated.jpg",
+        root / "val" / "vertical" / "zz-corrupt.jpg",
+    ]
+    bad[0].write_bytes((CORRUPT / "tv-corrupt.jpg").read_bytes())
+    bad[1].write_bytes((CORRUPT / "pil-truncated_jpeg.jpg").read_bytes())
+    bad[2].write_bytes((CORRUPT / "tv-corrupt.jpg").read_bytes())
+    return root, [str(p) for p in bad]
+
+
+def test_a_damaged_file_stops_the_run_naming_it(
+    damaged_tree: tuple[pathlib.Path, list[str]], tmp_path: pathlib.Path
+) -> None:
+    from trivium.core import DecodeError
+
+    root, bad = damaged_tree
+    with pytest.raises(DecodeError) as caught:
+        train(config(root, tmp_path / "run", epochs=1, workers=2), show_progress=False)
+    assert caught.value.path in bad[:2]  # decoded in a worker's collate_fn: named still
+    assert str(caught.value).startswith(f"{caught.value.path}: ")
+
+
+def test_on_error_skip_names_the_skipped_files_each_epoch_and_in_the_run(
+    damaged_tree: tuple[pathlib.Path, list[str]], tmp_path: pathlib.Path
+) -> None:
+    root, bad = damaged_tree
+    out = tmp_path / "run"
+    args = [sys.executable, str(EXAMPLE), "--data-path", str(root), "--epochs", "2"]
+    args += ["--batch-size", "8", "--train-crop-size", "32", "--val-resize-size", "36"]
+    args += ["--val-crop-size", "32", "--workers", "2", "--device", "cpu", "--lr", "0.01"]
+    args += ["--output-dir", str(out), "--on-error", "skip"]
+    env = {**os.environ, "TRIVIUM_PROGRESS": "0"}
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for epoch in (1, 2):  # printed at each epoch's end, every file named
+        block = done.stdout.split(f"epoch {epoch}: ", 1)[1]
+        assert all(path in block.split("epoch ", 1)[0] for path in bad), done.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert sorted(summary["data"]["skipped_files"]) == sorted(bad)
+    metrics = json.loads((out / "metrics.json").read_text())
+    counts = [value for _, name, value in metrics["records"] if name == "data_skipped_files"]
+    assert counts == [3.0, 3.0]
+
+
+def test_a_damaged_row_of_a_parquet_shard_is_named_by_shard_and_row(
+    tmp_path: pathlib.Path,
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from trivium.core import DecodeError
+
+    rng = random.Random(1)
+    for split in ("train", "val"):
+        images, labels = [], []
+        for i in range(16):
+            images.append(encode_jpeg(stripes(i % 2 == 1, rng)).numpy().tobytes())
+            labels.append(i % 2)
+        if split == "train":
+            images[5] = (CORRUPT / "tv-corrupt.jpg").read_bytes()
+        names = ["horizontal" if label == 0 else "vertical" for label in labels]
+        table = pa.table({"image": images, "label": labels, "class_name": names})
+        (tmp_path / split).mkdir()
+        pq.write_table(table, tmp_path / split / "part-0.parquet")
+    shard = tmp_path / "train" / "part-0.parquet"
+    with pytest.raises(DecodeError) as caught:
+        train(config(tmp_path, tmp_path / "run", epochs=1, workers=1), show_progress=False)
+    assert caught.value.path == str(shard)
+    assert str(caught.value).startswith(f"{shard}: row 5: ")
+    summary = train(
+        config(tmp_path, tmp_path / "skip", epochs=1, workers=1, on_error="skip"),
+        show_progress=False,
+    )
+    assert summary["data"]["skipped_files"].keys() == {f"{shard}, row 5"}

@@ -134,3 +134,13 @@ def test_example_help_and_bad_data_path(tmp_path: pathlib.Path) -> None:
     assert "--data-path" in out and "--resume" in out and "--amp" in out
     with pytest.raises(FileNotFoundError, match=r"instances_train\.json"):
         train(config(tmp_path, tmp_path / "run"), show_progress=False)
+
+
+def test_on_error_reaches_the_dataset_and_the_loader(corpus: pathlib.Path) -> None:
+    from trivium.vision.pipelines.detection import _eval_loader
+
+    run = config(corpus, corpus / "unused", on_error="skip")
+    loader = _eval_loader(run, run.val_split)
+    assert loader.on_error == "skip" and loader.dataset.on_error == "skip"
+    with pytest.raises(ValueError, match="on_error must be 'raise' or 'skip'"):
+        config(corpus, corpus / "unused", on_error="ignore")

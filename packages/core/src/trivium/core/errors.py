@@ -14,8 +14,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import os
+from collections.abc import Callable
 
 #: The reason :class:`PathNotFoundError` gives (``os.strerror(ENOENT)``, lower-cased).
 NO_SUCH_PATH = "no such file or directory"
@@ -148,6 +151,13 @@ class SkippedSamplesWarning(UserWarning):
 class DecodeWarning(UserWarning):
     """Data was damaged but partly decodable, and the caller asked for what could be read.
 
+    The message starts with the file's path where the decoder knows it
+    (``"{path}: {what was lost}"``). Every ``DecodeWarning`` made while a
+    :func:`watch_decode_warnings` block is open in the same thread is passed to that
+    block's sink, whatever the warning filters do with it (even ``"ignore"``, or a
+    repeat that the ``"default"`` filter shows once): datasets and loaders count the
+    files they recovered that way.
+
     Example:
         >>> import warnings
         >>> with warnings.catch_warnings(record=True) as caught:
@@ -156,6 +166,58 @@ class DecodeWarning(UserWarning):
         >>> caught[0].category.__name__
         'DecodeWarning'
     """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        # warnings.warn makes the instance before it consults the filters, in the
+        # thread that warns: the sinks of that thread's open watch blocks see each one.
+        for sink in _decode_sinks.get():
+            sink(str(self))
+
+
+# The sinks of the watch_decode_warnings blocks open in this thread (a context variable:
+# each thread has its own, and trivium.core.threads.parallel_map copies the caller's).
+_decode_sinks: contextvars.ContextVar[tuple[Callable[[str], None], ...]] = contextvars.ContextVar(
+    "trivium_decode_warning_sinks", default=()
+)
+
+
+class _Watch:
+    """The block :func:`watch_decode_warnings` opens (a class: entered once per sample)."""
+
+    __slots__ = ("sink", "token")
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        self.sink = sink
+
+    def __enter__(self) -> None:
+        self.token = _decode_sinks.set((*_decode_sinks.get(), self.sink))
+
+    def __exit__(self, *exc: object) -> None:
+        _decode_sinks.reset(self.token)
+
+
+def watch_decode_warnings(sink: Callable[[str], None]) -> contextlib.AbstractContextManager[None]:
+    """Pass the message of every :class:`DecodeWarning` made in the block to ``sink``.
+
+    Thread-safe: the block covers the calling thread only (and the work it hands to
+    :func:`trivium.core.threads.parallel_map`, which runs in a copy of its context),
+    never what other threads decode meanwhile. ``warnings.catch_warnings`` cannot do
+    this: it swaps the process-wide filters. Blocks nest; each open one gets the
+    message. The warning itself is still issued as the filters say. Do not keep a
+    block open across a ``yield``: the code the generator yields to would be watched.
+
+    Example:
+        >>> import warnings
+        >>> seen = []
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     with watch_decode_warnings(seen.append):
+        ...         warnings.warn("a.jpg: returned a partial image", DecodeWarning)
+        >>> seen
+        ['a.jpg: returned a partial image']
+    """
+    return _Watch(sink)
 
 
 __all__ = [
@@ -170,4 +232,5 @@ __all__ = [
     "SkippedSamplesWarning",
     "TriviumError",
     "UnsupportedFormatError",
+    "watch_decode_warnings",
 ]

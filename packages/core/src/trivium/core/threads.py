@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -164,14 +165,23 @@ class _Job:
 
 
 def _submit(job: _Job, runners: int) -> tuple[list[Future], ThreadPoolExecutor | None]:
-    """Start ``runners`` copies of ``job.run``; returns their futures and a pool to shut down."""
+    """Start ``runners`` copies of ``job.run``; returns their futures and a pool to shut down.
+
+    Each runs in its own copy of the caller's context, so what the caller's context
+    variables hold (the sinks of ``watch_decode_warnings``) holds for its items too.
+    """
     with _lock:  # so that set_num_threads cannot shut the pool down between get and submit
         shared = _get_pool_locked()
         if runners <= shared._max_workers:
-            return [shared.submit(job.run) for _ in range(runners)], None
+            return [_submit_in_context(shared, job) for _ in range(runners)], None
     # More threads were asked for than the shared pool has: use a pool for this call.
     extra = ThreadPoolExecutor(max_workers=runners, thread_name_prefix="trivium-map")
-    return [extra.submit(job.run) for _ in range(runners)], extra
+    return [_submit_in_context(extra, job) for _ in range(runners)], extra
+
+
+def _submit_in_context(pool: ThreadPoolExecutor, job: _Job) -> Future:
+    # A context can be entered by one thread at a time: one copy per runner.
+    return pool.submit(contextvars.copy_context().run, job.run)
 
 
 def parallel_map(
@@ -182,7 +192,8 @@ def parallel_map(
     ``num_threads`` defaults to :func:`get_num_threads`. Runs inline when there are
     fewer than two items, when ``num_threads == 1``, or when called from a pool thread
     (nesting would deadlock the pool). If ``fn`` raises, no new items are started and
-    the first exception raised is re-raised as is.
+    the first exception raised is re-raised as is. ``fn`` sees the caller's context
+    variables (each thread runs in a copy of the caller's context).
 
     Example:
         >>> parallel_map(lambda x: x * x, range(5), num_threads=2)

@@ -7,7 +7,9 @@
 - :class:`ArrowDataset`: random access over memory-mapped Arrow IPC files;
 - :class:`DataLoader`: exact sharding over workers and ranks, deterministic epochs,
   mid-epoch ``state_dict`` / ``load_state_dict``;
-- :func:`write_parquet` and the ``trivium-data convert`` command line.
+- :func:`write_parquet` and the ``trivium-data convert`` command line;
+- the decompression-bomb limit of every Arrow reader: :func:`set_max_uncompressed_bytes`
+  (see :mod:`trivium.data.limits`).
 
 Example:
     >>> import trivium.data as td
@@ -19,6 +21,11 @@ from trivium.data.arrow_dataset import ArrowDataset
 from trivium.data.arrow_sources import ArrowIPCSource, ArrowSource, CSVSource, ParquetSource
 from trivium.data.columnar import to_tensors
 from trivium.data.file_lister import FileLister
+from trivium.data.limits import (
+    DEFAULT_MAX_UNCOMPRESSED_BYTES,
+    get_max_uncompressed_bytes,
+    set_max_uncompressed_bytes,
+)
 from trivium.data.loader import DataLoader
 from trivium.data.pipes import IterPipe, MapPipe, SkippedSamplesWarning
 from trivium.data.writers import write_parquet
@@ -26,6 +33,7 @@ from trivium.data.writers import write_parquet
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_MAX_UNCOMPRESSED_BYTES",
     "ArrowDataset",
     "ArrowIPCSource",
     "ArrowSource",
@@ -37,6 +45,8 @@ __all__ = [
     "ParquetSource",
     "SkippedSamplesWarning",
     "__version__",
+    "get_max_uncompressed_bytes",
+    "set_max_uncompressed_bytes",
     "to_tensors",
     "write_parquet",
 ]

@@ -22,6 +22,9 @@ import torch
 
 from trivium.data.columnar import column_to_tensor
 
+#: What a reader raises when a row's values fail to convert: ``failed(i, error)``.
+Failure = Callable[[int, Exception], Exception]
+
 
 class _Column(NamedTuple):
     """How a row reader reads row ``j`` of one record batch's column."""
@@ -165,15 +168,30 @@ def _indent(lines: str, depth: int) -> str:
     return "".join(" " * depth + line + "\n" for line in lines.splitlines())
 
 
+def _returning(row: str, failed: Failure | None, depth: int) -> str:
+    """``return row``; with ``failed``, inside a ``try`` (free in CPython 3.11 until it raises)."""
+    pad = " " * depth
+    if failed is None:
+        return f"{pad}return {row}\n"
+    return (
+        f"{pad}try:\n{pad}    return {row}\n"
+        f"{pad}except Exception as e:\n{pad}    raise _failed(i, e) from e\n"
+    )
+
+
 def row_reader(
-    names: Sequence[str], batches: Sequence[Sequence[_Column]], starts: Sequence[int]
+    names: Sequence[str],
+    batches: Sequence[Sequence[_Column]],
+    starts: Sequence[int],
+    failed: Failure | None = None,
 ) -> Callable[[int], dict[str, Any]]:
     """One function ``i -> {name: column's row i, ...}`` over all record batches.
 
     ``i`` must be a row in ``range(starts[-1])``. A row costs one Python call, finding
     its record batch (:func:`_locate`, when there are several) and the columns' C
     calls, as a hand-written reader over the mapped columns would. ``_t`` in a
-    template is ``torch.from_numpy``.
+    template is ``torch.from_numpy``. Where a value fails to convert, the reader
+    raises ``failed(i, error)`` (the error itself without ``failed``).
 
     Example:
         >>> import numpy as np
@@ -182,8 +200,8 @@ def row_reader(
         {'a': '1', 'b': tensor([0., 1.], dtype=torch.float64)}
     """
     source = _row_source(names, batches, starts)
-    code = f"def read(i):\n{_indent(source.locate, 4)}    return {source.row}\n"
-    return _define("read", code, source.scope, "ArrowDataset row reader")
+    code = f"def read(i):\n{_indent(source.locate, 4)}{_returning(source.row, failed, 4)}"
+    return _define("read", code, source.scope | {"_failed": failed}, "ArrowDataset row reader")
 
 
 def _same_template(columns: list[_Column]) -> list[_Column]:
@@ -199,12 +217,14 @@ def row_class(
     batches: Sequence[Sequence[_Column]],
     starts: Sequence[int],
     rows: int,
+    failed: Failure | None = None,
 ) -> type:
     """A subclass of ``base`` for one dataset: ``__getitem__`` reads its rows directly.
 
     ``ds[i]`` for an ``int`` in ``range(-rows, rows)`` is one Python frame: the check,
     the row's record batch and the columns' C calls, inlined. Any other index goes to
-    ``base.__getitem__`` (slices, lists, the errors). The class keeps ``base`` as
+    ``base.__getitem__`` (slices, lists, the errors); a value that fails to convert
+    raises ``failed(i, error)``, as :func:`row_reader`. The class keeps ``base`` as
     ``_public_class``; instances pickle as instances of ``base`` (its ``__reduce__``).
 
     Example:
@@ -231,10 +251,10 @@ def row_class(
         "                return _index(self, i)\n"
         f"            i += {rows}\n"
         f"{_indent(source.locate, 8)}"
-        f"        return {source.row}\n"
+        f"{_returning(source.row, failed, 8)}"
         "    return _index(self, i)\n"
     )
-    scope = source.scope | {"_index": base.__getitem__}
+    scope = source.scope | {"_index": base.__getitem__, "_failed": failed}
     getitem = _define("__getitem__", code, scope, f"{qualname}.__getitem__")
     getitem.__qualname__ = f"{qualname}.__getitem__"
     getitem.__module__ = base.__module__

@@ -41,16 +41,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from trivium.core.errors import DatasetError, DecodeError, EmptyInputError, PathNotFoundError
+from trivium.core.errors import (
+    DatasetError,
+    DecodeError,
+    EmptyInputError,
+    PathNotFoundError,
+    TriviumError,
+)
+from trivium.core.skipping import Origin
 from trivium.data._row_readers import column, row_class, row_reader
+from trivium.data.batches import take_arrow
 from trivium.data.columnar import to_tensors
+from trivium.data.limits import check_ipc, check_parquet, resolve_max_uncompressed_bytes
 from trivium.data.pipes import MapPipe
 from trivium.data.sharding import epoch_rng
 
 __all__ = ["ArrowDataset", "TrainTestSplit", "default_cache_dir"]
 
 #: The files an ``ArrowDataset`` directory contributes (hidden and ``_``-prefixed skipped).
-DATASET_SUFFIXES = (".arrow", ".feather", ".ipc", ".parquet")
+DATASET_SUFFIXES = (".arrow", ".arrows", ".feather", ".ipc", ".parquet")
 
 
 def default_cache_dir() -> str:
@@ -141,23 +150,46 @@ def _cache_path(path: str, columns: list[str] | None, cache_dir: str) -> str:
     return os.path.join(cache_dir, f"{stem}-{digest}.arrow")
 
 
-def _convert_parquet(path: str, columns: list[str] | None, out: str) -> None:
+def select_columns(schema: pa.Schema, columns: list[str] | None, path: str) -> pa.Schema:
+    """``schema`` cut to ``columns``; a missing or ambiguous (duplicated) one names the file.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> select_columns(pa.schema([("a", pa.int8()), ("a", pa.int8())]), ["a"], "t.arrow")
+        Traceback (most recent call last):
+        ...
+        trivium.core.errors.DatasetError: t.arrow: column 'a' appears 2 times (columns are ...
+    """
+    if columns is None:
+        return schema
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise DatasetError(f"no column {missing} (columns are {schema.names})", path=path)
+    for name in columns:
+        count = schema.names.count(name)
+        if count > 1:
+            raise DatasetError(
+                f"column {name!r} appears {count} times (columns are {schema.names}); "
+                "rename the duplicates to select it",
+                path=path,
+            )
+    return pa.schema([schema.field(c) for c in columns])
+
+
+def _convert_parquet(path: str, columns: list[str] | None, out: str, limit: int | None) -> None:
     os.makedirs(os.path.dirname(out), exist_ok=True)
     tmp = f"{out}.{os.getpid()}.tmp"
     try:
-        reader = pq.ParquetFile(path, page_checksum_verification=True)
-        schema = reader.schema_arrow
-        if columns is not None:
-            missing = [c for c in columns if c not in schema.names]
-            if missing:
-                raise DatasetError(f"no column {missing} (columns are {schema.names})", path=path)
-            schema = pa.schema([schema.field(c) for c in columns])
+        source = pa.memory_map(path)
+        reader = pq.ParquetFile(source, page_checksum_verification=True)
+        check_parquet(reader.metadata, path, limit, source)  # before anything is decompressed
+        schema = select_columns(reader.schema_arrow, columns, path)
         with pa.ipc.new_file(tmp, schema) as writer:
             for batch in reader.iter_batches(batch_size=65_536, columns=columns):
                 writer.write_batch(batch)
         os.replace(tmp, out)  # atomic: concurrent converters never see half a file
     except (pa.ArrowException, OSError, ValueError) as e:
-        if isinstance(e, DatasetError):
+        if isinstance(e, TriviumError):
             raise
         raise DecodeError(f"cannot convert Parquet to Arrow IPC: {e}", path=path) from e
     finally:
@@ -165,23 +197,33 @@ def _convert_parquet(path: str, columns: list[str] | None, out: str) -> None:
             os.remove(tmp)
 
 
-def _open_mapped(path: str) -> pa.Table:
-    """The IPC file at ``path`` as a table whose buffers point into a private map.
+def _open_mapped(path: str, name: str, limit: int | None) -> pa.Table:
+    """The IPC file (or stream) at ``path`` as a table whose buffers point into a private map.
 
     Copy-on-write (``MAP_PRIVATE``): rows handed out are views of the file's pages, and
     a user writing into one gets a private copy of that page instead of a crash on a
-    read-only map; the file never changes.
+    read-only map; the file never changes. Errors name ``name`` (the user's file,
+    where ``path`` is its converted copy). Batches with compressed buffers are
+    decompressed into memory, once their declared sizes pass ``limit``.
     """
     try:
         with open(path, "rb") as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-        table = pa.ipc.open_file(pa.py_buffer(mapped)).read_all()  # buffers point into it
+        buffer = pa.py_buffer(mapped)
+        check_ipc(pa.BufferReader(buffer), name, limit)
+        try:
+            reader = pa.ipc.open_file(buffer)
+        except pa.ArrowInvalid:  # not the file format: an IPC stream
+            reader = pa.ipc.open_stream(buffer)
+        table = reader.read_all()  # buffers point into the map
         table.validate()
         return table
     except FileNotFoundError:
-        raise PathNotFoundError(path=path) from None
+        raise PathNotFoundError(path=name) from None
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise DecodeError(f"not a readable Arrow IPC file: {e}", path=path) from e
+        if isinstance(e, TriviumError):
+            raise
+        raise DecodeError(f"not a readable Arrow IPC file or stream: {e}", path=name) from e
 
 
 class ArrowDataset(MapPipe):
@@ -198,6 +240,10 @@ class ArrowDataset(MapPipe):
         format: ``"numpy"`` gives fixed-size lists as NumPy views (torch's
             ``default_collate`` turns them into tensors), ``"torch"`` as tensor views
             (a tensor per row costs about twice the time of the whole NumPy lookup).
+        max_uncompressed_bytes: the most bytes a Parquet row group or a compressed IPC
+            record batch may declare it expands to (``...``: the process-wide
+            :func:`trivium.data.get_max_uncompressed_bytes`, 2 GiB unless set;
+            ``None``: no limit); a larger one is refused before it is decompressed.
 
     ``ds[i]`` gives a dict (see the module docstring) and ``len(ds)`` the row count.
     ``ds[a:b]`` and ``ds[[i, j, ...]]`` give those rows: a ``pyarrow.Table`` (zero
@@ -211,8 +257,15 @@ class ArrowDataset(MapPipe):
     ``isinstance``. It pickles and copies as the class you made it with, and a
     subclass that overrides ``__getitem__`` keeps its own.
 
-    Errors: a missing path raises :class:`~trivium.core.errors.PathNotFoundError`,
-    an empty file :class:`~trivium.core.errors.EmptyInputError`, both naming it.
+    Errors name the file, and the row where one is known: a missing path raises
+    :class:`~trivium.core.errors.PathNotFoundError`, an empty file
+    :class:`~trivium.core.errors.EmptyInputError`, a file pyarrow cannot read (or
+    over ``max_uncompressed_bytes``) :class:`~trivium.core.errors.DecodeError`, and a
+    row whose value has no Python form (a date beyond year 9999, a duration beyond
+    ``timedelta``'s range) a ``DecodeError`` naming the file, row and column. Rows are
+    dicts, so a file whose columns share a name is refused (``DatasetError``) unless
+    ``columns`` leaves the duplicates out. :meth:`item_origin` names the file and row
+    of an item.
 
     Example:
         >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
@@ -230,7 +283,10 @@ class ArrowDataset(MapPipe):
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         format: str = "numpy",
+        max_uncompressed_bytes: int | Any | None = ...,
     ) -> None:
+        resolve_max_uncompressed_bytes(max_uncompressed_bytes)  # checked now, read when opening
+        self.max_uncompressed_bytes = max_uncompressed_bytes
         if format not in ("torch", "numpy"):
             raise ValueError(f"format must be 'torch' or 'numpy', got {format!r}")
         self.format = format
@@ -259,26 +315,27 @@ class ArrowDataset(MapPipe):
             return path
         out = _cache_path(path, self.columns, self.cache_dir)
         if not os.path.exists(out):
-            _convert_parquet(path, self.columns, out)
+            _convert_parquet(path, self.columns, out, self._limit())
         return out
+
+    def _limit(self) -> int | None:
+        return resolve_max_uncompressed_bytes(getattr(self, "max_uncompressed_bytes", ...))
 
     def _open(self) -> None:
         tables = []
-        for path in self._ipc_paths:
-            table = _open_mapped(path)
+        for path, ipc in zip(self.paths, self._ipc_paths, strict=True):
+            table = _open_mapped(ipc, path, self._limit())
+            select_columns(table.schema, self.columns, path)
             if self.columns is not None:
-                missing = [c for c in self.columns if c not in table.schema.names]
-                if missing:
-                    names = table.schema.names
-                    raise DatasetError(f"no column {missing} (columns are {names})", path=path)
                 table = table.select(self.columns)
+            _check_unique_names(table.schema, path)
             if tables and not table.schema.equals(tables[0].schema):
                 raise DatasetError(
-                    f"schema differs from {self._ipc_paths[0]}: "
-                    f"{table.schema} != {tables[0].schema}",
+                    f"schema differs from {self.paths[0]}: {table.schema} != {tables[0].schema}",
                     path=path,
                 )
             tables.append(table)
+        self._file_starts = np.cumsum([0] + [t.num_rows for t in tables]).tolist()
         self._set_table(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
 
     def _set_table(self, table: pa.Table) -> None:
@@ -293,13 +350,40 @@ class ArrowDataset(MapPipe):
             chunks = [col.chunk(c) for col in chunked]
             batches.append([column(a, self.format) for a in chunks])
             self._offsets.append(self._offsets[-1] + len(chunks[0]))
-        self._read = row_reader(names, batches, self._offsets)
+        if not batches:  # no record batch (a schema only): no row to read
+            self._read = _no_rows
+            self._direct_rows = 0
+            return
+        failed = _RowFailure(table, list(getattr(self, "paths", [])), self._file_starts_or_none())
+        self._read = row_reader(names, batches, self._offsets, failed)
         # rows ds[i] reads directly: none in a select() view (its rows go through _indices)
         self._direct_rows = self._num_rows if self._indices is None else 0
         public = _public_class(self)
         if self._indices is None and public.__getitem__ is ArrowDataset.__getitem__:
             # ds[i] in one Python frame (a subclass that overrides __getitem__ keeps it)
-            self.__class__ = row_class(public, names, batches, self._offsets, self._num_rows)
+            self.__class__ = row_class(
+                public, names, batches, self._offsets, self._num_rows, failed
+            )
+
+    def _file_starts_or_none(self) -> list[int] | None:
+        return getattr(self, "_file_starts", None)
+
+    def item_origin(self, index: int) -> Origin:
+        """The file item ``index`` comes from and its row there.
+
+        What errors and skip reports name (:func:`trivium.core.skipping.item_origin`).
+
+        Example:
+            >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+            >>> root = tempfile.mkdtemp()
+            >>> for name, rows in (("a", 3), ("b", 2)):
+            ...     pq.write_table(pa.table({"x": range(rows)}), f"{root}/{name}.parquet")
+            >>> ds = ArrowDataset(root, cache_dir=root)
+            >>> origin = ds.item_origin(4)
+            >>> os.path.basename(origin.path), origin.detail
+            ('b.parquet', 'row 1')
+        """
+        return _origin(self.paths, self._file_starts_or_none(), self._resolve(index))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt as the public class: the class row_class made exists in this process only
@@ -369,7 +453,7 @@ class ArrowDataset(MapPipe):
             if rows.size and (rows.min() < -n or rows.max() >= n):
                 raise IndexError(f"row indices out of range for {n} rows")
             rows = rows.astype(np.int64) % max(n, 1)
-        return self.table.take(pa.array(self._base(rows), pa.int64()))
+        return take_arrow(self.table, self._base(rows))
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """Rows ``indices`` as a list of dicts (torch's DataLoader fetches batches so)."""
@@ -457,12 +541,66 @@ class ArrowDataset(MapPipe):
         out = object.__new__(_InMemoryArrowDataset)
         out.format = "numpy"
         out.paths, out.columns, out.cache_dir, out._ipc_paths = [], None, "", []
+        out.max_uncompressed_bytes = ...
         out._indices = None
         out._set_table(table)
         return out
 
     def __repr__(self) -> str:
         return f"ArrowDataset(num_rows={len(self)}, columns={self._names})"
+
+
+def _check_unique_names(schema: pa.Schema, path: str) -> None:
+    twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+    if twice:
+        raise DatasetError(
+            f"columns {twice} appear more than once (columns are {schema.names}): rows are "
+            "dicts by column name; pass columns=[...] without them, or rename them",
+            path=path,
+        )
+
+
+def _no_rows(i: int) -> dict[str, Any]:
+    raise IndexError(f"index {i} out of range for 0 rows")
+
+
+def _origin(paths: list[str], starts: list[int] | None, row: int) -> Origin:
+    """The file of global row ``row`` and the row there (an in-memory table has no file)."""
+    if not paths or starts is None:
+        return Origin("<in-memory table>", f"row {row}")
+    k = max(0, int(np.searchsorted(starts, row, side="right")) - 1)
+    return Origin(paths[min(k, len(paths) - 1)], f"row {row - starts[k]}")
+
+
+class _RowFailure:
+    """What a row reader raises when a value of global row ``i`` has no Python form.
+
+    pyarrow's ``as_py`` raises ``OverflowError`` for a date beyond year 9999 or a
+    duration beyond ``timedelta``, among others: the error names the file, the row
+    in it and the column, and the row's original error is its cause. It holds the
+    table, not the dataset (no reference cycle through the generated class).
+    """
+
+    def __init__(self, table: pa.Table, paths: list[str], starts: list[int] | None) -> None:
+        self.table, self.paths, self.starts = table, paths, starts
+
+    def __call__(self, i: int, error: Exception) -> DecodeError:
+        names = self.table.schema.names
+        column = next((n for k, n in enumerate(names) if not _converts(self.table, k, i)), None)
+        where = _origin(self.paths, self.starts, i)
+        what = f"{where.detail}" + (f", column {column!r}" if column is not None else "")
+        reason = f"{what}: {type(error).__name__}: {error} (the value has no Python form)"
+        failure = DecodeError(reason, path=where.path if self.paths else None)
+        failure.__cause__ = error
+        return failure
+
+
+def _converts(table: pa.Table, k: int, i: int) -> bool:
+    try:
+        table.column(k)[i].as_py()
+        return True
+    except Exception:
+        return False
 
 
 def _public_class(ds: ArrowDataset) -> type[ArrowDataset]:

@@ -9,8 +9,10 @@ shard reads only its own row groups. :class:`trivium.data.DataLoader` reads rows
 of the fragments by global row id (see :mod:`trivium.data.sharding`).
 
 Every file is checked when the fragments are listed: a file pyarrow cannot read,
-a missing column or a schema that disagrees with the first file raises
-:class:`trivium.core.DatasetError` / :class:`trivium.core.DecodeError` naming it.
+a missing (or duplicated) column, a schema that disagrees with the first file, or
+a piece declaring more than ``max_uncompressed_bytes`` (see
+:mod:`trivium.data.limits`) raises :class:`trivium.core.DatasetError` /
+:class:`trivium.core.DecodeError` naming it.
 
 Example:
     >>> import os, tempfile
@@ -56,6 +58,9 @@ from trivium.core.errors import (
     TriviumError,
 )
 from trivium.core.forking import ForkSafe, abandon
+from trivium.core.skipping import Origin
+from trivium.data.batches import take_arrow
+from trivium.data.limits import check_ipc, check_parquet, resolve_max_uncompressed_bytes
 from trivium.data.pipes.base import IterPipe
 from trivium.data.shared_cache import SharedReadCache
 
@@ -84,6 +89,8 @@ def _arrow_errors(what: str, path: str) -> Iterator[None]:
     try:
         yield
     except (pa.ArrowException, OSError, ValueError) as e:
+        if isinstance(e, TriviumError):
+            raise  # names its file already
         raise DecodeError(f"{what}: {e}", path=path) from e
 
 
@@ -168,6 +175,11 @@ class ArrowSource(ForkSafe, IterPipe):
             fragment; a Parquet batch may span row groups of one file).
         filesystem: a ``pyarrow.fs.FileSystem`` to read ``paths`` with (for example an
             ``S3FileSystem`` with your endpoint and credentials).
+        max_uncompressed_bytes: the most bytes one Parquet row group or compressed
+            IPC record batch may declare it expands to (``...``: the process-wide
+            :func:`trivium.data.get_max_uncompressed_bytes`, 2 GiB unless set;
+            ``None``: no limit); a larger one is refused, naming the file, before it
+            is decompressed (:mod:`trivium.data.limits`).
 
     Sources are fork-safe: in a forked DataLoader worker the parent's open file (and a
     remote filesystem's client, with its connections) is left alone and the worker
@@ -180,7 +192,7 @@ class ArrowSource(ForkSafe, IterPipe):
 
     suffixes: tuple[str, ...] = ()
     format_name = "Arrow"
-    _fork_handles = ("_open_file",)
+    _fork_handles = ("_open_file", "_open_handle")
 
     def __init__(
         self,
@@ -190,7 +202,10 @@ class ArrowSource(ForkSafe, IterPipe):
         batch_size: int | None = None,
         *,
         filesystem: pafs.FileSystem | None = None,
+        max_uncompressed_bytes: int | Any | None = ...,
     ) -> None:
+        resolve_max_uncompressed_bytes(max_uncompressed_bytes)  # checked now, read when reading
+        self.max_uncompressed_bytes = max_uncompressed_bytes
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if filter is not None and not isinstance(filter, pds.Expression):
@@ -275,12 +290,13 @@ class ArrowSource(ForkSafe, IterPipe):
         self._fragments, self._schema = fragments, schema
 
     def _project(self, schema: pa.Schema, path: str) -> pa.Schema:
-        if self.columns is None:
-            return schema
-        missing = [c for c in self.columns if c not in schema.names]
-        if missing:
-            raise DatasetError(f"no column {missing} (columns are {schema.names})", path=path)
-        return pa.schema([schema.field(c) for c in self.columns])
+        from trivium.data.arrow_dataset import select_columns
+
+        return select_columns(schema, self.columns, path)
+
+    def _limit(self) -> int | None:
+        """The decompression-bomb limit in force (``...`` reads the process-wide one)."""
+        return resolve_max_uncompressed_bytes(getattr(self, "max_uncompressed_bytes", ...))
 
     def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
         """The file's schema and the row count of each of its fragments."""
@@ -326,6 +342,7 @@ class ArrowSource(ForkSafe, IterPipe):
         out = copy.copy(self)
         out._cache = OrderedDict()
         out.__dict__.pop("_open_file", None)
+        out.__dict__.pop("_open_handle", None)
         out._shard = (num_shards, shard_index)
         out.read_cache = None
         return out
@@ -375,6 +392,25 @@ class ArrowSource(ForkSafe, IterPipe):
 
     def _count(self, fragment: Fragment) -> int:
         return self.read_fragment(fragment).num_rows
+
+    def row_origin(self, row_id: int) -> Origin:
+        """The file of global row ``row_id`` (as :meth:`take` numbers rows) and where in it.
+
+        Example:
+            >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+            >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+            >>> pq.write_table(pa.table({"x": list(range(6))}), path, row_group_size=4)
+            >>> ParquetSource(path).row_origin(5).detail
+            'row group 1, row 1'
+        """
+        rows = self.fragment_rows()
+        starts = np.concatenate([[0], np.cumsum(rows)])
+        k = int(np.searchsorted(starts, row_id, side="right")) - 1
+        fragment = self.fragments[min(max(k, 0), len(self.fragments) - 1)]
+        where = f"{_fragment_name(self)} {fragment.index}"
+        if self.filter is None:  # with a filter, rows are counted after it
+            where += f", row {row_id - int(starts[k])}"
+        return Origin(fragment.path, where)
 
     def _cached(self, index: int) -> pa.Table:
         table = self._cache.get(index)
@@ -454,12 +490,12 @@ class ArrowSource(ForkSafe, IterPipe):
         parts, order = [], []
         for frag in fragments:
             mask = which == frag
-            parts.append(self._cached(frag).take(pa.array(local[mask])))
+            parts.append(take_arrow(self._cached(frag), local[mask]))
             order.append(np.flatnonzero(mask))
         table = pa.concat_tables(parts)
         if len(parts) > 1:
             positions = np.concatenate(order)
-            table = table.take(pa.array(np.argsort(positions, kind="stable")))
+            table = take_arrow(table, np.argsort(positions, kind="stable"))
         return _to_batch(table, self)
 
 
@@ -519,16 +555,40 @@ class ParquetSource(ArrowSource):
         *,
         filesystem: pafs.FileSystem | None = None,
         verify_checksums: bool = True,
+        max_uncompressed_bytes: int | Any | None = ...,
     ) -> None:
-        super().__init__(paths, columns, filter, batch_size, filesystem=filesystem)
+        super().__init__(
+            paths,
+            columns,
+            filter,
+            batch_size,
+            filesystem=filesystem,
+            max_uncompressed_bytes=max_uncompressed_bytes,
+        )
         self.verify_checksums = verify_checksums
         self._open_file: tuple[str, pq.ParquetFile] | None = None
+        self._pages_checked: set[str] = set()
 
     def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
         with _arrow_errors("not a readable Parquet file", path), fs.open_input_file(path) as handle:
             meta = pq.ParquetFile(handle).metadata
             schema = meta.schema.to_arrow_schema()
+        check_parquet(meta, path, self._limit())  # the footer's sizes; the pages' when read
         return schema, [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+    def _check_pages(self, path: str) -> None:
+        """The page headers' sizes of a local file, once per file and process, before a read.
+
+        Not for remote files: a request per page would cost more than the read (their
+        footer's sizes are checked when listed).
+        """
+        checked = self.__dict__.setdefault("_pages_checked", set())
+        if path in checked or not isinstance(self._filesystem(), pafs.LocalFileSystem):
+            return
+        reader = self._file(path)
+        with _arrow_errors("cannot read the Parquet page headers", path):
+            check_parquet(reader.metadata, path, self._limit(), self._open_handle)
+        checked.add(path)
 
     def _fragment(self, fragment: Fragment) -> pds.Fragment:
         options = pds.ParquetFragmentScanOptions(page_checksum_verification=self.verify_checksums)
@@ -536,6 +596,7 @@ class ParquetSource(ArrowSource):
         return fmt.make_fragment(fragment.path, self._filesystem(), row_groups=[fragment.index])
 
     def _read(self, fragment: Fragment) -> pa.Table:
+        self._check_pages(fragment.path)
         if self.filter is not None:  # the dataset scanner pushes it down to row groups/pages
             return self._fragment(fragment).to_table(columns=self.columns, filter=self.filter)
         return self._file(fragment.path).read_row_group(fragment.index, columns=self.columns)
@@ -548,6 +609,7 @@ class ParquetSource(ArrowSource):
         mine = self._my_fragments()
         for path, run in itertools.groupby(mine, key=lambda f: f.path):
             groups = [f.index for f in run]
+            self._check_pages(path)
             with _arrow_errors(f"cannot read Parquet row groups {groups}", path):
                 yield from self._file(path).iter_batches(
                     batch_size=self.batch_size, row_groups=groups, columns=self.columns
@@ -560,9 +622,11 @@ class ParquetSource(ArrowSource):
             handle = _open_input(self._filesystem(), path)
             reader = pq.ParquetFile(handle, page_checksum_verification=self.verify_checksums)
             self._open_file = cached = (path, reader)
+            self._open_handle = handle
         return cached[1]
 
     def _count(self, fragment: Fragment) -> int:
+        self._check_pages(fragment.path)
         with _arrow_errors(f"cannot read Parquet row group {fragment.index}", fragment.path):
             return self._fragment(fragment).count_rows(filter=self.filter)
 
@@ -604,6 +668,7 @@ class ArrowIPCSource(ArrowSource):
 
     def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
         with _arrow_errors("not a readable Arrow IPC file or stream", path):
+            check_ipc(_open_input(fs, path), path, self._limit())  # before any decompression
             reader = _open_ipc(fs, path)
             if isinstance(reader, pa.ipc.RecordBatchFileReader):
                 rows = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]

@@ -98,6 +98,31 @@ def rows_of(batch: Any) -> list[Any]:
     return batch.to_pylist()
 
 
+def take_arrow(data: pa.Table | pa.RecordBatch, rows: Any) -> Any:
+    """``data.take(rows)``, also where pyarrow's take has no kernel for a column's type.
+
+    pyarrow 26 cannot take from view types (``binary_view``, ``string_view``) that
+    its IPC reader reads: those rows are gathered as one-row slices, joined.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> t = pa.table({"b": pa.array([b"x", b"yy", b"z"], pa.binary_view())})
+        >>> take_arrow(t, [2, 0])["b"].to_pylist()
+        [b'z', b'x']
+    """
+    indices = pa.array(rows, pa.int64())
+    try:
+        return data.take(indices)
+    except pa.ArrowNotImplementedError:
+        table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+        parts = [table.slice(int(i), 1) for i in indices.to_numpy()]
+        out = pa.concat_tables(parts) if parts else table.slice(0, 0)
+        if isinstance(data, pa.Table):
+            return out
+        columns = [pa.concat_arrays(c.chunks) for c in out.columns]  # one chunk at least
+        return pa.RecordBatch.from_arrays(columns, schema=out.schema)
+
+
 def take_rows(batch: Any, rows: Sequence[int]) -> Any:
     """The batch made of only ``rows`` (in that order); the same object when all are kept.
 
@@ -110,7 +135,7 @@ def take_rows(batch: Any, rows: Sequence[int]) -> Any:
     if rows == list(range(len(batch))):
         return batch
     if not isinstance(batch, TensorBatch):
-        return batch.take(pa.array(rows, pa.int64()))
+        return take_arrow(batch, rows)
     index = torch.tensor(rows, dtype=torch.int64)
     return TensorBatch(
         {

@@ -35,7 +35,16 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import torch
 
+from trivium.core.errors import DecodeError, SkippedSamplesWarning
+from trivium.core.skipping import Origin, SkipReport, check_on_error, describe_error, name_some
 from trivium.data.batches import TensorBatch, is_batch
+from trivium.data.origins import (
+    Where,
+    current_where,
+    report_or,
+    row_where,
+    set_where,
+)
 from trivium.data.pipes.base import IterPipe, _check_map, _get_col, register_op
 
 __all__ = ["to_tensors"]
@@ -257,10 +266,21 @@ class MapBatches(IterPipe):
         fn: Callable[[Any], Any],
         input_col: Any = None,
         output_col: Any = None,
+        *,
+        on_error: str = "raise",
     ) -> None:
         _check_map("map_batches", fn, input_col, output_col)
+        check_on_error(on_error)
         self.source, self.fn = source, fn
         self.input_col, self.output_col = input_col, output_col
+        self.on_error = on_error
+        self.skip_report = SkipReport()
+        self._batches = 0
+
+    @property
+    def skipped(self) -> int:
+        """Batches skipped so far (``skip_report`` names their files where known)."""
+        return self.skip_report.skipped_samples
 
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
         for batch in items:
@@ -269,7 +289,47 @@ class MapBatches(IterPipe):
                     "map_batches needs batches (pyarrow RecordBatches, or dicts from "
                     f"to_tensors()), got {type(batch).__name__}; use map for single samples"
                 )
-            yield self._transform(batch)
+            where = current_where()
+            self._batches += 1
+            try:
+                out = self._transform(batch)
+            except Exception as error:
+                self._failed(error, batch, where)
+                continue
+            rows = _num_rows(batch)
+            set_where(where if rows is not None and rows == _num_rows(out) else None)
+            yield out
+
+    def _failed(self, error: Exception, batch: Any, where: Where | None) -> None:
+        """Raise ``error`` naming the batch's files, or (``on_error="skip"``) report them."""
+        files = _batch_files(where, _num_rows(batch))
+        if self.on_error == "raise":
+            named = Origin(files[0]).attach(error) if len(files) == 1 else error
+            if named is error and len(files) > 1:
+                error.add_note(f"while mapping a batch of rows from {name_some(files, len(files))}")
+            if named is error:
+                raise error
+            raise named from error
+        path, reason = describe_error(error)
+        report = report_or(self.skip_report)
+        assert report is not None
+        names = [path] if path else files or [f"batch {self._batches}"]
+        for name in names:
+            report.skip(name, f"in a batch of {_num_rows(batch)} rows: {reason}")
+
+    def __iter__(self) -> Iterator[Any]:
+        before = self.skip_report.skipped_samples
+        known = len(self.skip_report.skipped)
+        yield from self._apply(iter(self.source))
+        count = self.skip_report.skipped_samples - before
+        if count:
+            names = list(self.skip_report.skipped)[known:] or list(self.skip_report.skipped)
+            warnings.warn(
+                f"{count} batches skipped: {self!r} raised on them (on_error='skip'): "
+                f"{name_some(names, len(names))}; its skip_report lists them all",
+                SkippedSamplesWarning,
+                stacklevel=2,
+            )
 
     def _transform(self, batch: Any) -> Any:
         if self.input_col is None:
@@ -279,6 +339,23 @@ class MapBatches(IterPipe):
         out = TensorBatch(batch)
         out[self.output_col or self.input_col] = self.fn(_get_col(batch, self.input_col))
         return out
+
+
+def _num_rows(batch: Any) -> int | None:
+    if isinstance(batch, pa.RecordBatch | pa.Table):
+        return batch.num_rows
+    if isinstance(batch, dict) and batch:
+        first = next(iter(batch.values()))
+        return len(first) if hasattr(first, "__len__") else None
+    return None
+
+
+def _batch_files(where: Where | None, rows: int | None) -> list[str]:
+    """The files the rows of a batch come from, in order (none where unknown)."""
+    if where is None or not rows:
+        return []
+    origins = (where(k) for k in range(rows))
+    return list(dict.fromkeys(o.path for o in origins if o is not None))
 
 
 @register_op("select")
@@ -366,10 +443,32 @@ class ToRows(_ColumnarOp):
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
         for item in items:
             _check_columnar(item, self.op_name)
-            yield from item.to_pylist()
+            where = current_where()
+            try:
+                rows = item.to_pylist()
+            except Exception as error:  # a value with no Python form: name its row
+                raise _row_error(item, where, error) from error
+            for k, row in enumerate(rows):
+                set_where(row_where(where, k))
+                yield row
 
     def __init__(self, source: IterPipe) -> None:
         self.source = source
+
+
+def _row_error(batch: Columnar, where: Where | None, error: Exception) -> Exception:
+    """The error of the first row of ``batch`` pyarrow cannot give Python values, named."""
+    for k in range(batch.num_rows):
+        for name in batch.schema.names:
+            try:
+                batch.column(name)[k].as_py()
+            except Exception as e:
+                reason = f"column {name!r}: {type(e).__name__}: {e} (the value has no Python form)"
+                origin = None if where is None else where(k)
+                if origin is None:
+                    return DecodeError(f"row {k} of the batch, {reason}")
+                return DecodeError(f"{origin.detail or 'row ?'}, {reason}", path=origin.path)
+    return error
 
 
 @register_op("to_tensors")

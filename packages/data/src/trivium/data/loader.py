@@ -58,6 +58,8 @@ import dataclasses
 import hashlib
 import multiprocessing
 import os
+import pickle
+import traceback
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
@@ -69,9 +71,20 @@ from torch.utils.data import IterableDataset, default_collate, default_convert, 
 
 from trivium.core.batching import BatchSlots
 from trivium.core.devices import CUDAPrefetcher
+from trivium.core.errors import TriviumError, watch_decode_warnings
 from trivium.core.seeding import derive_seed, sample_scope
+from trivium.core.skipping import (
+    Origin,
+    SkipReport,
+    check_on_error,
+    describe_error,
+    item_origin,
+    name_some,
+    recovered_file,
+)
 from trivium.data.arrow_sources import ArrowSource, fragments_for_window
 from trivium.data.batches import TensorBatch, is_batch
+from trivium.data.origins import Where, current_where, reading, recovered_name, set_where
 from trivium.data.pipes import IterPipe, Shuffle, SkippedSamplesWarning
 from trivium.data.pipes.map_style import _MapToIter
 from trivium.data.sharding import EpochPlan, epoch_order
@@ -86,9 +99,14 @@ _MAX_CACHED_FRAGMENTS = 256
 
 
 class _Chain:
-    """A dataset split into its root and the per-item ops the workers apply."""
+    """A dataset split into its root and the per-item ops the workers apply.
 
-    def __init__(self, dataset: Any) -> None:
+    ``on_error`` is the loader's: what a data error reading a sample of a map-style
+    root does (raise it naming the sample's file, or skip the sample).
+    """
+
+    def __init__(self, dataset: Any, on_error: str = "raise") -> None:
+        self.on_error = on_error
         self.ops: list[IterPipe] = []
         self.window: int | None = None
         self.pipe_shuffle = False
@@ -131,32 +149,92 @@ class _Chain:
     def fragment_rows(self) -> list[int]:
         return list(self.root.fragment_rows()) if self.columnar else [len(self.root)]
 
-    def skipped(self) -> int:
-        return sum(getattr(op, "skipped", 0) for op in self.ops)
+    def origin(self, index: int) -> Origin | None:
+        """Where sample ``index`` of a map-style root comes from, if the root says."""
+        return item_origin(self.root, index)
 
     def read(
         self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int, batch_seed: int
-    ) -> list[Any]:
-        """The items of one batch: rows ``ids`` at ``positions`` of the epoch's order.
+    ) -> tuple[list[Any], list[Where | None]]:
+        """The items of one batch (rows ``ids`` at ``positions`` of the epoch's order), and
+        where each comes from.
 
         Every sample is read and mapped in its own ``sample_scope``, seeded from
         ``(seed, epoch, position)`` for the dataset's ``__getitem__`` and from
-        ``batch_seed``, the op and the sample's place in the batch for the ops.
+        ``batch_seed``, the op and the sample's place in the batch for the ops. Runs
+        inside :func:`trivium.data.origins.reading`: the ops learn where each item
+        comes from as they take it.
         """
         if self.columnar:
-            items: Iterator[Any] = iter([self.root.take(ids)])
+            root, rows = self.root, ids.tolist()
+            items: Iterator[Any] = iter([root.take(ids)])
+            set_where(lambda row: None if row is None else root.row_origin(rows[row]))
         else:
-            items = iter(self._rows(ids, positions, seed, epoch))
+            items = self._rows(ids, positions, seed, epoch)
         for i, op in enumerate(self.ops):
             items = op.apply_in_worker(items, derive_seed(batch_seed, i))
-        return list(items)
+        out, wheres = [], []
+        for item in items:  # lazy: where is that of the item just made
+            out.append(item)
+            wheres.append(current_where())
+        return out, wheres
 
-    def _rows(self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int) -> list[Any]:
-        rows = []
+    def _rows(self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int) -> Iterator[Any]:
+        """The samples ``dataset[i]``, one at a time, each saying where it comes from.
+
+        A data error names the sample's file (``raise``) or drops the sample, named in
+        the batch's report (``skip``); the ``DecodeWarning``\\ s issued while a sample
+        is read name it in the report.
+        """
+        report = _batch_report()
         for i, p in zip(ids.tolist(), positions.tolist(), strict=True):
-            with sample_scope(derive_seed(seed, epoch, p)):
-                rows.append(self.root[i])
-        return rows
+            where = _ItemWhere(self, i, report)
+            try:
+                with (
+                    sample_scope(derive_seed(seed, epoch, p)),
+                    watch_decode_warnings(where.recovered),
+                ):
+                    row = self.root[i]
+            except Exception as error:
+                self.failed(error, where(None), report)
+                continue
+            set_where(where)
+            yield row
+
+    def failed(self, error: Exception, origin: Origin | None, report: SkipReport) -> None:
+        """Skip a sample on a data error with ``on_error="skip"``; else raise, naming it."""
+        if self.on_error == "skip" and isinstance(error, TriviumError | OSError):
+            path, reason = describe_error(error)
+            report.skip(path or (str(origin) if origin else "a sample"), reason)
+            return
+        named = error if origin is None else origin.attach(error)
+        if named is error:
+            raise error
+        raise named from error
+
+
+class _ItemWhere:
+    """Where sample ``index`` of a map-style root comes from (looked up when asked)."""
+
+    __slots__ = ("chain", "index", "report")
+
+    def __init__(self, chain: _Chain, index: int, report: SkipReport) -> None:
+        self.chain, self.index, self.report = chain, index, report
+
+    def __call__(self, row: int | None) -> Origin | None:
+        return self.chain.origin(self.index)
+
+    def recovered(self, message: str) -> None:
+        """Name the sample in the report: a ``DecodeWarning`` was issued reading it."""
+        self.report.recover(recovered_name(message, None, self, None), message)
+
+
+def _batch_report() -> SkipReport:
+    from trivium.data.origins import report_or
+
+    report = report_or(None)
+    assert report is not None, "read inside trivium.data.origins.reading"
+    return report
 
 
 class _EpochStream(IterableDataset):
@@ -203,7 +281,6 @@ class _EpochStream(IterableDataset):
         last_use = None
         if self.chain.columnar and self.chain.root.read_cache is not None:
             _, last_use = fragment_uses(order, plan, self.chain.fragment_rows())
-        before = self.chain.skipped()
         for k in range(worker, plan.num_batches, workers):
             if last_use is not None:  # unmap what none of this worker's batches needs again
                 self.chain.root.release_fragments(last_use < k)
@@ -211,14 +288,22 @@ class _EpochStream(IterableDataset):
             # What draws outside a sample's scope (collate_fn: MixUp, batched crops, ...)
             # draws from the batch's.
             batch_seed = _batch_seed(seed, epoch, positions)
-            with sample_scope(batch_seed):
-                out = self.chain.read(order[positions % n], positions, seed, epoch, batch_seed)
-                batch = self._finish(out)
-            now = self.chain.skipped()
-            yield k, now - before, batch if info is None else inline_small_tensors(batch)
-            before = now
+            report = SkipReport()  # travels back with the batch
+            try:
+                with sample_scope(batch_seed), reading(report):
+                    ids = order[positions % n]
+                    out, wheres = self.chain.read(ids, positions, seed, epoch, batch_seed)
+                    batch = self._finish(out, wheres, report)
+            except Exception as error:
+                if info is None:
+                    raise
+                # torch would re-raise only the error's type and text: send the error itself
+                yield k, _WorkerError.of(error, info.id), None
+                return
+            batch = batch if info is None else inline_small_tensors(batch)
+            yield k, report if report or report.skipped_samples else None, batch
 
-    def _finish(self, out: list[Any]) -> Any:
+    def _finish(self, out: list[Any], wheres: list[Where | None], report: SkipReport) -> Any:
         if not out:
             return None
         if self.unbatched:  # one item, wrapped: a None item is not an empty batch
@@ -233,7 +318,96 @@ class _EpochStream(IterableDataset):
             out = [dict(o) if isinstance(o, TensorBatch) else o for o in out]
             batch = out[0] if len(out) == 1 else out
             return self.collate_fn(batch) if self.collate_fn else batch
-        return (self.collate_fn or default_collate)(out)
+        return _Collation(self.collate_fn or default_collate, self.chain, report).run(out, wheres)
+
+
+class _Collation:
+    """``collate_fn`` over a batch's samples, each failure and recovery named.
+
+    Collating a batch is one call, so what goes wrong in it (a fused decode meeting a
+    damaged image) is about one of the samples but says not which. Only then are the
+    samples collated one by one to find it: the error is raised naming that sample's
+    file, or with ``on_error="skip"`` the sample is dropped and the rest collated.
+    A ``DecodeWarning`` that names no file is traced to its sample the same way.
+    """
+
+    def __init__(self, collate: Callable[[Any], Any], chain: _Chain, report: SkipReport) -> None:
+        self.collate, self.chain, self.report = collate, chain, report
+
+    def run(self, out: list[Any], wheres: list[Where | None]) -> Any:
+        unnamed: list[str] = []  # DecodeWarnings that name no file
+        try:
+            with watch_decode_warnings(lambda m: self._recovered(m, None, unnamed)):
+                batch = self.collate(out)
+        except Exception as error:
+            return self._apart(out, wheres, error)
+        if unnamed:
+            self._trace_recoveries(out, wheres)
+        return batch
+
+    def _recovered(self, message: str, where: Where | None, unnamed: list[str]) -> None:
+        name = recovered_name(message, None, where, None)
+        if name == message and recovered_file(message) == message and where is None:
+            unnamed.append(message)
+            return
+        self.report.recover(name, message)
+
+    def _alone(self, sample: Any, where: Where | None) -> Exception | None:
+        """The error of collating ``sample`` by itself (None if it collates)."""
+        unnamed: list[str] = []
+        try:
+            with watch_decode_warnings(lambda m: self._recovered(m, where, unnamed)):
+                self.collate([sample])
+        except Exception as error:
+            return error
+        return None
+
+    def _trace_recoveries(self, out: list[Any], wheres: list[Where | None]) -> None:
+        for sample, where in zip(out, wheres, strict=True):
+            self._alone(sample, where)
+
+    def _apart(self, out: list[Any], wheres: list[Where | None], error: Exception) -> Any:
+        failures = [(self._alone(s, w), w) for s, w in zip(out, wheres, strict=True)]
+        bad = [(e, w) for e, w in failures if e is not None]
+        if not bad:  # only together do they fail: say which samples were collated
+            files = [str(o) for o in (w(None) for w in wheres if w is not None) if o]
+            if files:
+                error.add_note(f"while collating {name_some(files, len(files))}")
+            raise error
+        for failure, where in bad:
+            self.chain.failed(failure, None if where is None else where(None), self.report)
+        kept = [s for (e, _), s in zip(failures, out, strict=True) if e is None]
+        return self.collate(kept) if kept else None
+
+
+class _WorkerError:
+    """An error raised in a worker process, sent to the main process as the error itself.
+
+    torch's loader sends only an error's type and text, rebuilding it with the text
+    as its one argument: a ``TriviumError`` would lose its ``path`` (and a
+    ``PathNotFoundError`` its ``errno``). This carries the error, which pickles with
+    them, and the worker's traceback as a note.
+    """
+
+    def __init__(self, error: BaseException, where: str) -> None:
+        self.error, self.where = error, where
+
+    @staticmethod
+    def of(error: BaseException, worker: int) -> _WorkerError:
+        where = f"in DataLoader worker process {worker}:\n" + "".join(
+            traceback.format_exception(error)
+        )
+        try:
+            pickle.dumps(error)
+        except Exception:  # not picklable: torch's way, its text at least
+            raise error from None
+        return _WorkerError(error, where)
+
+    def raise_it(self) -> None:
+        error = self.error
+        if self.where not in getattr(error, "__notes__", ()):
+            error.add_note(self.where)
+        raise error
 
 
 def _shut_down(workers: Iterator[Any]) -> None:
@@ -347,6 +521,10 @@ class DataLoader:
             from one epoch to the next (read once for all epochs).
             ``False``: each worker reads and caches the fragments its batches need
             (:mod:`trivium.data.shared_cache`).
+        on_error: ``"raise"`` (default): a sample that cannot be read or collated
+            raises, naming its file; ``"skip"``: it is dropped and named in
+            :attr:`skip_report` (batches keep their count; a batch left empty is not
+            yielded).
         persistent_workers: keep the worker processes from one epoch to the next
             (torch's option): no start-up per epoch. The workers keep the dataset and the
             loader's settings as they were in the first epoch; ``set_epoch`` and
@@ -359,9 +537,16 @@ class DataLoader:
     reused once the main process holds no tensor of them
     (:class:`trivium.core.batching.BatchSlots`, ``prefetch_factor + 2`` per worker).
 
-    ``skipped`` counts the samples dropped by ``on_error="skip"`` maps; a
-    :class:`~trivium.data.pipes.SkippedSamplesWarning` reports them at the end of
-    each epoch.
+    Errors name the sample's file (and row of an Arrow file) whatever raised them:
+    the dataset, an op, or ``collate_fn`` (a fused decode of a batch), and keep
+    their type and ``path`` when they come from a worker process. With
+    ``on_error="skip"``, a sample of a map-style dataset whose reading or collating
+    raises a data error (a ``trivium.core`` error or ``OSError``; a bug in a
+    transform still raises) is dropped. ``skipped`` counts the samples dropped by
+    the loader and by ``on_error="skip"`` ops; :attr:`skip_report` names them, and
+    the files recovered from damage (a ``DecodeWarning`` while loading them); a
+    :class:`~trivium.data.pipes.SkippedSamplesWarning` names the first few at the
+    end of each epoch.
 
     Example:
         >>> loader = DataLoader(list(range(6)), batch_size=2, seed=0)
@@ -403,6 +588,7 @@ class DataLoader:
         world_size: int | None = None,
         device: str | torch.device | None = None,
         shared_cache: bool = True,
+        on_error: str = "raise",
     ) -> None:
         if batch_size is not None and (
             isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
@@ -414,8 +600,10 @@ class DataLoader:
             raise ValueError("persistent_workers needs num_workers > 0")
         if not 0 <= seed < 2**63:  # it travels to the workers as an int64
             raise ValueError(f"seed must be in [0, 2**63), got {seed}")
+        check_on_error(on_error)
+        self.on_error = on_error
         self.dataset = dataset
-        self._chain = _Chain(dataset)
+        self._chain = _Chain(dataset, on_error)
         if batch_size is None and self._chain.columnar:
             raise ValueError(
                 "DataLoader(batch_size=None) over an Arrow source: the loader shards its rows, "
@@ -441,11 +629,12 @@ class DataLoader:
         self.world_size = dist_world if world_size is None else world_size
         self.epoch = 0
         self.skipped = 0
+        self._report = SkipReport()
+        self._epoch_report = SkipReport()
         self._resume = 0  # positions already consumed when the next iteration starts
         self._plan: EpochPlan | None = None
         self._yielded = 0
         self._num_samples: int | None = None
-        self._epoch_skipped = 0
         self._workers: tuple[_EpochStream, torch.utils.data.DataLoader] | None = None
         self._retired: list[Iterator[Any]] = []  # workers told to exit, not yet joined
         self._batch_slots: BatchSlots | None = None
@@ -678,15 +867,19 @@ class DataLoader:
             self._stop_reading(failed=True)
             raise
         try:
-            for k, skipped, batch in workers:
-                pending[k] = (skipped, batch)
+            for k, report, batch in workers:
+                pending[k] = (report, batch)
                 while next_k in pending:  # yield in plan order whatever the workers do
-                    skipped, batch = pending.pop(next_k)
+                    report, batch = pending.pop(next_k)
+                    if isinstance(report, _WorkerError):
+                        report.raise_it()
                     next_k += 1
                     if self._reader is not None:
                         self._reader.consumed(next_k)
-                    self.skipped += skipped
-                    self._epoch_skipped += skipped
+                    if report is not None:
+                        self._report.update(report)
+                        self._epoch_report.update(report)
+                        self.skipped += report.skipped_samples
                     yield next_k, batch
                 if next_k == plan.num_batches and not self.persistent_workers:
                     break  # every batch is out: the workers need not be waited for
@@ -705,7 +898,7 @@ class DataLoader:
     def __iter__(self) -> Iterator[Any]:
         plan = self._new_plan()
         self._plan, self._yielded, self._resume = plan, 0, 0
-        self._epoch_skipped = 0
+        self._epoch_report = SkipReport()
         batches: Iterator[tuple[int, Any]] = self._batches(plan)
         if self.device is not None:
             batches = iter(CUDAPrefetcher(batches, self.device))
@@ -716,14 +909,39 @@ class DataLoader:
         self._end_epoch()
 
     def _end_epoch(self) -> None:
-        if self._epoch_skipped:
+        report = self._epoch_report
+        if report.skipped_samples:
+            names = list(report.skipped)
             warnings.warn(
-                f"epoch {self.epoch}: {self._epoch_skipped} samples skipped "
-                "(a map with on_error='skip' raised on them)",
+                f"epoch {self.epoch}: {report.skipped_samples} samples skipped "
+                f"(on_error='skip'): {name_some(names, len(names))}; "
+                "loader.skip_report lists them all",
                 SkippedSamplesWarning,
                 stacklevel=3,
             )
         self._yielded = self._plan.num_batches if self._plan else 0
+
+    @property
+    def skip_report(self) -> SkipReport:
+        """The files skipped and recovered so far, in every worker and epoch.
+
+        What ``on_error="skip"`` dropped (the loader's, a ``map``'s or a
+        ``map_batches``'s, or a dataset's own such as ``ImageFolder(on_error="skip")``)
+        and the files whose decoders issued a ``DecodeWarning`` while being loaded,
+        each named once: its file, and the row of an Arrow file.
+
+        Example:
+            >>> loader = DataLoader(list(range(4)), batch_size=2)
+            >>> _ = list(loader)
+            >>> loader.skip_report.summary()
+            'no file skipped or recovered'
+        """
+        report = SkipReport()
+        report.update(self._report)
+        own = getattr(self._chain.root, "skip_report", None)
+        if isinstance(own, SkipReport):
+            report.update(own)
+        return report
 
     def _consumed(self) -> int:
         plan = self._plan

@@ -35,6 +35,7 @@ from trivium.audio.pipelines.checkpoints import pipeline_from_checkpoint
 from trivium.audio.pipelines.common import (
     RunConfig,
     eval_mode,
+    load_for_evaluation,
     load_items,
     train_pipeline,
 )
@@ -333,7 +334,10 @@ def evaluate(
     config = pipeline.config
     if items is None:
         url = url or config.test_url
-        items = _load_split(pipeline, root or config.root, url, config.max_eval_items)
+        items = load_for_evaluation(
+            config,
+            lambda: _load_split(pipeline, root or config.root, url, config.max_eval_items),
+        )
     hypotheses, references = [], []
     with eval_mode(pipeline):
         for waveform, _, transcript in items:

@@ -98,6 +98,13 @@ def training_parser(
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the training run")
     p.add_argument(
+        "--on-error",
+        default="raise",
+        choices=["raise", "skip"],
+        help="an unreadable file stops the run naming it, or is skipped and named in "
+        "out-dir/data_report.json",
+    )
+    p.add_argument(
         "--no-resume", action="store_true", help="start over even if out-dir has a checkpoint"
     )
     return p
@@ -122,6 +129,7 @@ def training_options(args: argparse.Namespace) -> dict[str, Any]:
         "eval_every": args.eval_every,
         "max_eval_items": args.max_eval_items,
         "seed": args.seed,
+        "on_error": args.on_error,
     }
 
 

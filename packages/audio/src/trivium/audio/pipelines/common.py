@@ -17,8 +17,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
+import json
+import sys
 from collections.abc import Callable, Iterator, Sized
+from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
@@ -26,11 +30,28 @@ from torch import Tensor, nn
 
 from trivium.audio.pipelines.batches import batch_indices, step_generator
 from trivium.audio.pipelines.schedules import warmup_cosine
+from trivium.core.errors import TriviumError, watch_decode_warnings
 from trivium.core.progress import progress
 from trivium.core.seeding import seed_everything
+from trivium.core.skipping import (
+    SkipReport,
+    check_on_error,
+    describe_error,
+    item_origin,
+    recovered_file,
+)
 from trivium.core.training import Trainer
 
-__all__ = ["RunConfig", "eval_mode", "load_items", "make_trainer", "train_pipeline"]
+__all__ = [
+    "RunConfig",
+    "eval_mode",
+    "load_for_evaluation",
+    "load_items",
+    "loading",
+    "make_trainer",
+    "train_pipeline",
+    "write_data_report",
+]
 
 T = TypeVar("T")
 P = TypeVar("P", bound=nn.Module)
@@ -42,7 +63,9 @@ class RunConfig:
 
     ``device`` is ``"auto"``, ``"cpu"`` or ``"cuda"``; ``amp`` trains in mixed precision;
     ``checkpoint_every`` and ``eval_every`` count steps (``eval_every=0``: no evaluation
-    during training); ``progress`` shows bars (``None``: when stderr is a terminal).
+    during training); ``progress`` shows bars (``None``: when stderr is a terminal);
+    ``on_error`` is ``"raise"`` (a file that cannot be read stops the run, naming it)
+    or ``"skip"`` (it is left out and named in ``data_report.json``).
 
     Example:
         >>> RunConfig().checkpoint_every
@@ -55,6 +78,41 @@ class RunConfig:
     eval_every: int = 0
     seed: int = 0
     progress: bool | None = None
+    on_error: str = "raise"
+
+    def __post_init__(self) -> None:
+        check_on_error(self.on_error)
+
+
+# What train_pipeline's loading does with unreadable files, and where it names them.
+_loading: contextvars.ContextVar[tuple[str, SkipReport] | None] = contextvars.ContextVar(
+    "trivium_audio_loading", default=None
+)
+
+
+@contextlib.contextmanager
+def loading(on_error: str, report: SkipReport) -> Iterator[SkipReport]:
+    """:func:`load_items` inside the block skips (or not) and names files in ``report``.
+
+    Example:
+        >>> from trivium.core import DecodeError
+        >>> def convert(i):
+        ...     if i == 1:
+        ...         raise DecodeError("truncated", path="b.wav")
+        ...     return i
+        >>> report = SkipReport()
+        >>> with loading("skip", report):
+        ...     load_items(range(3), None, convert, "none")
+        [0, 2]
+        >>> report.skipped_files
+        ['b.wav']
+    """
+    check_on_error(on_error)
+    token = _loading.set((on_error, report))
+    try:
+        yield report
+    finally:
+        _loading.reset(token)
 
 
 @contextlib.contextmanager
@@ -88,7 +146,10 @@ def load_items(
     """``convert(i)`` for the first ``limit`` items of ``dataset`` (``None``: all of them).
 
     An empty result raises ``ValueError(empty_message)``; ``desc`` labels a progress bar
-    shown when ``show_progress`` is true.
+    shown when ``show_progress`` is true. A file that cannot be read raises a
+    ``trivium.core`` error naming it; inside :func:`loading` with ``"skip"`` it is left
+    out instead, and named in the block's report, as are the files whose decoders
+    issued a ``DecodeWarning`` (damaged, decoded as far as readable).
 
     Example:
         >>> load_items([3, 4, 5], 2, lambda i: i * 10, "no items")
@@ -99,10 +160,67 @@ def load_items(
         ValueError: no items in data/x
     """
     count = len(dataset) if limit is None else min(limit, len(dataset))
-    items = [convert(i) for i in progress(range(count), desc=desc, disable=not show_progress)]
+    on_error, report = _loading.get() or ("raise", SkipReport())
+    items = []
+    for i in progress(range(count), desc=desc, disable=not show_progress):
+        origin = None
+
+        def recovered(message: str, i: int = i) -> None:
+            where = item_origin(dataset, i)
+            report.recover(recovered_file(message, None if where is None else str(where)), message)
+
+        try:
+            with watch_decode_warnings(recovered):
+                items.append(convert(i))
+        except (TriviumError, OSError) as error:
+            origin = item_origin(dataset, i)
+            path, reason = describe_error(error)
+            if on_error == "skip":
+                report.skip(path or (str(origin) if origin else f"item {i}"), reason)
+                continue
+            named = error if origin is None else origin.attach(error)
+            if named is error:
+                raise
+            raise named from error
     if not items:
         raise ValueError(empty_message)
     return items
+
+
+def load_for_evaluation(config: Any, load: Callable[[], T]) -> T:
+    """``load()`` with ``config.on_error``; what it skipped goes to ``eval_data_report.json``.
+
+    Example:
+        >>> import tempfile, types
+        >>> config = types.SimpleNamespace(on_error="skip", out_dir=tempfile.mkdtemp())
+        >>> load_for_evaluation(config, lambda: load_items([1, 2], None, str, "none"))
+        ['0', '1']
+    """
+    with loading(getattr(config, "on_error", "raise"), SkipReport()) as report:
+        items = load()
+    write_data_report(report, config.out_dir, "eval_data_report.json")
+    return items
+
+
+def write_data_report(
+    report: SkipReport, out_dir: str | Path, name: str = "data_report.json"
+) -> None:
+    """Print the files skipped and recovered, and write them to ``out_dir/name``.
+
+    Example:
+        >>> import tempfile
+        >>> report = SkipReport()
+        >>> report.skip("a.wav", "truncated")
+        >>> with tempfile.TemporaryDirectory() as out:
+        ...     write_data_report(report, out)
+        ...     json.loads((Path(out) / "data_report.json").read_text())["skipped_files"]
+        {'a.wav': 'truncated'}
+    """
+    if report:
+        print(report.summary(), file=sys.stderr)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report.as_dict(), indent=1) + "\n"
+    (Path(out_dir) / name).write_text(text, encoding="utf-8")
 
 
 def make_trainer(
@@ -195,13 +313,20 @@ def train_pipeline(
     """
     seed_everything(config.seed)
     pipeline = build()
-    train_items = load_train(pipeline)
-    test_items = load_test(pipeline) if config.eval_every else None
+    with loading(getattr(config, "on_error", "raise"), SkipReport()) as report:
+        train_items = load_train(pipeline)
+        test_items = load_test(pipeline) if config.eval_every else None
+    write_data_report(report, config.out_dir)
     optimizer = torch.optim.Adam(
         pipeline.model.parameters(), lr=config.lr, weight_decay=weight_decay
     )
     scheduler = warmup_cosine(optimizer, config.num_steps, int(warmup_fraction * config.num_steps))
     trainer = make_trainer(pipeline.model, optimizer, scheduler, config, name, resume)
+    trainer.logger.log(
+        trainer.step,
+        data_skipped_files=len(report.skipped),
+        data_recovered_files=len(report.recovered),
+    )
 
     def batch_fn(step: int) -> Any:
         indices = batch_indices(step, len(train_items), config.batch_size, config.seed)

@@ -28,6 +28,7 @@ from trivium.audio.pipelines.checkpoints import pipeline_from_checkpoint
 from trivium.audio.pipelines.common import (
     RunConfig,
     eval_mode,
+    load_for_evaluation,
     load_items,
     train_pipeline,
 )
@@ -253,7 +254,10 @@ def evaluate(
     """
     config = pipeline.config
     if items is None:
-        items = _load_subset(config, subset or config.test_subset, config.max_eval_items)
+        items = load_for_evaluation(
+            config,
+            lambda: _load_subset(config, subset or config.test_subset, config.max_eval_items),
+        )
     total_snr = total_snri = 0.0
     with eval_mode(pipeline):
         for mixture, sources, *_ in items:

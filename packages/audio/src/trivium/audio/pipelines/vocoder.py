@@ -33,6 +33,7 @@ from trivium.audio.pipelines.checkpoints import pipeline_from_checkpoint
 from trivium.audio.pipelines.common import (
     RunConfig,
     eval_mode,
+    load_for_evaluation,
     load_items,
     train_pipeline,
 )
@@ -270,8 +271,11 @@ def evaluate(
     """
     config = pipeline.config
     if items is None:
-        items = _load_split(
-            pipeline, root or config.root, url or config.test_url, config.max_eval_items
+        items = load_for_evaluation(
+            config,
+            lambda: _load_split(
+                pipeline, root or config.root, url or config.test_url, config.max_eval_items
+            ),
         )
     device = next(pipeline.parameters()).device
     generator = torch.Generator(device=device).manual_seed(config.seed)

@@ -141,8 +141,14 @@ class IterPipe(IterableDataset):
         function on whole batches, use :meth:`map_batches`.
 
         ``on_error="skip"`` drops the samples on which ``fn`` raises (only those);
-        they are counted in ``pipe.skipped`` and reported with a
-        :class:`SkippedSamplesWarning`.
+        they are counted in ``pipe.skipped``, named in ``pipe.skip_report`` (a
+        :class:`trivium.core.skipping.SkipReport`: the file the error names, or the
+        sample itself when it is a path, or in a :class:`trivium.data.DataLoader` its
+        file and row, in the loader's ``skip_report``) and a
+        :class:`SkippedSamplesWarning` names the first few. Files whose decoders issue
+        a ``DecodeWarning`` inside ``fn`` (damaged, decoded as far as readable) are
+        named there as recovered. With ``"raise"``, an error that names no file is
+        raised naming the sample's file where the loader knows it.
 
         Example:
             >>> pipe = IterPipe.from_iterable([{"x": 1}, {"x": 2}])
@@ -348,7 +354,12 @@ class IterPipe(IterableDataset):
 
     # ---- columnar ops (see trivium.data.columnar)
     def map_batches(
-        self, fn: Callable[[Any], Any], input_col: Any = None, output_col: Any = None
+        self,
+        fn: Callable[[Any], Any],
+        input_col: Any = None,
+        output_col: Any = None,
+        *,
+        on_error: str = "raise",
     ) -> IterPipe:
         """Apply ``fn`` to each whole batch (a RecordBatch, or a dict after ``to_tensors()``).
 
@@ -357,6 +368,13 @@ class IterPipe(IterableDataset):
         such as ``DecodeRandomResizedCrop`` on a list of JPEGs runs here. A random
         ``fn`` draws once per batch unless it draws per row itself (``per_sample=True``).
 
+        ``on_error="skip"`` drops the batches on which ``fn`` raises, as ``map``'s
+        drops samples: counted in ``pipe.skipped``, their files (in a
+        :class:`trivium.data.DataLoader`, the files of their rows) named in
+        ``pipe.skip_report`` (the loader's ``skip_report``) and a
+        :class:`SkippedSamplesWarning`. With ``"raise"``, an error that names no file
+        is raised naming the batch's file where its rows come from one.
+
         Example:
             >>> import pyarrow as pa, pyarrow.compute as pc
             >>> rb = pa.record_batch({"x": [1, 2]})
@@ -364,7 +382,7 @@ class IterPipe(IterableDataset):
             >>> next(iter(IterPipe.from_iterable([rb]).map_batches(double)))["x"].to_pylist()
             [2, 4]
         """
-        return self._chain("map_batches", fn, input_col, output_col)
+        return self._chain("map_batches", fn, input_col, output_col, on_error=on_error)
 
     def select(self, columns: Sequence[str]) -> IterPipe:
         """Keep only ``columns`` of each RecordBatch, in that order.

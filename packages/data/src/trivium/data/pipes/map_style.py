@@ -13,6 +13,7 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
+from trivium.core.skipping import Origin, SkipReport, item_origin
 from trivium.data.pipes.base import IterPipe
 
 __all__ = ["MapPipe"]
@@ -47,6 +48,21 @@ class MapPipe(Dataset):
         if getitems is not None:
             return list(getitems(list(indices)))
         return [self.data[i] for i in indices]
+
+    def item_origin(self, index: int) -> Origin | None:
+        """Where item ``index`` comes from, as the wrapped dataset says (errors name it).
+
+        Example:
+            >>> MapPipe([1]).item_origin(0) is None
+            True
+        """
+        return item_origin(self.data, index)
+
+    @property
+    def skip_report(self) -> SkipReport | None:
+        """The wrapped dataset's report of skipped and recovered files, if it keeps one."""
+        report = getattr(self.data, "skip_report", None)
+        return report if isinstance(report, SkipReport) else None
 
     def map(self, fn: Callable[[Any], Any]) -> MapPipe:
         """A MapPipe whose item ``i`` is ``fn(self[i])``.

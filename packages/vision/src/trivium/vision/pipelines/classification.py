@@ -77,7 +77,9 @@ class ClassificationConfig:
     all of an image's area; ``lr_scheduler`` is ``"cosine"``, ``"step"`` or
     ``"constant"``, applied per iteration after ``lr_warmup_epochs`` of linear
     warm-up from ``lr * lr_warmup_decay``; ``checkpoint_every`` saves every so many
-    steps besides each epoch's end (0: only there).
+    steps besides each epoch's end (0: only there); ``on_error`` is ``"raise"`` (an
+    image that cannot be read stops the run, naming it) or ``"skip"`` (it is left out,
+    and named at each epoch's end and in ``summary.json``).
 
     Example:
         >>> ClassificationConfig(data_path="data").model
@@ -113,6 +115,7 @@ class ClassificationConfig:
     seed: int = 0
     checkpoint_every: int = 0
     device: str = "auto"
+    on_error: str = "raise"
 
     def __post_init__(self) -> None:
         check_config(self)
@@ -162,12 +165,13 @@ class _Run(TrainingRun):
             scale_min=config.train_crop_scale_min,
         )
         return make_loader(
-            open_split(config.data_path, "train"),
+            open_split(config.data_path, "train", on_error=config.on_error),
             config.batch_size,
             train=True,
             workers=config.workers,
             seed=config.seed,
             collate_fn=batches,
+            on_error=config.on_error,
         )
 
     def new_model(self) -> nn.Module:
@@ -205,7 +209,9 @@ class _Run(TrainingRun):
         pipeline = ClassificationPipeline(
             self.model, self.labels, config.val_crop_size, config.val_resize_size
         )
-        write_prediction_grid(pipeline, config.data_path, self.dir / "predictions.png")
+        write_prediction_grid(
+            pipeline, config.data_path, self.dir / "predictions.png", on_error=config.on_error
+        )
         return {"top1": self.logger.last("val_top1"), "top5": self.logger.last("val_top5")}
 
 
@@ -236,10 +242,18 @@ def train(
 
 def _eval_loader(config: ClassificationConfig, split: str) -> Any:
     dataset = open_split(
-        config.data_path, split, eval_transform(config.val_crop_size, config.val_resize_size)
+        config.data_path,
+        split,
+        eval_transform(config.val_crop_size, config.val_resize_size),
+        on_error=config.on_error,
     )
     return make_loader(
-        dataset, config.batch_size, train=False, workers=config.workers, seed=config.seed
+        dataset,
+        config.batch_size,
+        train=False,
+        workers=config.workers,
+        seed=config.seed,
+        on_error=config.on_error,
     )
 
 
@@ -373,10 +387,12 @@ def write_prediction_grid(
     path: str | os.PathLike[str],
     split: str = "val",
     count: int = 16,
+    on_error: str = "raise",
 ) -> Path:
     """A PNG grid of ``count`` held-out images titled with predicted (and true) labels.
 
-    Titles are green where the prediction is right and red where it is wrong.
+    Titles are green where the prediction is right and red where it is wrong;
+    ``on_error="skip"`` shows the next readable image in place of a damaged one.
 
     Example:
         >>> write_prediction_grid  # doctest: +ELLIPSIS
@@ -388,7 +404,7 @@ def write_prediction_grid(
     from trivium.vision.pipelines.classification_data import _DecodeThen
 
     show = _DecodeThen(Compose([Resize(pipeline.resize_size), CenterCrop(pipeline.crop_size)]))
-    dataset = open_split(data_path, split, show)
+    dataset = open_split(data_path, split, show, on_error=on_error)
     samples = [dataset[i] for i in spread_indices(len(dataset), count)]
     results = pipeline.predict([image for image, _ in samples])
     cols = 4

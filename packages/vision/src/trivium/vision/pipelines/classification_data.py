@@ -229,12 +229,19 @@ def _split_folder(data_path: str | Path, split: str) -> Path:
 
 
 def open_split(
-    data_path: str | Path, split: str, transform: Callable[[Any], Any] | None = None
+    data_path: str | Path,
+    split: str,
+    transform: Callable[[Any], Any] | None = None,
+    on_error: str = "raise",
 ) -> Any:
     """A map-style dataset of ``(transform(encoded image), label)`` for one split.
 
     Without ``transform`` a sample is ``(encoded image, label)``: the training
-    loader decodes whole batches (:class:`TrainBatch`).
+    loader decodes whole batches (:class:`TrainBatch`). ``on_error`` goes to
+    ``ImageFolder`` (a file that cannot be read or transformed is replaced by the
+    next readable one); decoding in the loader's ``collate_fn`` is the loader's
+    ``on_error``'s (see :func:`make_loader`). Errors name the file (a shard's rows:
+    the shard and row).
 
     An ImageFolder tree is read with :class:`trivium.vision.datasets.ImageFolder`;
     Parquet shards with ``trivium.data.ArrowDataset`` (memory-mapped), in the rows'
@@ -255,7 +262,9 @@ def open_split(
     if not shards:
         from trivium.vision.datasets import ImageFolder
 
-        return ImageFolder(str(Path(data_path) / split), loader=read_file, transform=transform)
+        return ImageFolder(
+            str(Path(data_path) / split), loader=read_file, transform=transform, on_error=on_error
+        )
     from trivium.data import ArrowDataset, MapPipe
 
     return MapPipe(ArrowDataset([str(s) for s in shards], columns=["image", "label"])).map(

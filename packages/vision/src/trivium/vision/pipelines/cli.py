@@ -80,6 +80,11 @@ def recipe_parser(
     p.add_argument(
         "--checkpoint-every", type=int, default=d.checkpoint_every, help="steps; 0: per epoch"
     )
+    p.add_argument(
+        "--on-error", default=d.on_error, choices=["raise", "skip"],
+        help="an image that cannot be read stops the run naming it, or is skipped (named at "
+        "each epoch's end and in summary.json)",
+    )  # fmt: skip
     p.add_argument("--resume", action="store_true", help="continue from the run folder")
     p.add_argument("--test-only", action="store_true", help="evaluate the run's checkpoint")
     return p

@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from trivium.core import load_checkpoint, progress, save_checkpoint, seed_everything
 from trivium.core.devices import resolve_device
+from trivium.core.skipping import SkipReport, check_on_error
 from trivium.core.training import MetricLogger, get_rng_state, set_rng_state
 
 __all__ = [
@@ -53,7 +54,7 @@ T = TypeVar("T")
 
 
 def check_config(config: Any, positive: tuple[str, ...] = ("epochs", "batch_size")) -> None:
-    """``ValueError`` for an unknown ``opt`` or ``lr_scheduler``, or a ``positive`` field < 1.
+    """``ValueError`` for an unknown ``opt``, ``lr_scheduler`` or ``on_error``, or a field < 1.
 
     Example:
         >>> from types import SimpleNamespace
@@ -71,6 +72,7 @@ def check_config(config: Any, positive: tuple[str, ...] = ("epochs", "batch_size
     for name in positive:
         if getattr(config, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(config, name)}")
+    check_on_error(getattr(config, "on_error", "raise"))
 
 
 def make_optimizer(config: Any, model: nn.Module) -> torch.optim.Optimizer:
@@ -101,10 +103,13 @@ def make_loader(
     workers: int,
     seed: int,
     collate_fn: Callable[[list[Any]], Any] | None = None,
+    on_error: str = "raise",
 ) -> Any:
     """``trivium.data.DataLoader`` over ``dataset``: shuffled and even across ranks to train.
 
     Training batches are full; evaluation reads everything in order on one process.
+    ``on_error="skip"`` drops a sample whose file cannot be read or decoded (the
+    loader's ``skip_report`` names it); ``"raise"`` stops naming the file.
 
     Example:
         >>> loader = make_loader(list(range(10)), 4, train=True, workers=0, seed=0)
@@ -122,6 +127,7 @@ def make_loader(
         persistent_workers=workers > 0,
         collate_fn=collate_fn,
         seed=seed,
+        on_error=on_error,
         **({} if train else {"rank": 0, "world_size": 1}),
     )
 
@@ -441,13 +447,34 @@ class TrainingRun:
         """Training images per second so far."""
         return self.images / max(self.train_seconds, 1e-9)
 
+    def data_report(self) -> SkipReport:
+        """The files the training and validation loaders skipped and recovered so far."""
+        report = SkipReport()
+        for loader in (self.loader, self.val_loader):
+            found = getattr(loader, "skip_report", None)
+            if isinstance(found, SkipReport):
+                report.update(found)
+        return report
+
     def end_of_epoch(self) -> None:
-        """Validate (rank 0) when :meth:`validate` does, then checkpoint the finished epoch."""
+        """Validate (rank 0) when :meth:`validate` does, then checkpoint the finished epoch.
+
+        The files skipped or recovered so far (``on_error``) are printed by name and
+        their counts logged as ``data_skipped_files`` / ``data_recovered_files``.
+        """
         if self.rank == 0:
             metrics = self.validate()
             if metrics is not None:
                 self.logger.log(self.step, **{f"val_{k}": v for k, v in metrics.items()})
                 self.logger.log(self.step, train_images_per_s=self.images_per_s())
+            report = self.data_report()
+            if report:
+                print(f"epoch {self.epoch + 1}: {report.summary()}", flush=True)
+            self.logger.log(
+                self.step,
+                data_skipped_files=len(report.skipped),
+                data_recovered_files=len(report.recovered),
+            )
         self.save(epoch_done=True)
         if self.world > 1:
             torch.distributed.barrier()
@@ -463,6 +490,7 @@ class TrainingRun:
             self.results(),
             train_images_per_s=self.images_per_s(),
             train_seconds=self.train_seconds,
+            data=self.data_report().as_dict(),
             files={
                 name: str(self.dir / name)
                 for name in (self.checkpoint, "metrics.csv", "metrics.png", "predictions.png")

@@ -71,6 +71,9 @@ class DetectionConfig:
     (torchvision's v2 recipe). ``eval_every`` evaluates every so many epochs (and
     always after the last).
     ``channels_last`` stores the weights channels-last, faster on a CPU.
+    ``on_error``: ``"raise"`` (an image that cannot be read stops the run, naming
+    it) or ``"skip"`` (it is left out, and named at each epoch's end and in
+    ``summary.json``).
 
     Example:
         >>> DetectionConfig(data_path="coco").model
@@ -112,6 +115,7 @@ class DetectionConfig:
     checkpoint_every: int = 0
     eval_every: int = 1
     device: str = "auto"
+    on_error: str = "raise"
 
     def __post_init__(self) -> None:
         common.check_config(self, ("epochs", "batch_size", "eval_every"))
@@ -223,9 +227,14 @@ class _Run(common.TrainingRun):
         config = self.config
         transforms = train_transforms(config.augmentation, config.min_size)
         transforms.generator = torch.Generator().manual_seed(config.seed)
-        dataset = open_split(config.data_path, config.train_split, transforms)
+        dataset = open_split(config.data_path, config.train_split, transforms, config.on_error)
         return make_loader(
-            dataset, config.batch_size, train=True, workers=config.workers, seed=config.seed
+            dataset,
+            config.batch_size,
+            train=True,
+            workers=config.workers,
+            seed=config.seed,
+            on_error=config.on_error,
         )
 
     def new_model(self) -> nn.Module:
@@ -285,9 +294,14 @@ def train(
 
 
 def _eval_loader(config: DetectionConfig, split: str) -> Any:
-    dataset = open_split(config.data_path, split)
+    dataset = open_split(config.data_path, split, on_error=config.on_error)
     return make_loader(
-        dataset, config.batch_size, train=False, workers=config.workers, seed=config.seed
+        dataset,
+        config.batch_size,
+        train=False,
+        workers=config.workers,
+        seed=config.seed,
+        on_error=config.on_error,
     )
 
 
@@ -420,7 +434,7 @@ def write_prediction_grid(
     from trivium.vision.transforms import Resize
     from trivium.vision.utils import draw_bounding_boxes, make_grid, save_image
 
-    dataset = open_split(config.data_path, config.val_split)
+    dataset = open_split(config.data_path, config.val_split, on_error=config.on_error)
     images = [dataset[i][0].as_subclass(Tensor) for i in common.spread_indices(len(dataset), count)]
     results = pipeline.predict(images, score_thresh)
     drawn = []

@@ -75,9 +75,15 @@ def annotation_file(data_path: str | Path, split: str) -> Path:
 
 
 def open_split(
-    data_path: str | Path, split: str, transforms: Callable[..., Any] | None = None
+    data_path: str | Path,
+    split: str,
+    transforms: Callable[..., Any] | None = None,
+    on_error: str = "raise",
 ) -> Any:
     """The :class:`~trivium.vision.datasets.CocoDetection` of one split.
+
+    ``on_error="skip"`` replaces an image that cannot be read by the next readable
+    one (with its own annotations); ``"raise"`` stops naming the file.
 
     Example:
         >>> open_split("no/such/folder", "train")  # doctest: +ELLIPSIS
@@ -91,14 +97,16 @@ def open_split(
     images = Path(data_path) / split
     if not images.is_dir():
         raise DatasetError(f"no image folder for split {split!r}", path=images)
-    return CocoDetection(str(images), str(annotations), transforms=transforms)
+    return CocoDetection(str(images), str(annotations), transforms=transforms, on_error=on_error)
 
 
-def make_loader(dataset: Any, batch_size: int, *, train: bool, workers: int, seed: int) -> Any:
+def make_loader(
+    dataset: Any, batch_size: int, *, train: bool, workers: int, seed: int, on_error: str = "raise"
+) -> Any:
     """``trivium.data.DataLoader`` of detection batches: lists of images and of targets.
 
     Training batches are shuffled, full and even across ranks; evaluation reads
-    everything in order on one process.
+    everything in order on one process. ``on_error`` is the loader's.
 
     Example:
         >>> loader = make_loader([(1, {}), (2, {})], 2, train=False, workers=0, seed=0)
@@ -110,5 +118,11 @@ def make_loader(dataset: Any, batch_size: int, *, train: bool, workers: int, see
     from trivium.vision.pipelines import common
 
     return common.make_loader(
-        dataset, batch_size, train=train, workers=workers, seed=seed, collate_fn=detection_collate
+        dataset,
+        batch_size,
+        train=train,
+        workers=workers,
+        seed=seed,
+        collate_fn=detection_collate,
+        on_error=on_error,
     )
