@@ -10,6 +10,7 @@ from PIL import Image
 
 IMAGES = Path(__file__).resolve().parent / "assets" / "images"
 JPEG_DIR, PNG_DIR, CORRUPT_DIR = IMAGES / "jpeg", IMAGES / "png", IMAGES / "corrupt"
+WEBP_DIR = IMAGES / "webp"
 PNGSUITE_REFERENCE = IMAGES / "reference" / "pngsuite_rgba_json"
 
 # Lossless JPEG (SOF3) needs libjpeg-turbo >= 3.0; the system library may be older.
@@ -27,6 +28,10 @@ def valid_jpegs() -> list[Path]:
 
 def valid_pngs() -> list[Path]:
     return sorted(PNG_DIR.iterdir())
+
+
+def valid_webps() -> list[Path]:
+    return sorted(WEBP_DIR.iterdir())
 
 
 def corrupt_files() -> list[Path]:

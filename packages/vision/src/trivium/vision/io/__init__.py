@@ -1,4 +1,4 @@
-"""Image I/O on native codecs: JPEG through libjpeg-turbo, PNG through libspng.
+"""Image I/O on native codecs: JPEG (libjpeg-turbo), PNG (libspng) and WebP (libwebp).
 
 The API follows ``torchvision.io`` (names and argument order), and adds scaled and
 region JPEG decode, header-only ``image_info``, batch decode on a thread pool,
@@ -28,6 +28,7 @@ from trivium.vision.io.png import decode_png, encode_png, write_png
 from trivium.vision.io.video_clips import RandomClipSampler, UniformClipSampler, VideoClips
 from trivium.vision.io.video_io import read_video, write_video
 from trivium.vision.io.video_reader import VideoFrames, VideoReader
+from trivium.vision.io.webp import decode_webp, encode_webp, write_webp
 
 __all__ = [
     "SUPPORTED_SCALES",
@@ -42,8 +43,10 @@ __all__ = [
     "decode_image",
     "decode_jpeg",
     "decode_png",
+    "decode_webp",
     "encode_jpeg",
     "encode_png",
+    "encode_webp",
     "get_max_image_pixels",
     "image_info",
     "ops",
@@ -56,4 +59,5 @@ __all__ = [
     "write_jpeg",
     "write_png",
     "write_video",
+    "write_webp",
 ]
