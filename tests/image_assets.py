@@ -38,9 +38,12 @@ def corrupt_files() -> list[Path]:
     return sorted(p for p in CORRUPT_DIR.iterdir() if p.name not in DECODABLE_CORRUPT)
 
 
-def pillow_array(source: Path | bytes, mode: str | None = None) -> np.ndarray:
-    """Pillow's decode as [C, H, W] (converted to ``mode`` when given)."""
-    image = Image.open(source if isinstance(source, Path) else io.BytesIO(source))
+def pillow_array(source: Path | bytes | Image.Image, mode: str | None = None) -> np.ndarray:
+    """Pillow's decode (or an opened image) as [C, H, W] (converted to ``mode`` when given)."""
+    if isinstance(source, Image.Image):
+        image = source
+    else:
+        image = Image.open(source if isinstance(source, Path) else io.BytesIO(source))
     if mode is not None:
         image = image.convert(mode)
     array = np.asarray(image)

@@ -226,14 +226,16 @@ void WebpDecoder::convert_rgba(const uint8_t* in, uint8_t* out, size_t pixels) c
 }
 
 // Frames composited on the canvas by WebPAnimDecoder (RGBA), each converted into its
-// place. A file cut short keeps its complete frames: they are decoded from a copy of
-// the bytes up to the last of them, its RIFF size set to match.
+// place. A file that ends before its RIFF size says is truncated: frames may be
+// missing, so strict decoding fails; otherwise its complete frames are decoded from a
+// copy of the bytes up to the last of them, the copy's RIFF size set to match.
 bool WebpDecoder::decode_animation(uint8_t* dst, bool strict) {
     const size_t pixels = size_t(shape_.height) * size_t(shape_.width);
     const size_t frame_bytes = pixels * size_t(shape_.channels);
     WebPData whole{data_, size_};
     std::vector<uint8_t> complete_part;
     int complete = frames_;
+    std::string damage;
     if (demux_state_ != WEBP_DEMUX_DONE) {
         size_t end = 0;
         complete = 0;
@@ -246,12 +248,9 @@ bool WebpDecoder::decode_animation(uint8_t* dst, bool strict) {
             complete = i;
             end = frame_end + (frame_end & 1);  // chunks are padded to an even size
         }
-        if (complete < frames_ && strict) {
-            return diag_->fail(ErrorKind::Corrupt, "corrupt image data (truncated animation: " +
-                                                       std::to_string(complete) + " of " +
-                                                       std::to_string(frames_) +
-                                                       " frames complete)");
-        }
+        damage = "truncated animation: the data ends after " + std::to_string(complete) +
+                 (complete == 1 ? " complete frame" : " complete frames");
+        if (strict) return diag_->fail(ErrorKind::Corrupt, "corrupt image data (" + damage + ")");
         if (complete > 0) {
             end = std::min(end, size_);
             complete_part.assign(data_, data_ + end);
@@ -277,17 +276,14 @@ bool WebpDecoder::decode_animation(uint8_t* dst, bool strict) {
         }
         WebPAnimDecoderDelete(animation);
     }
-    if (decoded == frames_) {
-        if (complete_part.empty() && demux_state_ == WEBP_DEMUX_DONE) return true;
-        diag_->warn("the file ends before its RIFF size", false);
-        return true;
+    if (decoded < complete) {
+        damage = "damaged animation: decoded " + std::to_string(decoded) + " of " +
+                 std::to_string(frames_) + " frames";
+        if (strict) return diag_->fail(ErrorKind::Corrupt, "corrupt image data (" + damage + ")");
     }
-    const std::string reason = std::string(decoded < complete ? "damaged" : "truncated") +
-                               " animation: decoded " + std::to_string(decoded) + " of " +
-                               std::to_string(frames_) + " frames";
-    if (strict) return diag_->fail(ErrorKind::Corrupt, "corrupt image data (" + reason + ")");
+    if (damage.empty()) return true;
     std::memset(dst + size_t(decoded) * frame_bytes, 0, size_t(frames_ - decoded) * frame_bytes);
-    diag_->warn(reason, true);
+    diag_->warn(damage, true);
     return true;
 }
 

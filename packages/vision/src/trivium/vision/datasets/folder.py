@@ -198,8 +198,8 @@ def default_loader(path: str | os.PathLike[str]) -> torch.Tensor:
 
     Gray images are repeated over three channels and alpha is dropped, as Pillow's
     ``convert("RGB")`` in torchvision's default loader; 16-bit PNGs are scaled to
-    8 bits; EXIF orientation is not applied (Pillow does not either). JPEG and PNG
-    only.
+    8 bits; EXIF orientation is not applied (Pillow does not either); an animated
+    WebP gives its first frame, as Pillow opens it. JPEG, PNG and WebP.
 
     Example:
         >>> import os, tempfile, torch
@@ -209,7 +209,8 @@ def default_loader(path: str | os.PathLike[str]) -> torch.Tensor:
         >>> default_loader(path).shape
         torch.Size([3, 4, 5])
     """
-    return decode_image(read_file(path), ImageReadMode.RGB, dtype=torch.uint8, path=path)
+    image = decode_image(read_file(path), ImageReadMode.RGB, dtype=torch.uint8, path=path)
+    return image[0] if image.dim() == 4 else image
 
 
 def starts_with_decode(transform: Callable | None) -> bool:
