@@ -64,11 +64,12 @@ def decode_image(
     max_pixels: int | None = ...,  # type: ignore[assignment]
     path: PathLike | None = None,
 ) -> torch.Tensor | list[torch.Tensor]:
-    """Decode a JPEG or PNG (sniffed from its bytes) to a [C, H, W] tensor.
+    """Decode a JPEG, PNG or WebP (sniffed from its bytes) to a [C, H, W] tensor.
 
     ``input`` may also be a path (as torchvision.io.decode_image) or a list of
     encoded images, decoded in parallel. 16-bit PNGs give uint16 unless ``dtype``
-    says otherwise; see :func:`decode_jpeg` and :func:`decode_png` for the rest.
+    says otherwise, and an animated WebP gives [T, C, H, W]; see :func:`decode_jpeg`,
+    :func:`decode_png` and :func:`decode_webp` for the rest.
 
     Example:
         >>> import torch
@@ -94,7 +95,7 @@ def read_image(
     device: str | torch.device = "cpu",
     strict: bool = True,
 ) -> torch.Tensor:
-    """Read and decode a JPEG or PNG file; errors name the file.
+    """Read and decode a JPEG, PNG or WebP file; errors name the file.
 
     Example:
         >>> import torch, tempfile, os
