@@ -32,6 +32,20 @@ Workloads (inputs built at start-up from the real speech in ``tests/assets/audio
    with a conversion the other leaves to the user. The note gives speed as files per
    second or seconds of audio per second.
 
+5. ``ffmpeg``: what ``load`` reads through FFmpeg (PyAV), files written at start-up
+   with PyAV from the same speech: AAC in M4A (10 s, 44.1 kHz stereo), Opus in WebM
+   (10 s, 48 kHz stereo), 100 short AAC M4A clips (1-4 s, 16 kHz mono, a call loads
+   them all), and 1 s from 50 s into a 60 s AAC M4A (``frame_offset`` /
+   ``num_frames``). Against torchcodec's ``AudioDecoder(path).get_all_samples()``
+   (``get_samples_played_in_range`` for the range), ``torchaudio.load`` (which goes
+   through torchcodec since 2.9) and PyAV itself (``np.concatenate`` of every frame's
+   ``to_ndarray()``: float32 ``[channels, time]``, as ``load`` returns). torchcodec
+   and torchaudio's I/O import only in the peers' virtualenv
+   (``../shared/peers/setup_peers_venv.sh``): when this workload is asked for and
+   torchcodec does not import here, the script runs itself again under that
+   virtualenv's Python (``--peers-python``) with this environment's site-packages (where
+   trivium is) added after its own, so that every side runs in one process.
+
 The batches are real speech (tests/assets/audio, tiled to length). torchaudio comes
 from ``tests/peers.py``; where it does not import the script says so and the
 librosa / soxr / scipy rows are the comparison. Every side is warmed up, then timed
@@ -46,18 +60,30 @@ code (threads wait for each other at every barrier): compare ``--threads 1`` the
 Run from the repository root::
 
     .venv/bin/python benchmarks/audio.py [--repeats N] [--min-time S] [--json PATH]
-        [--threads N] [--only mel,resample,load,wav]
+        [--threads N] [--only mel,resample,load,wav,ffmpeg]
+        [--peers-python .venv-peers/bin/python]
 """
 
 from __future__ import annotations
 
+import os
+import site
+
+# Under the peers' virtualenv (see ``harness.rerun_under_peers``): trivium from the project's
+# environment, whose site-packages must be on the path before trivium imports.
+if os.environ.get("TRIVIUM_PROJECT_SITE"):
+    site.addsitedir(os.environ["TRIVIUM_PROJECT_SITE"])
+
 import argparse
+import importlib
 import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import av
 import harness
 import librosa
 import numpy as np
@@ -77,6 +103,8 @@ AUDIO = ROOT / "tests" / "assets" / "audio"
 
 BATCH = 16
 LOAD_FILES = ("ds-LDC93S1.wav", "sb-example2.flac", "sb-multi-mic-speech.flac")
+PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+FFMPEG_PEER_MODULES = ["torchcodec"]
 
 
 def speech_batch(sample_rate: int, seconds: float) -> torch.Tensor:
@@ -361,7 +389,134 @@ def _bench_wav_case(
     ]
 
 
-WORKLOADS = {"mel": bench_mel, "resample": bench_resample, "load": bench_load, "wav": bench_wav}
+def write_with_pyav(path: Path, muxer: str, codec: str, waveform: np.ndarray, rate: int) -> Path:
+    """``[channels, time]`` float32 ``waveform`` encoded by PyAV into ``path``."""
+    layout = "mono" if waveform.shape[0] == 1 else "stereo"
+    with av.open(str(path), "w", format=muxer) as out:
+        stream = out.add_stream(codec, rate=rate, layout=layout)
+        for start in range(0, waveform.shape[1], 4096):
+            chunk = np.ascontiguousarray(waveform[:, start : start + 4096])
+            if codec == "libopus":  # its encoder takes interleaved float
+                frame = av.AudioFrame.from_ndarray(chunk.T.reshape(1, -1).copy(), "flt", layout)
+            else:
+                frame = av.AudioFrame.from_ndarray(chunk, "fltp", layout)
+            frame.sample_rate, frame.pts = rate, start
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return path
+
+
+def write_ffmpeg_files(folder: Path) -> dict[str, list[Path]]:
+    """The ``ffmpeg`` workload's files (see the module docstring), by workload name."""
+    stereo44 = 0.5 * speech_batch(44100, 10.0)[:2].numpy()
+    stereo48 = 0.5 * speech_batch(48000, 10.0)[:2].numpy()
+    long = 0.5 * speech_batch(44100, 60.0 / BATCH * 2).numpy().reshape(2, -1)
+    short = 0.5 * speech_batch(16000, 4.0).numpy()
+    lengths = np.random.default_rng(0).integers(16000, 64000, size=100)
+    return {
+        "AAC in M4A, 10 s, 44.1 kHz stereo": [
+            write_with_pyav(folder / "speech.m4a", "ipod", "aac", stereo44, 44100)
+        ],
+        "Opus in WebM, 10 s, 48 kHz stereo": [
+            write_with_pyav(folder / "speech.webm", "webm", "libopus", stereo48, 48000)
+        ],
+        "100 short AAC M4A clips (1-4 s, 16 kHz mono)": [
+            write_with_pyav(
+                folder / f"short{i:03d}.m4a",
+                "ipod",
+                "aac",
+                short[i % BATCH : i % BATCH + 1, :n],
+                16000,
+            )
+            for i, n in enumerate(lengths)
+        ],
+        "1 s at 50 s of a 60 s AAC M4A (44.1 kHz stereo)": [
+            write_with_pyav(folder / "long.m4a", "ipod", "aac", long, 44100)
+        ],
+    }
+
+
+def pyav_load(path: Path) -> np.ndarray:
+    """PyAV by hand: every frame of the first audio stream, ``[channels, time]``."""
+    with av.open(str(path)) as container:
+        frames = container.decode(container.streams.audio[0])
+        return np.concatenate([frame.to_ndarray() for frame in frames], axis=1)
+
+
+def bench_ffmpeg(
+    torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
+    """Workload 5: formats read through FFmpeg against torchcodec, torchaudio and PyAV."""
+    torchcodec, status = harness.load_peer(
+        lambda: importlib.import_module("torchcodec"),
+        "not installed here (run with the peers' virtualenv, see --peers-python)",
+    )
+    decoders = None if torchcodec is None else importlib.import_module("torchcodec.decoders")
+    ta_load = getattr(torchaudio[0], "load", None) if decoders is not None else None
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for workload, paths in write_ffmpeg_files(Path(tmp)).items():
+            ranged = workload.startswith("1 s at 50 s")
+            rate = ta.info(paths[0]).sample_rate
+            offset, count = (50 * rate, rate) if ranged else (0, -1)
+
+            def ours(paths: list[Path] = paths, offset: int = offset, count: int = count):
+                return [ta.load(p, frame_offset=offset, num_frames=count)[0] for p in paths]
+
+            sides = [harness.Side("ours", ours)]
+            if not ranged:
+                sides.append(
+                    harness.Side("pyav", lambda paths=paths: [pyav_load(p) for p in paths])
+                )
+                reference = pyav_load(paths[0])
+                same = np.array_equal(ours()[0].numpy(), reference)
+                checks.append(f"{workload}: load equals PyAV's decode: {same}")
+            if decoders is not None:
+                sides.append(harness.Side("torchcodec", _torchcodec_call(decoders, paths, ranged)))
+                theirs = sides[-1].fn()[0].numpy()
+                checks.append(compare(f"{workload} vs torchcodec", ours()[0].numpy(), theirs))
+            if ta_load is not None:
+                sides.append(
+                    harness.Side(
+                        "torchaudio",
+                        lambda paths=paths, o=offset, n=count: [
+                            ta_load(p, frame_offset=o, num_frames=n)[0] for p in paths
+                        ],
+                    )
+                )
+            timings = harness.measure(sides, repeats, min_time)
+            label = f"load {workload}"
+            rows.append(
+                harness.row_from(
+                    label, timings, "ours", "torchcodec", status, target=1.0, missing=status
+                )
+            )
+            if ta_load is not None:
+                rows.append(harness.row_from(label, timings, "ours", "torchaudio", torchaudio[1]))
+            if not ranged:
+                rows.append(
+                    harness.row_from(label, timings, "ours", "pyav", f"PyAV {av.__version__}")
+                )
+    return rows
+
+
+def _torchcodec_call(decoders: Any, paths: list[Path], ranged: bool) -> Callable[[], list]:
+    """torchcodec's decode of every path (the 1 s range where ``ranged``)."""
+    if ranged:
+        return lambda: [
+            decoders.AudioDecoder(str(p)).get_samples_played_in_range(50.0, 51.0).data
+            for p in paths
+        ]
+    return lambda: [decoders.AudioDecoder(str(p)).get_all_samples().data for p in paths]
+
+
+WORKLOADS = {
+    "mel": bench_mel,
+    "resample": bench_resample,
+    "load": bench_load,
+    "wav": bench_wav,
+    "ffmpeg": bench_ffmpeg,
+}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -374,12 +529,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="torch intra-op and trivium.core pool threads (default: theirs); 1 matches the "
         "single-threaded peers",
     )
+    parser.add_argument(
+        "--peers-python",
+        default=str(PEERS_PYTHON),
+        help="the peers' virtualenv Python, run under for the ffmpeg workload ('': never)",
+    )
     return harness.parse_benchmark_args(parser, list(WORKLOADS), argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run every workload, print machine info and the table, optionally write JSON."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if "ffmpeg" in args.only:
+        harness.rerun_under_peers(__file__, FFMPEG_PEER_MODULES, args.peers_python, argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
         trivium.core.set_num_threads(args.threads)
@@ -396,6 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         soxr=soxr.__version__,
         scipy=scipy.__version__,
         torchaudio=torchaudio[1],
+        pyav=f"{av.__version__} (FFmpeg libavcodec {av.library_versions['libavcodec']})",
     )
     if torchaudio[0] is None:
         info["note"] = "torchaudio does not import here: librosa / soxr / scipy are the comparison"

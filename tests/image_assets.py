@@ -20,6 +20,9 @@ DECODABLE_CORRUPT = {"jd-multiple-0xff-before-eoi.jpg"}
 # Damaged files that Pillow decodes anyway (it ignores an IDAT CRC, fills truncated
 # data): we raise in strict mode.
 PILLOW_LENIENT = {"xcsn0g01.png", "jd-its-8e5e74dbf9b6.jpg"}
+# Damaged files whose damage libjpeg recovers from with Pillow's pixels: they decode by
+# default with a DecodeWarning, and raise with strict=True.
+RECOVERED_CORRUPT = {"jd-its-8e5e74dbf9b6.jpg"}
 
 
 def valid_jpegs() -> list[Path]:
@@ -36,6 +39,11 @@ def valid_webps() -> list[Path]:
 
 def corrupt_files() -> list[Path]:
     return sorted(p for p in CORRUPT_DIR.iterdir() if p.name not in DECODABLE_CORRUPT)
+
+
+def refused_files() -> list[Path]:
+    """The damaged files every decode refuses by default (the recovered ones decode)."""
+    return [p for p in corrupt_files() if p.name not in RECOVERED_CORRUPT]
 
 
 def pillow_array(source: Path | bytes | Image.Image, mode: str | None = None) -> np.ndarray:

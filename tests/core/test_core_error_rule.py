@@ -38,6 +38,11 @@ def _audio() -> Any:
     return pytest.importorskip("trivium.audio")
 
 
+def _audio_ffmpeg() -> Any:
+    pytest.importorskip("av", reason="the ffmpeg extra of trivium-audio needs PyAV")
+    return _audio()
+
+
 def _data() -> Any:
     return pytest.importorskip("trivium.data")
 
@@ -70,6 +75,8 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.VideoReader": (_video_reader, True),
     "audio.load": (lambda p: _audio().load(p), True),
     "audio.info": (lambda p: _audio().info(p), True),
+    "audio.load[ffmpeg]": (lambda p: _audio_ffmpeg().load(p, backend="ffmpeg"), True),
+    "audio.info[ffmpeg]": (lambda p: _audio_ffmpeg().info(p, backend="ffmpeg"), True),
     "data.ParquetSource": (lambda p: list(_data().ParquetSource(p)), True),
     "data.ArrowDataset": (_arrow_dataset, True),
     "data.FileLister": (lambda p: list(_data().FileLister(p)), False),
@@ -77,7 +84,7 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "audio.datasets.AudioFolder": (_audio_folder, False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
-BYTES_LOADERS += ["audio.load", "audio.info"]
+BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]
 
 
 @pytest.mark.parametrize("name", [*LOADERS, "audio.datasets.LIBRISPEECH"])

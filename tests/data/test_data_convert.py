@@ -211,6 +211,30 @@ def test_verify_refuses_a_truncated_jpeg_and_names_it_once(
     assert err.count("cut.jpg") == 1 and "Premature end" in err
 
 
+def test_verify_writes_damaged_but_readable_jpegs_and_reports_them(
+    image_root: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
+) -> None:
+    # A marker inside the entropy-coded data: libjpeg (and Pillow) decode the rest.
+    jpeg = (ASSETS / "images" / "jpeg" / "tv-grace_hopper_517x606.jpg").read_bytes()
+    sos = jpeg.index(b"\xff\xda")
+    at = sos + 2 + int.from_bytes(jpeg[sos + 2 : sos + 4], "big") + 5000
+    damaged = image_root / "dog" / "damaged.jpg"
+    damaged.write_bytes(jpeg[:at] + b"\xff\xd7" + jpeg[at:])
+    with Image.open(damaged) as im:
+        im.load()  # Pillow reads it
+    summary = convert_image_folder(image_root, tmp_path / "a", verify=True, progress_bar=False)
+    assert summary.rows == 7 and not summary.skipped
+    assert [path for path, _ in summary.recovered] == [str(damaged)]
+    assert "premature end of data segment" in summary.recovered[0][1]
+    written = pq.read_table(tmp_path / "a").to_pylist()
+    assert [r["image"] for r in written if r["path"] == "dog/damaged.jpg"] == [damaged.read_bytes()]
+    argv = ["convert", "image-folder", str(image_root), str(tmp_path / "b"), "--verify"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "warning: 1 damaged files decode as Pillow decodes them" in out
+    assert out.count("damaged.jpg") == 1
+
+
 def test_skipped_files_are_named_once(image_root: pathlib.Path, tmp_path: pathlib.Path) -> None:
     bad = image_root / "cat" / "broken.jpg"
     bad.write_bytes(b"\xff\xd8\xff\xe0 not really")

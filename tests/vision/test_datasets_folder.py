@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pathlib
 import shutil
@@ -15,6 +16,7 @@ import pytest
 import torch
 from image_assets import CORRUPT_DIR, JPEG_DIR, PNG_DIR, pillow_array
 from peers import require_torchvision
+from PIL import Image
 
 from trivium.core import DatasetError, DecodeError, TriviumError
 from trivium.vision import transforms as T
@@ -27,6 +29,7 @@ from trivium.vision.datasets import (
     default_loader,
 )
 from trivium.vision.io import ImageReadMode, decode_image, read_file
+from trivium.vision.io.codec import IMAGE_EXTENSIONS, cannot_decode
 
 # (class folder/file name in the tree, asset): gray, palette, RGBA, 16-bit, progressive,
 # upper-case extension, a nested folder, and a file that is not an image.
@@ -240,7 +243,7 @@ def expected_items(ds: ImageFolder) -> list[tuple[torch.Tensor, int]]:
 def test_on_error_skip_replaces_a_bad_sample_by_the_next(tmp_path: pathlib.Path) -> None:
     ds, bad = bad_tree(tmp_path / "tree")
     expected = expected_items(ds)
-    with pytest.warns(SkippedSamplesWarning, match="h_bad.jpg: corrupt image data"):
+    with pytest.warns(SkippedSamplesWarning, match="h_bad.jpg: only part of the image decodes"):
         image, label = ds[5]
     assert torch.equal(image, ds[6][0]) and label == ds.targets[6] == 1
     with pytest.warns(SkippedSamplesWarning, match="zz_bad.png"):
@@ -322,3 +325,36 @@ def test_repr_and_extensions() -> None:
     ds = ImageFolder(root, transform=T.Resize(8), is_valid_file=lambda p: False, allow_empty=True)
     text = repr(ds)
     assert text.startswith("Dataset ImageFolder\n    Number of datapoints: 0\n    Root location:")
+
+
+def test_image_folder_lists_every_format_that_decodes_and_names_the_others(tmp_path) -> None:
+    # torchvision's extensions decode here (WebP natively; BMP, TIFF, PPM/PGM through
+    # Pillow); files of an image format that does not decode here are named in one
+    # warning at construction instead of failing mid-epoch.
+    torchvision_extensions = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff")
+    assert IMG_EXTENSIONS[:9] == (*torchvision_extensions, ".webp")
+    assert ".gif" not in IMG_EXTENSIONS  # as torchvision: a GIF may hold several frames
+    rgb = Image.fromarray(np.random.default_rng(3).integers(0, 256, (6, 5, 3), dtype=np.uint8))
+    (tmp_path / "a").mkdir()
+    written = {}
+    formats = {".bmp": "BMP", ".tif": "TIFF", ".ppm": "PPM", ".pgm": "PPM", ".webp": "WEBP"}
+    for ext, fmt in formats.items():
+        image = rgb.convert("L") if ext == ".pgm" else rgb
+        buffer = io.BytesIO()
+        image.save(buffer, fmt, **({"lossless": True} if fmt == "WEBP" else {}))
+        (tmp_path / "a" / f"x{ext}").write_bytes(buffer.getvalue())
+        written[f"x{ext}"] = np.asarray(image.convert("RGB")).transpose(2, 0, 1)
+    missing = [e for e, name in IMAGE_EXTENSIONS.items() if name != "gif" and cannot_decode(name)]
+    for ext in missing:
+        (tmp_path / "a" / f"y{ext}").write_bytes(b"not decodable here")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = ImageFolder(tmp_path)
+    named = [str(w.message) for w in caught if "left out" in str(w.message)]
+    if missing:
+        assert len(named) == 1 and all(f"y{ext}" in named[0] for ext in missing[:3])
+    else:
+        assert not named
+    assert sorted(os.path.basename(p) for p, _ in ds.samples) == sorted(written)
+    for (path, _), (image, _) in zip(ds.samples, ds, strict=True):
+        np.testing.assert_array_equal(image.numpy(), written[os.path.basename(path)])

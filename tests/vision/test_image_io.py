@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,16 +14,17 @@ from image_assets import (
     DECODABLE_CORRUPT,
     JPEG_DIR,
     PNG_DIR,
+    RECOVERED_CORRUPT,
     WEBP_DIR,
-    corrupt_files,
     pillow_array,
+    refused_files,
     valid_jpegs,
     valid_pngs,
     valid_webps,
 )
 from PIL import Image
 
-from trivium.core.errors import DecodeError, UnsupportedFormatError
+from trivium.core.errors import DecodeError, DecodeWarning, UnsupportedFormatError
 from trivium.vision.io import (
     ImageReadMode,
     decode_image,
@@ -74,7 +76,7 @@ def test_registry_record_of_each_format_reads_and_decodes_its_files(path: Path) 
     # One record per format: sniffing, the header reader, the public decoder and its op
     # all answer for the same file as Pillow does.
     data = read_file(path)
-    record = find_format(bytes(data[:16].tolist()))
+    record = find_format(bytes(data[:32].tolist()))
     assert record.name == sniff_format(data) == Image.open(path).format.lower()
     assert record in formats() and [f.name for f in formats()][:3] == ["jpeg", "png", "webp"]
     header = record.read_header(data.numpy())
@@ -88,16 +90,18 @@ def test_registry_record_of_each_format_reads_and_decodes_its_files(path: Path) 
 
 def test_unsupported_messages_name_the_registered_formats() -> None:
     # The Python registry and the C++ one (trivium::decode_image) list the same formats.
-    for data, error in [(b"GIF89a" + bytes(20), UnsupportedFormatError), (b"x" * 20, DecodeError)]:
+    ico = b"\x00\x00\x01\x00" + bytes(20)
+    for data, error in [(ico, UnsupportedFormatError), (b"x" * 20, DecodeError)]:
         with pytest.raises(error) as python_side:
             sniff_format(data, path="a.bin")
         with pytest.raises(error) as op_side:
             decode_image(data, path="a.bin")
         assert str(python_side.value) == str(op_side.value)
         assert "JPEG" in str(op_side.value) and "PNG" in str(op_side.value)
+        assert "GIF" in str(op_side.value) and "TIFF" in str(op_side.value)
 
 
-@pytest.mark.parametrize("fmt", ["GIF", "BMP", "TIFF"])
+@pytest.mark.parametrize("fmt", ["ICO"])
 def test_other_formats_raise_unsupported(fmt: str) -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (4, 4)).save(buffer, fmt)
@@ -115,11 +119,25 @@ def test_non_images_raise_decode_error(data: bytes) -> None:
         decode_png(data)
 
 
-@pytest.mark.parametrize("path", corrupt_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", refused_files(), ids=lambda p: p.name)
 def test_corrupt_files_raise_decode_error_naming_the_file(path: Path) -> None:
     with pytest.raises(DecodeError) as caught:
         read_image(path)
     assert str(path) in str(caught.value) and caught.value.path == str(path)
+
+
+@pytest.mark.parametrize("name", sorted(RECOVERED_CORRUPT))
+def test_recovered_damage_decodes_with_one_warning_naming_the_file(name: str) -> None:
+    path = CORRUPT_DIR / name
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        image = read_image(path, ImageReadMode.RGB)
+    assert [w.category for w in caught] == [DecodeWarning]
+    assert str(caught[0].message).startswith(f"{path}: ")
+    np.testing.assert_array_equal(image.numpy(), pillow_array(path, "RGB"))
+    with pytest.raises(DecodeError) as refused:
+        read_image(path, strict=True)
+    assert refused.value.path == str(path)
 
 
 def test_decodable_damage_matches_pillow() -> None:

@@ -254,9 +254,12 @@ def test_exif_orientation_matches_pillow(orientation: int) -> None:
 
 
 def test_truncated_jpeg_raises_or_warns() -> None:
+    # A truncated file raises by default, as Pillow and torchvision refuse it.
     path = CORRUPT_DIR / "pil-truncated_jpeg.jpg"
-    with pytest.raises(DecodeError, match=r"pil-truncated_jpeg\.jpg: corrupt image data"):
+    with pytest.raises(DecodeError, match=r"pil-truncated_jpeg\.jpg: only part of the image"):
         decode_jpeg(read_file(path), path=path)
+    with pytest.raises(DecodeError, match=r"pil-truncated_jpeg\.jpg: corrupt image data"):
+        decode_jpeg(read_file(path), path=path, strict=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         image = decode_jpeg(read_file(path), strict=False)

@@ -217,53 +217,97 @@ def _riff_size(data: bytes, size: int) -> bytes:
     return data[:4] + size.to_bytes(4, "little") + data[8:]
 
 
+# The damaged-image rule (the vision guide's "Bad input" table): a file cut short raises
+# by default and with strict=True, and strict=False gives the part decoded; whole image
+# data in a container cut or mis-sized after it decodes with one warning by default.
+PARTIAL = "only part of the image decodes"
+
+
+def _one_warning(decode: Callable[[], torch.Tensor], match: str) -> tuple[torch.Tensor, str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        image = decode()
+    assert [w.category for w in caught] == [DecodeWarning]
+    message = str(caught[0].message)
+    assert re.search(match, message), message
+    return image, message
+
+
 @pytest.mark.parametrize("name", ["lossy", "lossless", "lossy-alpha", "lossless-alpha"])
-def test_truncated_file_raises_naming_it_or_gives_the_rows_it_holds(
+def test_truncated_file_raises_by_default_and_strict_false_gives_its_rows(
     made: dict[str, bytes], name: str, tmp_path: Path
 ) -> None:
     data = made[name]
     cut = data[: len(data) * 2 // 3]
     path = tmp_path / "cut.webp"
     path.write_bytes(cut)
-    with pytest.raises(DecodeError, match="corrupt image data") as caught:
-        read_image(path)
-    assert caught.value.path == str(path) and str(caught.value).startswith(f"{path}: ")
-    with pytest.warns(DecodeWarning, match=r"decoded \d+ of 606 rows") as warned:
-        partial = decode_webp(cut, strict=False, path=path)
-    rows = int(re.search(r"decoded (\d+) of", str(warned[0].message)).group(1))
+    for strict, reason in ((None, PARTIAL), (True, "corrupt image data")):
+        for decode in (read_image, lambda p, **k: decode_webp(read_file(p), path=p, **k)):
+            with pytest.raises(DecodeError, match=reason) as caught:
+                decode(path, strict=strict)
+            assert caught.value.path == str(path) and str(caught.value).startswith(f"{path}: ")
+    partial, message = _one_warning(
+        lambda: decode_webp(cut, strict=False, path=path), r"decoded \d+ of 606 rows"
+    )
+    assert message.startswith(f"{path}: ")
+    rows = int(re.search(r"decoded (\d+) of", message).group(1))
     full = decode_webp(data)
     assert 0 < rows < 606 and partial.shape == full.shape
     assert torch.equal(partial[:, :rows], full[:, :rows]) and not partial[:, rows:].any()
+    with pytest.warns(DecodeWarning, match="decoded what the data allows"):
+        assert torch.equal(decode_image(cut, strict=False), partial)
 
 
-def test_riff_size_past_complete_data_loses_nothing(made: dict[str, bytes]) -> None:
-    data = made["lossy"]
-    padded = _riff_size(data, len(data) - 8 + 1000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DecodeWarning)
-        assert torch.equal(decode_webp(padded), decode_webp(data))
+@pytest.mark.parametrize("cut", ["riff-size", "exif-chunk"])
+def test_damage_after_whole_image_data_decodes_with_one_warning(
+    made: dict[str, bytes], cut: str
+) -> None:
+    # The RIFF size past the end of the data, or the file cut inside an EXIF chunk
+    # after the image: every pixel is there (Pillow refuses both files).
+    if cut == "riff-size":
+        data = made["lossy"]
+        damaged = _riff_size(data, len(data) - 8 + 1000)
+    else:
+        exif = Image.Exif()
+        exif[0x0112] = 1
+        exif[0x010E] = "x" * 400
+        data = _save(_photo(), quality=80, exif=exif.tobytes())
+        assert data.index(b"EXIF") > data.index(b"VP8 ")
+        damaged = data[:-200]
+    with pytest.raises(OSError):
+        Image.open(io.BytesIO(damaged)).load()
+    for strict in (None, False):
+        image, _ = _one_warning(
+            lambda strict=strict: decode_webp(damaged, strict=strict, path="x.webp"),
+            r"^x\.webp: damaged after the image data",
+        )
+        assert torch.equal(image, decode_webp(data))
+    with pytest.raises(DecodeError, match=r"^x\.webp: corrupt image data"):
+        decode_webp(damaged, strict=True, path="x.webp")
 
 
 def test_riff_size_inside_the_image_data_raises(made: dict[str, bytes]) -> None:
     data = made["lossless"]
-    for strict in (True, False):
+    for strict in (None, True, False):
         with pytest.raises(DecodeError, match=r"^short\.webp: "):
             decode_webp(_riff_size(data, len(data) // 2), strict=strict, path="short.webp")
 
 
 @pytest.mark.parametrize("fraction", [0.5, 0.75])
-def test_truncated_animation_keeps_its_complete_frames(
+def test_truncated_animation_raises_by_default_and_strict_false_keeps_its_complete_frames(
     made: dict[str, bytes], fraction: float
 ) -> None:
     data = made["animation-lossless"]
     cut = data[: int(len(data) * fraction)]
     frames = image_info(cut).frames  # the frames the data holds, the last maybe cut
     reason = r"truncated animation: the data ends after (\d+) complete frames?"
-    with pytest.raises(DecodeError, match=reason):
-        decode_webp(cut, path="cut.webp")
-    with pytest.warns(DecodeWarning, match=reason) as warned:
-        partial = decode_webp(cut, strict=False)
-    kept = int(re.search(reason, str(warned[0].message)).group(1))
+    for strict, raised in ((None, PARTIAL), (True, "corrupt image data")):
+        with pytest.raises(DecodeError, match=rf"^cut\.webp: {raised} \({reason}"):
+            decode_webp(cut, strict=strict, path="cut.webp")
+        with pytest.raises(DecodeError, match=raised):
+            decode_image(cut, strict=strict)
+    partial, message = _one_warning(lambda: decode_webp(cut, strict=False), reason)
+    kept = int(re.search(reason, message).group(1))
     full = decode_webp(data)
     assert 1 < kept <= frames < full.shape[0] and partial.shape[0] == frames
     assert torch.equal(partial[:kept], full[:kept]) and not partial[kept:].any()
@@ -294,7 +338,7 @@ def test_a_canvas_bomb_is_refused_before_allocating() -> None:
     ids=["no-chunk", "zero-vp8"],
 )
 def test_damaged_headers_raise_decode_error(data: bytes) -> None:
-    for strict in (True, False):
+    for strict in (None, True, False):
         with pytest.raises(DecodeError, match=r"^x\.webp: "):
             decode_webp(data, strict=strict, path="x.webp")
     with pytest.raises(DecodeError, match=r"^x\.webp: "):

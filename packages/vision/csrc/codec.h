@@ -26,8 +26,10 @@ enum class ErrorKind : int { None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 
 //     bool decode(uint8_t* dst, /* row stride, */ bool strict);
 //
 // `strict` means the same in every decoder: damage that loses pixels fails the
-// decode; without it the damage is recorded in Diagnostics (corrupt, warnings) and
-// the pixels decoded are kept. Each returns false after Diagnostics::fail.
+// decode; without it the damage is recorded in Diagnostics (corrupt, truncated,
+// warnings) and the pixels decoded are kept. Each returns false after
+// Diagnostics::fail. Whether recorded damage then raises or warns is the bindings'
+// rule (torch_ops.cpp check_damage, trivium.vision.io.codec.check_damage).
 
 // What a header says, before any pixel is decoded.
 struct ImageHeader {
@@ -52,22 +54,29 @@ struct OutputShape {
     int frames = 1;  // an animation's frames, stored one after the other; 1: a still image
 };
 
-// Collects what went wrong while decoding. `corrupt` is set for damage that loses
-// pixels but still lets the decoder finish (premature end, bad Huffman codes).
+// Collects what went wrong while decoding. `corrupt` is set for damage (bad Huffman
+// codes, a marker inside the data, bytes the format does not allow); `partial` also
+// when the decode stopped before the image's end (a truncated file, a broken PNG
+// stream), so that only the part before the damage holds the image's pixels.
 struct Diagnostics {
     static constexpr size_t kMaxWarnings = 8;
     ErrorKind error = ErrorKind::None;
     std::string message;
     std::vector<std::string> warnings;
     bool corrupt = false;
+    bool partial = false;
+
+    // What the bindings report of the damage: 0 none, 1 recovered, 2 partial.
+    int damage() const { return partial ? 2 : corrupt ? 1 : 0; }
 
     bool fail(ErrorKind kind, std::string msg) {
         error = kind;
         message = std::move(msg);
         return false;
     }
-    void warn(std::string msg, bool loses_data) {
-        corrupt = corrupt || loses_data;
+    void warn(std::string msg, bool loses_data, bool stops = false) {
+        corrupt = corrupt || loses_data || stops;
+        partial = partial || stops;
         if (warnings.size() < kMaxWarnings) warnings.push_back(std::move(msg));
     }
 };

@@ -29,9 +29,10 @@ void on_error_exit(j_common_ptr cinfo) {
     std::longjmp(err->jump, 1);
 }
 
-// Warnings that mean pixels were lost or invented (as opposed to harmless oddities
-// such as an unknown JFIF revision or junk bytes between markers).
-bool warning_loses_data(int code) {
+// Warnings that mean the data is damaged: pixels were lost or invented, or bytes the
+// format does not allow were skipped (as opposed to harmless oddities such as an
+// unknown JFIF revision).
+bool warning_is_damage(int code) {
     switch (code) {
         case JWRN_JPEG_EOF:
         case JWRN_HIT_MARKER:
@@ -39,6 +40,7 @@ bool warning_loses_data(int code) {
         case JWRN_MUST_RESYNC:
         case JWRN_NOT_SEQUENTIAL:
         case JWRN_BOGUS_PROGRESSION:
+        case JWRN_EXTRANEOUS_DATA:
 #ifdef JWRN_ARITH_BAD_CODE
         case JWRN_ARITH_BAD_CODE:
 #endif
@@ -52,20 +54,24 @@ void on_message(j_common_ptr cinfo, int level) {
     if (level >= 0) return;  // trace messages
     auto* err = reinterpret_cast<JpegDecoder::ErrorManager*>(cinfo->err);
     cinfo->err->num_warnings++;
-    const bool loses_data = warning_loses_data(cinfo->err->msg_code);
+    const int code = cinfo->err->msg_code;
+    const bool damage = warning_is_damage(code);
+    // The source ran out before the EOI marker: the file was cut short.
+    const bool truncation = code == JWRN_JPEG_EOF;
     // Damaged data can raise a warning every few bytes: format only the ones kept.
     if (err->diag->warnings.size() >= Diagnostics::kMaxWarnings && !err->strict) {
-        err->diag->corrupt = err->diag->corrupt || loses_data;
+        err->diag->corrupt = err->diag->corrupt || damage;
+        err->diag->partial = err->diag->partial || truncation;
         return;
     }
     char buffer[JMSG_LENGTH_MAX];
     (*cinfo->err->format_message)(cinfo, buffer);
-    if (loses_data && err->strict) {
+    if (damage && err->strict) {
         // Strict decoding: fail at the first damage instead of decoding the rest.
         err->diag->fail(ErrorKind::Corrupt, std::string("corrupt image data (") + buffer + ")");
         std::longjmp(err->jump, 1);
     }
-    err->diag->warn(buffer, loses_data);
+    err->diag->warn(buffer, damage, truncation);
 }
 
 void on_progress(j_common_ptr cinfo) {

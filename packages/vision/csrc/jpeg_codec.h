@@ -40,8 +40,9 @@ public:
                  OutputShape* shape);
     // Writes shape.height rows of shape.width * shape.channels samples, `row_stride`
     // bytes apart: uint8 for 8-bit JPEGs, else uint16 (see decode_wide).
-    // With `strict`, the first damage that loses pixels fails the decode; otherwise
-    // it is recorded in the diagnostics and decoding goes on (see codec.h).
+    // With `strict`, the first damage fails the decode; otherwise it is recorded in
+    // the diagnostics and decoding goes on (see codec.h). Data that ends before the
+    // image's EOI marker ("Premature end of JPEG file") makes the decode partial.
     bool decode(uint8_t* dst, ptrdiff_t row_stride, bool strict);
 
     struct ErrorManager {

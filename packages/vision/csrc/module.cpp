@@ -109,8 +109,10 @@ py::array output_array(const OutputShape& shape, const std::optional<py::object>
     return a;
 }
 
+// (image, warnings, damage): damage is Diagnostics::damage(), 0 none, 1 recovered
+// damage, 2 a truncated file.
 py::tuple result(py::array image, const Diagnostics& diag) {
-    return py::make_tuple(image, diag.warnings, diag.corrupt);
+    return py::make_tuple(image, diag.warnings, diag.damage());
 }
 
 ReadMode read_mode(int mode) {
@@ -320,8 +322,9 @@ DecodePool& get_decode_pool() {
 // A list of JPEGs decoded on `threads` threads of the DecodePool, the GIL released
 // for the whole list, each thread taking the next item. Returns (images,
 // problems): images[i] is the (H, W, C) array, or None where the decode failed;
-// problems lists (i, error kind, message, warnings, corrupt) for each item that
-// failed or lost pixels (codec.h's ErrorKind values; 0 with a partial image).
+// problems lists (i, error kind, message, warnings, damage) for each item that
+// failed or lost pixels (codec.h's ErrorKind values, 0 with a partial image; damage
+// as result() gives it).
 py::tuple py_decode_jpeg_list(const py::list& items, int mode, int scale_num,
                               std::optional<std::tuple<int64_t, int64_t, int64_t, int64_t>> roi,
                               bool strict, int64_t max_pixels, int threads) {
@@ -347,7 +350,7 @@ py::tuple py_decode_jpeg_list(const py::list& items, int mode, int scale_num,
         images.append(item.ok ? py::object(owned_array(item)) : py::object(py::none()));
         if (!item.ok || item.diag.corrupt) {
             problems.append(py::make_tuple(i, int(item.diag.error), item.diag.message,
-                                           item.diag.warnings, item.diag.corrupt));
+                                           item.diag.warnings, item.diag.damage()));
         }
     }
     return py::make_tuple(images, problems);

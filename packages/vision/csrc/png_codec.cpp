@@ -46,6 +46,7 @@ bool is_data_damage(int ret) {
            ret == SPNG_ECHUNK_STDLEN || ret == SPNG_ECHUNK_POS;
 }
 
+
 }  // namespace
 
 PngDecoder::PngDecoder(const uint8_t* data, size_t size, Diagnostics* diag)
@@ -157,7 +158,7 @@ bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool strict) {
     int ret = spng_decode_image(ctx_, nullptr, 0, spng_format_, flags);
     if (ret != 0) {
         if (!strict && is_data_damage(ret)) {
-            diag_->warn(std::string("image data damaged: ") + spng_strerror(ret), true);
+            diag_->warn(std::string("image data damaged: ") + spng_strerror(ret), true, true);
             return true;
         }
         return check(ret, "cannot decode");
@@ -171,7 +172,7 @@ bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool strict) {
         if (!strict && is_data_damage(ret)) {
             diag_->warn(std::string("image data damaged at row ") + std::to_string(info.row_num) +
                             ": " + spng_strerror(ret),
-                        true);
+                        true, true);
             return true;
         }
         return check(ret, "cannot decode");
@@ -181,7 +182,9 @@ bool PngDecoder::decode_rows(uint8_t* dst, size_t row_bytes, bool strict) {
     ret = spng_decode_chunks(ctx_);
     if (ret == 0 || ret == SPNG_IO_EOF || ret == SPNG_EOF) return true;
     if (!strict) {
-        diag_->warn(std::string("damaged at or after the end of the image data: ") + spng_strerror(ret), false);
+        // The image data's last checksum failed: its rows cannot be trusted.
+        diag_->warn(std::string("damaged at or after the end of the image data: ") + spng_strerror(ret),
+                    true, true);
         return true;
     }
     return check(ret, "damaged at or after the end of the image data");

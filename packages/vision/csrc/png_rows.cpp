@@ -200,10 +200,12 @@ bool decode_png_rows_8bit(const uint8_t* png, size_t size, int height, int width
                           uint8_t* dst, bool strict, Diagnostics* diag) {
     const size_t row_bytes = size_t(width) * size_t(channels);
     ImageData data = find_image_data(png, size);
-    // A damaged stream ends the decode: unless strict, as a warning.
+    // A damaged stream ends the decode (before `row`; at `height` every row is in):
+    // unless strict, as a warning.
     auto damaged = [&](const std::string& why, int row) {
         if (strict) return diag->fail(ErrorKind::Corrupt, "cannot decode: " + why);
-        diag->warn("image data damaged at row " + std::to_string(row) + ": " + why, true);
+        diag->warn("image data damaged at row " + std::to_string(row) + ": " + why, true,
+                   row < height);
         return true;
     };
     Inflater inflater;

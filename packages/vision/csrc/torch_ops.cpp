@@ -1,19 +1,22 @@
 // The codecs as C++ torch operators (libtrivium_ops.so): trivium::decode_jpeg,
 // decode_png, decode_webp, decode_image, encode_jpeg, encode_png and encode_webp,
-// registered with TORCH_LIBRARY
-// so that a scripted or exported model that decodes runs without Python (load this
-// library, then torch::jit::load the model).
+// registered with TORCH_LIBRARY so that a scripted or exported model that decodes runs
+// without Python (load this library, then torch::jit::load the model).
 //
-// The kernels call the same torch-free codec core as trivium.vision._C
-// (jpeg_codec.h, png_codec.h, webp_codec.h). Bad input raises a c10::Error whose message names the
+// The kernels call the same torch-free codec core as trivium.vision._C (jpeg_codec.h,
+// png_codec.h, webp_codec.h). Bad input raises a c10::Error whose message names the
 // reason (and `path`, when given): c10::ValueError for damaged data and bad arguments,
 // c10::NotImplementedError for valid data in an unsupported format, c10::TypeError for
-// wrong input types. Damage with strict=false gives a warning and the partial image.
+// wrong input types. Damage raises with strict=true; by default (strict=None) damage the
+// decoder recovers from gives a warning and the image, and a decode that stops early (a
+// truncated file) raises; with strict=false every damage gives a warning and the
+// decoded part (check_damage).
 //
 // Shapes are data-dependent, so the fake kernels used for torch.compile and
 // torch.export (unbacked sizes) are Python ones, in trivium.vision.io.ops.
 #include <algorithm>
 #include <atomic>
+#include <initializer_list>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -71,15 +74,23 @@ std::string damage_reason(const Diagnostics& diag) {
     return reason;
 }
 
-// Damage that lost pixels: raises (strict) or warns; from Python, it is recorded.
-void check_damage(const Diagnostics& diag, bool strict, const std::string& where) {
+// Damage: raises with strict=true, and by default (strict=None) where the decode
+// stopped early (a truncated file, a broken PNG stream: Pillow and torchvision refuse
+// those too); else warns. From
+// Python the warning's text is recorded (trivium.vision.io.codec.check_damage words
+// the same rule for the codecs called directly).
+void check_damage(const Diagnostics& diag, std::optional<bool> strict, const std::string& where) {
     if (!diag.corrupt) return;
     const std::string reason = damage_reason(diag);
-    TORCH_CHECK_VALUE(!strict, where + "corrupt image data (" + reason + ")");
+    TORCH_CHECK_VALUE(!strict.value_or(false), where + "corrupt image data (" + reason + ")");
+    TORCH_CHECK_VALUE(strict.has_value() || !diag.partial,
+                      where + "only part of the image decodes (" + reason +
+                          "); strict=False returns that part");
+    const std::string message = reason + "; decoded what the data allows (strict=True raises)";
     if (python_call.active) {
-        python_call.damage = reason;
+        python_call.damage = message;
     } else {
-        TORCH_WARN(where + "returned a partial image: " + reason);
+        TORCH_WARN(where + message);
     }
 }
 
@@ -236,7 +247,8 @@ ImageHeader read_header(const Bytes& bytes, const std::string& where, const char
 // `prepare(decoder, &shape)` fixes the output with the format's own options, then
 // `write(decoder, dst, shape)` writes the pixels. Damage raises (strict) or warns.
 template <typename Decoder, typename Prepare, typename Write>
-at::Tensor decode_with(const Bytes& bytes, const std::optional<at::ScalarType>& dtype, bool strict,
+at::Tensor decode_with(const Bytes& bytes, const std::optional<at::ScalarType>& dtype,
+                       std::optional<bool> strict,
                        const std::optional<at::Tensor>& out, const std::string& where,
                        const char* func, Prepare prepare, Write write) {
     Diagnostics diag;
@@ -278,7 +290,7 @@ struct JpegArgs {
     std::optional<double> scale;
     at::OptionalIntArrayRef min_size;
     at::OptionalIntArrayRef roi;
-    bool strict;
+    std::optional<bool> strict;  // None: the default rule (check_damage)
     int64_t max_pixels;
 };
 
@@ -307,7 +319,7 @@ at::Tensor decode_jpeg_impl(const at::Tensor& data, const JpegArgs& a,
     };
     auto write = [&](JpegDecoder& decoder, uint8_t* dst, const OutputShape& shape) {
         const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels * shape.bytes_per_sample;
-        return decoder.decode(dst, stride, a.strict);
+        return decoder.decode(dst, stride, a.strict.value_or(false));
     };
     at::Tensor image = decode_with<JpegDecoder>(bytes, dtype, a.strict,
                                                 a.apply_exif_orientation || dtype ? std::nullopt : out,
@@ -321,7 +333,7 @@ struct ImageArgs {
     int64_t mode;
     bool apply_exif_orientation;
     std::optional<at::ScalarType> dtype;
-    bool strict;
+    std::optional<bool> strict;  // None: the default rule (check_damage)
     int64_t max_pixels;
 };
 
@@ -333,7 +345,7 @@ at::Tensor decode_png_impl(const at::Tensor& data, const ImageArgs& a, const std
         return decoder.prepare(mode, pixel_limit(a.max_pixels), shape);
     };
     auto write = [&](PngDecoder& decoder, uint8_t* dst, const OutputShape&) {
-        return decoder.decode(dst, a.strict);
+        return decoder.decode(dst, a.strict.value_or(false));
     };
     at::Tensor image = decode_with<PngDecoder>(bytes, a.dtype, a.strict,
                                                a.apply_exif_orientation || a.dtype ? std::nullopt : out,
@@ -367,7 +379,7 @@ at::Tensor decode_webp_impl(const at::Tensor& data, const ImageArgs& a, const st
         return true;
     };
     auto write = [&](WebpDecoder& decoder, uint8_t* dst, const OutputShape&) {
-        return decoder.decode(dst, a.strict);
+        return decoder.decode(dst, a.strict.value_or(false));
     };
     at::Tensor image = decode_with<WebpDecoder>(bytes, a.dtype, a.strict,
                                                 a.apply_exif_orientation || a.dtype ? std::nullopt : out,
@@ -410,38 +422,106 @@ constexpr ImageFormat kFormats[] = {
     {"WebP", "RIFF", 4, decode_webp_image, "WEBP", 8, 4},
 };
 
-// The formats' names joined as "JPEG and PNG" (`word` "and") or "JPEG or PNG".
-std::string format_names(const char* word) {
+// Formats that trivium.vision.io decodes in Python, through Pillow (io/pillow.py,
+// io/gif.py; the same tests of the first kSniffBytes bytes, in the same order as its
+// registry). The op's Python kernel (trivium.vision.io.ops) decodes them; without
+// Python (a deployed C++ program) they raise NotImplementedError naming the format.
+constexpr size_t kSniffBytes = 32;
+
+uint32_t le32(const uint8_t* p) { return p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24; }
+uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
+
+bool starts_with(const Bytes& b, const char* sig, size_t n, size_t at = 0) {
+    return b.size >= at + n && std::memcmp(b.data + at, sig, n) == 0;
+}
+
+bool is_gif(const Bytes& b) { return starts_with(b, "GIF87a", 6) || starts_with(b, "GIF89a", 6); }
+
+// "BM" and a DIB header size Pillow reads.
+bool is_bmp(const Bytes& b) {
+    if (!starts_with(b, "BM", 2) || b.size < 18) return false;
+    const uint32_t header = le32(b.data + 14);
+    return header == 12 || header == 40 || header == 52 || header == 56 || header == 64 ||
+           header == 108 || header == 124;
+}
+
+bool is_tiff(const Bytes& b) {
+    return starts_with(b, "II*\0", 4) || starts_with(b, "MM\0*", 4) || starts_with(b, "II+\0", 4) ||
+           starts_with(b, "MM\0+", 4);
+}
+
+// Netpbm "P1".."P6" followed by white space.
+bool is_ppm(const Bytes& b) {
+    return b.size >= 3 && b.data[0] == 'P' && b.data[1] >= '1' && b.data[1] <= '6' &&
+           std::strchr(" \t\n\v\f\r", b.data[2]) != nullptr && b.data[2] != 0;
+}
+
+// An ISO BMFF "ftyp" box naming one of `brands` as its major or a compatible brand
+// (those within the first kSniffBytes bytes).
+bool has_brand(const Bytes& b, std::initializer_list<const char*> brands) {
+    if (!starts_with(b, "ftyp", 4, 4) || b.size < 12) return false;
+    const size_t end = std::min<size_t>({b.size, kSniffBytes, be32(b.data)});
+    auto named = [&](size_t at) {
+        for (const char* brand : brands) {
+            if (std::memcmp(b.data + at, brand, 4) == 0) return true;
+        }
+        return false;
+    };
+    if (named(8)) return true;
+    for (size_t at = 16; at + 4 <= end; at += 4) {
+        if (named(at)) return true;
+    }
+    return false;
+}
+
+bool is_avif(const Bytes& b) { return has_brand(b, {"avif", "avis"}); }
+
+bool is_heic(const Bytes& b) {
+    return has_brand(b, {"heic", "heix", "heim", "heis", "hevc", "hevx", "hevm", "hevs", "mif1",
+                         "msf1"});
+}
+
+struct PythonFormat {
+    const char* name;
+    bool (*matches)(const Bytes&);
+};
+constexpr PythonFormat kPythonFormats[] = {
+    {"BMP", is_bmp},   {"TIFF", is_tiff}, {"PPM", is_ppm},
+    {"AVIF", is_avif}, {"HEIC", is_heic}, {"GIF", is_gif},
+};
+
+// The formats' names (kFormats, then with `python` kPythonFormats) joined as "JPEG,
+// PNG and GIF" (`word` "and") or "JPEG, PNG or GIF", as trivium.vision.io.codec words them.
+std::string format_names(const char* word, bool python = true) {
+    std::vector<const char*> all;
+    for (const ImageFormat& format : kFormats) all.push_back(format.name);
+    if (python) {
+        for (const PythonFormat& format : kPythonFormats) all.push_back(format.name);
+    }
     std::string names;
-    const size_t n = sizeof(kFormats) / sizeof(kFormats[0]);
-    for (size_t i = 0; i < n; ++i) {
-        names += i == 0 ? "" : (i + 1 == n ? std::string(" ") + word + " " : ", ");
-        names += kFormats[i].name;
+    for (size_t i = 0; i < all.size(); ++i) {
+        names += i == 0 ? "" : (i + 1 == all.size() ? std::string(" ") + word + " " : ", ");
+        names += all[i];
     }
     return names;
 }
 
 // The format of `b` from its first bytes; anything else raises, naming what it is.
 const ImageFormat& sniff(const Bytes& b, const std::string& where) {
-    auto starts = [&](const char* sig, size_t n, size_t at = 0) {
-        return b.size >= at + n && std::memcmp(b.data + at, sig, n) == 0;
-    };
     for (const ImageFormat& format : kFormats) {
-        if (starts(format.signature, format.signature_size) &&
-            starts(format.tag, format.tag_size, format.tag_at)) {
+        if (starts_with(b, format.signature, format.signature_size) &&
+            starts_with(b, format.tag, format.tag_size, format.tag_at)) {
             return format;
         }
     }
     TORCH_CHECK_VALUE(b.size > 0, where, "empty input (0 bytes)");
-    const std::string supported = " images are not supported (" + format_names("and") + " are)";
-    const std::pair<const char*, const char*> others[] = {
-        {"GIF87a", "GIF"}, {"GIF89a", "GIF"}, {"BM", "BMP"}, {"II*", "TIFF"}, {"MM\0*", "TIFF"},
-        {"\0\0\1\0", "ICO"}};
-    const size_t lengths[] = {6, 6, 2, 4, 4, 4};
-    for (size_t i = 0; i < 6; ++i) {
-        TORCH_CHECK_NOT_IMPLEMENTED(!starts(others[i].first, lengths[i]), where, others[i].second,
-                                    supported);
+    for (const PythonFormat& format : kPythonFormats) {
+        TORCH_CHECK_NOT_IMPLEMENTED(!format.matches(b), where, format.name,
+                                    " images are decoded in Python (through Pillow), not by this "
+                                    "C++ operator (it decodes ", format_names("and", false), ")");
     }
+    const std::string supported = " images are not supported (" + format_names("and") + " are)";
+    TORCH_CHECK_NOT_IMPLEMENTED(!starts_with(b, "\0\0\1\0", 4), where, "ICO", supported);
     TORCH_CHECK_VALUE(false, where, "not a ", format_names("or"), " image (unknown signature)");
 }
 
@@ -449,7 +529,7 @@ const ImageFormat& sniff(const Bytes& b, const std::string& where) {
 
 at::Tensor decode_jpeg_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
                           std::optional<double> scale, at::OptionalIntArrayRef min_size,
-                          at::OptionalIntArrayRef roi, bool strict, int64_t max_pixels,
+                          at::OptionalIntArrayRef roi, std::optional<bool> strict, int64_t max_pixels,
                           std::optional<c10::string_view> path) {
     const JpegArgs a{mode, apply_exif_orientation, scale, min_size, roi, strict, max_pixels};
     return decode_jpeg_impl(data, a, std::nullopt, prefix(path), std::nullopt, "decode_jpeg");
@@ -468,42 +548,42 @@ at::Tensor& finish_out(const at::Tensor& image, at::Tensor& out) {
 
 at::Tensor& decode_jpeg_out(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
                             std::optional<double> scale, at::OptionalIntArrayRef min_size,
-                            at::OptionalIntArrayRef roi, bool strict, int64_t max_pixels,
+                            at::OptionalIntArrayRef roi, std::optional<bool> strict, int64_t max_pixels,
                             std::optional<c10::string_view> path, at::Tensor& out) {
     const JpegArgs a{mode, apply_exif_orientation, scale, min_size, roi, strict, max_pixels};
     return finish_out(decode_jpeg_impl(data, a, std::nullopt, prefix(path), out, "decode_jpeg"), out);
 }
 
 at::Tensor decode_png_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
-                         std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
+                         std::optional<at::ScalarType> dtype, std::optional<bool> strict, int64_t max_pixels,
                          std::optional<c10::string_view> path) {
     const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
     return decode_png_impl(data, a, prefix(path), std::nullopt, "decode_png");
 }
 
 at::Tensor& decode_png_out(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
-                           std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
+                           std::optional<at::ScalarType> dtype, std::optional<bool> strict, int64_t max_pixels,
                            std::optional<c10::string_view> path, at::Tensor& out) {
     const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
     return finish_out(decode_png_impl(data, a, prefix(path), out, "decode_png"), out);
 }
 
 at::Tensor decode_webp_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
-                          std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
+                          std::optional<at::ScalarType> dtype, std::optional<bool> strict, int64_t max_pixels,
                           std::optional<c10::string_view> path) {
     const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
     return decode_webp_impl(data, a, prefix(path), std::nullopt, "decode_webp");
 }
 
 at::Tensor& decode_webp_out(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
-                            std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
+                            std::optional<at::ScalarType> dtype, std::optional<bool> strict, int64_t max_pixels,
                             std::optional<c10::string_view> path, at::Tensor& out) {
     const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
     return finish_out(decode_webp_impl(data, a, prefix(path), out, "decode_webp"), out);
 }
 
 at::Tensor decode_image_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
-                           std::optional<at::ScalarType> dtype, bool strict, int64_t max_pixels,
+                           std::optional<at::ScalarType> dtype, std::optional<bool> strict, int64_t max_pixels,
                            std::optional<c10::string_view> path) {
     const std::string where = prefix(path);
     const ImageFormat& format = sniff(encoded_bytes(data, "decode_image"), where);
@@ -604,23 +684,23 @@ TORCH_LIBRARY(trivium, m) {
     // Where the fake (shape) kernels are: torch imports it when tracing needs them.
     m.set_python_module("trivium.vision.io.ops");
     m.def("decode_jpeg(Tensor data, int mode=0, bool apply_exif_orientation=False, "
-          "float? scale=None, int[]? min_size=None, int[]? roi=None, bool strict=True, "
+          "float? scale=None, int[]? min_size=None, int[]? roi=None, bool? strict=None, "
           "int max_pixels=-1, str? path=None) -> Tensor");
     m.def("decode_jpeg.out(Tensor data, int mode=0, bool apply_exif_orientation=False, "
-          "float? scale=None, int[]? min_size=None, int[]? roi=None, bool strict=True, "
+          "float? scale=None, int[]? min_size=None, int[]? roi=None, bool? strict=None, "
           "int max_pixels=-1, str? path=None, *, Tensor(a!) out) -> Tensor(a!)");
     m.def("decode_png(Tensor data, int mode=0, bool apply_exif_orientation=False, "
-          "ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None) -> Tensor");
+          "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None) -> Tensor");
     m.def("decode_png.out(Tensor data, int mode=0, bool apply_exif_orientation=False, "
-          "ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None, *, "
+          "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None, *, "
           "Tensor(a!) out) -> Tensor(a!)");
     m.def("decode_webp(Tensor data, int mode=0, bool apply_exif_orientation=False, "
-          "ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None) -> Tensor");
+          "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None) -> Tensor");
     m.def("decode_webp.out(Tensor data, int mode=0, bool apply_exif_orientation=False, "
-          "ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None, *, "
+          "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None, *, "
           "Tensor(a!) out) -> Tensor(a!)");
     m.def("decode_image(Tensor data, int mode=0, bool apply_exif_orientation=False, "
-          "ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None) -> Tensor");
+          "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None) -> Tensor");
     m.def("encode_jpeg(Tensor image, int quality=75, int subsampling=420, bool progressive=False, "
           "bool optimize=False) -> Tensor");
     m.def("encode_png(Tensor image, int compression_level=6) -> Tensor");

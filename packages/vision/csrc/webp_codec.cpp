@@ -195,15 +195,15 @@ bool WebpDecoder::decode_still_rgb(uint8_t* dst, int channels, bool strict) {
     WebPFreeDecBuffer(&output);
     if (partial == VP8_STATUS_OK && rows >= shape_.height) {
         // Every pixel is there; only the container is off (its RIFF size, a chunk after
-        // the image data).
-        diag_->warn(std::string("damaged after the image data: ") + status_reason(status), false);
+        // the image data): damage recovered from.
+        diag_->warn(std::string("damaged after the image data: ") + status_reason(status), true);
         return true;
     }
     const std::string reason = std::string(status_reason(status)) + " (decoded " +
                                std::to_string(rows) + " of " + std::to_string(shape_.height) +
                                " rows)";
     if (strict) return diag_->fail(ErrorKind::Corrupt, "corrupt image data (" + reason + ")");
-    diag_->warn(reason, true);
+    diag_->warn(reason, true, true);
     return true;
 }
 
@@ -283,7 +283,7 @@ bool WebpDecoder::decode_animation(uint8_t* dst, bool strict) {
     }
     if (damage.empty()) return true;
     std::memset(dst + size_t(decoded) * frame_bytes, 0, size_t(frames_ - decoded) * frame_bytes);
-    diag_->warn(damage, true);
+    diag_->warn(damage, true, true);  // frames are missing: the decode stopped early
     return true;
 }
 

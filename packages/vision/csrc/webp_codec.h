@@ -27,7 +27,8 @@ public:
     // Decodes into a contiguous buffer of shape.frames * shape.height * shape.width *
     // shape.channels bytes. With `strict`, a truncated or damaged bitstream fails the
     // decode; otherwise the rows (frames) decoded are kept, the rest are zero, and the
-    // damage is reported as a warning (see codec.h).
+    // damage is recorded (see codec.h): partial where rows or frames are missing, else
+    // (a container cut or mis-sized after whole image data) recovered.
     bool decode(uint8_t* dst, bool strict);
 
 private:

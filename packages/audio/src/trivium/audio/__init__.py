@@ -1,7 +1,8 @@
 """Trivium audio: waveforms as float32 ``[..., channels, time]`` in [-1, 1].
 
-``trivium.audio.io`` (load / save / info / stream on soundfile; ``load``, ``save``,
-``info`` and ``stream`` are re-exported here), ``functional`` and ``transforms``
+``trivium.audio.io`` (load / save / info / stream on soundfile, and load / info on
+FFmpeg for MP4 / M4A / AAC, WebM and video files; ``load``, ``save``, ``info`` and
+``stream`` are re-exported here), ``functional`` and ``transforms``
 (torchaudio's names), ``datasets`` (LibriSpeech, LibriTTS, LibriMix, AudioFolder) and
 ``metrics`` (WER/CER, SI-SNR, SDR, permutation-invariant loss).
 

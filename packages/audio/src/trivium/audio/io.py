@@ -1,5 +1,9 @@
 """Audio file I/O on soundfile (libsndfile): ``load``, ``save``, ``info`` and ``stream``.
 
+``load`` and ``info`` also read, through FFmpeg (``_ffmpeg``, PyAV: the ``ffmpeg``
+extra), what libsndfile does not: MP4 / M4A, Matroska / WebM, ADTS AAC, Ogg Opus and
+the audio of video files.
+
 Waveforms are ``[channels, time]`` tensors (``channels_first=True``, the default) and
 the sample rate travels beside them. Sources can be a path, a binary file-like
 object, or the encoded bytes themselves (``bytes``, ``bytearray``, ``memoryview`` or
@@ -42,7 +46,7 @@ import soundfile as sf
 import torch
 from torch import Tensor
 
-from trivium.audio import _buffers, _wav
+from trivium.audio import _buffers, _ffmpeg, _wav
 from trivium.core.errors import (
     DecodeError,
     EmptyInputError,
@@ -154,6 +158,9 @@ _FILL_SAMPLES = 1 << 16  # samples per block when converting to float32 (in cach
 _STEREO_FRAMES = 1 << 16  # frames per block of the interleaved 16-bit stereo conversion
 _LITTLE_ENDIAN = sys.byteorder == "little"
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+# Opening a named pipe to look at its first bytes must neither block nor start its writer.
+_SNIFF_FLAGS = _OPEN_FLAGS | getattr(os, "O_NONBLOCK", 0)
+_BACKENDS = ("soundfile", "ffmpeg")
 
 
 class _SoundFile(sf.SoundFile):
@@ -168,7 +175,9 @@ class AudioMetaData:
 
     ``encoding`` is ``"PCM_S"``, ``"PCM_U"``, ``"PCM_F"``, ``"ULAW"``, ``"ALAW"``,
     ``"FLAC"``, ``"VORBIS"``, ``"OPUS"``, ``"MP3"`` or libsndfile's subtype name for
-    anything else; ``bits_per_sample`` is 0 for lossy codecs.
+    anything else libsndfile reads, and the codec's name in capitals for what FFmpeg
+    reads (``"AAC"``, ``"ALAC"``, ``"WMAV2"``, ...); ``bits_per_sample`` is 0 for lossy
+    codecs and where the file does not tell.
 
     Example:
         >>> AudioMetaData(16000, 32000, 1, 16, "PCM_S").num_frames
@@ -508,6 +517,8 @@ def load(
     normalize: bool = True,
     channels_first: bool = True,
     format: str | None = None,
+    buffer_size: int = 4096,
+    backend: str | None = None,
 ) -> tuple[Tensor, int]:
     """Decode audio into ``(waveform, sample_rate)``, as ``torchaudio.load``.
 
@@ -524,8 +535,31 @@ def load(
     give it), 32-bit as ``int32``; ``FLOAT``/``DOUBLE`` files as ``float32``/``float64``.
     This applies to every container holding integer PCM (WAV, FLAC, AIFF, ...);
     companded and lossy encodings (mu-law, A-law, ADPCM, Vorbis, Opus, MP3) have no
-    stored integers and always decode to normalised ``float32``. ``format`` forces a
-    container (libsndfile's name, e.g. ``"WAV"``), needed only for headerless data.
+    stored integers and always decode to normalised ``float32``.
+
+    Files libsndfile does not read go to FFmpeg (PyAV, the ``ffmpeg`` extra of
+    ``trivium-audio``): MP4 / M4A / MOV (AAC, ALAC, ...),
+    Matroska / WebM (Opus, Vorbis, ...), ADTS AAC, Ogg Opus, AVI, ASF (WMA), and the
+    audio of video files. They are told apart by their first bytes; anything else
+    libsndfile does not recognise is offered to FFmpeg too. The first audio stream is
+    decoded, as PyAV decodes it (priming samples dropped where the container says how
+    many); ``normalize=False`` keeps the integer samples of integer codecs (PCM, FLAC,
+    ALAC) and gives float32 for the others (AAC, Opus, Vorbis, MP3). Ogg Opus is
+    decoded by FFmpeg at 48 kHz (as torchaudio does) where PyAV is installed, else by
+    libsndfile at the rate the encoder was given. Without the extra, the other formats
+    raise :class:`~trivium.core.UnsupportedFormatError` naming the file, the format and
+    what to install. In MP4 and Ogg, ``frame_offset`` seeks to a packet 0.1 s before
+    it and decodes from there (lossy codecs' noise substitution can then give samples
+    a little different from a decode from the start); elsewhere the decode runs from
+    the start.
+
+    ``format`` forces a container: libsndfile's name (``"WAV"``, ``"FLAC"``,
+    ``"RAW"``, ...; needed only for headerless data), or else FFmpeg's demuxer name
+    (``"mp4"``, ``"aac"``, ``"matroska"``, ...). ``backend`` picks the decoder:
+    ``"soundfile"`` (libsndfile only), ``"ffmpeg"`` (FFmpeg only; ``format`` is then
+    FFmpeg's name), or None (the rule above). ``buffer_size`` is accepted as
+    torchaudio's: FFmpeg reads file objects and bytes in blocks of at least this many
+    bytes.
 
     A long FLAC from a path or bytes (at least 2 x 65536 frames) is decoded in parts on
     the ``trivium.core`` thread pool (one thread inside a DataLoader worker); the
@@ -547,10 +581,47 @@ def load(
         tensor([[     0,  16384, -16384]], dtype=torch.int16)
     """
     _check_range(frame_offset, num_frames)
-    if format is None or format.upper() == "WAV":
+    _check_backend(backend, buffer_size)
+    if backend != "ffmpeg" and (format is None or format.upper() == "WAV"):
         loaded = _load_wav(uri, frame_offset, num_frames, normalize, channels_first)
         if loaded is not None:
             return loaded
+
+    def ffmpeg(container: str, otherwise: Exception | None) -> tuple[Tensor, int]:
+        obj, name = as_readable(uri, "audio")
+        data, sample_rate = _ffmpeg.decode(
+            obj,
+            _rewinder(obj),
+            name,
+            container,
+            format=_ffmpeg_format(format),
+            buffer_size=buffer_size,
+            frame_offset=frame_offset,
+            num_frames=num_frames,
+            normalize=normalize,
+            channels_first=channels_first,
+            otherwise=otherwise,
+        )
+        return torch.from_numpy(data), sample_rate
+
+    return _dispatch(
+        uri,
+        format,
+        backend,
+        lambda: _load_soundfile(uri, frame_offset, num_frames, normalize, channels_first, format),
+        ffmpeg,
+    )
+
+
+def _load_soundfile(
+    uri: AudioSource,
+    frame_offset: int,
+    num_frames: int,
+    normalize: bool,
+    channels_first: bool,
+    format: str | None,
+) -> tuple[Tensor, int]:
+    """``load`` through libsndfile."""
     f, name = _open(uri, format)
     with f:
         available = max(f.frames - frame_offset, 0)
@@ -563,6 +634,94 @@ def load(
             f.seek(frame_offset)
         data, scale = _read(f, name, frames, normalize)
     return _to_tensor(data, channels_first, scale), sample_rate
+
+
+def _check_backend(backend: str | None, buffer_size: int) -> None:
+    if backend is not None and backend not in _BACKENDS:
+        raise ValueError(f"backend must be None, 'soundfile' or 'ffmpeg', got {backend!r}")
+    if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size <= 0:
+        raise ValueError(f"buffer_size must be a positive int, got {buffer_size!r}")
+
+
+def _dispatch(
+    uri: AudioSource,
+    format: str | None,
+    backend: str | None,
+    soundfile: Callable[[], _T],
+    ffmpeg: Callable[[str, Exception | None], _T],
+) -> _T:
+    """``soundfile()`` or ``ffmpeg(container, otherwise)``, as :func:`load` says.
+
+    ``ffmpeg`` gets the name of the container for messages, and the error to raise
+    where FFmpeg finds no audio either (libsndfile's, for data neither recognises).
+    """
+    container = _ffmpeg_container(uri, format, backend)
+    if container is not None:
+        return ffmpeg(container, None)
+    try:
+        return soundfile()
+    except UnsupportedFormatError as unsupported:
+        if backend is not None or format is not None or not _ffmpeg.available():
+            raise
+        return ffmpeg("audio", unsupported)
+
+
+def _ffmpeg_container(uri: AudioSource, format: str | None, backend: str | None) -> str | None:
+    """The container FFmpeg is to read ``uri`` as (its name), or None for libsndfile."""
+    if backend is not None:
+        return (format or "decoding with backend='ffmpeg'") if backend == "ffmpeg" else None
+    if format is not None:
+        return None if format.upper() in sf.available_formats() else format
+    found = _ffmpeg.sniff(_head(uri))
+    if found is None or (found.libsndfile_reads and not _ffmpeg.available()):
+        return None
+    return found.name
+
+
+def _ffmpeg_format(format: str | None) -> str | None:
+    """FFmpeg's demuxer name for ``format`` (None: FFmpeg probes the data)."""
+    return None if format is None else format.lower()
+
+
+def _head(uri: AudioSource) -> bytes:
+    """The first bytes of ``uri`` (for :func:`_ffmpeg.sniff`); empty where unreadable.
+
+    A file object is left where it stood. Errors are left for the decoder to report.
+    """
+    memory = _memory_source(uri)
+    if memory is not None:
+        return memory[: _ffmpeg.HEAD_BYTES].tobytes()
+    if isinstance(uri, (str, os.PathLike)):
+        try:
+            fd = os.open(uri, _SNIFF_FLAGS)
+        except OSError:
+            return b""
+        try:
+            return os.read(fd, _ffmpeg.HEAD_BYTES)
+        except OSError:  # a directory, a pipe
+            return b""
+        finally:
+            os.close(fd)
+    try:
+        position = uri.tell()  # type: ignore[union-attr]
+        head = uri.read(_ffmpeg.HEAD_BYTES)  # type: ignore[union-attr]
+        uri.seek(position)  # type: ignore[union-attr]
+    except (AttributeError, OSError, ValueError):
+        return b""
+    return head if isinstance(head, bytes) else b""
+
+
+def _rewinder(obj: str | IO[bytes]) -> Callable[[], str | IO[bytes]]:
+    """A function giving ``obj`` again from where its audio starts (for a second open)."""
+    if isinstance(obj, str):
+        return lambda: obj
+    origin = _position(obj)
+
+    def rewound() -> IO[bytes]:
+        obj.seek(origin)
+        return obj
+
+    return rewound
 
 
 def _memory_source(uri: AudioSource) -> np.ndarray | None:
@@ -824,8 +983,23 @@ def _decode_in_parts(uri: AudioSource, f: sf.SoundFile, frames: int, normalize: 
     )
 
 
-def info(uri: AudioSource, format: str | None = None) -> AudioMetaData:
+def info(
+    uri: AudioSource,
+    format: str | None = None,
+    buffer_size: int = 4096,
+    backend: str | None = None,
+) -> AudioMetaData:
     """Read the header of an audio file into an :class:`AudioMetaData`, decoding nothing.
+
+    Files go to libsndfile or FFmpeg as in :func:`load` (same ``format``,
+    ``buffer_size`` and ``backend``). ``num_frames`` is exact where the file counts its
+    samples: WAV, FLAC, AIFF and the like, an MP3 with a Xing/Info or VBRI header, MP4 /
+    M4A / MOV and Ogg (the last page's position). It is an estimate for Ogg Vorbis and
+    Opus read by libsndfile and an MP3 without such a header (from the size and
+    bitrate), for Matroska / WebM (the container's duration, in milliseconds) and for
+    ADTS AAC (from the bitrate). An MP4 counts the samples the encoder was given; the
+    AAC decoder also returns the encoder's padding of the last frame, so ``load`` gives
+    up to one frame (1024 samples) more.
 
     Example:
         >>> import io, torch
@@ -834,11 +1008,30 @@ def info(uri: AudioSource, format: str | None = None) -> AudioMetaData:
         >>> info(buf.getvalue())
         AudioMetaData(sample_rate=16000, num_frames=160, num_channels=1, bits_per_sample=16, encoding='FLAC')
     """  # noqa: E501
-    if format is None or format.upper() == "WAV":
+    _check_backend(backend, buffer_size)
+    if backend != "ffmpeg" and (format is None or format.upper() == "WAV"):
         layout = _wav_layout(uri)
         if layout is not None:
             encoding, bits = _ENCODINGS[layout.subtype]
             return AudioMetaData(layout.sample_rate, layout.frames, layout.channels, bits, encoding)
+
+    def ffmpeg(container: str, otherwise: Exception | None) -> AudioMetaData:
+        obj, name = as_readable(uri, "audio")
+        fields = _ffmpeg.probe(
+            obj,
+            name,
+            container,
+            format=_ffmpeg_format(format),
+            buffer_size=buffer_size,
+            otherwise=otherwise,
+        )
+        return AudioMetaData(*fields)
+
+    return _dispatch(uri, format, backend, lambda: _info_soundfile(uri, format), ffmpeg)
+
+
+def _info_soundfile(uri: AudioSource, format: str | None) -> AudioMetaData:
+    """``info`` through libsndfile."""
     f, _ = _open(uri, format)
     with f:
         encoding, bits = _ENCODINGS.get(f.subtype, (f.subtype, 0))
@@ -1076,7 +1269,9 @@ def stream(
     """Read a long file chunk by chunk without loading it whole (see :class:`AudioStream`).
 
     Chunks concatenated along time equal ``load(uri, frame_offset, num_frames, ...)``;
-    ``normalize`` and ``channels_first`` mean what they mean for :func:`load`. Errors in
+    ``normalize`` and ``channels_first`` mean what they mean for :func:`load`. It reads
+    the formats libsndfile decodes; those :func:`load` reads through FFmpeg (MP4, WebM,
+    ...) raise :class:`~trivium.core.UnsupportedFormatError` saying so. Errors in
     the header raise here; damage further in raises ``DecodeError`` from the chunk
     that meets it.
 
@@ -1094,7 +1289,16 @@ def stream(
         raise ValueError(f"frames_per_chunk must be > 0, got {frames_per_chunk}")
     _check_range(frame_offset, num_frames)
     origin = _position(uri)
-    f, name = _open(uri, format)
+    try:
+        f, name = _open(uri, format)
+    except UnsupportedFormatError as unsupported:
+        found = _ffmpeg.sniff(_head(uri)) if format is None else None
+        if found is None:
+            raise
+        raise UnsupportedFormatError(
+            f"{found.name} is read through FFmpeg, by load() (whole or a range), not stream()",
+            path=unsupported.path,
+        ) from None
     available = max(f.frames - frame_offset, 0)
     frames = available if num_frames == -1 else min(num_frames, available)
     if frames and frame_offset:

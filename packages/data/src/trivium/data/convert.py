@@ -7,7 +7,9 @@ index of the class folder in sorted order. The encoded bytes are stored as they 
 ``trivium.audio.io.info``). Only headers are read by default, so a file cut short
 after a whole header (a truncated JPEG) converts and fails when decoded at training
 time; ``verify=True`` (``--verify``) decodes every file in full first, on the
-``trivium.core`` thread pool, and refuses those that do not decode. Read the shards
+``trivium.core`` thread pool, and refuses those that do not decode; damaged files that
+decode all the same (as Pillow decodes them) are written and listed, counted, in the
+summary's ``recovered`` and as a warning in its report. Read the shards
 back with :class:`trivium.data.ParquetSource` and decode in ``parallel_map``.
 
 Example:
@@ -28,13 +30,14 @@ from __future__ import annotations
 import io
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from trivium.core.errors import DatasetError, DecodeError, TriviumError
+from trivium.core.errors import DatasetError, DecodeError, DecodeWarning, TriviumError
 from trivium.core.folders import class_folders
 from trivium.core.progress import progress
 from trivium.core.skipping import check_on_error
@@ -85,6 +88,9 @@ class ConversionSummary:
     classes: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: Files ``verify`` found damaged but readable (written, decoded as Pillow decodes
+    #: them, with a DecodeWarning), with the damage.
+    recovered: list[tuple[str, str]] = field(default_factory=list)
     bytes_in: int = 0
     seconds: float = 0.0
     verified: bool = False
@@ -100,10 +106,22 @@ class ConversionSummary:
                 lines.append(f"refused {len(self.skipped)} of {seen} files (full decode):")
             else:
                 lines.append(f"skipped {len(self.skipped)} files:")
-            lines += [f"  {path}: {reason}" for path, reason in self.skipped[:20]]
-            if len(self.skipped) > 20:
-                lines.append(f"  ... and {len(self.skipped) - 20} more")
+            lines += _listed(self.skipped)
+        if self.recovered:
+            lines.append(
+                f"warning: {len(self.recovered)} damaged files decode as Pillow decodes them "
+                "and were written:"
+            )
+            lines += _listed(self.recovered)
         return "\n".join(lines)
+
+
+def _listed(files: list[tuple[str, str]], most: int = 20) -> list[str]:
+    """One line per ``(path, reason)``, the first ``most`` of them."""
+    lines = [f"  {path}: {reason}" for path, reason in files[:most]]
+    if len(files) > most:
+        lines.append(f"  ... and {len(files) - most} more")
+    return lines
 
 
 def _image_header() -> Callable[[bytes, str], dict[str, Any]]:
@@ -122,11 +140,18 @@ def _image_header() -> Callable[[bytes, str], dict[str, Any]]:
 
 
 def _image_decode(data: bytes, path: str) -> dict[str, Any]:
+    """Decode in full: raises for what does not decode by default, and reports in
+    ``_RECOVERED`` the damage of a file that does (DecodeWarnings are off meanwhile)."""
     import torch
 
     from trivium.vision.io import decode_image
 
-    decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8), path=path)
+    encoded = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    try:
+        decode_image(encoded, path=path, strict=True)
+    except DecodeError as damage:
+        decode_image(encoded, path=path)  # raises where the default rule refuses it
+        return {_RECOVERED: damage.reason}
     return {}
 
 
@@ -181,6 +206,9 @@ _IMAGES = _Kind("images", "image", IMAGE_SCHEMA, IMAGE_EXTENSIONS, _image_header
 _AUDIO = _Kind("audio", "audio", AUDIO_SCHEMA, AUDIO_EXTENSIONS, _audio_header, _audio_decode)
 
 
+_RECOVERED = "_recovered"  # the damage of a file that decodes all the same
+
+
 def _examine(path: str, header: _Check, decode: _Check | None) -> tuple[bytes, Any]:
     """The file's bytes and its header fields, or the error that refused it."""
     try:
@@ -188,7 +216,7 @@ def _examine(path: str, header: _Check, decode: _Check | None) -> tuple[bytes, A
             data = f.read()
         meta = header(data, path)
         if decode is not None:
-            decode(data, path)
+            meta = {**meta, **decode(data, path)}
     except (TriviumError, OSError, ValueError, RuntimeError) as e:
         return b"", e
     return data, meta
@@ -257,7 +285,9 @@ def _convert(
         with progress(total=len(files), desc=desc, unit="file", disable=disable) as bar:
             for first in range(0, len(files), _BATCH):
                 batch = files[first : first + _BATCH]
-                examined = parallel_map(lambda f: _examine(f[0], header, decode), batch)
+                with warnings.catch_warnings():  # verify reports the damage itself
+                    warnings.simplefilter("ignore", DecodeWarning)
+                    examined = parallel_map(lambda f: _examine(f[0], header, decode), batch)
                 for (path, label), (data, meta) in zip(batch, examined, strict=True):
                     bar.update(1)
                     if isinstance(meta, Exception):
@@ -266,6 +296,8 @@ def _convert(
                             raise error from meta
                         summary.skipped.append((path, error.reason))
                         continue
+                    if _RECOVERED in meta:
+                        summary.recovered.append((path, meta.pop(_RECOVERED)))
                     summary.rows += 1
                     summary.bytes_in += len(data)
                     rel = os.path.relpath(path, root)

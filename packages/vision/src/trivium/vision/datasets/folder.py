@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +47,7 @@ from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesW
 from trivium.core.folders import NO_CLASS_FOLDERS, class_folders
 from trivium.core.skipping import SkipsUnreadable, with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
+from trivium.vision.io.codec import IMAGE_EXTENSIONS, cannot_decode, decoding_file
 from trivium.vision.transforms.fused_decode import (
     DecodeCenterCrop,
     DecodeRandomResizedCrop,
@@ -67,8 +69,30 @@ __all__ = [
     "starts_with_decode",
 ]
 
-# torchvision's list. Only JPEG and PNG decode here; pass a loader for the others.
-IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+# torchvision's IMG_EXTENSIONS, in its order.
+_TORCHVISION_EXTENSIONS = (
+    ".jpg",
+    ".jpeg",
+    ".png",
+    ".ppm",
+    ".bmp",
+    ".pgm",
+    ".tif",
+    ".tiff",
+    ".webp",
+)
+# Still-image formats beyond torchvision's list. GIF is left out, as torchvision leaves
+# it out: an animated GIF decodes to [N, C, H, W].
+_MORE_EXTENSIONS = (".avif", ".heic", ".heif")
+
+
+def _decodable(extensions: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(e for e in extensions if cannot_decode(IMAGE_EXTENSIONS[e]) is None)
+
+
+#: The extensions ImageFolder lists: torchvision's (in its order) and AVIF / HEIC, each
+#: where its format decodes here (HEIC with the ``heif`` extra).
+IMG_EXTENSIONS = _decodable(_TORCHVISION_EXTENSIONS + _MORE_EXTENSIONS)
 
 _FUSED_DECODES = (DecodeRandomResizedCrop, DecodeResize, DecodeCenterCrop)
 
@@ -101,7 +125,7 @@ def is_image_file(filename: str) -> bool:
     """Whether ``filename`` has one of :data:`IMG_EXTENSIONS`.
 
     Example:
-        >>> is_image_file("cat.webp"), is_image_file("notes.txt")
+        >>> is_image_file("cat.bmp"), is_image_file("notes.txt")
         (True, False)
     """
     return has_file_allowed_extension(filename, IMG_EXTENSIONS)
@@ -170,6 +194,7 @@ def make_dataset(
 
     instances = []
     available = set()
+    undecodable: list[str] = []  # image files ImageFolder cannot list here
     for target_class in sorted(class_to_idx):
         class_index = class_to_idx[target_class]
         target_dir = os.path.join(directory, target_class)
@@ -181,6 +206,10 @@ def make_dataset(
                 if is_valid_file(path):
                     instances.append((path, class_index))
                     available.add(target_class)
+                elif extensions is IMG_EXTENSIONS and _cannot_list(path):
+                    undecodable.append(path)
+    if undecodable:
+        _warn_undecodable(directory, undecodable)
     empty = set(class_to_idx) - available
     if empty and not allow_empty:
         reason = f"found no valid file for the classes {', '.join(sorted(empty))}"
@@ -193,13 +222,33 @@ def make_dataset(
     return instances
 
 
+def _cannot_list(path: str) -> bool:
+    """Whether ``path`` has the extension of an image format that does not decode here."""
+    name = IMAGE_EXTENSIONS.get(os.path.splitext(path)[1].lower())
+    return name is not None and name != "gif" and cannot_decode(name) is not None
+
+
+def _warn_undecodable(directory: str | os.PathLike[str], paths: list[str]) -> None:
+    """One warning naming the image files left out because their format does not decode here."""
+    formats = sorted({IMAGE_EXTENSIONS[os.path.splitext(p)[1].lower()] for p in paths})
+    why = "; ".join(cannot_decode(name) or "" for name in formats)
+    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    warnings.warn(
+        f"{directory}: {len(paths)} image files are left out, their format does not decode "
+        f"here: {shown} ({why})",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 def default_loader(path: str | os.PathLike[str]) -> torch.Tensor:
     """Decode the image at ``path`` to a uint8 ``[3, H, W]`` RGB tensor.
 
     Gray images are repeated over three channels and alpha is dropped, as Pillow's
     ``convert("RGB")`` in torchvision's default loader; 16-bit PNGs are scaled to
-    8 bits; EXIF orientation is not applied (Pillow does not either); an animated
-    WebP gives its first frame, as Pillow opens it. JPEG, PNG and WebP.
+    8 bits; EXIF orientation is not applied (Pillow does not either). Every format
+    ``decode_image`` reads; an animation (WebP, GIF) gives its first frame, as Pillow
+    opens it.
 
     Example:
         >>> import os, tempfile, torch
@@ -409,9 +458,10 @@ class DatasetFolder(SkipsUnreadable, Dataset):
         """
         path, target = self.samples[index]
         try:
-            sample = self.loader(path)
-            if self.transform is not None:  # a fused decode finds damage here
-                sample = self.transform(sample)
+            with decoding_file(path):  # a damaged file's DecodeWarning names it
+                sample = self.loader(path)
+                if self.transform is not None:  # a fused decode finds damage here
+                    sample = self.transform(sample)
         except (TriviumError, OSError) as e:
             raise with_path(e, path) from e
         if self.target_transform is not None:
@@ -448,7 +498,10 @@ class DatasetFolder(SkipsUnreadable, Dataset):
 class ImageFolder(DatasetFolder):
     """Images ``root/<class>/**/<image>`` with class indices, as torchvision's ``ImageFolder``.
 
-    Files with one of :data:`IMG_EXTENSIONS` (or those ``is_valid_file`` accepts).
+    Files with one of :data:`IMG_EXTENSIONS` (or those ``is_valid_file`` accepts):
+    torchvision's extensions and AVIF / HEIC, those whose format decodes here. Image
+    files left out because their format does not (``.heic`` without the ``heif``
+    extra) are named in one warning at construction, instead of failing mid-epoch.
     A sample is the decoded uint8 ``[3, H, W]`` RGB image, or the encoded bytes when
     ``transform`` starts with a fused decode (see :func:`loader_for`); a ``loader``
     given wins. ``imgs`` is ``samples``. See :class:`DatasetFolder` for

@@ -1,4 +1,5 @@
-"""Image I/O on native codecs: JPEG (libjpeg-turbo), PNG (libspng) and WebP (libwebp).
+"""Image I/O: JPEG (libjpeg-turbo), PNG (libspng) and WebP (libwebp) natively, and through
+Pillow GIF, BMP, TIFF, PPM/PGM, AVIF and HEIC (with pillow-heif).
 
 The API follows ``torchvision.io`` (names and argument order), and adds scaled and
 region JPEG decode, header-only ``image_info``, batch decode on a thread pool,
@@ -21,9 +22,11 @@ from trivium.vision.io.codec import (
     sniff_format,
 )
 from trivium.vision.io.file import read_file, write_file
+from trivium.vision.io.gif import decode_gif
 from trivium.vision.io.image import decode_image, image_info, read_image
 from trivium.vision.io.jpeg import SUPPORTED_SCALES, decode_jpeg, encode_jpeg, write_jpeg
 from trivium.vision.io.orientation import apply_exif_orientation
+from trivium.vision.io.pillow import decode_avif, decode_heic
 from trivium.vision.io.png import decode_png, encode_png, write_png
 from trivium.vision.io.video_clips import RandomClipSampler, UniformClipSampler, VideoClips
 from trivium.vision.io.video_io import read_video, write_video
@@ -40,6 +43,9 @@ __all__ = [
     "VideoFrames",
     "VideoReader",
     "apply_exif_orientation",
+    "decode_avif",
+    "decode_gif",
+    "decode_heic",
     "decode_image",
     "decode_jpeg",
     "decode_png",

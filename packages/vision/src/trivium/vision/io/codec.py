@@ -1,7 +1,8 @@
 """What every image codec shares: read modes, header info, the pixel limit, input
 normalisation, the format registry, batch decode and native errors.
 
-Each format (``jpeg.py``, ``png.py``, ``webp.py``) registers one :class:`ImageFormat` record with
+Each format (``jpeg.py``, ``png.py``, ``webp.py``; ``gif.py`` and ``pillow.py`` for the
+formats decoded through Pillow) registers one :class:`ImageFormat` record with
 :func:`register_format`: its signature, header reader, public decoder and custom op.
 :func:`sniff_format` and ``image_info`` loop over the records; the design notes
 ("Adding an image format") list the steps of adding one.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -152,6 +154,16 @@ def max_pixels_arg(max_pixels: int | type[...] | None) -> int:
     return 0 if max_pixels is None else max(int(max_pixels), 0)
 
 
+def strict_arg(strict: bool | None) -> bool | None:
+    """``strict`` of the public decoders as the ops take it: True, False or None (the default rule).
+
+    Example:
+        >>> strict_arg(None), strict_arg(0), strict_arg(1)
+        (None, False, True)
+    """
+    return None if strict is None else bool(strict)
+
+
 def native_max_pixels(max_pixels: int) -> int:
     """The limit for the native codecs from a :func:`max_pixels_arg` value (0: none).
 
@@ -202,7 +214,9 @@ class ImageFormat:
     - ``op``: its custom op (``torch.ops.trivium.decode_<name>.default``).
 
     ``decode_image`` runs the op ``trivium::decode_image``, whose C++ table of formats
-    (csrc/torch_ops.cpp) lists the same formats in the same order.
+    (csrc/torch_ops.cpp) lists the same native formats in the same order. Formats
+    decoded in Python (``native`` False: through Pillow, see ``pillow.py``) are
+    recognised there too, and the op's Python kernel decodes them.
 
     Example:
         >>> jpeg = find_format(b"\\xff\\xd8\\xff\\xe0")
@@ -235,6 +249,60 @@ class ImageFormat:
         """
         return self.name.upper()
 
+    @property
+    def native(self) -> bool:
+        """Whether the C++ codecs decode this format (the op ``trivium::decode_image`` too).
+
+        Example:
+            >>> find_format(b"\\xff\\xd8\\xff").native
+            True
+        """
+        return True
+
+    def unavailable(self) -> str | None:
+        """None where this format decodes here, else what to install for it.
+
+        Example:
+            >>> find_format(b"\\xff\\xd8\\xff").unavailable() is None
+            True
+        """
+        return None
+
+
+#: How many first bytes of the data the formats' ``matches`` read.
+SNIFF_BYTES = 32
+
+#: File extensions of the image formats Trivium knows, to their format's name:
+#: torchvision's ``IMG_EXTENSIONS`` first, in its order, then the others.
+IMAGE_EXTENSIONS = {
+    ".jpg": "jpeg",
+    ".jpeg": "jpeg",
+    ".png": "png",
+    ".ppm": "ppm",
+    ".bmp": "bmp",
+    ".pgm": "ppm",
+    ".tif": "tiff",
+    ".tiff": "tiff",
+    ".webp": "webp",
+    ".gif": "gif",
+    ".avif": "avif",
+    ".heic": "heic",
+    ".heif": "heic",
+}
+
+
+def cannot_decode(name: str) -> str | None:
+    """Why the format ``name`` does not decode here (None: it does).
+
+    Example:
+        >>> cannot_decode("png") is None, cannot_decode("ico")
+        (True, 'ICO images are not supported')
+    """
+    image_format = _FORMATS.get(name)
+    if image_format is None:
+        return f"{name.upper()} images are not supported"
+    return image_format.unavailable()
+
 
 _FORMATS: dict[str, ImageFormat] = {}
 
@@ -253,28 +321,28 @@ def register_format(image_format: ImageFormat) -> ImageFormat:
 
 
 def formats() -> tuple[ImageFormat, ...]:
-    """The registered formats, in the order they were registered.
+    """The registered formats: the native ones, then those decoded in Python.
+
+    Each group in the order it was registered (torch_ops.cpp lists them the same way).
 
     Example:
         >>> [f.name for f in formats()][:3]
         ['jpeg', 'png', 'webp']
     """
-    return tuple(_FORMATS.values())
+    return tuple(sorted(_FORMATS.values(), key=lambda f: not f.native))
 
 
 def _names(word: str) -> str:
-    """The formats' names joined as "JPEG and PNG" (``word`` "and") or "JPEG or PNG"."""
-    names = [f.title for f in _FORMATS.values()]
+    """The formats' names joined as "JPEG and PNG" (``word`` "and") or "JPEG or PNG".
+
+    Native formats first, then those decoded in Python, as torch_ops.cpp words them.
+    """
+    names = [f.title for f in formats()]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
 # Signatures of formats we recognise but do not decode, for a helpful error.
 _OTHER_FORMATS = {
-    b"GIF87a": "GIF",
-    b"GIF89a": "GIF",
-    b"BM": "BMP",
-    b"II*\x00": "TIFF",
-    b"MM\x00*": "TIFF",
     b"\x00\x00\x01\x00": "ICO",
 }
 
@@ -283,17 +351,20 @@ def find_format(head: bytes) -> ImageFormat:
     """The registered format of encoded data starting with ``head``; raises for anything else.
 
     Empty data raises :class:`~trivium.core.errors.EmptyInputError`, a known format
-    that is not registered (GIF, BMP, ...) ``UnsupportedFormatError``, anything else
-    ``DecodeError``.
+    that is not registered (ICO) or needs what is not installed (HEIC without
+    pillow-heif) ``UnsupportedFormatError``, anything else ``DecodeError``.
 
     Example:
-        >>> find_format(b"GIF89a....")  # doctest: +ELLIPSIS
+        >>> find_format(b"\\x00\\x00\\x01\\x00....")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        trivium.core.errors.UnsupportedFormatError: GIF images are not supported (JPEG, ... are)
+        trivium.core.errors.UnsupportedFormatError: ICO images are not supported (JPEG, ... are)
     """
     for image_format in _FORMATS.values():
         if image_format.matches(head):
+            missing = image_format.unavailable()
+            if missing is not None:
+                raise UnsupportedFormatError(missing)
             return image_format
     if not head:
         raise EmptyInputError()
@@ -312,7 +383,7 @@ def format_of(buffer: Buffer, path: PathLike | None = None) -> ImageFormat:
         'png'
     """
     try:
-        return find_format(bytes(memoryview(buffer)[:16]))
+        return find_format(bytes(memoryview(buffer)[:SNIFF_BYTES]))
     except DecodeError as e:
         raise type(e)(e.reason, path=path) from None
 
@@ -329,31 +400,94 @@ def sniff_format(data: EncodedData, *, path: PathLike | None = None) -> str:
 
 @contextmanager
 def native_errors(path: PathLike | None) -> Iterator[None]:
-    """Re-raise the native codec failures as Trivium errors naming `path`."""
+    """Re-raise the codec failures as Trivium errors naming `path`."""
     try:
         yield
     except _C.UnsupportedFailure as e:
         raise UnsupportedFormatError(str(e), path=path) from None
     except _C.DecodeFailure as e:
         raise DecodeError(str(e), path=path) from None
+    except DecodeError as e:  # from a format decoded in Python
+        if e.path is not None or path is None:
+            raise
+        raise type(e)(e.reason, path=path) from None
+
+
+#: What the codecs report of damage (``Diagnostics::damage()`` in codec.h): damage the
+#: decoder recovered from, and damage that stopped the decode early (a truncated file).
+RECOVERED, PARTIAL = 1, 2
+
+_file = threading.local()
+
+
+@contextmanager
+def decoding_file(path: PathLike | None) -> Iterator[None]:
+    """Name ``path`` in the warnings of decodes on this thread that are given no path.
+
+    A dataset wraps a transform that decodes encoded bytes (the fused ``Decode*``
+    transforms) in it, so that a damaged file's ``DecodeWarning`` names the file.
+
+    Example:
+        >>> with decoding_file("a/1.jpg"):
+        ...     warning_where(None)
+        'a/1.jpg: '
+        >>> warning_where(None), warning_where("b.png")
+        ('', 'b.png: ')
+    """
+    before = getattr(_file, "path", None)
+    _file.path = path
+    try:
+        yield
+    finally:
+        _file.path = before
+
+
+def warning_where(path: PathLike | None) -> str:
+    """How a ``DecodeWarning`` starts: ``"{path}: "``, the :func:`decoding_file`'s, or nothing."""
+    if path is None:
+        path = getattr(_file, "path", None)
+    return "" if path is None else f"{os.fspath(path)}: "
+
+
+def damage_reason(messages: list[str]) -> str:
+    """The decoder's first two distinct messages, and how many more (as torch_ops.cpp words it).
+
+    Example:
+        >>> damage_reason(["bad Huffman code", "bad Huffman code", "x", "y", "z"])
+        'bad Huffman code; x and 2 more'
+    """
+    distinct = list(dict.fromkeys(messages))
+    more = f" and {len(distinct) - 2} more" if len(distinct) > 2 else ""
+    return ("; ".join(distinct[:2]) or "corrupt data") + more
 
 
 def check_damage(
-    warnings_: list[str], corrupt: bool, strict: bool, path: PathLike | None, stacklevel: int = 4
+    warnings_: list[str],
+    damage: int,
+    strict: bool | None,
+    path: PathLike | None,
+    stacklevel: int = 4,
 ) -> None:
-    """Raise (strict) or warn about pixel-losing damage the decoder reported.
+    """Raise or warn about damage a codec reported (``damage``: 0, RECOVERED or PARTIAL).
 
-    ``stacklevel`` is the warning's, counted from this function.
+    The rule every decoder follows: ``strict=True`` raises ``DecodeError`` for any
+    damage; by default (``strict=None``) damage the decoder recovers from (a JPEG's
+    bad entropy codes: the pixels Pillow gives) gives one ``DecodeWarning`` naming
+    the file, and a decode that stops early (a truncated file, a broken PNG stream,
+    which Pillow and torchvision refuse too) raises; ``strict=False`` warns for both
+    and keeps what was decoded. ``stacklevel`` is the warning's, from this function.
     """
-    if not corrupt:
+    if not damage:
         return
-    distinct = list(dict.fromkeys(warnings_))
-    more = f" and {len(distinct) - 2} more" if len(distinct) > 2 else ""
-    reason = ("; ".join(distinct[:2]) or "corrupt data") + more
+    reason = damage_reason(warnings_)
     if strict:
         raise DecodeError(f"corrupt image data ({reason})", path=path)
-    where = f"{os.fspath(path)}: " if path is not None else ""
-    message = f"{where}returned a partial image: {reason}"
+    if strict is None and damage == PARTIAL:
+        raise DecodeError(
+            f"only part of the image decodes ({reason}); strict=False returns that part",
+            path=path,
+        )
+    message = f"{warning_where(path)}{reason}; decoded what the data allows (strict=True raises)"
     warnings.warn(message, DecodeWarning, stacklevel=stacklevel)
 
 

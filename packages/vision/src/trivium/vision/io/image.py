@@ -28,6 +28,7 @@ from trivium.vision.io.codec import (
     format_of,
     max_pixels_arg,
     native_errors,
+    strict_arg,
 )
 from trivium.vision.io.file import read_file
 
@@ -60,16 +61,20 @@ def decode_image(
     *,
     dtype: torch.dtype | None = None,
     device: str | torch.device = "cpu",
-    strict: bool = True,
+    strict: bool | None = None,
     max_pixels: int | None = ...,  # type: ignore[assignment]
     path: PathLike | None = None,
 ) -> torch.Tensor | list[torch.Tensor]:
-    """Decode a JPEG, PNG or WebP (sniffed from its bytes) to a [C, H, W] tensor.
+    """Decode an image (its format sniffed from its bytes) to a [C, H, W] tensor.
 
-    ``input`` may also be a path (as torchvision.io.decode_image) or a list of
-    encoded images, decoded in parallel. 16-bit PNGs give uint16 unless ``dtype``
-    says otherwise, and an animated WebP gives [T, C, H, W]; see :func:`decode_jpeg`,
-    :func:`decode_png` and :func:`decode_webp` for the rest.
+    JPEG, PNG and WebP natively (an animated WebP gives ``[T, C, H, W]``, see
+    :func:`decode_webp`); GIF, BMP, TIFF, PPM/PGM, AVIF and HEIC through Pillow (see
+    :mod:`trivium.vision.io.pillow`; an animated GIF gives ``[N, C, H, W]``, as
+    torchvision's). ``input`` may also be a path (as torchvision.io.decode_image) or
+    a list of encoded images, decoded in parallel. 16-bit images give uint16 unless
+    ``dtype`` says otherwise; ``strict`` follows :func:`decode_jpeg`'s rule for
+    damaged data; see :func:`decode_jpeg`, :func:`decode_png` and :func:`decode_webp`
+    for the rest.
 
     Example:
         >>> import torch
@@ -79,7 +84,8 @@ def decode_image(
         torch.Size([3, 3, 3])
     """
     mode = int(ImageReadMode(mode))
-    args = (mode, bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
+    exif = bool(apply_exif_orientation)
+    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
     op = ops.decode_image_op
     return ops.run_decoder(
         op, input, args, path=path, device=device, func="decode_image", paths=True
@@ -93,9 +99,9 @@ def read_image(
     *,
     dtype: torch.dtype | None = None,
     device: str | torch.device = "cpu",
-    strict: bool = True,
+    strict: bool | None = None,
 ) -> torch.Tensor:
-    """Read and decode a JPEG, PNG or WebP file; errors name the file.
+    """Read and decode an image file (as :func:`decode_image`); errors name the file.
 
     Example:
         >>> import torch, tempfile, os

@@ -57,7 +57,7 @@ def decode_jpeg(
     scale: float | Fraction | None = None,
     min_size: Sequence[int] | None = None,
     roi: Sequence[int] | None = None,
-    strict: bool = True,
+    strict: bool | None = None,
     max_pixels: int | None = ...,  # type: ignore[assignment]
     out: torch.Tensor | None = None,
     path: PathLike | None = None,
@@ -82,9 +82,14 @@ def decode_jpeg(
     - ``roi=(top, left, height, width)``: decode only that region, given in source
       pixels. With a scale the output covers the scaled box (start floored, end
       rounded up). A region not inside the image raises ``ValueError``.
-    - ``strict``: damaged data (a premature end, bad entropy codes) raises
-      ``DecodeError``; with ``strict=False`` the decoded part is returned and a
-      ``DecodeWarning`` issued.
+    - ``strict``: what damaged data gives. By default (``None``) damage libjpeg
+      recovers from (bad Huffman codes, a marker inside the data, extraneous bytes,
+      a progressive file missing a scan) gives the image, the pixels Pillow gives,
+      with one ``DecodeWarning`` ``"{path}: {reason}; ..."``, and a truncated file
+      ("Premature end of JPEG file") raises ``DecodeError``, as Pillow and
+      torchvision refuse it. ``True`` raises ``DecodeError`` for any damage (for
+      validation); ``False`` also returns a truncated file's decoded part, with a
+      ``DecodeWarning``.
     - ``max_pixels``: the decompression-bomb limit (default:
       ``get_max_image_pixels()``), checked from the header before allocating.
     - ``out``: a [C, H, W] tensor of the decoded dtype to decode into (e.g. pinned
@@ -119,7 +124,7 @@ def decode_jpeg(
     box = None if roi is None else list(check_roi(roi))  # type: ignore[arg-type]
     eighths = 8 if scale is None else scale_to_eighths(scale)  # errors name the scales
     limit = max_pixels_arg(max_pixels)
-    strict = bool(strict)
+    strict = None if strict is None else bool(strict)
     direct = None
     if not exif and size is None:  # the codec takes these directly
         region = None if box is None else tuple(box)
@@ -151,7 +156,7 @@ def _decode_one(
     mode: int,
     eighths: int,
     roi: tuple[int, int, int, int] | None,
-    strict: bool,
+    strict: bool | None,
     limit: int,
     path: PathLike | None,
 ) -> torch.Tensor:
@@ -161,13 +166,13 @@ def _decode_one(
     raises or warns as the op does.
     """
     try:
-        array, warnings_, corrupt = _C.decode_jpeg(
-            buffer, mode, eighths, roi, strict, native_max_pixels(limit)
+        array, warnings_, damage = _C.decode_jpeg(
+            buffer, mode, eighths, roi, strict is True, native_max_pixels(limit)
         )
     except ValueError as e:  # the codec's failure, as the op words it
         raise ops.native_error(ops.failure_kind(e), str(e), path, "decode_jpeg") from None
-    if corrupt:
-        check_damage(warnings_, corrupt, strict, path, stacklevel=4)
+    if damage:
+        check_damage(warnings_, damage, strict, path, stacklevel=4)
     return to_chw(array)
 
 
@@ -175,7 +180,7 @@ def _decode_list(
     mode: int,
     eighths: int,
     roi: tuple[int, int, int, int] | None,
-    strict: bool,
+    strict: bool | None,
     limit: int,
     buffers: list[Buffer],
     path: str | None,
@@ -187,13 +192,13 @@ def _decode_list(
     in the items before it raises or warns as the op does.
     """
     images, problems = _C.decode_jpeg_list(
-        buffers, mode, eighths, roi, strict, native_max_pixels(limit), get_num_threads()
+        buffers, mode, eighths, roi, strict is True, native_max_pixels(limit), get_num_threads()
     )
-    for index, kind, message, warnings_, corrupt in problems:
+    for index, kind, message, warnings_, damage in problems:
         where = batch_where(path, index)
         if kind:
             raise ops.native_error(kind, message, where, "decode_jpeg")
-        check_damage(warnings_, corrupt, strict, where, stacklevel=5)
+        check_damage(warnings_, damage, strict, where, stacklevel=5)
     return [to_chw(array) for array in images]
 
 

@@ -82,29 +82,30 @@ def decode_buffer(
     mode: ImageReadMode,
     eighths: int,
     roi: tuple[int, int, int, int] | None,
-    strict: bool,
+    strict: bool | None,
     max_pixels: int,
     target: Any = None,
     path: PathLike | None = None,
 ) -> np.ndarray:
     """Native JPEG decode of a buffer from ``as_buffer``: an (H, W, C) array, or ``target`` filled.
 
-    Damage raises (``strict``) or warns; errors name ``path``; ``max_pixels`` is
-    the native limit (0: none). The arguments are not checked again.
+    Damage raises or warns by ``strict`` (``codec.check_damage``); errors name
+    ``path``; ``max_pixels`` is the native limit (0: none). The arguments are not
+    checked again.
 
     Example:
         >>> import torch
         >>> from trivium.vision.io import encode_jpeg
         >>> from trivium.vision.io.codec import as_buffer
         >>> data = as_buffer(encode_jpeg(torch.zeros(3, 16, 16, dtype=torch.uint8)), "example")
-        >>> decode_buffer(data, ImageReadMode.RGB, 4, None, True, 0).shape
+        >>> decode_buffer(data, ImageReadMode.RGB, 4, None, None, 0).shape
         (8, 8, 3)
     """
     with native_errors(path):
-        array, messages, corrupt = _C.decode_jpeg(
-            buffer, int(mode), eighths, roi, strict, max_pixels, target
+        array, messages, damage = _C.decode_jpeg(
+            buffer, int(mode), eighths, roi, strict is True, max_pixels, target
         )
-    check_damage(messages, corrupt, strict, path, stacklevel=5)  # the caller of decode_jpeg
+    check_damage(messages, damage, strict, path, stacklevel=5)  # the caller of decode_jpeg
     return array
 
 

@@ -5,10 +5,10 @@ The operator library ``trivium/vision/lib/libtrivium_ops.so`` (built with
 ``TORCH_LIBRARY``; importing this module loads it with ``torch.ops.load_library``::
 
     trivium::decode_jpeg(Tensor data, int mode=0, bool apply_exif_orientation=False,
-        float? scale=None, int[]? min_size=None, int[]? roi=None, bool strict=True,
+        float? scale=None, int[]? min_size=None, int[]? roi=None, bool? strict=None,
         int max_pixels=-1, str? path=None) -> Tensor
     trivium::decode_png(Tensor data, int mode=0, bool apply_exif_orientation=False,
-        ScalarType? dtype=None, bool strict=True, int max_pixels=-1, str? path=None) -> Tensor
+        ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None) -> Tensor
     trivium::decode_webp(... the same as decode_png ...) -> Tensor
     trivium::decode_image(... the same as decode_png ...) -> Tensor
     trivium::encode_jpeg(Tensor image, int quality=75, int subsampling=420,
@@ -20,7 +20,8 @@ The operator library ``trivium/vision/lib/libtrivium_ops.so`` (built with
 ``decode_jpeg``, ``decode_png`` and ``decode_webp`` also have an ``out`` overload
 (``*, Tensor(a!) out``).
 ``data`` is a 1-D uint8 tensor of the encoded bytes; ``mode`` an ``ImageReadMode``
-value; ``max_pixels`` -1 for the process-wide limit (``set_max_image_pixels``, read
+value; ``strict`` None for the default rule on damaged data (see ``decode_jpeg``);
+``max_pixels`` -1 for the process-wide limit (``set_max_image_pixels``, read
 when the op runs; Pillow's 178,956,970 where Python is absent), 0 for none. The output
 is a contiguous [C, H, W] CPU tensor of data-dependent height and width. Its dtype must
 be known before decoding: ``dtype``, or uint8 when ``dtype`` is None, so a 16-bit image
@@ -76,6 +77,7 @@ from trivium.vision.io.codec import (
     batch_where,
     decode_batch,
     native_max_pixels,
+    warning_where,
 )
 from trivium.vision.io.file import read_file
 from trivium.vision.io.kernels import path_arg
@@ -215,20 +217,57 @@ def _translating(op: Any) -> Callable[..., Any]:
         values[limit_at] = native_max_pixels(values[limit_at])
         path = values[path_at]
         eager = getattr(_eager, "active", False)
+        refused = None
         _python_call(2 if eager else 1)
         try:
             image = op.redispatch(keyset & _AFTER_BACKEND_SELECT, *values, **kwargs)
         except (ValueError, NotImplementedError) as e:
-            raise translate_error(e, path, func) from None
+            # decode_image's C++ kernel refuses the formats decoded in Python.
+            if not (isinstance(e, NotImplementedError) and func == "decode_image"):
+                raise translate_error(e, path, func) from None
+            refused = e
         finally:
             damage = _python_call(0)
-        if damage:
-            where = f"{path}: " if path is not None else ""
-            message = f"{where}returned a partial image: {damage}"
+        if refused is not None:
+            image = _decode_in_python(values, eager)
+            if image is None:
+                raise translate_error(refused, path, func) from None
+            return image
+        if damage:  # the text of the warning, the file's name aside
+            message = f"{warning_where(path)}{damage}"
             warnings.warn(message, DecodeWarning, stacklevel=4 if eager else 2)
         return image
 
     return kernel
+
+
+_python_decoders: list[Callable[[torch.Tensor, list[Any], bool], torch.Tensor | None]] = []
+
+
+def register_python_decoder(
+    decoder: Callable[[torch.Tensor, list[Any], bool], torch.Tensor | None],
+) -> None:
+    """Add a decoder for the formats ``decode_image``'s C++ kernel leaves to Python.
+
+    ``decoder(data, values, eager)`` gets the op's encoded tensor, its arguments (data,
+    mode, apply_exif_orientation, dtype, strict, max_pixels as the native limit, path)
+    and whether the call is eager; it returns the image, or None for a format it does
+    not decode. ``trivium.vision.io.pillow`` registers one, on import.
+
+    Example:
+        >>> len(_python_decoders) >= 1
+        True
+    """
+    _python_decoders.append(decoder)
+
+
+def _decode_in_python(values: list[Any], eager: bool) -> torch.Tensor | None:
+    """``decode_image`` of a format decoded in Python, or None where no decoder takes it."""
+    for decoder in _python_decoders:
+        image = decoder(values[0], values, eager)
+        if image is not None:
+            return image
+    return None
 
 
 _lib = torch.library.Library("trivium", "IMPL")

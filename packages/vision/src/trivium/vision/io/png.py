@@ -22,6 +22,7 @@ from trivium.vision.io.codec import (
     encode_with,
     max_pixels_arg,
     register_format,
+    strict_arg,
 )
 from trivium.vision.io.file import write_file
 
@@ -35,7 +36,7 @@ def decode_png(
     *,
     dtype: torch.dtype | None = None,
     device: str | torch.device = "cpu",
-    strict: bool = True,
+    strict: bool | None = None,
     max_pixels: int | None = ...,  # type: ignore[assignment]
     out: torch.Tensor | None = None,
     path: PathLike | None = None,
@@ -46,11 +47,13 @@ def decode_png(
     not. ``UNCHANGED`` keeps the image's channels and adds alpha when a tRNS chunk
     makes some pixels transparent (palette images become RGB or RGBA).
     ``dtype=torch.float32`` scales to [0, 1]; ``dtype=torch.uint8`` narrows 16-bit
-    samples. ``strict=False`` returns what a damaged file let us decode (rows not
-    reached are zero) with a ``DecodeWarning``. Other arguments as
-    :func:`~trivium.vision.io.decode_jpeg`. Inside ``torch.compile`` it runs as the
-    custom op ``torch.ops.trivium.decode_png`` (``out`` raises there), and the dtype
-    must be known before decoding: without ``dtype`` a 16-bit PNG raises ``TypeError``.
+    samples. Damage follows :func:`~trivium.vision.io.decode_jpeg`'s rule: a stream
+    that breaks or is cut short raises by default; ``strict=False`` returns what a
+    damaged file let us decode (rows not reached are zero) with a ``DecodeWarning``.
+    Other arguments as :func:`~trivium.vision.io.decode_jpeg`. Inside
+    ``torch.compile`` it runs as the custom op ``torch.ops.trivium.decode_png``
+    (``out`` raises there), and the dtype must be known before decoding: without
+    ``dtype`` a 16-bit PNG raises ``TypeError``.
 
     Example:
         >>> import torch
@@ -61,7 +64,8 @@ def decode_png(
         torch.Size([3, 2, 2])
     """
     mode = int(ImageReadMode(mode))
-    args = (mode, bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
+    exif = bool(apply_exif_orientation)
+    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
     op = _decode_op
     return ops.run_decoder(op, input, args, path=path, device=device, func="decode_png", out=out)
 

@@ -24,6 +24,7 @@ from trivium.vision.io.codec import (
     encode_with,
     max_pixels_arg,
     register_format,
+    strict_arg,
 )
 from trivium.vision.io.file import write_file
 
@@ -37,7 +38,7 @@ def decode_webp(
     *,
     dtype: torch.dtype | None = None,
     device: str | torch.device = "cpu",
-    strict: bool = True,
+    strict: bool | None = None,
     max_pixels: int | None = ...,  # type: ignore[assignment]
     out: torch.Tensor | None = None,
     path: PathLike | None = None,
@@ -52,11 +53,15 @@ def decode_webp(
     one-frame animation a [C, H, W] image; ``image_info(data).frames`` says how many
     frames a file has. ``max_pixels`` bounds height x width x frames.
 
-    ``strict=False`` returns what a damaged file let us decode (rows, or frames, not
-    reached are zero) with a ``DecodeWarning``. Other arguments as
-    :func:`~trivium.vision.io.decode_png`. Inside ``torch.compile`` it runs as the
-    custom op ``torch.ops.trivium.decode_webp``, whose result is one [C, H, W] image:
-    there an animation of several frames raises ``UnsupportedFormatError``.
+    Damage follows :func:`~trivium.vision.io.decode_jpeg`'s rule: a file cut short
+    (a still image's rows, an animation's frames) raises by default, and
+    ``strict=False`` returns what it let us decode (rows, or frames, not reached are
+    zero) with a ``DecodeWarning``; whole image data in a container cut or mis-sized
+    after it decodes with a ``DecodeWarning``; ``strict=True`` raises for both. Other
+    arguments as :func:`~trivium.vision.io.decode_png`. Inside ``torch.compile`` it
+    runs as the custom op ``torch.ops.trivium.decode_webp``, whose result is one
+    [C, H, W] image: there an animation of several frames raises
+    ``UnsupportedFormatError``.
 
     Example:
         >>> import torch
@@ -67,7 +72,8 @@ def decode_webp(
         torch.Size([1, 2, 3])
     """
     mode = int(ImageReadMode(mode))
-    args = (mode, bool(apply_exif_orientation), dtype, bool(strict), max_pixels_arg(max_pixels))
+    exif = bool(apply_exif_orientation)
+    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
     op = _decode_op
     return ops.run_decoder(op, input, args, path=path, device=device, func="decode_webp", out=out)
 

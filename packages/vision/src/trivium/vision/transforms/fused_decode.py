@@ -225,7 +225,7 @@ class _FusedDecode(Transform):
             result = self._unfused(image, plan)
         else:
             limit = resolve_max_pixels(...)
-            region = decode_buffer(plan.data, self.mode, plan.eighths, plan.box, True, limit)
+            region = decode_buffer(plan.data, self.mode, plan.eighths, plan.box, None, limit)
             result = self._finish(to_chw(region), plan, out)
         return result if out is None or result is out else out.copy_(result)
 
