@@ -1,6 +1,7 @@
 """Image I/O speed of ``trivium.vision.io`` against every peer that imports, in one process.
 
-Peers: Pillow, PyTurboJPEG, simplejpeg, OpenCV, kornia-rs and ``torchvision.io``.
+Peers: Pillow, PyTurboJPEG, simplejpeg, OpenCV, kornia-rs, ``torchvision.io`` and
+torchcodec's image decoders.
 The project's environment has Pillow and PyTurboJPEG; the others import in the
 benchmark-only virtualenv ``.venv-peers`` (built by ``../shared/peers/setup_peers_venv.sh``).
 When peers are missing here and that virtualenv exists, the script runs itself again
@@ -29,6 +30,12 @@ quality 90, 4:2:0):
    DCT. Output sizes are checked alike.
 6. ``png_encode``: PNG encode of a 1024x768 RGB photo at zlib levels 6 and 1 (OpenCV
    ``IMWRITE_PNG_COMPRESSION``, Pillow ``compress_level``); sizes are reported.
+7. ``webp``: WebP decode of the 1920x1280 photo saved by Pillow lossy (quality 90) and
+   lossless, and of the photo with an alpha ramp (lossy, quality 90) to RGBA, against
+   Pillow, OpenCV, torchvision's and torchcodec's ``decode_webp``.
+8. ``webp_encode``: WebP encode of the 1920x1280 photo lossy at quality 90 and of the
+   517x606 photo lossless (quality 70: the effort OpenCV's lossless call uses), method 4
+   (libwebp's default) on every side, against Pillow and OpenCV; sizes are reported.
 
 Each workload gives one row against its fastest peer (``best: ...``, with the target)
 and one row per other peer. Every side is warmed up, then timed in ``--repeats``
@@ -39,7 +46,7 @@ torch run on 1 thread. The ratio is peer time / our time: above 1 means we are f
 Run from the repository root::
 
     .venv/bin/python benchmarks/image_io.py [--repeats N] [--min-time S] [--json PATH]
-        [--only decode,batch,scaled,png,encode,png_encode]
+        [--only decode,batch,scaled,png,encode,png_encode,webp,webp_encode]
         [--peers-python .venv-peers/bin/python]
 """
 
@@ -84,7 +91,15 @@ from PIL import Image, features
 
 from trivium.core import get_num_threads, set_num_threads
 from trivium.vision import _C
-from trivium.vision.io import decode_jpeg, decode_png, encode_jpeg, encode_png
+from trivium.vision.io import (
+    ImageReadMode,
+    decode_jpeg,
+    decode_png,
+    decode_webp,
+    encode_jpeg,
+    encode_png,
+    encode_webp,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "tests" / "assets" / "images"
@@ -92,7 +107,7 @@ HOPPER_JPEG = IMAGES / "jpeg" / "tv-grace_hopper_517x606.jpg"
 MJPEG_JPEG = IMAGES / "jpeg" / "jd-mjpeg.jpg"
 HOPPER_PNG = IMAGES / "png" / "pil-hopper.png"
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
-PEER_MODULES = ("turbojpeg", "simplejpeg", "cv2", "kornia_rs", "torchvision")
+PEER_MODULES = ("turbojpeg", "simplejpeg", "cv2", "kornia_rs", "torchvision", "torchcodec")
 
 PHOTO_SIZE = (1920, 1280)  # (width, height)
 PNG_SIZE = (1024, 768)
@@ -101,6 +116,8 @@ SCALES = (2, 4, 8)  # decode at 1/k
 SCALE_TARGETS = {2: None, 4: 1.2, 8: 1.5}
 QUALITY = 90
 PNG_LEVELS = (6, 1)
+WEBP_QUALITY = 90
+WEBP_LOSSLESS_QUALITY = 70  # libwebp's simple lossless API (OpenCV's) uses this effort
 
 # Pillow's np.asarray gives a read-only array; torch warns once about wrapping it.
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
@@ -121,6 +138,7 @@ class Peers:
     cv2: Any = None
     kornia: Any = None  # kornia_rs.io
     tvio: Any = None
+    tcdec: Any = None  # torchcodec.decoders
     status: dict[str, str] = field(default_factory=dict)
 
 
@@ -169,6 +187,14 @@ def _torchvision() -> tuple[Any, str]:
     return tvio, f"torchvision {torchvision.__version__}"
 
 
+def _torchcodec() -> tuple[Any, str]:
+    import torchcodec
+    import torchcodec.decoders as tcdec
+
+    tcdec.decode_png(encode_png(torch.zeros(3, 8, 8, dtype=torch.uint8)))  # the C++ ops load
+    return tcdec, f"torchcodec {torchcodec.__version__}"
+
+
 def load_peers() -> Peers:
     """Every peer that imports and runs here."""
     peers = Peers()
@@ -179,6 +205,7 @@ def load_peers() -> Peers:
     peers.cv2 = _load(peers, "OpenCV", _cv2)
     peers.kornia = _load(peers, "kornia-rs", _kornia)
     peers.tvio = _load(peers, "torchvision.io", _torchvision)
+    peers.tcdec = _load(peers, "torchcodec", _torchcodec)
     return peers
 
 
@@ -220,9 +247,13 @@ def machine_info(peers: Peers) -> dict[str, str]:
         ),
         "trivium jpeg": ours_jpeg,
         "trivium png": f"libspng {_C.spng_version} (decode), zlib (encode, decode fast path)",
+        "trivium webp": f"libwebp {_C.webp_version}",
+        "Pillow webp": f"libwebp {features.version('webp')}",
         "trivium threads": str(get_num_threads()),
         **peers.status,
-        "mapped libraries": ", ".join(_mapped_libraries("libjpeg", "libspng", "libz.so", "libpng"))
+        "mapped libraries": ", ".join(
+            _mapped_libraries("libjpeg", "libspng", "libz.so", "libpng", "libwebp")
+        )
         or "unknown",
     }
 
@@ -254,6 +285,16 @@ class Inputs:
     batch: list[bytes]
     batch_sizes: list[tuple[int, int]]
     pngs: dict[str, bytes]
+    webps: dict[str, tuple[bytes, int]]  # label -> (file, channels decoded)
+    photo_image: Image.Image  # the 1920x1280 photo before JPEG coding
+    hopper_image: Image.Image
+
+
+def webp_bytes(image: Image.Image, **options: Any) -> bytes:
+    """`image` saved by Pillow as WebP with `options` (quality, lossless, ...)."""
+    buffer = io.BytesIO()
+    image.save(buffer, "WEBP", **options)
+    return buffer.getvalue()
 
 
 def build_inputs() -> Inputs:
@@ -289,6 +330,21 @@ def build_inputs() -> Inputs:
         f"{w}x{h} RGBA": png_bytes(png_rgba),
         "128x128 RGB (pil-hopper.png)": HOPPER_PNG.read_bytes(),
     }
+    ramp = np.repeat(
+        (np.arange(PHOTO_SIZE[0]) * 255 // (PHOTO_SIZE[0] - 1))[None], PHOTO_SIZE[1], 0
+    )
+    photo_rgba = photo_image.copy()
+    photo_rgba.putalpha(Image.fromarray(ramp.astype(np.uint8)))
+    pw, ph = PHOTO_SIZE
+    webps = {
+        f"{pw}x{ph} lossy q{WEBP_QUALITY}": (webp_bytes(photo_image, quality=WEBP_QUALITY), 3),
+        f"{pw}x{ph} lossless": (webp_bytes(photo_image, lossless=True), 3),
+        f"{pw}x{ph} lossy q{WEBP_QUALITY} + alpha, to RGBA": (
+            webp_bytes(photo_rgba, quality=WEBP_QUALITY),
+            4,
+        ),
+        "517x606 lossy q90 (grace hopper)": (webp_bytes(hopper_rgb, quality=WEBP_QUALITY), 3),
+    }
     jpegs = {
         "517x606 (grace hopper)": hopper,
         "960x720 (jd-mjpeg, 4:2:2)": mjpeg,
@@ -296,7 +352,7 @@ def build_inputs() -> Inputs:
         # A tiny image: the time is the per-call work around the codec.
         "16x16 (per-call overhead)": jpeg_bytes(hopper_rgb.resize((16, 16)), QUALITY),
     }
-    return Inputs(jpegs, photo, hopper, batch, batch_sizes, pngs)
+    return Inputs(jpegs, photo, hopper, batch, batch_sizes, pngs, webps, photo_image, hopper_rgb)
 
 
 # ----------------------------------------------------------------- decode callables
@@ -669,6 +725,112 @@ def bench_png_encode(
     return rows
 
 
+def webp_decoders(peers: Peers, data: bytes, channels: int) -> dict[str, Callable[[], object]]:
+    """Every peer's WebP decode of `data` to RGB or RGBA (`channels`) as a [C, H, W] tensor."""
+    mode = {3: "RGB", 4: "RGBA"}[channels]
+    sides: dict[str, Callable[[], object]] = {"Pillow": lambda: pil_decode(data, mode)}
+    if peers.cv2 is not None:
+        cv2 = peers.cv2
+        encoded = np.frombuffer(data, np.uint8)
+        if channels == 3:
+            flags = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
+            sides["OpenCV"] = lambda: chw(cv2.imdecode(encoded, flags))
+        else:  # BGRA, then RGBA as the others give
+            sides["OpenCV"] = lambda: chw(
+                cv2.cvtColor(cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED), cv2.COLOR_BGRA2RGBA)
+            )
+    tensor = as_tensor(data)
+    if peers.tvio is not None:
+        tv_mode = (
+            peers.tvio.ImageReadMode.RGB if channels == 3 else peers.tvio.ImageReadMode.RGB_ALPHA
+        )
+        sides["torchvision"] = lambda: peers.tvio.decode_webp(tensor, tv_mode)
+    if peers.tcdec is not None:
+        tc_mode = "RGB" if channels == 3 else "RGB_ALPHA"
+        sides["torchcodec"] = lambda: peers.tcdec.decode_webp(tensor, mode=tc_mode)
+    return sides
+
+
+def bench_webp(
+    inputs: Inputs, peers: Peers, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 7: WebP decode (lossy, lossless, lossy with alpha) against every peer."""
+    rows: list[Row] = []
+    for label, (data, channels) in inputs.webps.items():
+        mode = ImageReadMode.RGB if channels == 3 else ImageReadMode.RGB_ALPHA
+        ours_out = decode_webp(data, mode)
+        decoders = webp_decoders(peers, data, channels)
+        sides = checked_sides(f"WebP {label} ({len(data):,} bytes)", ours_out, decoders, checks)
+        rows += time_against(
+            f"WebP decode {label}",
+            lambda d=data, m=mode: decode_webp(d, m),
+            sides,
+            repeats,
+            min_time,
+            1.0,
+        )
+    return rows
+
+
+def webp_encoders(
+    peers: Peers, image: torch.Tensor, quality: int, lossless: bool
+) -> dict[str, Callable[[], object]]:
+    """Every peer's WebP encode of an RGB `image` (libwebp's method 4 on every side)."""
+    hwc = np.ascontiguousarray(image.permute(1, 2, 0).numpy())
+
+    def pil_encode() -> bytes:
+        buffer = io.BytesIO()
+        Image.fromarray(hwc).save(buffer, "WEBP", quality=quality, lossless=lossless, method=4)
+        return buffer.getvalue()
+
+    sides: dict[str, Callable[[], object]] = {"Pillow": pil_encode}
+    if peers.cv2 is not None and (not lossless or quality == WEBP_LOSSLESS_QUALITY):
+        bgr = np.ascontiguousarray(hwc[:, :, ::-1])
+        # OpenCV: a quality above 100 asks for lossless.
+        params = [peers.cv2.IMWRITE_WEBP_QUALITY, 101 if lossless else quality]
+        sides["OpenCV"] = lambda: peers.cv2.imencode(".webp", bgr, params)[1]
+    return sides
+
+
+def bench_webp_encode(
+    inputs: Inputs, peers: Peers, repeats: int, min_time: float, checks: list[str]
+) -> list[Row]:
+    """Workload 8: WebP encode, lossy (1920x1280, quality 90) and lossless (517x606)."""
+    rows: list[Row] = []
+    w, h = PHOTO_SIZE
+    cases = [
+        (f"{w}x{h} lossy q{WEBP_QUALITY}", inputs.photo_image, WEBP_QUALITY, False),
+        ("517x606 lossless", inputs.hopper_image, WEBP_LOSSLESS_QUALITY, True),
+    ]
+    for label, picture, quality, lossless in cases:
+        image = torch.from_numpy(np.asarray(picture).copy()).permute(2, 0, 1)
+        ours = encode_webp(image, quality, lossless)
+        decoded = decode_webp(ours)
+        quality_note = (
+            f"decodes exactly: {torch.equal(decoded, image)}"
+            if lossless
+            else f"PSNR {psnr_db(decoded, image):.2f} dB"
+        )
+        sides = webp_encoders(peers, image, quality, lossless)
+        sizes = {"ours": ours.numel()} | {name: encoded_size(fn()) for name, fn in sides.items()}
+        checks.append(f"WebP encode {label} bytes: {sizes}; ours {quality_note}")
+        rows += time_against(
+            f"WebP encode {label}",
+            lambda i=image, q=quality, ll=lossless: encode_webp(i, q, ll),
+            sides,
+            repeats,
+            min_time,
+            1.0,
+        )
+    return rows
+
+
+def psnr_db(a: torch.Tensor, b: torch.Tensor) -> float:
+    """PSNR of two uint8 images in dB."""
+    mse = float(((a.double() - b.double()) ** 2).mean())
+    return float("inf") if mse == 0 else 10 * float(np.log10(255.0**2 / mse))
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -680,6 +842,8 @@ WORKLOADS: dict[str, Workload] = {
     "png": bench_png,
     "encode": bench_encode,
     "png_encode": bench_png_encode,
+    "webp": bench_webp,
+    "webp_encode": bench_webp_encode,
 }
 
 

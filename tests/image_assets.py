@@ -10,6 +10,7 @@ from PIL import Image
 
 IMAGES = Path(__file__).resolve().parent / "assets" / "images"
 JPEG_DIR, PNG_DIR, CORRUPT_DIR = IMAGES / "jpeg", IMAGES / "png", IMAGES / "corrupt"
+WEBP_DIR = IMAGES / "webp"
 PNGSUITE_REFERENCE = IMAGES / "reference" / "pngsuite_rgba_json"
 
 # Lossless JPEG (SOF3) needs libjpeg-turbo >= 3.0; the system library may be older.
@@ -32,6 +33,10 @@ def valid_pngs() -> list[Path]:
     return sorted(PNG_DIR.iterdir())
 
 
+def valid_webps() -> list[Path]:
+    return sorted(WEBP_DIR.iterdir())
+
+
 def corrupt_files() -> list[Path]:
     return sorted(p for p in CORRUPT_DIR.iterdir() if p.name not in DECODABLE_CORRUPT)
 
@@ -41,9 +46,12 @@ def refused_files() -> list[Path]:
     return [p for p in corrupt_files() if p.name not in RECOVERED_CORRUPT]
 
 
-def pillow_array(source: Path | bytes, mode: str | None = None) -> np.ndarray:
-    """Pillow's decode as [C, H, W] (converted to ``mode`` when given)."""
-    image = Image.open(source if isinstance(source, Path) else io.BytesIO(source))
+def pillow_array(source: Path | bytes | Image.Image, mode: str | None = None) -> np.ndarray:
+    """Pillow's decode (or an opened image) as [C, H, W] (converted to ``mode`` when given)."""
+    if isinstance(source, Image.Image):
+        image = source
+    else:
+        image = Image.open(source if isinstance(source, Path) else io.BytesIO(source))
     if mode is not None:
         image = image.convert(mode)
     array = np.asarray(image)

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import io
 import random
 import re
 import subprocess
@@ -36,8 +37,10 @@ from trivium.vision.io import (
     decode_image,
     decode_jpeg,
     decode_png,
+    decode_webp,
     encode_jpeg,
     encode_png,
+    encode_webp,
     image_info,
 )
 from trivium.vision.io.ops import library_path
@@ -54,16 +57,20 @@ PYTHON_API = {
     "decode_image": decode_image,
     "decode_jpeg": decode_jpeg,
     "decode_png": decode_png,
+    "decode_webp": decode_webp,
     "encode_jpeg": encode_jpeg,
     "encode_png": encode_png,
+    "encode_webp": encode_webp,
 }
 _BELOW_PYTHON = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.BackendSelect)
 
 
 def load_seeds() -> list[bytes]:
-    """Every small valid JPEG and PNG asset, and 12-bit JPEGs, as bytes."""
-    paths = sorted((ASSETS / "jpeg").iterdir()) + sorted((ASSETS / "png").iterdir())
-    return [p.read_bytes() for p in paths if p.stat().st_size < 60_000] + twelve_bit_seeds()
+    """Every small valid JPEG, PNG and WebP asset, 12-bit JPEGs and made WebPs, as bytes."""
+    folders = ("jpeg", "png", "webp")
+    paths = [path for folder in folders for path in sorted((ASSETS / folder).iterdir())]
+    small = [p.read_bytes() for p in paths if p.stat().st_size < 60_000]
+    return small + twelve_bit_seeds() + webp_seeds()
 
 
 def twelve_bit_seeds() -> list[bytes]:
@@ -79,6 +86,29 @@ def twelve_bit_seeds() -> list[bytes]:
     run = [str(cjpeg), "-precision", "12"]
     return [
         subprocess.run(run + o, input=ppm, capture_output=True, check=True).stdout for o in options
+    ]
+
+
+def webp_seeds() -> list[bytes]:
+    """WebPs the assets lack, made by Pillow from a PNG asset: lossless, lossless with
+    alpha, and animations (lossy and lossless, frames with alpha that only partly cover
+    the canvas)."""
+    from PIL import Image
+
+    image = Image.open(ASSETS / "png" / "basn6a08.png").convert("RGBA")  # 32x32 RGBA
+
+    def save(first: Image.Image, **options: Any) -> bytes:
+        buffer = io.BytesIO()
+        first.save(buffer, "WEBP", **options)
+        return buffer.getvalue()
+
+    frames = [image.rotate(40 * i) for i in range(4)]
+    animation = {"save_all": True, "append_images": frames[1:], "duration": 30}
+    return [
+        save(image.convert("RGB"), lossless=True),
+        save(image, lossless=True),
+        save(frames[0], quality=60, **animation),
+        save(frames[0], lossless=True, **animation),
     ]
 
 
@@ -191,6 +221,8 @@ def decode_cases(data: bytes, rng: random.Random) -> list[Case]:
         cases.append(Case("decode_image", args, kwargs))
         if data.startswith(b"\x89PNG"):
             cases.append(Case("decode_png", args, kwargs))
+        elif data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            cases.append(Case("decode_webp", args, kwargs))
         elif data.startswith(b"\xff\xd8"):
             cases.append(_jpeg_case(rng, mode, strict))
     return cases
@@ -201,7 +233,7 @@ def encode_cases(image: torch.Tensor, rng: random.Random) -> list[Case]:
 
     Example:
         >>> [c.func for c in encode_cases(torch.zeros(3, 2, 2), random.Random(0))]
-        ['encode_jpeg', 'encode_png']
+        ['encode_jpeg', 'encode_png', 'encode_webp']
     """
     quality = rng.choice([1, 50, 75, 100] * 3 + [0, 101, *EXTREME_INTS])
     subsampling = rng.choice([444, 422, 420, 440] * 3 + [411, *EXTREME_INTS])
@@ -209,9 +241,17 @@ def encode_cases(image: torch.Tensor, rng: random.Random) -> list[Case]:
     jpeg_kwargs = {"quality": quality, "subsampling": subsampling}
     jpeg_kwargs |= {"progressive": progressive, "optimize": optimize}
     level = rng.choice([*range(11), *EXTREME_INTS])
+    webp_quality = rng.choice([0.0, 50.0, 75.0, 100.0] * 3 + [-1.0, 100.5, float("nan"), 1e300])
+    method, lossless, exact = (
+        rng.choice([*range(7)] * 2 + EXTREME_INTS),
+        rng.random() < 0.4,
+        rng.random() < 0.3,
+    )
+    webp_kwargs = {"quality": webp_quality, "lossless": lossless, "method": method, "exact": exact}
     return [
         Case("encode_jpeg", [quality, subsampling, progressive, optimize], jpeg_kwargs),
         Case("encode_png", [level], {"compression_level": level}),
+        Case("encode_webp", [webp_quality, lossless, method, exact], webp_kwargs),
     ]
 
 
@@ -294,6 +334,10 @@ def check_arguments_valid(case: Case, data: Any) -> None:
     if case.func == "encode_png":
         level = case.op_args[0]
         assert 0 <= level <= 9, f"encode_png succeeded with compression_level {level}"
+    elif case.func == "encode_webp":
+        quality, _, method = case.op_args[:3]
+        assert 0 <= quality <= 100, f"encode_webp succeeded with quality {quality}"
+        assert 0 <= method <= 6, f"encode_webp succeeded with method {method}"
     elif case.func == "encode_jpeg":
         quality, subsampling = case.op_args[:2]
         assert 1 <= quality <= 100, f"encode_jpeg succeeded with quality {quality}"
@@ -331,6 +375,13 @@ def check_case(case: Case, data: Any) -> Any:
         dtype = case.op_args[2] if case.func in ("decode_image", "decode_png") else None
         uint16 = isinstance(want, torch.Tensor) and want.dtype == torch.uint16
         assert dtype is None and (uint16 or isinstance(want, TriviumError)), f"{where}: {want!r}"
+    elif isinstance(got, NotImplementedError) and "animated WebP" in str(got):
+        # The op (one [C, H, W] image) refuses an animation before decoding it; the
+        # Python API gives every frame, or finds them damaged.
+        frames = isinstance(want, torch.Tensor) and want.dim() == 4
+        assert frames or isinstance(want, TriviumError), f"{where}: {want!r}"
+    elif isinstance(want, torch.Tensor) and want.dim() == 4:
+        raise AssertionError(f"{where}: the Python API decoded an animation, the op: {got!r}")
     elif isinstance(want, torch.Tensor):
         assert isinstance(got, torch.Tensor), f"{where}: the Python API decoded, the op: {got!r}"
         assert got.dtype == want.dtype and torch.equal(got, want), f"{where}: results differ"
@@ -456,6 +507,19 @@ class OpsModule(torch.nn.Module):
         return torch.ops.trivium.decode_png(data, mode, exif, dtype, strict, max_pixels, path)
 
     @torch.jit.export
+    def decode_webp(
+        self,
+        data: torch.Tensor,
+        mode: int,
+        exif: bool,
+        dtype: torch.dtype | None,
+        strict: bool | None,
+        max_pixels: int,
+        path: str | None,
+    ) -> torch.Tensor:
+        return torch.ops.trivium.decode_webp(data, mode, exif, dtype, strict, max_pixels, path)
+
+    @torch.jit.export
     def decode_image(
         self,
         data: torch.Tensor,
@@ -477,6 +541,12 @@ class OpsModule(torch.nn.Module):
     @torch.jit.export
     def encode_png(self, image: torch.Tensor, compression_level: int) -> torch.Tensor:
         return torch.ops.trivium.encode_png(image, compression_level)
+
+    @torch.jit.export
+    def encode_webp(
+        self, image: torch.Tensor, quality: float, lossless: bool, method: int, exact: bool
+    ) -> torch.Tensor:
+        return torch.ops.trivium.encode_webp(image, quality, lossless, method, exact)
 
     def forward(self, data: torch.Tensor) -> torch.Tensor:
         return self.decode_image(data, 0, False, None, True, -1, None)

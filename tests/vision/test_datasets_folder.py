@@ -330,18 +330,20 @@ def test_repr_and_extensions() -> None:
 
 
 def test_image_folder_lists_every_format_that_decodes_and_names_the_others(tmp_path) -> None:
-    # torchvision's extensions decode here (BMP, TIFF, PPM/PGM through Pillow); files
-    # of an image format that does not decode here are named in one warning at
-    # construction instead of failing mid-epoch.
-    assert IMG_EXTENSIONS[:8] == (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff")
+    # torchvision's extensions decode here (WebP natively; BMP, TIFF, PPM/PGM through
+    # Pillow); files of an image format that does not decode here are named in one
+    # warning at construction instead of failing mid-epoch.
+    torchvision_extensions = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff")
+    assert IMG_EXTENSIONS[:9] == (*torchvision_extensions, ".webp")
     assert ".gif" not in IMG_EXTENSIONS  # as torchvision: a GIF may hold several frames
     rgb = Image.fromarray(np.random.default_rng(3).integers(0, 256, (6, 5, 3), dtype=np.uint8))
     (tmp_path / "a").mkdir()
     written = {}
-    for ext, fmt in ((".bmp", "BMP"), (".tif", "TIFF"), (".ppm", "PPM"), (".pgm", "PPM")):
+    formats = {".bmp": "BMP", ".tif": "TIFF", ".ppm": "PPM", ".pgm": "PPM", ".webp": "WEBP"}
+    for ext, fmt in formats.items():
         image = rgb.convert("L") if ext == ".pgm" else rgb
         buffer = io.BytesIO()
-        image.save(buffer, fmt)
+        image.save(buffer, fmt, **({"lossless": True} if fmt == "WEBP" else {}))
         (tmp_path / "a" / f"x{ext}").write_bytes(buffer.getvalue())
         written[f"x{ext}"] = np.asarray(image.convert("RGB")).transpose(2, 0, 1)
     missing = [e for e, name in IMAGE_EXTENSIONS.items() if name != "gif" and cannot_decode(name)]

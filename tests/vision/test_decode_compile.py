@@ -19,18 +19,20 @@ from typing import Any
 
 import pytest
 import torch
-from image_assets import CORRUPT_DIR, JPEG_DIR, PNG_DIR, psnr
+from image_assets import CORRUPT_DIR, JPEG_DIR, PNG_DIR, WEBP_DIR, psnr
 
 import trivium.vision.io as vision_io
-from trivium.core.errors import DecodeError, DecodeWarning
+from trivium.core.errors import DecodeError, DecodeWarning, UnsupportedFormatError
 from trivium.vision import transforms as T
 from trivium.vision.io import (
     ImageReadMode,
     decode_image,
     decode_jpeg,
     decode_png,
+    decode_webp,
     encode_jpeg,
     encode_png,
+    encode_webp,
     get_max_image_pixels,
     image_info,
     read_file,
@@ -47,6 +49,9 @@ TRUNCATED_JPEG = CORRUPT_DIR / "pil-truncated_jpeg.jpg"
 PNG_RGB = PNG_DIR / "pil-hopper.png"
 PNG_16 = PNG_DIR / "basn2c16.png"
 PNG_PALETTE_ALPHA = PNG_DIR / "tp1n3p08.png"
+WEBP_ALPHA = WEBP_DIR / "pil-transparent.webp"  # lossy with alpha, 200 x 150
+WEBP_ROTATED = WEBP_DIR / "pil-hopper_orientation_6.webp"
+WEBP_ANIMATION = WEBP_DIR / "pil-iss634.webp"
 
 
 @pytest.fixture(autouse=True)
@@ -127,6 +132,15 @@ def _truncated_png() -> torch.Tensor:
     return _as_tensor(raw[: len(raw) * 2 // 3])
 
 
+def _truncated_webp() -> torch.Tensor:
+    raw = WEBP_ALPHA.read_bytes()
+    return _as_tensor(raw[: len(raw) * 2 // 3])
+
+
+def _lossless_webp() -> torch.Tensor:
+    return encode_webp(decode_png(_bytes(PNG_RGB)), lossless=True)
+
+
 def _decode_warnings(run: Callable[[], Any]) -> tuple[Any, list[type[Warning]]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -186,6 +200,43 @@ def test_decode_png_arguments_match_eager(path: Path, kwargs: dict[str, Any]) ->
     _same(compiled, eager)
 
 
+WEBP_CASES: list[tuple[Path, dict[str, Any]]] = [
+    (WEBP_ALPHA, {}),
+    (WEBP_ALPHA, {"mode": ImageReadMode.GRAY}),
+    (WEBP_ALPHA, {"mode": ImageReadMode.GRAY_ALPHA}),
+    (WEBP_ALPHA, {"mode": ImageReadMode.RGB}),
+    (WEBP_ROTATED, {"mode": ImageReadMode.RGB_ALPHA}),
+    (WEBP_ROTATED, {"apply_exif_orientation": True}),
+    (WEBP_ALPHA, {"dtype": torch.float32}),
+    (WEBP_ALPHA, {"dtype": torch.uint16}),
+    (WEBP_ALPHA, {"device": "cpu"}),
+    (WEBP_ALPHA, {"max_pixels": None}),
+    (WEBP_ALPHA, {"strict": True, "path": "transparent.webp"}),
+]
+
+
+@pytest.mark.parametrize(("path", "kwargs"), WEBP_CASES, ids=lambda v: str(v))
+def test_decode_webp_arguments_match_eager(path: Path, kwargs: dict[str, Any]) -> None:
+    eager, compiled = _eager_and_compiled(lambda data: decode_webp(data, **kwargs), _bytes(path))
+    _same(compiled, eager)
+
+
+def test_lossless_webp_matches_eager() -> None:
+    data = _lossless_webp()
+    eager, compiled = _eager_and_compiled(lambda data: decode_webp(data), data)
+    _same(compiled, eager)
+    assert torch.equal(eager, decode_png(_bytes(PNG_RGB)))
+
+
+def test_animated_webp_raises_when_compiled() -> None:
+    # The op's result is one [C, H, W] image: its rank must be known before decoding.
+    data = _bytes(WEBP_ANIMATION)
+    assert decode_webp(data).shape == (42, 4, 245, 245)  # eager: every frame
+    for decode in (decode_webp, decode_image):
+        with pytest.raises(UnsupportedFormatError, match=r"animated WebP \(42 frames\)"):
+            _compiled(lambda data, decode=decode: decode(data, path="anim.webp"))(data)
+
+
 IMAGE_CASES: list[tuple[Path, dict[str, Any]]] = [
     (PHOTO, {}),
     (PHOTO, {"mode": ImageReadMode.GRAY, "dtype": torch.float32}),
@@ -195,6 +246,8 @@ IMAGE_CASES: list[tuple[Path, dict[str, Any]]] = [
     (PNG_16, {"dtype": torch.uint16}),
     (PHOTO, {"dtype": torch.uint16}),
     (PNG_RGB, {"max_pixels": 128 * 128, "strict": True, "path": "hopper.png"}),
+    (WEBP_ALPHA, {"mode": ImageReadMode.RGB, "dtype": torch.float32}),
+    (WEBP_ROTATED, {"apply_exif_orientation": True}),
 ]
 
 
@@ -219,12 +272,14 @@ def test_png_exif_orientation_matches_eager(decode: Callable[..., Any], orientat
 def test_lists_match_eager() -> None:
     jpegs = [_bytes(PHOTO), _bytes(ROTATED)]
     pngs = [_bytes(PNG_RGB), _bytes(PNG_16)]
-    fn = lambda j, p: (  # noqa: E731
+    webps = [_bytes(WEBP_ALPHA), _bytes(WEBP_ROTATED)]
+    fn = lambda j, p, w: (  # noqa: E731
         decode_jpeg(j, ImageReadMode.RGB, scale=0.5, apply_exif_orientation=True),
         decode_png(p, ImageReadMode.RGB, dtype=torch.float32),
-        decode_image([*j, *p], ImageReadMode.GRAY, dtype=torch.uint8),
+        decode_webp(w, ImageReadMode.RGB, apply_exif_orientation=True),
+        decode_image([*j, *p, *w], ImageReadMode.GRAY, dtype=torch.uint8),
     )
-    eager, compiled = _eager_and_compiled(fn, jpegs, pngs)
+    eager, compiled = _eager_and_compiled(fn, jpegs, pngs, webps)
     for got, want in zip(compiled, eager, strict=True):
         _same(got, want)
 
@@ -246,6 +301,8 @@ def test_scaled_region_decode_with_dynamic_shapes() -> None:
         (decode_image, lambda: _bytes(TRUNCATED_JPEG)),
         (decode_png, _truncated_png),
         (decode_image, _truncated_png),
+        (decode_webp, _truncated_webp),
+        (decode_image, _truncated_webp),
     ],
 )
 def test_strict_raises_in_both_modes(decode: Callable[..., Any], make: Callable[[], Any]) -> None:
@@ -265,6 +322,7 @@ def test_strict_raises_in_both_modes(decode: Callable[..., Any], make: Callable[
         (decode_jpeg, lambda: _bytes(TRUNCATED_JPEG)),
         (decode_png, _truncated_png),
         (decode_image, _truncated_png),
+        (decode_webp, _truncated_webp),
     ],
 )
 def test_lenient_decode_warns_in_both_modes(
@@ -290,6 +348,8 @@ BOMBS = [
     # A real image over a small limit.
     (decode_jpeg, lambda: _bytes(PHOTO), 1000),
     (decode_png, lambda: _bytes(PNG_RGB), 1000),
+    (decode_webp, lambda: _bytes(WEBP_ALPHA), 1000),
+    (decode_image, lambda: _bytes(WEBP_ALPHA), 1000),
 ]
 
 
@@ -307,9 +367,10 @@ def test_pixel_limit_is_refused_in_both_modes(
     assert type(compiled.value) is type(eager.value)
 
 
-@pytest.mark.parametrize("decode", [decode_jpeg, decode_png, decode_image])
+@pytest.mark.parametrize("decode", [decode_jpeg, decode_png, decode_webp, decode_image])
 def test_process_wide_limit_is_read_at_each_call(decode: Callable[..., Any]) -> None:
-    data = _bytes(PHOTO) if decode is decode_jpeg else _bytes(PNG_RGB)
+    files = {decode_jpeg: PHOTO, decode_webp: WEBP_ALPHA}
+    data = _bytes(files.get(decode, PNG_RGB))
     compiled = _compiled(lambda data: decode(data))
     assert compiled(data).dim() == 3
     default = get_max_image_pixels()
@@ -359,11 +420,15 @@ def test_twelve_bit_jpeg_hint_names_an_argument_that_exists() -> None:
     [
         (lambda data: decode_jpeg(data, out=torch.empty(3, 606, 517, dtype=torch.uint8)), PHOTO),
         (lambda data: decode_png(data, out=torch.empty(3, 128, 128, dtype=torch.uint8)), PNG_RGB),
+        (
+            lambda data: decode_webp(data, out=torch.empty(4, 150, 200, dtype=torch.uint8)),
+            WEBP_ALPHA,
+        ),
         (lambda data: decode_jpeg(data), b"\xff\xd8\xff"),
         (lambda data: decode_image(data), str(PHOTO)),
         (T.DecodeCenterCrop(8), b"\xff\xd8\xff"),
     ],
-    ids=["jpeg-out", "png-out", "bytes", "path-input", "fused-bytes"],
+    ids=["jpeg-out", "png-out", "webp-out", "bytes", "path-input", "fused-bytes"],
 )
 def test_what_compiled_code_cannot_honour_raises(call: Callable[..., Any], data: Any) -> None:
     data = _bytes(data) if isinstance(data, Path) else data
@@ -394,7 +459,7 @@ def test_ops_carry_every_argument() -> None:
             "path",
         ],
     }
-    names["decode_image"] = names["decode_png"]
+    names["decode_image"] = names["decode_webp"] = names["decode_png"]
     for op, expected in names.items():
         schema = getattr(torch.ops.trivium, op).default._schema
         assert [a.name for a in schema.arguments] == expected, op
@@ -408,6 +473,13 @@ def test_ops_pass_opcheck() -> None:
         (torch.ops.trivium.decode_png.default, (png16, 0), {"dtype": torch.uint16}),
         (torch.ops.trivium.decode_image.default, (png16, 3), {"dtype": torch.float32}),
         (torch.ops.trivium.decode_image.default, (jpeg, 0), {"max_pixels": 0}),
+        (torch.ops.trivium.decode_webp.default, (_bytes(WEBP_ALPHA), 2), {}),
+        (
+            torch.ops.trivium.decode_webp.default,
+            (_bytes(WEBP_ROTATED), 0),
+            {"dtype": torch.float32},
+        ),
+        (torch.ops.trivium.decode_image.default, (_lossless_webp(), 3), {}),
     ]
     for op, args, kwargs in cases:
         torch.library.opcheck(op, args, kwargs)

@@ -20,7 +20,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from image_assets import JPEG_DIR, PNG_DIR, corrupt_files
+from image_assets import JPEG_DIR, PNG_DIR, WEBP_DIR, corrupt_files
 from vision.native_fuzz import (
     Case,
     call_below_python,
@@ -29,6 +29,7 @@ from vision.native_fuzz import (
     exercise,
     mutate,
     run_scripted,
+    webp_seeds,
 )
 
 from trivium.core.errors import DecodeError, DecodeWarning
@@ -44,8 +45,11 @@ SEEDS = [
     PNG_DIR / "basi3p04.png",
     PNG_DIR / "basn0g16.png",
     PNG_DIR / "tp1n3p08.png",
+    WEBP_DIR / "pil-hopper.webp",
+    WEBP_DIR / "pil-transparent.webp",
 ]
-SEED_BYTES = [path.read_bytes() for path in SEEDS]
+# Lossless, lossless with alpha, and lossy and lossless animations.
+SEED_BYTES = [path.read_bytes() for path in SEEDS] + webp_seeds()
 # Hostile headers may claim huge sizes; keep what a mutated file may allocate small.
 FUZZ_PIXEL_LIMIT = 4_000_000
 
@@ -90,7 +94,8 @@ def test_mutated_files_decode_or_raise_decode_error(data: bytes, mode: ImageRead
     image = _decode_or_decode_error(data, mode=mode)
     if image is not None:
         info = image_info(data)
-        assert image.shape[1:] == (info.height, info.width)
+        assert image.shape[-2:] == (info.height, info.width)
+        assert image.dim() == (4 if info.frames > 1 else 3)
         assert image.dtype in (torch.uint8, torch.uint16)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DecodeWarning)
@@ -159,6 +164,8 @@ GRAY = torch.zeros(1, 8, 8, dtype=torch.uint8)
          "quality is out of range"),
         (Case("encode_png", [2**32 + 6], {"compression_level": 2**32 + 6}), GRAY,
          "compression_level is out of range"),
+        (Case("encode_webp", [75.0, False, 2**32 + 4, False], {"method": 2**32 + 4}), GRAY,
+         "method is out of range"),
         # A bad subsampling was ignored for gray images.
         (Case("encode_jpeg", [75, 411, False, False], {"subsampling": 411}), GRAY,
          "subsampling must be 444, 422, 420 or 440"),
@@ -184,6 +191,12 @@ def test_bad_op_arguments_raise_instead_of_wrapping(case: Case, data, reason: st
         ("encode_png", [torch.zeros(3, 0, 4, dtype=torch.uint8)], "cannot encode an empty image"),
         ("encode_png", [torch.zeros(3, 4, 4, dtype=torch.uint8), 10], "compression_level"),
         ("encode_jpeg", [torch.zeros(3, 4, 4, dtype=torch.uint8), 0], "quality must be in 1..100"),
+        ("decode_webp", [torch.zeros(2, 2, dtype=torch.uint8), 0], "expected a 1-D uint8 tensor"),
+        ("decode_webp", [torch.tensor([82, 73, 70, 70], dtype=torch.uint8), 0], "not a WebP"),
+        ("encode_webp", [torch.zeros(3, 4, 4, dtype=torch.uint16)], "expected a torch.uint8"),
+        ("encode_webp", [torch.zeros(5, 4, 4, dtype=torch.uint8)], "with C in (1, 2, 3, 4)"),
+        ("encode_webp", [torch.zeros(3, 4, 4, dtype=torch.uint8), 101.0], "quality must be in"),
+        ("encode_webp", [torch.zeros(3, 4, 4, dtype=torch.uint8), 75.0, False, 9], "method"),
     ],
 )
 def test_cpp_ops_name_the_reason_for_bad_arguments(func: str, args: list, reason: str) -> None:

@@ -15,10 +15,12 @@ from image_assets import (
     JPEG_DIR,
     PNG_DIR,
     RECOVERED_CORRUPT,
+    WEBP_DIR,
     pillow_array,
     refused_files,
     valid_jpegs,
     valid_pngs,
+    valid_webps,
 )
 from PIL import Image
 
@@ -42,7 +44,7 @@ from trivium.vision.io.codec import find_format, formats
 PHOTO = JPEG_DIR / "tv-grace_hopper_517x606.jpg"
 
 
-@pytest.mark.parametrize("path", valid_jpegs() + valid_pngs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", valid_jpegs() + valid_pngs() + valid_webps(), ids=lambda p: p.name)
 def test_image_info_matches_pillow(path: Path) -> None:
     info = image_info(path)
     pil = Image.open(path)
@@ -65,14 +67,18 @@ def test_decode_image_sniffs_jpeg_and_png() -> None:
     assert torch.equal(decode_image(str(PHOTO)), read_image(PHOTO))
 
 
-@pytest.mark.parametrize("path", [PHOTO, PNG_DIR / "pil-hopper.png"], ids=lambda p: p.suffix)
+@pytest.mark.parametrize(
+    "path",
+    [PHOTO, PNG_DIR / "pil-hopper.png", WEBP_DIR / "pil-hopper.webp"],
+    ids=lambda p: p.suffix,
+)
 def test_registry_record_of_each_format_reads_and_decodes_its_files(path: Path) -> None:
     # One record per format: sniffing, the header reader, the public decoder and its op
     # all answer for the same file as Pillow does.
     data = read_file(path)
     record = find_format(bytes(data[:32].tolist()))
     assert record.name == sniff_format(data) == Image.open(path).format.lower()
-    assert record in formats() and [f.name for f in formats()][:2] == ["jpeg", "png"]
+    assert record in formats() and [f.name for f in formats()][:3] == ["jpeg", "png", "webp"]
     header = record.read_header(data.numpy())
     assert (header["width"], header["height"]) == Image.open(path).size
     want = pillow_array(path, "RGB")
@@ -95,11 +101,11 @@ def test_unsupported_messages_name_the_registered_formats() -> None:
         assert "GIF" in str(op_side.value) and "TIFF" in str(op_side.value)
 
 
-@pytest.mark.parametrize("fmt", ["ICO", "WEBP"])
+@pytest.mark.parametrize("fmt", ["ICO"])
 def test_other_formats_raise_unsupported(fmt: str) -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (4, 4)).save(buffer, fmt)
-    with pytest.raises(UnsupportedFormatError, match=fmt if fmt != "WEBP" else "WebP"):
+    with pytest.raises(UnsupportedFormatError, match=fmt):
         decode_image(buffer.getvalue())
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from image_assets import CORRUPT_DIR, JPEG_DIR
+from image_assets import CORRUPT_DIR, JPEG_DIR, WEBP_DIR
 from torch import nn
 
 from trivium.vision import transforms as T
@@ -27,6 +27,9 @@ from trivium.vision.io.ops import check_torch_version, library_path
 REPO = Path(__file__).resolve().parents[2]
 PHOTO = JPEG_DIR / "tv-grace_hopper_517x606.jpg"
 TRUNCATED = CORRUPT_DIR / "pil-truncated_jpeg.jpg"
+WEBP = WEBP_DIR / "pil-transparent.webp"  # lossy with alpha
+WEBP_ROTATED = WEBP_DIR / "pil-hopper_orientation_6.webp"
+WEBP_ANIMATION = WEBP_DIR / "pil-iss634.webp"
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.s:DeprecationWarning")
@@ -116,6 +119,43 @@ assert not any(name.startswith("trivium") for name in sys.modules), "imported tr
 """
 
 
+class DecodeWebp(nn.Module):
+    """WebP bytes in (sniffed by decode_image), RGBA floats in [0, 1] out, upright."""
+
+    def forward(self, data: torch.Tensor) -> torch.Tensor:
+        image = torch.ops.trivium.decode_image(data, 4, True)
+        return image.float() / 255
+
+
+@pytest.fixture(scope="module")
+def webp_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("model") / "decode_webp.pt"
+    torch.jit.script(DecodeWebp()).save(str(path))
+    return path
+
+
+@pytest.mark.parametrize("path", [WEBP, WEBP_ROTATED], ids=lambda p: p.name)
+def test_cpp_program_decodes_webp_as_eager_python(
+    runner: Path, webp_model: Path, path: Path, tmp_path
+) -> None:
+    out = tmp_path / "out.bin"
+    subprocess.run(
+        [str(runner), str(library_path()), str(webp_model), str(path), str(out)],
+        check=True,
+        timeout=120,
+    )
+    want = DecodeWebp()(read_file(path))
+    assert want.shape[0] == 4 and torch.equal(_read_output(out), want)
+
+
+def test_cpp_program_refuses_an_animation_cleanly(runner: Path, webp_model: Path, tmp_path) -> None:
+    # The op's result is one [C, H, W] image, in C++ as under torch.compile.
+    args = [str(runner), str(library_path()), str(webp_model), str(WEBP_ANIMATION), str(tmp_path)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3  # a c10::Error caught by the program: no crash
+    assert "animated WebP (42 frames) is not supported by the operator" in done.stderr
+
+
 def test_fresh_process_needs_only_the_library(saved_model: Path, tmp_path) -> None:
     out = tmp_path / "out.pt"
     args = [sys.executable, "-c", _FRESH, str(library_path()), str(saved_model), str(PHOTO), out]
@@ -181,3 +221,9 @@ def test_ops_raise_c10_errors_without_python_translation() -> None:
         torch.ops.trivium.decode_image.default.redispatch(
             keys, torch.frombuffer(bytearray(b"GIF89a...."), dtype=torch.uint8)
         )
+    cut = read_file(WEBP)[:4000]
+    with pytest.raises(ValueError, match=r"^cut\.webp: corrupt image data") as caught:
+        torch.ops.trivium.decode_webp.default.redispatch(
+            keys, cut, 0, False, None, True, -1, "cut.webp"
+        )
+    assert type(caught.value) is ValueError

@@ -1,4 +1,4 @@
-// Types shared by the JPEG and PNG codecs. Nothing here depends on Python or torch:
+// Types shared by the JPEG, PNG and WebP codecs. Nothing here depends on Python or torch:
 // the codecs read a byte buffer and write into a caller-provided pixel buffer, so
 // the binding layer can release the GIL around all of their work.
 #pragma once
@@ -17,7 +17,7 @@ enum class ReadMode : int { Unchanged = 0, Gray = 1, GrayAlpha = 2, RGB = 3, RGB
 // outside it), which the bindings raise as a plain ValueError, not a decode error.
 enum class ErrorKind : int { None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 3, BadArgument = 4 };
 
-// Every decoder has this shape (JpegDecoder, PngDecoder), so that one template in the
+// Every decoder has this shape (JpegDecoder, PngDecoder, WebpDecoder), so that one template in the
 // bindings (module.cpp, torch_ops.cpp) serves them all:
 //
 //     Decoder(const uint8_t* data, size_t size, Diagnostics* diag);
@@ -33,7 +33,7 @@ enum class ErrorKind : int { None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 
 
 // What a header says, before any pixel is decoded.
 struct ImageHeader {
-    std::string format;       // "jpeg" or "png"
+    std::string format;       // "jpeg", "png" or "webp"
     std::string color_space;  // e.g. "YCbCr", "CMYK", "gray", "RGBA", "palette"
     int height = 0;
     int width = 0;
@@ -41,7 +41,8 @@ struct ImageHeader {
     int bit_depth = 0;
     int orientation = 0;  // EXIF orientation 1..8, 0 when absent
     bool progressive = false;  // JPEG progressive / PNG interlaced
-    bool lossless = false;     // JPEG lossless (predictive) process
+    bool lossless = false;     // JPEG lossless (predictive) process, WebP lossless (VP8L)
+    int frames = 1;            // frames of an animation (WebP), else 1
 };
 
 // The geometry and sample size a decode will produce.
@@ -50,6 +51,7 @@ struct OutputShape {
     int width = 0;
     int channels = 0;
     int bytes_per_sample = 1;  // 1 (uint8) or 2 (uint16, host-endian)
+    int frames = 1;  // an animation's frames, stored one after the other; 1: a still image
 };
 
 // Collects what went wrong while decoding. `corrupt` is set for damage (bad Huffman

@@ -28,6 +28,7 @@
 #include "nms.h"
 #include "png_codec.h"
 #include "resample.h"
+#include "webp_codec.h"
 
 namespace py = pybind11;
 using namespace trivium;
@@ -78,6 +79,7 @@ py::dict header_dict(const ImageHeader& h) {
     d["orientation"] = h.orientation;
     d["progressive"] = h.progressive;
     d["lossless"] = h.lossless;
+    d["frames"] = h.frames;
     return d;
 }
 
@@ -458,7 +460,7 @@ py::array_t<int64_t> py_nms(const py::array& boxes, const py::array& order_in, d
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
-    m.doc() = "Native JPEG (libjpeg-turbo) and PNG (libspng) codecs of trivium.vision";
+    m.doc() = "Native JPEG (libjpeg-turbo), PNG (libspng) and WebP (libwebp) codecs of trivium.vision";
     auto base = py::register_exception<DecodeFailure>(m, "DecodeFailure", PyExc_ValueError);
     py::register_exception<UnsupportedFailure>(m, "UnsupportedFailure", base.ptr());
     py::register_exception<TooLargeFailure>(m, "TooLargeFailure", base.ptr());
@@ -466,6 +468,7 @@ PYBIND11_MODULE(_C, m) {
     // Each codec's header reader (trivium.vision.io's format registry reads these).
     bind_codec<JpegDecoder>(m, "jpeg");
     bind_codec<PngDecoder>(m, "png");
+    bind_codec<WebpDecoder>(m, "webp");
     m.def("decode_jpeg", &py_decode_jpeg, py::arg("data"), py::arg("mode"), py::arg("scale_num"),
           py::arg("roi"), py::arg("strict"), py::arg("max_pixels"), py::arg("out") = py::none());
     m.def("decode_jpeg_list", &py_decode_jpeg_list, py::arg("items"), py::arg("mode"),
@@ -486,4 +489,5 @@ PYBIND11_MODULE(_C, m) {
                                       std::to_string(turbo % 1000);
 #endif
     m.attr("spng_version") = spng_version_string();
+    m.attr("webp_version") = webp_version_string();
 }

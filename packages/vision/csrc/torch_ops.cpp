@@ -1,10 +1,10 @@
 // The codecs as C++ torch operators (libtrivium_ops.so): trivium::decode_jpeg,
-// decode_png, decode_image, encode_jpeg and encode_png, registered with TORCH_LIBRARY
-// so that a scripted or exported model that decodes runs without Python (load this
-// library, then torch::jit::load the model).
+// decode_png, decode_webp, decode_image, encode_jpeg, encode_png and encode_webp,
+// registered with TORCH_LIBRARY so that a scripted or exported model that decodes runs
+// without Python (load this library, then torch::jit::load the model).
 //
-// The kernels call the same torch-free codec core as trivium.vision._C
-// (jpeg_codec.h, png_codec.h). Bad input raises a c10::Error whose message names the
+// The kernels call the same torch-free codec core as trivium.vision._C (jpeg_codec.h,
+// png_codec.h, webp_codec.h). Bad input raises a c10::Error whose message names the
 // reason (and `path`, when given): c10::ValueError for damaged data and bad arguments,
 // c10::NotImplementedError for valid data in an unsupported format, c10::TypeError for
 // wrong input types. Damage raises with strict=true; by default (strict=None) damage the
@@ -31,6 +31,7 @@
 
 #include "jpeg_codec.h"
 #include "png_codec.h"
+#include "webp_codec.h"
 
 namespace trivium {
 namespace {
@@ -151,21 +152,41 @@ at::Tensor empty_chw(int64_t c, int64_t h, int64_t w, at::ScalarType dtype) {
     return malloc_empty({h, w, c}, dtype).permute({2, 0, 1});
 }
 
+// An animation's [T, H, W, C] buffer seen as [T, C, H, W].
+at::Tensor empty_frames(int64_t t, int64_t c, int64_t h, int64_t w, at::ScalarType dtype) {
+    return malloc_empty({t, h, w, c}, dtype).permute({0, 3, 1, 2});
+}
+
+// A [C, H, W] image ([T, C, H, W] frames) in its memory order, channels last.
+at::Tensor channels_last(const at::Tensor& image) {
+    return image.dim() == 4 ? image.permute({0, 2, 3, 1}) : image.permute({1, 2, 0});
+}
+
 // The layout the op promises (its fake kernel's): contiguous [C, H, W]. Python's eager
 // decoders keep the decoder's [H, W, C] memory instead (resize is faster on it).
 at::Tensor output_layout(const at::Tensor& image) {
     if (!python_call.eager) return image.contiguous();
-    if (image.permute({1, 2, 0}).is_contiguous()) return image;
+    if (channels_last(image).is_contiguous()) return image;
+    if (image.dim() == 4) {
+        return empty_frames(image.size(0), image.size(1), image.size(2), image.size(3),
+                            image.scalar_type())
+            .copy_(image);
+    }
     return empty_chw(image.size(0), image.size(1), image.size(2), image.scalar_type()).copy_(image);
 }
 
 // The output: `out` itself when its [H, W, C] view is contiguous and matches, else new.
+// An animation's frames ([T, C, H, W]) are stored one after the other.
 at::Tensor output_for(const OutputShape& shape, const std::optional<at::Tensor>& out) {
     const auto dtype = shape.bytes_per_sample == 2 ? at::kUInt16 : at::kByte;
-    if (out && out->device().is_cpu() && out->scalar_type() == dtype && out->dim() == 3 &&
-        out->size(0) == shape.channels && out->size(1) == shape.height &&
-        out->size(2) == shape.width && out->permute({1, 2, 0}).is_contiguous()) {
+    std::vector<int64_t> sizes{shape.channels, shape.height, shape.width};
+    if (shape.frames > 1) sizes.insert(sizes.begin(), shape.frames);
+    if (out && out->device().is_cpu() && out->scalar_type() == dtype &&
+        out->sizes() == at::IntArrayRef(sizes) && channels_last(*out).is_contiguous()) {
         return *out;
+    }
+    if (shape.frames > 1) {
+        return empty_frames(shape.frames, shape.channels, shape.height, shape.width, dtype);
     }
     return empty_chw(shape.channels, shape.height, shape.width, dtype);
 }
@@ -335,6 +356,38 @@ at::Tensor decode_png_impl(const at::Tensor& data, const ImageArgs& a, const std
     return output_layout(apply_orientation(image, orientation));
 }
 
+// The op's result is one [C, H, W] image (its fake kernel's shape); only Python's eager
+// decoders return an animation's frames, as [T, C, H, W].
+void check_still(const OutputShape& shape, const std::string& where) {
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        shape.frames == 1 || python_call.eager, where, "animated WebP (", shape.frames,
+        " frames) is not supported by the operator, whose result is one [C, H, W] image: "
+        "decode animations eagerly in Python (decode_webp and decode_image give [T, C, H, W])");
+}
+
+at::Tensor decode_webp_impl(const at::Tensor& data, const ImageArgs& a, const std::string& where,
+                            const std::optional<at::Tensor>& out, const char* func) {
+    const Bytes bytes = encoded_bytes(data, func);
+    const ReadMode mode = read_mode(a.mode, func);
+    int orientation = 0;
+    auto prepare = [&](WebpDecoder& decoder, OutputShape* shape) {
+        ImageHeader header;
+        if (!decoder.read_header(&header)) return false;
+        if (!decoder.prepare(mode, pixel_limit(a.max_pixels), shape)) return false;
+        check_still(*shape, where);
+        orientation = header.orientation;
+        return true;
+    };
+    auto write = [&](WebpDecoder& decoder, uint8_t* dst, const OutputShape&) {
+        return decoder.decode(dst, a.strict.value_or(false));
+    };
+    at::Tensor image = decode_with<WebpDecoder>(bytes, a.dtype, a.strict,
+                                                a.apply_exif_orientation || a.dtype ? std::nullopt : out,
+                                                where, func, prepare, write);
+    image = convert_dtype(image, a.dtype);
+    return output_layout(apply_orientation(image, a.apply_exif_orientation ? orientation : 0));
+}
+
 // decode_image of each format: its decode with decode_image's arguments.
 at::Tensor decode_jpeg_image(const at::Tensor& data, const ImageArgs& a, const std::string& where) {
     const JpegArgs j{a.mode, a.apply_exif_orientation, std::nullopt, std::nullopt, std::nullopt,
@@ -346,17 +399,27 @@ at::Tensor decode_png_image(const at::Tensor& data, const ImageArgs& a, const st
     return decode_png_impl(data, a, where, std::nullopt, "decode_image");
 }
 
-// One record per format decode_image reads: its name, signature and decode. The same
-// formats, in the same order, as trivium.vision.io.codec's registry (FORMATS).
+at::Tensor decode_webp_image(const at::Tensor& data, const ImageArgs& a, const std::string& where) {
+    return decode_webp_impl(data, a, where, std::nullopt, "decode_image");
+}
+
+// One record per format decode_image reads: its name, signature and decode, and a
+// second tag `tag_at` bytes in where the signature alone does not identify the format
+// (WebP: "RIFF" at 0, "WEBP" at 8). The same formats, in the same order, as
+// trivium.vision.io.codec's registry (FORMATS).
 struct ImageFormat {
     const char* name;
     const char* signature;
     size_t signature_size;
     at::Tensor (*decode)(const at::Tensor&, const ImageArgs&, const std::string&);
+    const char* tag = "";
+    size_t tag_at = 0;
+    size_t tag_size = 0;
 };
 constexpr ImageFormat kFormats[] = {
     {"JPEG", "\xff\xd8\xff", 3, decode_jpeg_image},
     {"PNG", "\x89PNG\r\n\x1a\n", 8, decode_png_image},
+    {"WebP", "RIFF", 4, decode_webp_image, "WEBP", 8, 4},
 };
 
 // Formats that trivium.vision.io decodes in Python, through Pillow (io/pillow.py,
@@ -446,7 +509,10 @@ std::string format_names(const char* word, bool python = true) {
 // The format of `b` from its first bytes; anything else raises, naming what it is.
 const ImageFormat& sniff(const Bytes& b, const std::string& where) {
     for (const ImageFormat& format : kFormats) {
-        if (starts_with(b, format.signature, format.signature_size)) return format;
+        if (starts_with(b, format.signature, format.signature_size) &&
+            starts_with(b, format.tag, format.tag_size, format.tag_at)) {
+            return format;
+        }
     }
     TORCH_CHECK_VALUE(b.size > 0, where, "empty input (0 bytes)");
     for (const PythonFormat& format : kPythonFormats) {
@@ -455,8 +521,6 @@ const ImageFormat& sniff(const Bytes& b, const std::string& where) {
                                     "C++ operator (it decodes ", format_names("and", false), ")");
     }
     const std::string supported = " images are not supported (" + format_names("and") + " are)";
-    TORCH_CHECK_NOT_IMPLEMENTED(!(starts_with(b, "RIFF", 4) && starts_with(b, "WEBP", 4, 8)),
-                                where, "WebP", supported);
     TORCH_CHECK_NOT_IMPLEMENTED(!starts_with(b, "\0\0\1\0", 4), where, "ICO", supported);
     TORCH_CHECK_VALUE(false, where, "not a ", format_names("or"), " image (unknown signature)");
 }
@@ -502,6 +566,20 @@ at::Tensor& decode_png_out(const at::Tensor& data, int64_t mode, bool apply_exif
                            std::optional<c10::string_view> path, at::Tensor& out) {
     const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
     return finish_out(decode_png_impl(data, a, prefix(path), out, "decode_png"), out);
+}
+
+at::Tensor decode_webp_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                          std::optional<at::ScalarType> dtype, std::optional<bool> strict, int64_t max_pixels,
+                          std::optional<c10::string_view> path) {
+    const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+    return decode_webp_impl(data, a, prefix(path), std::nullopt, "decode_webp");
+}
+
+at::Tensor& decode_webp_out(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                            std::optional<at::ScalarType> dtype, std::optional<bool> strict, int64_t max_pixels,
+                            std::optional<c10::string_view> path, at::Tensor& out) {
+    const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+    return finish_out(decode_webp_impl(data, a, prefix(path), out, "decode_webp"), out);
 }
 
 at::Tensor decode_image_op(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
@@ -574,6 +652,22 @@ at::Tensor encode_png_op(const at::Tensor& image, int64_t compression_level) {
     return to_tensor(bytes);
 }
 
+at::Tensor encode_webp_op(const at::Tensor& image, double quality, bool lossless, int64_t method,
+                          bool exact) {
+    const at::Tensor hwc = hwc_samples(image, "encode_webp", {1, 2, 3, 4}, false);
+    const int h = int(hwc.size(0)), w = int(hwc.size(1)), c = int(hwc.size(2));
+    TORCH_CHECK_VALUE(quality >= 0 && quality <= 100, "encode_webp: quality must be in 0..100, got ",
+                      quality);
+    const WebpEncodeOptions options{float(quality), lossless,
+                                    int_option(method, "encode_webp", "method"), exact};
+    std::vector<uint8_t> bytes;
+    Diagnostics diag;
+    const bool ok = encode_webp(hwc.data_ptr<uint8_t>(), h, w, c, ptrdiff_t(w) * c, options,
+                                &bytes, &diag);
+    TORCH_CHECK_VALUE(ok, "encode_webp: ", diag.message);
+    return to_tensor(bytes);
+}
+
 // Python's side of a call (trivium.vision.io.ops): state 1 records damage on this
 // thread instead of warning, 2 also selects eager mode (see PythonCall), 0 ends the
 // call. Returns the damage recorded since the last call ("" when none).
@@ -600,11 +694,18 @@ TORCH_LIBRARY(trivium, m) {
     m.def("decode_png.out(Tensor data, int mode=0, bool apply_exif_orientation=False, "
           "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None, *, "
           "Tensor(a!) out) -> Tensor(a!)");
+    m.def("decode_webp(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+          "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None) -> Tensor");
+    m.def("decode_webp.out(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+          "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None, *, "
+          "Tensor(a!) out) -> Tensor(a!)");
     m.def("decode_image(Tensor data, int mode=0, bool apply_exif_orientation=False, "
           "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None) -> Tensor");
     m.def("encode_jpeg(Tensor image, int quality=75, int subsampling=420, bool progressive=False, "
           "bool optimize=False) -> Tensor");
     m.def("encode_png(Tensor image, int compression_level=6) -> Tensor");
+    m.def("encode_webp(Tensor image, float quality=75, bool lossless=False, int method=4, "
+          "bool exact=False) -> Tensor");
     m.def("_python_call(int state) -> str", &trivium::python_call_op);
 }
 
@@ -613,7 +714,10 @@ TORCH_LIBRARY_IMPL(trivium, CPU, m) {
     m.impl("decode_jpeg.out", &trivium::decode_jpeg_out);
     m.impl("decode_png", &trivium::decode_png_op);
     m.impl("decode_png.out", &trivium::decode_png_out);
+    m.impl("decode_webp", &trivium::decode_webp_op);
+    m.impl("decode_webp.out", &trivium::decode_webp_out);
     m.impl("decode_image", &trivium::decode_image_op);
     m.impl("encode_jpeg", &trivium::encode_jpeg_op);
     m.impl("encode_png", &trivium::encode_png_op);
+    m.impl("encode_webp", &trivium::encode_webp_op);
 }

@@ -255,8 +255,8 @@ def default_loader(path: str | os.PathLike[str]) -> torch.Tensor:
     Gray images are repeated over three channels and alpha is dropped, as Pillow's
     ``convert("RGB")`` in torchvision's default loader; samples deeper than 8 bits
     keep their high byte (``v >> 8``); EXIF orientation is not applied (Pillow does
-    not either). Every format ``decode_image`` reads (an animated GIF gives its
-    frames, ``[N, 3, H, W]``).
+    not either). Every format ``decode_image`` reads; an animation (WebP, GIF) gives
+    its first frame, as Pillow opens it.
 
     Example:
         >>> import os, tempfile, torch
@@ -266,7 +266,8 @@ def default_loader(path: str | os.PathLike[str]) -> torch.Tensor:
         >>> default_loader(path).shape
         torch.Size([3, 4, 5])
     """
-    return decode_image(read_file(path), ImageReadMode.RGB, dtype=torch.uint8, path=path)
+    image = decode_image(read_file(path), ImageReadMode.RGB, dtype=torch.uint8, path=path)
+    return image[0] if image.dim() == 4 else image
 
 
 def starts_with_decode(transform: Callable | None) -> bool:

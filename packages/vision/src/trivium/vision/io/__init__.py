@@ -1,5 +1,5 @@
-"""Image I/O: JPEG through libjpeg-turbo and PNG through libspng (native), and through Pillow
-GIF, BMP, TIFF, PPM/PGM, AVIF and HEIC (with pillow-heif).
+"""Image I/O: JPEG (libjpeg-turbo), PNG (libspng) and WebP (libwebp) natively, and through
+Pillow GIF, BMP, TIFF, PPM/PGM, AVIF and HEIC (with pillow-heif).
 
 The API follows ``torchvision.io`` (names and argument order), and adds scaled and
 region JPEG decode, header-only ``image_info``, batch decode on a thread pool,
@@ -31,6 +31,7 @@ from trivium.vision.io.png import decode_png, encode_png, write_png
 from trivium.vision.io.video_clips import RandomClipSampler, UniformClipSampler, VideoClips
 from trivium.vision.io.video_io import read_video, read_video_timestamps, write_video
 from trivium.vision.io.video_reader import VideoFrames, VideoReader
+from trivium.vision.io.webp import decode_webp, encode_webp, write_webp
 
 __all__ = [
     "SUPPORTED_SCALES",
@@ -48,8 +49,10 @@ __all__ = [
     "decode_image",
     "decode_jpeg",
     "decode_png",
+    "decode_webp",
     "encode_jpeg",
     "encode_png",
+    "encode_webp",
     "get_max_image_pixels",
     "image_info",
     "ops",
@@ -63,4 +66,5 @@ __all__ = [
     "write_jpeg",
     "write_png",
     "write_video",
+    "write_webp",
 ]

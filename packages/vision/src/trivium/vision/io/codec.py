@@ -1,8 +1,8 @@
 """What every image codec shares: read modes, header info, the pixel limit, input
 normalisation, the format registry, batch decode and native errors.
 
-Each format (``jpeg.py``, ``png.py``; ``gif.py`` and ``pillow.py`` for the formats
-decoded through Pillow) registers one :class:`ImageFormat` record with
+Each format (``jpeg.py``, ``png.py``, ``webp.py``; ``gif.py`` and ``pillow.py`` for the
+formats decoded through Pillow) registers one :class:`ImageFormat` record with
 :func:`register_format`: its signature, header reader, public decoder and custom op.
 :func:`sniff_format` and ``image_info`` loop over the records; the design notes
 ("Adding an image format") list the steps of adding one.
@@ -11,8 +11,8 @@ Example:
     >>> from trivium.vision.io import ImageReadMode, get_max_image_pixels
     >>> int(ImageReadMode.RGB), get_max_image_pixels() > 0
     (3, True)
-    >>> [f.name for f in formats()][:2]
-    ['jpeg', 'png']
+    >>> [f.name for f in formats()][:3]
+    ['jpeg', 'png', 'webp']
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ class ImageInfo:
     orientation: int  # EXIF orientation 1..8, 0 when absent
     color_space: str
     progressive: bool
-    lossless: bool = False  # the JPEG lossless (predictive, SOF3) process
+    lossless: bool = False  # the JPEG lossless (predictive, SOF3) process, WebP lossless (VP8L)
+    frames: int = 1  # an animation's frames (WebP), else 1
 
     @property
     def dtype(self) -> torch.dtype:
@@ -205,7 +206,7 @@ class ImageFormat:
     """One image format: how to recognise it, read its header and decode it.
 
     - ``name``: the format's name in :class:`ImageInfo` and :func:`sniff_format`
-      (``"jpeg"``); messages use it upper-cased.
+      (``"jpeg"``); messages use its :attr:`title`.
     - ``signatures``: byte strings one of which the encoded data starts with.
     - ``read_header``: the native header reader (``_C.<name>_info``): a buffer from
       :func:`as_buffer` to the fields of :class:`ImageInfo`.
@@ -237,6 +238,16 @@ class ImageFormat:
             True
         """
         return head.startswith(self.signatures)
+
+    @property
+    def title(self) -> str:
+        """The format's name in messages: ``name`` upper-cased, unless a format says otherwise.
+
+        Example:
+            >>> find_format(b"\\xff\\xd8\\xff").title
+            'JPEG'
+        """
+        return self.name.upper()
 
     @property
     def native(self) -> bool:
@@ -315,8 +326,8 @@ def formats() -> tuple[ImageFormat, ...]:
     Each group in the order it was registered (torch_ops.cpp lists them the same way).
 
     Example:
-        >>> [f.name for f in formats()][:2]
-        ['jpeg', 'png']
+        >>> [f.name for f in formats()][:3]
+        ['jpeg', 'png', 'webp']
     """
     return tuple(sorted(_FORMATS.values(), key=lambda f: not f.native))
 
@@ -326,7 +337,7 @@ def _names(word: str) -> str:
 
     Native formats first, then those decoded in Python, as torch_ops.cpp words them.
     """
-    names = [f.name.upper() for f in formats()]
+    names = [f.title for f in formats()]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
@@ -340,7 +351,7 @@ def find_format(head: bytes) -> ImageFormat:
     """The registered format of encoded data starting with ``head``; raises for anything else.
 
     Empty data raises :class:`~trivium.core.errors.EmptyInputError`, a known format
-    that is not registered (WebP, ICO) or needs what is not installed (HEIC without
+    that is not registered (ICO) or needs what is not installed (HEIC without
     pillow-heif) ``UnsupportedFormatError``, anything else ``DecodeError``.
 
     Example:
@@ -358,8 +369,6 @@ def find_format(head: bytes) -> ImageFormat:
     if not head:
         raise EmptyInputError()
     supported = f"images are not supported ({_names('and')} are)"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        raise UnsupportedFormatError(f"WebP {supported}")
     for signature, name in _OTHER_FORMATS.items():
         if head.startswith(signature):
             raise UnsupportedFormatError(f"{name} {supported}")
@@ -380,7 +389,7 @@ def format_of(buffer: Buffer, path: PathLike | None = None) -> ImageFormat:
 
 
 def sniff_format(data: EncodedData, *, path: PathLike | None = None) -> str:
-    """The name of the registered format (``"jpeg"``, ``"png"``) of ``data``; raises for others.
+    """The registered format of ``data`` by name (``"jpeg"``, ``"png"``, ...); raises for others.
 
     Example:
         >>> sniff_format(b"\\x89PNG\\r\\n\\x1a\\n....")

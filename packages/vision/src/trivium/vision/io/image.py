@@ -67,12 +67,14 @@ def decode_image(
 ) -> torch.Tensor | list[torch.Tensor]:
     """Decode an image (its format sniffed from its bytes) to a [C, H, W] tensor.
 
-    JPEG and PNG natively; GIF, BMP, TIFF, PPM/PGM, AVIF and HEIC through Pillow
-    (see :mod:`trivium.vision.io.pillow`; an animated GIF gives ``[N, C, H, W]``, as
+    JPEG, PNG and WebP natively (an animated WebP gives ``[T, C, H, W]``, see
+    :func:`decode_webp`); GIF, BMP, TIFF, PPM/PGM, AVIF and HEIC through Pillow (see
+    :mod:`trivium.vision.io.pillow`; an animated GIF gives ``[N, C, H, W]``, as
     torchvision's). ``input`` may also be a path (as torchvision.io.decode_image) or
     a list of encoded images, decoded in parallel. 16-bit images give uint16 unless
     ``dtype`` says otherwise; ``strict`` follows :func:`decode_jpeg`'s rule for
-    damaged data; see :func:`decode_jpeg` and :func:`decode_png` for the rest.
+    damaged data; see :func:`decode_jpeg`, :func:`decode_png` and :func:`decode_webp`
+    for the rest.
 
     Example:
         >>> import torch

@@ -9,21 +9,26 @@ The operator library ``trivium/vision/lib/libtrivium_ops.so`` (built with
         int max_pixels=-1, str? path=None) -> Tensor
     trivium::decode_png(Tensor data, int mode=0, bool apply_exif_orientation=False,
         ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, str? path=None) -> Tensor
+    trivium::decode_webp(... the same as decode_png ...) -> Tensor
     trivium::decode_image(... the same as decode_png ...) -> Tensor
     trivium::encode_jpeg(Tensor image, int quality=75, int subsampling=420,
         bool progressive=False, bool optimize=False) -> Tensor
     trivium::encode_png(Tensor image, int compression_level=6) -> Tensor
+    trivium::encode_webp(Tensor image, float quality=75, bool lossless=False, int method=4,
+        bool exact=False) -> Tensor
 
-``decode_jpeg`` and ``decode_png`` also have an ``out`` overload (``*, Tensor(a!) out``).
+``decode_jpeg``, ``decode_png`` and ``decode_webp`` also have an ``out`` overload
+(``*, Tensor(a!) out``).
 ``data`` is a 1-D uint8 tensor of the encoded bytes; ``mode`` an ``ImageReadMode``
 value; ``strict`` None for the default rule on damaged data (see ``decode_jpeg``);
 ``max_pixels`` -1 for the process-wide limit (``set_max_image_pixels``, read
 when the op runs; Pillow's 178,956,970 where Python is absent), 0 for none. The output
 is a contiguous [C, H, W] CPU tensor of data-dependent height and width. Its dtype must
 be known before decoding: ``dtype``, or uint8 when ``dtype`` is None, so a 16-bit image
-with ``dtype=None`` raises ``TypeError`` (pass ``dtype=torch.uint16``). In eager mode
+with ``dtype=None`` raises ``TypeError`` (pass ``dtype=torch.uint16``), and an animated
+WebP of several frames raises ``UnsupportedFormatError``. In eager mode
 the public decoders keep uint16 samples and return a [C, H, W] view of the decoder's
-[H, W, C] buffer (see :func:`native_dtype`).
+[H, W, C] buffer, and an animation's frames as [T, C, H, W] (see :func:`native_dtype`).
 
 In a Python process the ops raise Trivium errors (``DecodeError``, ...) and issue
 ``DecodeWarning``: a thin ``BackendSelect`` kernel translates what the C++ kernel
@@ -130,6 +135,7 @@ _load()
 
 encode_jpeg_op = torch.ops.trivium.encode_jpeg.default
 encode_png_op = torch.ops.trivium.encode_png.default
+encode_webp_op = torch.ops.trivium.encode_webp.default
 _python_call = torch.ops.trivium._python_call.default
 
 # Python's side of the ops: trivium errors, DecodeWarning, and the process-wide limit.
@@ -551,5 +557,10 @@ def _(image, *args, **kwargs):
 
 
 @torch.library.register_fake("trivium::encode_png")
+def _(image, *args, **kwargs):
+    return image.new_empty((torch.library.get_ctx().new_dynamic_size(min=1),), dtype=torch.uint8)
+
+
+@torch.library.register_fake("trivium::encode_webp")
 def _(image, *args, **kwargs):
     return image.new_empty((torch.library.get_ctx().new_dynamic_size(min=1),), dtype=torch.uint8)
