@@ -23,6 +23,9 @@ PILLOW_LENIENT = {"xcsn0g01.png", "jd-its-8e5e74dbf9b6.jpg"}
 # Damaged files whose damage libjpeg recovers from with Pillow's pixels: they decode by
 # default with a DecodeWarning, and raise with strict=True.
 RECOVERED_CORRUPT = {"jd-its-8e5e74dbf9b6.jpg"}
+# Valid files with damage libjpeg reports and recovers from without losing a pixel
+# (bytes before a restart marker): they decode by default with a DecodeWarning.
+WARNING_JPEGS = {"jd-mjpeg.jpg"}
 
 
 def valid_jpegs() -> list[Path]:

@@ -26,6 +26,7 @@ from image_assets import (
     JPEG_DIR,
     LOSSLESS_JPEGS,
     RECOVERED_CORRUPT,
+    WARNING_JPEGS,
     refused_files,
     valid_jpegs,
     valid_pngs,
@@ -99,6 +100,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
     (damaged / "notes.jpg").write_text("not an image")
     refused.append(damaged / "notes.jpg")
     recovered = set(made) | {p for p in refused if p.name in RECOVERED_CORRUPT}
+    recovered |= {p for p in jpegs if p.name in WARNING_JPEGS}
     refused_set = set(refused) - recovered
     readable = jpegs + pngs + others + sorted(recovered)
     return Folder(root, readable, recovered, refused_set)
@@ -194,12 +196,20 @@ def test_an_epoch_ends_and_names_every_file_it_could_not_use(
         samples = _epoch(_loaders(ds)[loader_kind])
     assert samples == len(ds)  # a skipped index gives the next readable sample
     report = ds.skip_report
-    assert {Path(p) for p in report.skipped_files} == folder.refused
-    assert {Path(p) for p in report.recovered_files} == folder.recovered
-    skip_warnings = " ".join(
-        str(w.message) for w in caught if issubclass(w.category, SkippedSamplesWarning)
-    )
-    assert any(p.name in skip_warnings for p in folder.refused)
+    skipped = {Path(p) for p in report.skipped_files}
+    recovered = {Path(p) for p in report.recovered_files}
+    if pipeline == "fused-decode":
+        # The fused decode reads only the rows its crop needs: a refused file whose
+        # fatal damage lies below the crop is decoded as far as the crop, with its
+        # warning, and counted as recovered instead.
+        assert skipped <= folder.refused and folder.recovered <= recovered
+        assert skipped | recovered == folder.refused | folder.recovered
+    else:
+        assert skipped == folder.refused and recovered == folder.recovered
+    if loader_kind == "trivium":  # the epoch's end names the first files (the workers' too)
+        (message,) = [str(w.message) for w in caught if w.category is SkippedSamplesWarning]
+        assert f"{len(skipped)} samples skipped" in message
+        assert sum(str(p) in message for p in skipped) == 3
 
 
 @pytest.mark.parametrize("pipeline", list(PIPELINES))

@@ -631,6 +631,7 @@ class DataLoader:
         self.skipped = 0
         self._report = SkipReport()
         self._epoch_report = SkipReport()
+        self._announced: set[str] = set()  # the dataset's own skips already warned of
         self._resume = 0  # positions already consumed when the next iteration starts
         self._plan: EpochPlan | None = None
         self._yielded = 0
@@ -910,10 +911,15 @@ class DataLoader:
 
     def _end_epoch(self) -> None:
         report = self._epoch_report
-        if report.skipped_samples:
-            names = list(report.skipped)
+        names, count = list(report.skipped), report.skipped_samples
+        own = getattr(self._chain.root, "skip_report", None)
+        if isinstance(own, SkipReport):  # a dataset's own skips, found in any worker
+            found = [name for name in own.skipped if name not in self._announced]
+            self._announced.update(found)
+            names, count = names + found, count + len(found)
+        if count:
             warnings.warn(
-                f"epoch {self.epoch}: {report.skipped_samples} samples skipped "
+                f"epoch {self.epoch}: {count} samples skipped "
                 f"(on_error='skip'): {name_some(names, len(names))}; "
                 "loader.skip_report lists them all",
                 SkippedSamplesWarning,
