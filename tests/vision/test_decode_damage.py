@@ -133,3 +133,29 @@ def test_the_real_damaged_file_decodes_as_pillow() -> None:
     image, message = _one_warning(lambda: read_image(path, ImageReadMode.RGB))
     assert message.startswith(f"{path}: Corrupt JPEG data")
     np.testing.assert_array_equal(image.numpy(), _pillow_rgb(path.read_bytes()))
+
+
+def test_a_region_that_meets_damage_gets_the_full_decodes_verdict() -> None:
+    # tv-corrupt.jpg: bad Huffman codes from its third row of blocks, then a marker no
+    # decoder reads. A region that meets the first reads on to the end, so it raises
+    # as the full decode does instead of returning the region with a warning; its top
+    # 16 rows hold no damage.
+    data = (CORRUPT_DIR / "tv-corrupt.jpg").read_bytes()
+    with pytest.raises(DecodeError, match="0xae"):
+        decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+    for roi in [(0, 0, 60, 60), (16, 0, 8, 120)]:
+        with pytest.raises(DecodeError, match="0xae"):
+            decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8), roi=roi)
+    with pytest.raises(DecodeError, match="0xae"):
+        T.DecodeCenterCrop(60)(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8), roi=(0, 0, 16, 120))
+    # A region above a cut meets no damage: its pixels are intact, no warning.
+    photo = (JPEG_DIR / "tv-grace_hopper_517x606.jpg").read_bytes()
+    cut = torch.frombuffer(bytearray(photo[: len(photo) * 3 // 4]), dtype=torch.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        top = decode_jpeg(cut, roi=(0, 0, 64, 517))
+    full = decode_jpeg(torch.frombuffer(bytearray(photo), dtype=torch.uint8))
+    assert torch.equal(top, full[:, :64])

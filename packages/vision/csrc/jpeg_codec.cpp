@@ -472,7 +472,29 @@ bool JpegDecoder::read_rows_in_place(uint8_t* dst, ptrdiff_t row_stride) {
 }
 
 // Ends a decode: finish when every row was read, else abort (a region ends early).
+// A region that met damage first decodes on to the end (the rows below it skipped,
+// then the last row read: libjpeg skips to the end without decoding), so that a
+// damaged file gets the verdict a full decode gives it: one whose later data is
+// beyond repair raises whatever its region held.
 void JpegDecoder::finish_decode() {
+    const JDIMENSION below = cinfo_.output_height - cinfo_.output_scanline;
+    if (diag_->corrupt && below > 0 && !lossless_) {  // lossless decodes cannot skip
+        // Room for a row of 8- or 12-bit samples, from libjpeg's pool.
+        auto* last = static_cast<JSAMPROW>((*cinfo_.mem->alloc_small)(
+            reinterpret_cast<j_common_ptr>(&cinfo_), JPOOL_IMAGE,
+            size_t(cinfo_.output_width) * cinfo_.output_components * 2));
+#if TRIVIUM_JPEG_WIDE
+        if (precision_ > 8) {
+            auto* wide = reinterpret_cast<J12SAMPROW>(last);
+            if (below > 1) jpeg12_skip_scanlines(&cinfo_, below - 1);
+            jpeg12_read_scanlines(&cinfo_, &wide, 1);
+        } else
+#endif
+        {
+            if (below > 1) jpeg_skip_scanlines(&cinfo_, below - 1);
+            jpeg_read_scanlines(&cinfo_, &last, 1);
+        }
+    }
     if (cinfo_.output_scanline == cinfo_.output_height) {
         jpeg_finish_decompress(&cinfo_);
     } else {
