@@ -8,10 +8,10 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMPS := $(VENV)/.stamps
 PACKAGES := core vision audio data
-# nasm: libjpeg-turbo's SIMD code (trivium.vision._C builds its own libjpeg-turbo 3,
-# see packages/vision/scripts/build_libjpeg_turbo.sh; libturbojpeg0 is PyTurboJPEG's).
-# libwebp-dev: libwebp and libwebpdemux, whose static archives _C links.
-DEBIAN_PACKAGES := g++ pkg-config nasm libjpeg62-turbo-dev libspng-dev zlib1g-dev libwebp-dev \
+# nasm: libjpeg-turbo's SIMD code (trivium.vision._C builds its own libjpeg-turbo 3 and
+# libwebp 1.6, see packages/vision/scripts/build_libjpeg_turbo.sh and build_libwebp.sh;
+# libturbojpeg0 is PyTurboJPEG's).
+DEBIAN_PACKAGES := g++ pkg-config nasm libjpeg62-turbo-dev libspng-dev zlib1g-dev \
                    libturbojpeg0 ffmpeg espeak-ng
 NATIVE_SOURCES := $(wildcard packages/vision/csrc/* packages/vision/scripts/*) \
                   packages/vision/CMakeLists.txt

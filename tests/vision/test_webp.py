@@ -210,6 +210,37 @@ def test_a_list_decodes_in_parallel_and_errors_name_the_item(made: dict[str, byt
         decode_webp([made["lossy"], made["lossy"][:100]])
 
 
+def _outcome(decode: Callable[[], torch.Tensor]) -> tuple[object, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result: object = decode()
+        except Exception as e:  # compared below, whatever it is
+            result = (type(e), str(e))
+    return result, [str(w.message) for w in caught if w.category is DecodeWarning]
+
+
+@pytest.mark.parametrize("strict", [None, True, False])
+def test_the_direct_call_gives_what_the_op_gives(made: dict[str, bytes], strict) -> None:
+    # decode_webp of one input calls the codec without the dispatcher, a list goes
+    # through the op trivium::decode_webp: the same pixels, layout, errors and
+    # warnings, damaged files and animations included.
+    lossy, animation = made["lossy"], made["animation-lossless"]
+    inputs = [made["lossy-alpha"], made["gray"], animation, lossy[: len(lossy) // 2]]
+    inputs += [animation[: len(animation) // 2], _riff_size(lossy, len(lossy) + 99)]
+    inputs += [b"RIFF\x04\x00\x00\x00WEBP"]
+    for data in inputs:
+        for mode in MODES:
+            kwargs = {"mode": mode, "strict": strict, "path": "a.webp"}
+            direct = _outcome(lambda d=data, k=kwargs: decode_webp(d, **k))
+            op = _outcome(lambda d=data, k=kwargs: decode_webp([d], **k)[0])
+            if isinstance(direct[0], torch.Tensor):
+                assert torch.equal(direct[0], op[0]) and direct[0].stride() == op[0].stride()
+                assert direct[1] == op[1]
+            else:
+                assert direct == op
+
+
 # ---- decode: damaged and hostile input
 
 

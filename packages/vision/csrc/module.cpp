@@ -90,6 +90,10 @@ py::array output_array(const OutputShape& shape, const std::optional<py::object>
     const std::vector<py::ssize_t> dims{shape.height, shape.width, shape.channels};
     const py::dtype dtype = shape.bytes_per_sample == 2 ? py::dtype::of<uint16_t>()
                                                         : py::dtype::of<uint8_t>();
+    if (shape.frames > 1) {  // an animation: (T, H, W, C), never into a caller's array
+        if (out && !out->is_none()) throw py::value_error("out takes a single image");
+        return py::array(dtype, std::vector<py::ssize_t>{shape.frames, dims[0], dims[1], dims[2]});
+    }
     if (!out || out->is_none()) return py::array(dtype, dims);
     py::object given = *out;
     if (!py::isinstance<py::array>(given) && PyCallable_Check(given.ptr())) {
@@ -141,7 +145,7 @@ py::dict header_info(const py::buffer& data) {
 // A decode into a NumPy array: `prepare(decoder, &shape)` fixes the output with the
 // format's own options, the array is allocated (GIL held: `out` may be a Python
 // allocator), then `write(decoder, dst, shape)` decodes into it. Returns (array,
-// warnings, corrupt).
+// warnings, damage) as result() gives them.
 template <typename Decoder, typename Prepare, typename Write>
 py::tuple decode_array(const py::buffer& data, const std::optional<py::object>& out,
                        Prepare prepare, Write write) {
@@ -243,6 +247,18 @@ py::tuple py_decode_jpeg(const py::buffer& data, int mode, int scale_num,
         return decoder.decode(dst, stride, strict);
     };
     return decode_array<JpegDecoder>(data, out, prepare, write);
+}
+
+// WebP, a still image (H, W, C) or an animation's frames (T, H, W, C).
+py::tuple py_decode_webp(const py::buffer& data, int mode, bool strict, int64_t max_pixels) {
+    const ReadMode read = read_mode(mode);
+    auto prepare = [&](WebpDecoder& decoder, OutputShape* shape) {
+        return decoder.prepare(read, max_pixels, shape);
+    };
+    auto write = [&](WebpDecoder& decoder, uint8_t* dst, const OutputShape&) {
+        return decoder.decode(dst, strict);
+    };
+    return decode_array<WebpDecoder>(data, std::nullopt, prepare, write);
 }
 
 // A persistent pool of decode threads for lists. Each keeps its malloc arena, so the
@@ -471,6 +487,8 @@ PYBIND11_MODULE(_C, m) {
     bind_codec<WebpDecoder>(m, "webp");
     m.def("decode_jpeg", &py_decode_jpeg, py::arg("data"), py::arg("mode"), py::arg("scale_num"),
           py::arg("roi"), py::arg("strict"), py::arg("max_pixels"), py::arg("out") = py::none());
+    m.def("decode_webp", &py_decode_webp, py::arg("data"), py::arg("mode"), py::arg("strict"),
+          py::arg("max_pixels"));
     m.def("decode_jpeg_list", &py_decode_jpeg_list, py::arg("items"), py::arg("mode"),
           py::arg("scale_num"), py::arg("roi"), py::arg("strict"), py::arg("max_pixels"),
           py::arg("threads"));
