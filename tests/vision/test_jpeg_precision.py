@@ -305,13 +305,15 @@ def test_encode_rejects_other_sample_types() -> None:
         encode_jpeg(torch.zeros(3, 8, 8, dtype=torch.int16))
 
 
-def test_fused_decode_treats_12_bit_jpeg_as_16_bit_png() -> None:
-    # Fused decode-and-resize is for 8-bit images: wider ones take the unfused path,
-    # whose resize refuses uint16 by name (as for a 16-bit PNG).
-    image = torch.full((3, 24, 32), 2048 << 4, dtype=torch.uint16)
+def test_fused_decode_of_12_bit_jpeg_is_decode_then_transform() -> None:
+    # Wider-than-8-bit JPEGs take the unfused path: decode in full at 16 bits, then
+    # resize in float and round back, as for a 16-bit PNG.
+    image = torch.arange(3 * 24 * 32, dtype=torch.int32).reshape(3, 24, 32)
+    image = ((image * 37) % 4096 << 4).to(torch.uint16)
     data = encode_jpeg(image, quality=95)
-    with pytest.raises(TypeError, match="uint16"):
-        DecodeResize(8)(data)
+    fused = DecodeResize(8)(data)
+    assert fused.dtype == torch.uint16
+    torch.testing.assert_close(fused, Resize(8)(decode_jpeg(data)), rtol=0, atol=0)
 
 
 @needs_tools

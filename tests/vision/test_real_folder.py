@@ -106,29 +106,16 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Folder:
     return Folder(root, readable, recovered, refused_set)
 
 
-def _v2_style() -> T.Compose:
-    return T.Compose(
-        [
-            T.RandomResizedCrop(SIZE),
-            T.RandomHorizontalFlip(),
-            T.ToDtype(torch.float32, scale=True),
-            T.Normalize(MEAN, STD),
-        ]
-    )
+def _pipeline(crop: torch.nn.Module) -> T.Compose:
+    """torchvision v2's training steps after ``crop``."""
+    steps = [T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)]
+    return T.Compose([crop, *steps])
 
 
-def _fused() -> T.Compose:
-    return T.Compose(
-        [
-            T.DecodeRandomResizedCrop(SIZE),
-            T.RandomHorizontalFlip(),
-            T.ToDtype(torch.float32, scale=True),
-            T.Normalize(MEAN, STD),
-        ]
-    )
-
-
-PIPELINES = {"v2-style": _v2_style, "fused-decode": _fused}
+PIPELINES = {
+    "v2-style": lambda: _pipeline(T.RandomResizedCrop(SIZE)),
+    "fused-decode": lambda: _pipeline(T.DecodeRandomResizedCrop(SIZE)),
+}
 
 
 def test_image_folder_lists_every_file_of_the_folder(folder: Folder) -> None:
