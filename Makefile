@@ -8,26 +8,30 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMPS := $(VENV)/.stamps
 PACKAGES := core vision audio data
-# nasm: libjpeg-turbo's SIMD code (trivium.vision._C builds its own libjpeg-turbo 3 and
-# libwebp 1.6, see packages/vision/scripts/build_libjpeg_turbo.sh and build_libwebp.sh;
-# libturbojpeg0 is PyTurboJPEG's).
-DEBIAN_PACKAGES := g++ pkg-config nasm libjpeg62-turbo-dev libspng-dev zlib1g-dev \
-                   libturbojpeg0 ffmpeg espeak-ng
+# Debian packages the tests and benchmarks use: the ffmpeg CLI (test clips), espeak-ng
+# (speech corpora), libturbojpeg0 (PyTurboJPEG, a benchmark peer). The packages
+# themselves need only a C/C++ compiler: trivium.vision builds its codec libraries from
+# pinned source archives (packages/vision/scripts/build_deps.py).
+DEBIAN_PACKAGES := g++ make ffmpeg espeak-ng libturbojpeg0
 NATIVE_SOURCES := $(wildcard packages/vision/csrc/* packages/vision/scripts/*) \
                   packages/vision/CMakeLists.txt
 PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 
-.PHONY: setup system demo demo-detection test lint format docs bench clean fuzz-asan
+.PHONY: setup system demo demo-detection test lint format docs bench clean fuzz-asan wheels test-wheels
 
 setup: system $(STAMPS)/packages
 
-# Debian packages for the native codecs; checked every run (a fraction of a second).
+# Debian packages for the tests and benchmarks; checked every run (a fraction of a
+# second). Without root, a missing one is named and setup goes on (what needs it skips).
 system:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" != 0 ]; then echo "Missing Debian packages:" $$missing "(install them as root)"; exit 1; fi; \
-	  echo "Installing Debian packages:" $$missing; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	    echo "Not installed (needs root: apt-get install $$missing): the tests that use them skip"; \
+	  else \
+	    echo "Installing Debian packages:" $$missing; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  fi; \
 	fi
 
 $(PY):
@@ -67,6 +71,25 @@ docs: setup
 
 test: setup lint docs
 	$(PY) -m pytest -q
+
+# The four wheels and sdists into dist/, each built as pip builds it (isolated, from its
+# sdist); the vision wheel made manylinux by auditwheel. torch's own libraries, which the
+# operator library links and the pinned torch wheel provides, stay out of it.
+TORCH_LIBS := libtorch.so libtorch_cpu.so libc10.so libtorch_python.so
+wheels: setup
+	rm -rf dist && mkdir -p dist/linux
+	for p in core audio data; do PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist packages/$$p || exit 1; done
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist/linux packages/vision \
+	  -C cmake.define.TRIVIUM_DEPS=$(CURDIR)/packages/vision/build/deps
+	mv dist/linux/*.tar.gz dist/
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH auditwheel repair -w dist $(foreach l,$(TORCH_LIBS),--exclude $(l)) dist/linux/*.whl
+	rm -rf dist/linux
+	@ls -l dist
+
+# Installs the wheels of dist/ into fresh virtualenvs outside the checkout and uses each
+# package alone (tests/install).
+test-wheels: wheels
+	TRIVIUM_WHEELS=$(CURDIR)/dist $(PY) -m pytest -q tests/install
 
 BENCHMARKS := image_io transforms transforms_pipeline video audio audio_models data models classification detection detection_ops deploy
 

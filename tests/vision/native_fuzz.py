@@ -76,7 +76,7 @@ def load_seeds() -> list[bytes]:
 def twelve_bit_seeds() -> list[bytes]:
     """12-bit JPEGs (lossy, progressive, lossless) made from a 16-bit PNG asset by the
     cjpeg built beside the codecs; none when it is not built."""
-    cjpeg = ASSETS.parents[2] / "packages/vision/build/libjpeg-turbo/bin/cjpeg"
+    cjpeg = ASSETS.parents[2] / "packages/vision/build/deps/libjpeg-turbo/bin/cjpeg"
     if not cjpeg.exists():
         return []
     source = (ASSETS / "png" / "basn2c16.png").read_bytes()  # 16-bit RGB, 32x32

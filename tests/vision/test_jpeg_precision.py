@@ -1,7 +1,7 @@
 """12-bit and lossless (SOF3) JPEG decode, against the pixels the files were made from.
 
 The files are made at test time from known pixels with the ``cjpeg`` of the
-libjpeg-turbo that ``trivium.vision._C`` is built on (packages/vision/build/
+libjpeg-turbo that ``trivium.vision._C`` is built on (packages/vision/build/deps/
 libjpeg-turbo/bin); ``djpeg`` of the same build is the reference for 12-bit lossy
 decodes. A lossless decode must give the source pixels back exactly. Pillow decodes
 8-bit lossless JPEGs (compared below) and cannot identify 12-bit or 9- to 16-bit ones.
@@ -40,7 +40,7 @@ from trivium.vision.transforms.fused_decode import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ROOT / "packages" / "vision" / "build" / "libjpeg-turbo" / "bin"
+TOOLS = ROOT / "packages" / "vision" / "build" / "deps" / "libjpeg-turbo" / "bin"
 
 pytestmark = pytest.mark.skipif(
     int(getattr(_C, "libjpeg_turbo_version", "0").split(".")[0]) < 3,
