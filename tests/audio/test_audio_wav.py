@@ -467,6 +467,30 @@ def test_fuzz_wav_path_agrees_with_soundfile(
     assert np.array_equal(load(data, channels_first=False)[0].numpy(), stored, equal_nan=True)
 
 
+def test_looking_for_ffmpeg_formats_leaves_a_fifo_closed(tmp_path: Path) -> None:
+    """The format sniff does not open a named pipe: that would let its writer start
+    writing to a reader that then drops the bytes (libsndfile's open waits anew)."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes on this platform")
+    fifo = tmp_path / "pipe.wav"
+    os.mkfifo(fifo)
+    data = wav_bytes("PCM_16", 1, 500)
+    writer_opened = threading.Event()
+
+    def write() -> None:
+        with open(fifo, "wb") as f:  # returns once a reader opens the pipe
+            writer_opened.set()
+            f.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    assert aio._head(fifo) == b""
+    assert not writer_opened.wait(0.5)  # the pipe was not opened for reading
+    waveform, rate = load(fifo, normalize=False)
+    writer.join(timeout=20)
+    assert rate == 8000 and torch.equal(waveform, load(data, normalize=False)[0])
+
+
 def test_a_fifo_is_left_to_libsndfile(tmp_path: Path) -> None:
     """A named pipe is not opened to be looked at: its writer must meet libsndfile's open."""
     if not hasattr(os, "mkfifo"):

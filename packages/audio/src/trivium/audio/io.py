@@ -158,8 +158,6 @@ _FILL_SAMPLES = 1 << 16  # samples per block when converting to float32 (in cach
 _STEREO_FRAMES = 1 << 16  # frames per block of the interleaved 16-bit stereo conversion
 _LITTLE_ENDIAN = sys.byteorder == "little"
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-# Opening a named pipe to look at its first bytes must neither block nor start its writer.
-_SNIFF_FLAGS = _OPEN_FLAGS | getattr(os, "O_NONBLOCK", 0)
 _BACKENDS = ("soundfile", "ffmpeg")
 
 
@@ -693,12 +691,16 @@ def _head(uri: AudioSource) -> bytes:
         return memory[: _ffmpeg.HEAD_BYTES].tobytes()
     if isinstance(uri, (str, os.PathLike)):
         try:
-            fd = os.open(uri, _SNIFF_FLAGS)
+            # Only regular files: opening a named pipe, even without blocking, lets
+            # its writer start, and what is read here never reaches libsndfile.
+            if not stat.S_ISREG(os.stat(uri).st_mode):
+                return b""
+            fd = os.open(uri, _OPEN_FLAGS)
         except OSError:
             return b""
         try:
             return os.read(fd, _ffmpeg.HEAD_BYTES)
-        except OSError:  # a directory, a pipe
+        except OSError:
             return b""
         finally:
             os.close(fd)
