@@ -69,8 +69,9 @@ format: setup
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# The test files spread over one pytest worker per core (a file stays on one worker).
 test: setup lint docs
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 # The four wheels and sdists into dist/, each built as pip builds it (isolated, from its
 # sdist); the vision wheel made manylinux by auditwheel. torch's own libraries, which the

@@ -129,7 +129,8 @@ def _image_header() -> Callable[[bytes, str], dict[str, Any]]:
         from trivium.vision.io import image_info
     except ImportError as e:
         raise ImportError(
-            "convert image-folder needs trivium-vision: pip install 'trivium-data[vision]'"
+            "convert image-folder needs trivium-vision: pip install --find-links dist "
+            "trivium-vision (dist: the wheels make wheels builds)"
         ) from e
 
     def header(data: bytes, path: str) -> dict[str, Any]:
@@ -160,7 +161,8 @@ def _audio_header() -> Callable[[bytes, str], dict[str, Any]]:
         from trivium.audio.io import info as audio_info
     except ImportError as e:
         raise ImportError(
-            "convert audio-folder needs trivium-audio: pip install 'trivium-data[audio]'"
+            "convert audio-folder needs trivium-audio: pip install --find-links dist "
+            "trivium-audio (dist: the wheels make wheels builds)"
         ) from e
 
     def header(data: bytes, path: str) -> dict[str, Any]:

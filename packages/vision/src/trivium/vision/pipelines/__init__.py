@@ -5,7 +5,9 @@
 * :mod:`~trivium.vision.pipelines.detection`: a RetinaNet on a COCO-format folder
   (``from trivium.vision.pipelines.detection import DetectionConfig, train``).
 
-They load data with ``trivium.data.DataLoader``: ``pip install 'trivium-vision[pipelines]'``.
+They load data with ``trivium.data.DataLoader``: install the ``pipelines`` extra,
+``pip install --find-links dist 'trivium-vision[pipelines]'`` (``dist``: the wheels
+``make wheels`` builds).
 
 Example:
     >>> from trivium.vision.pipelines import ClassificationConfig

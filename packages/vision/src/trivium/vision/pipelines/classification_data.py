@@ -5,8 +5,8 @@ A split is ``<data_path>/<split>`` holding either an ImageFolder tree
 writes from one (columns ``image``, ``label`` and ``class_name``). Both become a
 map-style dataset of ``(image, label)``
 with the same samples in the same order, so the same run trains identically on
-either. Loading goes through ``trivium.data.DataLoader`` (``pip install
-trivium-vision[pipelines]``): exact sharding over workers and ranks, and
+either. Loading goes through ``trivium.data.DataLoader`` (the ``pipelines``
+extra): exact sharding over workers and ranks, and
 ``state_dict()`` for mid-epoch resume.
 
 Example:
