@@ -135,7 +135,6 @@ LIBWEBP = Library(
     ),
     built="lib/libwebp.a",
 )
-LIBRARIES = (ZLIB, LIBSPNG, LIBJPEG_TURBO, LIBWEBP)
 
 
 @dataclass
@@ -181,6 +180,7 @@ class Builder:
         return path
 
     def is_built(self, lib: Library) -> bool:
+        """Whether ``lib`` is installed under the prefix from its pinned archive."""
         stamp = self.prefix / lib.name / "BUILT-FROM"
         return (
             stamp.exists()
@@ -204,35 +204,7 @@ class Builder:
             tar.extractall(work, **kwargs)
         source = work / lib.source_dir
         log = work / "build.log"
-        env = None
-        if lib.configure is not None:
-            steps = [
-                [str(source / "configure"), f"--prefix={target}", *lib.configure],
-                ["make", f"-j{os.cpu_count() or 1}"],
-                ["make", "install"],
-            ]
-            cwd = source
-            env = {**os.environ, "CFLAGS": "-O3 -fPIC " + os.environ.get("CFLAGS", "")}
-        else:
-            configure = [self.cmake, "-S", str(source), "-B", str(work / "build")]
-            if self.generator:
-                configure += ["-G", self.generator]
-            if self.make_program:
-                configure.append(f"-DCMAKE_MAKE_PROGRAM={self.make_program}")
-            configure += [
-                "-DCMAKE_BUILD_TYPE=Release",
-                f"-DCMAKE_INSTALL_PREFIX={target}",
-                "-DCMAKE_INSTALL_LIBDIR=lib",
-                "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
-                *lib.cmake_args,
-                *extra_args,
-            ]
-            steps = [
-                configure,
-                [self.cmake, "--build", str(work / "build"), "--parallel"],
-                [self.cmake, "--install", str(work / "build")],
-            ]
-            cwd = work
+        steps, cwd, env = self._commands(lib, source, target, work / "build", extra_args)
         with open(log, "w") as out:
             for step in steps:
                 done = subprocess.run(step, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -244,6 +216,40 @@ class Builder:
         shutil.rmtree(work)
         return target
 
+    def _commands(
+        self, lib: Library, source: Path, target: Path, build: Path, extra_args: tuple[str, ...]
+    ) -> tuple[list[list[str]], Path, dict[str, str] | None]:
+        """The commands that build and install ``lib``, their folder and environment."""
+        if lib.configure is not None:
+            steps = [
+                [str(source / "configure"), f"--prefix={target}", *lib.configure],
+                ["make", f"-j{os.cpu_count() or 1}"],
+                ["make", "install"],
+            ]
+            return (
+                steps,
+                source,
+                {**os.environ, "CFLAGS": "-O3 -fPIC " + os.environ.get("CFLAGS", "")},
+            )
+        configure = [self.cmake, "-S", str(source), "-B", str(build)]
+        if self.generator:
+            configure += ["-G", self.generator]
+        if self.make_program:
+            configure.append(f"-DCMAKE_MAKE_PROGRAM={self.make_program}")
+        configure += [
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_INSTALL_PREFIX={target}",
+            "-DCMAKE_INSTALL_LIBDIR=lib",
+            "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
+            *lib.cmake_args,
+            *extra_args,
+        ]
+        build_and_install = [
+            [self.cmake, "--build", str(build), "--parallel"],
+            [self.cmake, "--install", str(build)],
+        ]
+        return [configure, *build_and_install], source.parent, None
+
     def nasm_args(self) -> tuple[str, ...]:
         """How libjpeg-turbo finds an assembler for its SIMD code (x86 only): the one on
         PATH, else NASM built here."""
@@ -254,6 +260,7 @@ class Builder:
         return (f"-DCMAKE_ASM_NASM_COMPILER={nasm}",)
 
     def build_all(self) -> None:
+        """Build every library ``_C`` links, in the order their users need them."""
         zlib = self.build(ZLIB)
         zlib_args = (
             f"-DZLIB_INCLUDE_DIR={zlib / 'include'}",
