@@ -158,12 +158,17 @@ def name_sample(
     path = None if error is None else describe_error(error)[0]
     if path is not None:
         return path
+    return _origin_or_path(item, where, row) or f"item {count}"
+
+
+def _origin_or_path(item: Any, where: Where | None, row: int | None) -> str | None:
+    """The origin the loader gave for ``row``, else the sample itself when it is a path."""
     origin = None if where is None else where(row)
     if origin is not None:
         return str(origin)
     if isinstance(item, str | os.PathLike):
         return os.fspath(item)
-    return f"item {count}"
+    return None
 
 
 def recovered_name(message: str, item: Any, where: Where | None, row: int | None) -> str:
@@ -179,9 +184,4 @@ def recovered_name(message: str, item: Any, where: Where | None, row: int | None
     known = recovered_file(message)
     if known != message:
         return known
-    origin = None if where is None else where(row)
-    if origin is not None:
-        return str(origin)
-    if isinstance(item, str | os.PathLike):
-        return os.fspath(item)
-    return message
+    return _origin_or_path(item, where, row) or message

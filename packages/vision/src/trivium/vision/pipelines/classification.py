@@ -164,15 +164,8 @@ class _Run(TrainingRun):
             generator=torch.Generator().manual_seed(config.seed),
             scale_min=config.train_crop_scale_min,
         )
-        return make_loader(
-            open_split(config.data_path, "train", on_error=config.on_error),
-            config.batch_size,
-            train=True,
-            workers=config.workers,
-            seed=config.seed,
-            collate_fn=batches,
-            on_error=config.on_error,
-        )
+        dataset = open_split(config.data_path, "train", on_error=config.on_error)
+        return _loader(config, dataset, train=True, collate_fn=batches)
 
     def new_model(self) -> nn.Module:
         return build_model(self.config.model, len(self.labels))
@@ -247,13 +240,20 @@ def _eval_loader(config: ClassificationConfig, split: str) -> Any:
         eval_transform(config.val_crop_size, config.val_resize_size),
         on_error=config.on_error,
     )
+    return _loader(config, dataset, train=False)
+
+
+def _loader(config: ClassificationConfig, dataset: Any, *, train: bool, **options: Any) -> Any:
+    """``make_loader`` over ``dataset`` with the run's batch size, workers, seed and
+    ``on_error``."""
     return make_loader(
         dataset,
         config.batch_size,
-        train=False,
+        train=train,
         workers=config.workers,
         seed=config.seed,
         on_error=config.on_error,
+        **options,
     )
 
 

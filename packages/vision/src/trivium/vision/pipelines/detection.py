@@ -228,14 +228,7 @@ class _Run(common.TrainingRun):
         transforms = train_transforms(config.augmentation, config.min_size)
         transforms.generator = torch.Generator().manual_seed(config.seed)
         dataset = open_split(config.data_path, config.train_split, transforms, config.on_error)
-        return make_loader(
-            dataset,
-            config.batch_size,
-            train=True,
-            workers=config.workers,
-            seed=config.seed,
-            on_error=config.on_error,
-        )
+        return _loader(config, dataset, train=True)
 
     def new_model(self) -> nn.Module:
         return build_model(self.config, max(self.labels) + 1)
@@ -295,10 +288,16 @@ def train(
 
 def _eval_loader(config: DetectionConfig, split: str) -> Any:
     dataset = open_split(config.data_path, split, on_error=config.on_error)
+    return _loader(config, dataset, train=False)
+
+
+def _loader(config: DetectionConfig, dataset: Any, *, train: bool) -> Any:
+    """``make_loader`` over ``dataset`` with the run's batch size, workers, seed and
+    ``on_error``."""
     return make_loader(
         dataset,
         config.batch_size,
-        train=False,
+        train=train,
         workers=config.workers,
         seed=config.seed,
         on_error=config.on_error,
