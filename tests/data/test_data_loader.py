@@ -70,7 +70,15 @@ def test_map_style_exactly_once_and_same_order(world_size: int, num_workers: int
     assert sorted(ref) == data and ref != data
     per_rank = []
     for rank in range(world_size):
-        loader = DataLoader(data, 8, True, num_workers, seed=5, rank=rank, world_size=world_size)
+        loader = DataLoader(
+            data,
+            8,
+            shuffle=True,
+            num_workers=num_workers,
+            seed=5,
+            rank=rank,
+            world_size=world_size,
+        )
         per_rank.append(map_ids(loader))
         assert len(per_rank[-1]) == len(loader)
     assert len({len(b) for b in per_rank}) == 1  # every rank: the same number of batches
@@ -98,11 +106,18 @@ def test_epochs_and_seeds() -> None:
     data = list(range(N))
     loader = DataLoader(data, 10, shuffle=True, seed=0, num_workers=2)
     first = map_ids(loader)
+    loader.set_epoch(0)
     assert first == map_ids(loader)  # same epoch: same order
     assert first == map_ids(DataLoader(data, 10, shuffle=True, seed=0))
     loader.set_epoch(1)
     second = map_ids(loader)
     assert second != first and sorted(flat(second)) == data
+    # without set_epoch, each iteration takes the next epoch (torch reshuffles each time)
+    third = map_ids(loader)
+    assert loader.epoch == 2
+    epoch_2 = DataLoader(data, 10, shuffle=True, seed=0)
+    epoch_2.set_epoch(2)
+    assert third == map_ids(epoch_2) != second
     assert map_ids(DataLoader(data, 10, shuffle=True, seed=1)) != first
     assert flat(map_ids(DataLoader(data, 10))) == data  # no shuffle: in order
 
@@ -116,7 +131,9 @@ def test_arrow_source_exactly_once_across_layouts(
     ref_flat = list(itertools.chain.from_iterable(ref))
     assert sorted(ref_flat) == list(range(N)) and ref_flat != list(range(N))
     per_rank = [
-        arrow_ids(DataLoader(pipe, 7, True, num_workers, seed=2, rank=r, world_size=2))
+        arrow_ids(
+            DataLoader(pipe, 7, shuffle=True, num_workers=num_workers, seed=2, rank=r, world_size=2)
+        )
         for r in (0, 1)
     ]
     assert len(per_rank[0]) == len(per_rank[1])
@@ -126,35 +143,26 @@ def test_arrow_source_exactly_once_across_layouts(
 
 
 def test_arrow_shuffle_window_keeps_rows_near_their_fragment(parquet_dir: pathlib.Path) -> None:
-    pipe = ParquetSource(parquet_dir).shuffle().to_tensors(["id"])
-    loader = DataLoader(pipe, 9, seed=4, shuffle_window=9)
-    assert loader.shuffle
+    pipe = ParquetSource(parquet_dir).to_tensors(["id"])
+    loader = DataLoader(pipe, 9, shuffle=True, seed=4, shuffle_window=9)
     batches = arrow_ids(loader)
     # a window of 9 rows = one row group (when aligned): each batch is one row group
     groups = [sorted(b) for b in batches[:4]]
     assert all(g == list(range(g[0], g[0] + len(g))) for g in groups if g[0] < 36)
     assert sorted(itertools.chain.from_iterable(batches)) == list(range(N))
+    wide = DataLoader(pipe, 9, shuffle=True, seed=4)  # the default window: all 60 rows
+    assert arrow_ids(wide) != batches
 
 
-def test_shuffle_buffer_size_means_items_and_is_read_as_the_window_with_a_warning(
-    parquet_dir: pathlib.Path,
-) -> None:
-    # Outside the loader, buffer_size counts the pipe's items: RecordBatches here.
+def test_a_shuffle_buffer_counts_items_and_the_loader_refuses_it(parquet_dir: pathlib.Path) -> None:
+    # buffer_size counts the pipe's items (RecordBatches here), wherever it is iterated...
     source = ParquetSource(parquet_dir)
     batches = [b["id"].to_pylist() for b in source.shuffle(buffer_size=3, seed=0)]
-    assert sorted(batches) == [b["id"].to_pylist() for b in source]
-    # In the loader: shuffle() shuffles the global order with shuffle_window's rows...
-    plain = DataLoader(ParquetSource(parquet_dir).shuffle().to_tensors(["id"]), 9, seed=4)
-    window = DataLoader(ParquetSource(parquet_dir).to_tensors(["id"]), 9, shuffle=True, seed=4)
-    assert plain.shuffle and plain.shuffle_window is None
-    assert arrow_ids(plain) == arrow_ids(window)
-    # ... and a buffer_size given to shuffle() is still read as the window (deprecated).
-    old = ParquetSource(parquet_dir).shuffle(buffer_size=9).to_tensors(["id"])
-    with pytest.warns(DeprecationWarning, match="shuffle_window=9"):
-        deprecated = DataLoader(old, 9, seed=4)
-    new = DataLoader(ParquetSource(parquet_dir).shuffle().to_tensors(["id"]), 9, seed=4,
-                     shuffle_window=9)  # fmt: skip
-    assert arrow_ids(deprecated) == arrow_ids(new) != arrow_ids(plain)
+    assert sorted(batches) == [b["id"].to_pylist() for b in source] != batches
+    # ... and carries items across the loader's batches: refused, naming the exact way.
+    for pipe in (source.shuffle(), source.shuffle(buffer_size=9).to_tensors(["id"])):
+        with pytest.raises(TypeError, match=r"Shuffle.*DataLoader\(shuffle=True\)"):
+            DataLoader(pipe, 9, seed=4)
 
 
 def interrupted(make, steps: int) -> tuple[list[list[int]], dict]:
@@ -170,10 +178,12 @@ def interrupted(make, steps: int) -> tuple[list[list[int]], dict]:
 @pytest.mark.parametrize("trial", range(3))
 def test_resume_mid_epoch_on_other_workers_and_ranks(parquet_dir: pathlib.Path, trial: int) -> None:
     rng = random.Random(trial)
-    pipe = ParquetSource(parquet_dir, filter=pc.field("id") != 50).shuffle(20).to_tensors(["id"])
+    pipe = ParquetSource(parquet_dir, filter=pc.field("id") != 50).to_tensors(["id"])
     expected = [i for i in range(N) if i != 50]
     steps = rng.randint(1, 12)
-    before, state = interrupted(lambda: DataLoader(pipe, 4, num_workers=2, seed=9), steps)
+    before, state = interrupted(
+        lambda: DataLoader(pipe, 4, shuffle=True, num_workers=2, seed=9, shuffle_window=20), steps
+    )
     assert state["samples_consumed"] == 4 * steps
     seen = [b["id"].tolist() for b in before]
     # resume on 1 worker and 2 "ranks" (in-process), another batch size
@@ -194,7 +204,8 @@ def test_resume_mid_epoch_on_other_workers_and_ranks(parquet_dir: pathlib.Path, 
     rest = list(itertools.chain.from_iterable(arrow_ids(loader)))
     first = list(itertools.chain.from_iterable(b["id"].tolist() for b in before))
     assert sorted(first + rest) == expected
-    full = list(itertools.chain.from_iterable(arrow_ids(DataLoader(pipe, 4, seed=9))))
+    full = DataLoader(pipe, 4, shuffle=True, seed=9, shuffle_window=20)
+    full = list(itertools.chain.from_iterable(arrow_ids(full)))
     assert first + rest == full  # and in the epoch's order
 
 
@@ -252,9 +263,11 @@ def test_persistent_workers_keep_their_processes_and_follow_the_epochs() -> None
 
 
 def test_persistent_workers_break_and_resume_mid_epoch(parquet_dir: pathlib.Path) -> None:
-    pipe = ParquetSource(parquet_dir).shuffle(20).to_tensors(["id"])
-    full = arrow_ids(DataLoader(pipe, 4, seed=9))
-    loader = DataLoader(pipe, 4, num_workers=2, seed=9, persistent_workers=True)
+    pipe = ParquetSource(parquet_dir).to_tensors(["id"])
+    full = arrow_ids(DataLoader(pipe, 4, shuffle=True, seed=9, shuffle_window=20))
+    loader = DataLoader(
+        pipe, 4, shuffle=True, num_workers=2, seed=9, shuffle_window=20, persistent_workers=True
+    )
     before, state = [], {}
     for batch in loader:
         before.append(batch["id"].tolist())
@@ -293,12 +306,25 @@ def test_arrow_dataset_through_the_loader(
     assert torch.equal(batches[0]["feat"][:, 3], batches[0]["id"].float())
 
 
-def test_unsupported_chains_are_refused(parquet_dir: pathlib.Path) -> None:
-    with pytest.raises(TypeError, match="Batch cannot run inside"):
-        DataLoader(ParquetSource(parquet_dir).to_rows().batch(4))
+def test_ops_that_carry_items_across_batches_are_refused_naming_the_exact_way(
+    parquet_dir: pathlib.Path,
+) -> None:
+    rows = ParquetSource(parquet_dir).to_rows()
+    refused = [
+        (ParquetSource(parquet_dir).shuffle(), r"DataLoader\(shuffle=True\)"),
+        (rows.header(3), "Subset"),
+        (rows.enumerate(), "index"),
+        (rows.cycle(2), "epochs"),
+        (rows.cache(), "ArrowDataset"),
+        (rows.shard(2, 0), "shards by itself"),
+        (rows.bucket_by_length(2, len), "batch_sampler"),
+    ]
+    for pipe, hint in refused:
+        with pytest.raises(TypeError, match=hint):
+            DataLoader(pipe, 4)
     with pytest.raises(ValueError, match="shards by itself"):
         DataLoader(ParquetSource(parquet_dir).shard(2, 0))
-    with pytest.raises(TypeError, match="map-style dataset"):
+    with pytest.raises(TypeError, match="map-style"):
         DataLoader(iter(range(3)))
 
 

@@ -192,21 +192,52 @@ def test_every_chaining_method_returns_its_registered_op() -> None:
     assert isinstance(pipe().batch(2), pipes.Batch) and isinstance(pipe().cache(), pipes.Cache)
 
 
-def test_what_the_loader_may_run_in_workers() -> None:
-    import trivium.data.pipes as pipes
+def test_the_node_contract_the_loader_asks_of_ops() -> None:
+    # how many source items make one output: 1 through per-item ops, n after batch(n)
+    assert pipe().map(str).filter(bool).items_per_output() == 1
+    assert pipe().map(str).batch(3).items_per_output() == 3
+    assert pipe().batch(2).batch(2).items_per_output() == 4
+    assert pipe().flatmap().items_per_output() is None
+    assert pipe().batch(2).unbatch().items_per_output() is None
+    runs = [pipe().map(str), pipe().filter(bool), pipe().flatmap(), pipe().batch(2),
+            pipe().batch(2).unbatch(), pipe().prefetch(2), pipe().parallel_map(str, 2)]  # fmt: skip
+    assert all(op.not_exact is None for op in runs)
+    carry = [pipe().shuffle(), pipe().header(1), pipe().enumerate(), pipe().cycle(2),
+             pipe().cache(), pipe().shard(2, 0), pipe().bucket_by_length(2, str)]  # fmt: skip
+    assert all(op.not_exact for op in carry)  # each names the exact alternative
 
-    per_batch = [pipe().map(str), pipe().filter(bool), pipe().flatmap(), pipe().select(["x"])]
-    assert all(op.runs_in_workers for op in per_batch)
-    stateful = [pipe().batch(2), pipe().shuffle(), pipe().header(1), pipe().enumerate()]
-    assert not any(op.runs_in_workers for op in stateful)
-    with pytest.raises(TypeError, match="Batch does not run inside DataLoader workers"):
-        pipe().batch(2).apply_in_worker(iter(DATA), seed=0)
-    # map's per-sample scopes: the same seed draws the same, another seed differently
+
+def test_reset_next_and_state_dict_resume_a_pipe() -> None:
+    doubled = pipe().filter(lambda x: x % 3).map(lambda x: x * 2)
+    first = [doubled.next() for _ in range(5)]
+    state = doubled.state_dict()
+    rest = list(doubled)[5:]  # iter() is a pass of its own
+    again = pipe().filter(lambda x: x % 3).map(lambda x: x * 2)
+    again.reset(state)
+    assert [again.next() for _ in range(len(rest))] == rest
+    assert first + rest == [x * 2 for x in DATA if x % 3]
+    with pytest.raises(StopIteration):
+        again.next()
+    again.reset()
+    assert again.next() == first[0]
+
+
+def test_per_sample_seeds_follow_the_batch_being_read_and_the_op() -> None:
     from trivium.core.seeding import scope_generator
+    from trivium.core.skipping import SkipReport
+    from trivium.data.origins import reading
 
-    noisy = pipe().map(lambda x: x + torch.rand((), generator=scope_generator()).item())
-    first = list(noisy.apply_in_worker(iter(DATA), seed=7))
-    assert first == list(noisy.apply_in_worker(iter(DATA), seed=7))
-    assert first != list(noisy.apply_in_worker(iter(DATA), seed=8))
+    def noise(x: float) -> float:
+        return x + torch.rand((), generator=scope_generator()).item()
+
+    def run(p: IterPipe, seed: int) -> list[float]:
+        with reading(SkipReport(), seed):
+            return list(p)
+
+    noisy = pipe().map(noise)
+    first = run(noisy, 7)
+    assert first == run(noisy, 7) and first != run(noisy, 8)
     assert all(0 <= v - x < 1 for x, v in zip(DATA, first, strict=True))
-    assert isinstance(pipe().shuffle(), pipes.Shuffle)
+    # a second map draws from a stream of its own, not the first one's again
+    second = [s - f for s, f in zip(run(noisy.map(noise), 7), first, strict=True)]
+    assert second != [f - x for f, x in zip(first, DATA, strict=True)]

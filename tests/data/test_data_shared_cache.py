@@ -82,18 +82,20 @@ def test_each_fragment_is_read_once_per_epoch_and_batches_are_unchanged(
 ) -> None:
     log = tmp_path / "reads.log"
     source = CountingSource(parquet_file, log, columns=["id", "blob"])
-    reference = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle()
-    loader = DataLoader(source.shuffle(), 10, num_workers=num_workers, seed=1, shuffle_window=64)
+    reference = ParquetSource(parquet_file, columns=["id", "blob"])
+    loader = DataLoader(
+        source, 10, num_workers=num_workers, seed=1, shuffle=True, shuffle_window=64
+    )
     for epoch in range(2):
         loader.set_epoch(epoch)
         got = [(b["id"].tolist(), b["blob"].to_pylist()) for b in loader]
         assert reads(log) == {str(i): 1 for i in range(ROWS // GROUP)}
-        expected = DataLoader(reference, 10, seed=1, shuffle_window=64)
+        expected = DataLoader(reference, 10, seed=1, shuffle=True, shuffle_window=64)
         expected.set_epoch(epoch)
         assert got == [(b["id"].tolist(), b["blob"].to_pylist()) for b in expected]
         assert cache_files(shm) == []  # freed at the end of the epoch
     private = DataLoader(
-        source.shuffle(), 10, num_workers=2, seed=1, shared_cache=False, shuffle_window=64
+        source, 10, num_workers=2, seed=1, shared_cache=False, shuffle=True, shuffle_window=64
     )
     ids_of(private)
     assert sum(reads(log).values()) > ROWS // GROUP  # per-worker caches read some twice
@@ -105,13 +107,13 @@ def test_a_dataset_within_one_window_is_read_once_for_all_epochs(
 ) -> None:
     log = tmp_path / "reads.log"
     source = CountingSource(parquet_file, log, columns=["id", "blob"])
-    reference = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle()
-    loader = DataLoader(source.shuffle(), 10, num_workers=2, seed=1, shuffle_window=ROWS,
+    reference = ParquetSource(parquet_file, columns=["id", "blob"])
+    loader = DataLoader(source, 10, num_workers=2, seed=1, shuffle=True, shuffle_window=ROWS,
                         persistent_workers=persistent)  # fmt: skip
     for epoch in range(3):
         loader.set_epoch(epoch)
         got = [(b["id"].tolist(), b["blob"].to_pylist()) for b in loader]
-        expected = DataLoader(reference, 10, seed=1, shuffle_window=ROWS)
+        expected = DataLoader(reference, 10, seed=1, shuffle=True, shuffle_window=ROWS)
         expected.set_epoch(epoch)
         assert got == [(b["id"].tolist(), b["blob"].to_pylist()) for b in expected]
         # kept between epochs: the window's fragments, no more
@@ -126,15 +128,15 @@ def test_resume_on_other_workers_and_ranks_through_the_cache(
     parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     log = tmp_path / "reads.log"
-    pipe = CountingSource(parquet_file, log, columns=["id"]).shuffle()
-    loader = DataLoader(pipe, 8, num_workers=2, seed=3, shuffle_window=48)
+    pipe = CountingSource(parquet_file, log, columns=["id"])
+    loader = DataLoader(pipe, 8, num_workers=2, seed=3, shuffle=True, shuffle_window=48)
     it = iter(loader)
     seen = [next(it)["id"].tolist() for _ in range(5)]
     state = loader.state_dict()
     del it
     for rank in range(2):
         rest = DataLoader(
-            pipe, 5, num_workers=3, seed=0, rank=rank, world_size=2, shuffle_window=48
+            pipe, 5, num_workers=3, seed=0, rank=rank, world_size=2, shuffle=True, shuffle_window=48
         )
         rest.load_state_dict(state)
         seen += ids_of(rest)
@@ -145,8 +147,8 @@ def test_the_cache_holds_about_one_window(
     parquet_file: pathlib.Path, shm: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     """Window 32 rows = 2 row groups; in flight 2 workers x 2 batches of 4 rows."""
-    pipe = ParquetSource(parquet_file, columns=["id"]).shuffle()
-    loader = DataLoader(pipe, 4, num_workers=2, seed=0, shuffle_window=32)
+    pipe = ParquetSource(parquet_file, columns=["id"])
+    loader = DataLoader(pipe, 4, num_workers=2, seed=0, shuffle=True, shuffle_window=32)
     most = 0
     for _ in loader:
         most = max(most, len([p for p in cache_files(shm) if p.suffix == ".arrow"]))
@@ -167,8 +169,8 @@ def test_a_killed_worker_leaks_no_shared_memory(
     parquet_file: pathlib.Path, shm: pathlib.Path
 ) -> None:
     before = sorted(os.listdir(shm))
-    pipe = ParquetSource(parquet_file, columns=["id", "blob"]).shuffle()
-    loader = DataLoader(pipe, 4, num_workers=2, seed=0, timeout=60, shuffle_window=64)
+    pipe = ParquetSource(parquet_file, columns=["id", "blob"])
+    loader = DataLoader(pipe, 4, num_workers=2, seed=0, timeout=60, shuffle=True, shuffle_window=64)
     it = iter(loader)
     next(it)
     assert cache_files(shm)  # fragments are in shared memory mid-epoch
@@ -207,10 +209,16 @@ def test_a_killed_main_process_leaves_a_directory_the_next_cache_removes(
 def test_an_exception_in_the_loop_frees_the_cache(
     parquet_file: pathlib.Path, shm: pathlib.Path
 ) -> None:
-    pipe = ParquetSource(parquet_file, columns=["id"]).shuffle()
+    pipe = ParquetSource(parquet_file, columns=["id"])
     for persistent in (False, True):
         loader = DataLoader(
-            pipe, 4, num_workers=2, seed=0, persistent_workers=persistent, shuffle_window=64
+            pipe,
+            4,
+            num_workers=2,
+            seed=0,
+            persistent_workers=persistent,
+            shuffle=True,
+            shuffle_window=64,
         )
         with pytest.raises(KeyError):
             for _ in loader:
@@ -274,8 +282,8 @@ from trivium.data import DataLoader
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 log = {log!r} + f".{{rank}}"
-loader = DataLoader(CountingSource({path!r}, log, columns=["id"]).shuffle(), 8,
-                    num_workers=2, seed=0, shuffle_window={rows})
+loader = DataLoader(CountingSource({path!r}, log, columns=["id"]), 8,
+                    num_workers=2, seed=0, shuffle=True, shuffle_window={rows})
 ids = []
 for batch in loader:
     ids += batch["id"].tolist()

@@ -235,7 +235,6 @@ def evaluate(batch: Columnar, expression: Any) -> pa.Array | pa.ChunkedArray:
 
 
 class _ColumnarOp(IterPipe):
-    runs_in_workers = True
     op_name = "columnar op"
 
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
@@ -257,8 +256,6 @@ class MapBatches(IterPipe):
         >>> list(pipe)
         [1]
     """
-
-    runs_in_workers = True
 
     def __init__(
         self,
@@ -439,6 +436,9 @@ class ToRows(_ColumnarOp):
     """
 
     op_name = "to_rows"
+
+    def items_per_output(self) -> int | None:
+        return None  # a RecordBatch makes any number of rows
 
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
         for item in items:

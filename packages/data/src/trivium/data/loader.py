@@ -1,39 +1,34 @@
-"""``DataLoader``: exact sharding over workers and ranks, deterministic epochs, mid-epoch resume.
+"""``DataLoader``: torch's ``DataLoader``, sharded exactly over workers and ranks, resumable.
 
-Built on torch's ``DataLoader`` (torchdata's ``StatefulDataLoader`` installs beside
-torch 2.13, but its state is per worker and cannot be resumed on another number of
-workers; the state here is one number). How the epoch is planned is described in
-:mod:`trivium.data.sharding`; in short:
+It takes torch's arguments in torch's order (``dataset, batch_size, shuffle, sampler,
+batch_sampler, num_workers, collate_fn, ...``) and gives the same batches for the
+same dataset, sampler and batch sampler, so a script changes only its import. What
+it adds: the epoch's order follows from ``seed`` and the epoch alone, is split
+exactly over workers and ranks, and ``state_dict()`` / ``load_state_dict()`` resume
+mid-epoch on any number of workers, ranks or batch size, repeating and losing
+nothing (:mod:`trivium.data.sharding` tells how). torchdata's ``StatefulDataLoader``
+keeps a state per worker and cannot change their number; the state here is one
+number.
 
-- the epoch's order of samples is fixed by ``(seed, epoch)`` alone;
-- rank ``r`` of ``R`` reads positions ``r, r + R, ...``; every rank yields the same
-  number of batches (``drop_last`` drops the uneven tail, otherwise ranks are padded
-  by wrapping around);
-- batch ``k`` of a rank is built by worker ``k % num_workers`` and the batches are
-  yielded in order ``k = 0, 1, ...``;
-- ``state_dict()`` records how many positions of the order all ranks together have
-  consumed; ``load_state_dict()`` continues with exactly the rest, on any number of
-  workers or ranks.
+What it reads (:mod:`trivium.data.epoch_stream` runs it in the workers):
 
-What the loader reads: a map-style dataset (``ArrowDataset``, ``MapPipe``, a list,
-any ``Dataset`` with ``__len__``), or an ``IterPipe`` whose root is an Arrow source
-(``ParquetSource`` ...) or ``MapPipe.to_iter_pipe()``, followed by per-item ops
-(``map``, ``filter``, ``flatmap``, ``parallel_map``, ``select``, ``to_tensors``, ...).
-Those ops run in the workers on each batch (the ops whose ``runs_in_workers`` is
-true, through ``apply_in_worker``); a ``shuffle()`` in the chain shuffles the global
-order, within windows of ``shuffle_window`` rows. An Arrow source gives each
-batch as one ``RecordBatch`` (turn it into tensors with ``to_tensors``), or rows
-after ``to_rows()`` (collated with ``collate_fn``). A ``filter`` (or
-``on_error="skip"``) makes a batch smaller, never changes the number of batches;
-a batch left empty is not yielded.
+- a map-style dataset (``ArrowDataset``, ``MapPipe``, a list, any ``Dataset`` with
+  ``__len__``), in the epoch's order, a ``sampler``'s or a ``batch_sampler``'s;
+- an ``IterPipe``: its graph runs as built, one batch of its source at a time. A
+  source with random access (``MapPipe.to_iter_pipe()``, ``from_iterable`` of a
+  list, an Arrow source) is read in the epoch's order (shuffled with
+  ``shuffle=True``); another source is read in its own order, every worker keeping
+  its own batches. A pipe that batches (``pipe.batch(n)``) with ``batch_size=None``
+  yields its batches; an op that carries items from batch to batch (``shuffle``,
+  ``header``...) is refused, its error naming the exact alternative;
+- any other ``IterableDataset``, as torch runs one (each worker iterates it and
+  splits with ``get_worker_info()``); resumable on the same number of workers when
+  it has ``state_dict`` and ``load_state_dict``.
 
-``batch_size=None`` (torch's way to load a dataset whose items already are batches):
-each item of the dataset, after the chain's ops, is yielded as it is, passed through
-``collate_fn`` (default: torch's ``default_convert``, NumPy arrays to tensors), never
-collated. Sharding, ``drop_last``, equal counts per rank and resume then count items.
-An op that turns one item into several (``flatmap``) is refused, as the state could
-not say which of them were consumed; an Arrow source is refused too (its items are
-rows: pass ``batch_size=N`` for ``N``-row batches).
+An Arrow source gives each batch as one ``RecordBatch`` (turn it into tensors with
+``to_tensors``), or rows after ``to_rows()`` (collated with ``collate_fn``). A
+``filter`` (or ``on_error="skip"``) makes a batch smaller, never changes the number
+of batches; a batch left empty is not yielded.
 
 Random transforms: each sample is read (``dataset[i]``) and mapped inside its own
 :func:`trivium.core.seeding.sample_scope`, seeded from ``(seed, epoch, the sample's
@@ -45,7 +40,6 @@ number of ranks: the ops' streams are keyed by the batch's first position).
 Example:
     >>> from trivium.data import DataLoader
     >>> loader = DataLoader(list(range(10)), batch_size=4, shuffle=True, seed=0)
-    >>> loader.set_epoch(1)
     >>> batches = [b.tolist() for b in loader]
     >>> sorted(sum(batches, [])) == list(range(10)), len(batches)
     (True, 3)
@@ -53,361 +47,840 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
+import functools
 import hashlib
 import multiprocessing
 import os
-import pickle
-import traceback
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import IterableDataset, default_collate, default_convert, get_worker_info
 
 from trivium.core.batching import BatchSlots
 from trivium.core.devices import CUDAPrefetcher
-from trivium.core.errors import TriviumError, watch_decode_warnings
-from trivium.core.seeding import derive_seed, sample_scope
-from trivium.core.skipping import (
-    Origin,
-    SkipReport,
-    check_on_error,
-    describe_error,
-    item_origin,
-    name_some,
-    recovered_file,
+from trivium.core.seeding import derive_seed
+from trivium.core.skipping import SkipReport, check_on_error, name_some
+from trivium.data.arrow_sources import fragments_for_window
+from trivium.data.epoch_stream import (
+    END,
+    Batching,
+    EpochStream,
+    Graph,
+    IterableStream,
+    WorkerError,
 )
-from trivium.data.arrow_sources import ArrowSource, fragments_for_window
-from trivium.data.batches import TensorBatch, is_batch
-from trivium.data.origins import Where, current_where, reading, recovered_name, set_where
-from trivium.data.pipes import IterPipe, Shuffle, SkippedSamplesWarning
-from trivium.data.pipes.map_style import _MapToIter
-from trivium.data.sharding import EpochPlan, epoch_order
+from trivium.data.pipes import SkippedSamplesWarning
+from trivium.data.sharding import (
+    BatchesPlan,
+    EpochPlan,
+    SamplerOrder,
+    StreamPlan,
+    epoch_order,
+)
 from trivium.data.shared_cache import ReadAhead, SharedReadCache, fragment_uses
-from trivium.data.transfer import inline_small_tensors
 
 __all__ = ["DataLoader"]
 
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 DEFAULT_ARROW_WINDOW = 16_384
 _MAX_CACHED_FRAGMENTS = 256
 
-
-class _Chain:
-    """A dataset split into its root and the per-item ops the workers apply.
-
-    ``on_error`` is the loader's: what a data error reading a sample of a map-style
-    root does (raise it naming the sample's file, or skip the sample).
-    """
-
-    def __init__(self, dataset: Any, on_error: str = "raise") -> None:
-        self.on_error = on_error
-        self.ops: list[IterPipe] = []
-        self.window: int | None = None
-        self.pipe_shuffle = False
-        node = dataset
-        while isinstance(node, IterPipe) and node.source is not None:
-            if isinstance(node, Shuffle):
-                self.pipe_shuffle = True
-                if node.buffer_size_given:  # the deprecated reading, see DataLoader
-                    self.window = node.buffer_size
-            elif node.runs_in_workers:
-                self.ops.append(node)
-            else:
-                raise TypeError(
-                    f"DataLoader: {type(node).__name__} cannot run inside the sharded global "
-                    "order; only per-item ops (map, filter, flatmap, parallel_map, columnar ops) "
-                    "and shuffle may sit between the source and the loader"
-                )
-            node = node.source
-        self.ops.reverse()
-        if isinstance(node, _MapToIter):
-            node = node.dataset
-        self.root = node
-        self.columnar = isinstance(node, ArrowSource)
-        if self.columnar:
-            if node.sharded:
-                raise ValueError("DataLoader shards by itself: pass the source unsharded")
-        elif isinstance(node, IterableDataset) or not (
-            hasattr(node, "__getitem__") and hasattr(node, "__len__")
-        ):
-            raise TypeError(
-                "DataLoader needs a map-style dataset (with __getitem__ and __len__) or an "
-                f"IterPipe over an Arrow source, got {type(node).__name__}"
-            )
-
-    def num_samples(self) -> int:
-        if self.columnar:
-            return int(sum(self.root.fragment_rows()))
-        return len(self.root)
-
-    def fragment_rows(self) -> list[int]:
-        return list(self.root.fragment_rows()) if self.columnar else [len(self.root)]
-
-    def origin(self, index: int) -> Origin | None:
-        """Where sample ``index`` of a map-style root comes from, if the root says."""
-        return item_origin(self.root, index)
-
-    def read(
-        self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int, batch_seed: int
-    ) -> tuple[list[Any], list[Where | None]]:
-        """The items of one batch (rows ``ids`` at ``positions`` of the epoch's order), and
-        where each comes from.
-
-        Every sample is read and mapped in its own ``sample_scope``, seeded from
-        ``(seed, epoch, position)`` for the dataset's ``__getitem__`` and from
-        ``batch_seed``, the op and the sample's place in the batch for the ops. Runs
-        inside :func:`trivium.data.origins.reading`: the ops learn where each item
-        comes from as they take it.
-        """
-        if self.columnar:
-            root, rows = self.root, ids.tolist()
-            items: Iterator[Any] = iter([root.take(ids)])
-            set_where(lambda row: None if row is None else root.row_origin(rows[row]))
-        else:
-            items = self._rows(ids, positions, seed, epoch)
-        for i, op in enumerate(self.ops):
-            items = op.apply_in_worker(items, derive_seed(batch_seed, i))
-        out, wheres = [], []
-        for item in items:  # lazy: where is that of the item just made
-            out.append(item)
-            wheres.append(current_where())
-        return out, wheres
-
-    def _rows(self, ids: np.ndarray, positions: np.ndarray, seed: int, epoch: int) -> Iterator[Any]:
-        """The samples ``dataset[i]``, one at a time, each saying where it comes from.
-
-        A data error names the sample's file (``raise``) or drops the sample, named in
-        the batch's report (``skip``); the ``DecodeWarning``\\ s issued while a sample
-        is read name it in the report.
-        """
-        report = _batch_report()
-        for i, p in zip(ids.tolist(), positions.tolist(), strict=True):
-            where = _ItemWhere(self, i, report)
-            try:
-                with (
-                    sample_scope(derive_seed(seed, epoch, p)),
-                    watch_decode_warnings(where.recovered),
-                ):
-                    row = self.root[i]
-            except Exception as error:
-                self.failed(error, where(None), report)
-                continue
-            set_where(where)
-            yield row
-
-    def failed(self, error: Exception, origin: Origin | None, report: SkipReport) -> None:
-        """Skip a sample on a data error with ``on_error="skip"``; else raise, naming it."""
-        if self.on_error == "skip" and isinstance(error, TriviumError | OSError):
-            path, reason = describe_error(error)
-            report.skip(path or (str(origin) if origin else "a sample"), reason)
-            return
-        named = error if origin is None else origin.attach(error)
-        if named is error:
-            raise error
-        raise named from error
+Plan = EpochPlan | BatchesPlan | StreamPlan
 
 
-class _ItemWhere:
-    """Where sample ``index`` of a map-style root comes from (looked up when asked)."""
+class DataLoader:
+    """Batches of a dataset, as torch's ``DataLoader``; sharded exactly, resumable mid-epoch.
 
-    __slots__ = ("chain", "index", "report")
+    The arguments up to ``in_order`` are torch's, in its order, with its meaning
+    (``shuffle=True`` and ``sampler`` or ``batch_sampler`` exclude each other, as
+    there); the rest are Trivium's.
 
-    def __init__(self, chain: _Chain, index: int, report: SkipReport) -> None:
-        self.chain, self.index, self.report = chain, index, report
+    Args:
+        batch_size: samples per batch, or ``None`` to yield the items of a dataset
+            whose items already are batches (``pipe.batch(n)``), unbatched, as torch
+            does: each is passed through ``collate_fn`` (default torch's
+            ``default_convert``, NumPy arrays to tensors). Sharding, ``drop_last``,
+            equal counts per rank and resume then count the dataset's items.
+        shuffle: a new order every epoch, which follows from ``seed`` and the epoch.
+            An iteration reads :meth:`set_epoch`'s epoch; once an epoch has been read
+            to its end, the next iteration reads the next epoch (as torch draws a new
+            order per iteration).
+        sampler: the indices of each epoch, as in torch (``len(sampler)`` of them).
+            Resumable: the state holds the sampler's ``state_dict()`` where it has one,
+            else the epoch's indices.
+        batch_sampler: the batches of indices of each epoch, as in torch.
+        generator: seeds the order (its first draw is the ``seed``) when ``seed`` is
+            not given.
+        in_order: accepted for torch's signature; batches always come in order
+            (the exact order is what resume counts on).
+        seed: fixes the order of every epoch, and what every random transform draws
+            for each sample (see the module docstring). Default: from ``generator``,
+            else 0.
+        shuffle_window: for an Arrow source, rows are shuffled within windows of this
+            many rows after the fragments are permuted (default 16384). Map-style
+            data is fully permuted.
+        rank: this process's rank (default: from ``torch.distributed`` when
+            initialised, else 0; with a ``sampler`` or ``batch_sampler``, which split
+            ranks themselves as ``DistributedSampler`` does, 0).
+        world_size: the number of ranks (default: as ``rank``, the matching count).
+        device: move each batch there, overlapping the copy with compute on CUDA
+            (``trivium.core.CUDAPrefetcher``).
+        shared_cache: with workers over an Arrow source, read each fragment once
+            into shared memory, where every worker maps it (default); under
+            ``torchrun`` with several ranks on a machine (``LOCAL_WORLD_SIZE``), one
+            cache serves all of them, so each fragment is read once per machine.
+            When the whole dataset is one shuffle window, the fragments stay cached
+            from one epoch to the next (read once for all epochs).
+            ``False``: each worker reads and caches the fragments its batches need
+            (:mod:`trivium.data.shared_cache`).
+        on_error: ``"raise"`` (default): a sample that cannot be read or collated
+            raises, naming its file; ``"skip"``: it is dropped and named in
+            :attr:`skip_report` (batches keep their count; a batch left empty is not
+            yielded).
 
-    def __call__(self, row: int | None) -> Origin | None:
-        return self.chain.origin(self.index)
+    ``persistent_workers`` (torch's option) keeps the worker processes from one epoch
+    to the next: the workers keep the dataset and the loader's settings as they were
+    in the first epoch; ``set_epoch`` and ``load_state_dict`` still apply. Without it,
+    once an epoch's last batch is out its workers are told to exit and joined later:
+    the epoch does not wait for them.
 
-    def recovered(self, message: str) -> None:
-        """Name the sample in the report: a ``DecodeWarning`` was issued reading it."""
-        self.report.recover(recovered_name(message, None, self, None), message)
+    In the workers, batches made with :func:`trivium.core.empty_batch` (the fused
+    decodes, :func:`trivium.core.stack_batch`) go out in shared-memory buffers that are
+    reused once the main process holds no tensor of them
+    (:class:`trivium.core.batching.BatchSlots`, ``prefetch_factor + 2`` per worker).
 
+    Errors name the sample's file (and row of an Arrow file) whatever raised them:
+    the dataset, an op, or ``collate_fn`` (a fused decode of a batch), and keep
+    their type and ``path`` when they come from a worker process. With
+    ``on_error="skip"``, a sample of a map-style dataset whose reading or collating
+    raises a data error (a ``trivium.core`` error or ``OSError``; a bug in a
+    transform still raises) is dropped. ``skipped`` counts the samples dropped by
+    the loader and by ``on_error="skip"`` ops; :attr:`skip_report` names them, and
+    the files recovered from damage (a ``DecodeWarning`` while loading them); a
+    :class:`~trivium.data.pipes.SkippedSamplesWarning` names the first few at the
+    end of each epoch.
 
-def _batch_report() -> SkipReport:
-    from trivium.data.origins import report_or
+    Example:
+        >>> loader = DataLoader(list(range(6)), batch_size=2, seed=0)
+        >>> it = iter(loader)
+        >>> next(it).tolist()
+        [0, 1]
+        >>> state = loader.state_dict()
+        >>> resumed = DataLoader(list(range(6)), batch_size=2, seed=0)
+        >>> resumed.load_state_dict(state)
+        >>> [b.tolist() for b in resumed]
+        [[2, 3], [4, 5]]
 
-    report = report_or(None)
-    assert report is not None, "read inside trivium.data.origins.reading"
-    return report
+        A pipe that batches, and a batch sampler:
 
-
-class _EpochStream(IterableDataset):
-    """What each torch worker iterates: its batches of one rank's epoch plan.
-
-    What changes from epoch to epoch (seed, epoch, shuffle, resume point) is read
-    from ``epoch_state`` when an iteration starts: persistent workers share that
-    tensor with the main process, which writes each new epoch into it.
+        >>> from trivium.data import IterPipe
+        >>> pipe = IterPipe.from_iterable(range(5)).map(lambda x: x * 10).batch(2)
+        >>> list(DataLoader(pipe, batch_size=None))
+        [[0, 10], [20, 30], [40]]
+        >>> list(DataLoader(list("abcde"), batch_sampler=[[4], [0, 1]]))
+        [['e'], ['a', 'b']]
     """
 
     def __init__(
         self,
-        chain: _Chain,
-        plan: EpochPlan,
-        window: int | None,
-        collate_fn: Callable[[Any], Any] | None,
-        unbatched: bool = False,
-        slots: BatchSlots | None = None,
+        dataset: Any,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Iterable[int] | None = None,
+        batch_sampler: Iterable[list[int]] | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[Any], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        generator: torch.Generator | None = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+        seed: int | None = None,
+        shuffle_window: int | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+        device: str | torch.device | None = None,
+        shared_cache: bool = True,
+        on_error: str = "raise",
     ) -> None:
-        self.chain, self.plan = chain, plan
-        self.window, self.collate_fn = window, collate_fn
-        self.unbatched = unbatched
-        self.slots = slots  # the workers' reusable batch buffers
-        self.epoch_state = torch.zeros(4, dtype=torch.int64)
+        shuffle = bool(shuffle)
+        _check_torch_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
+        _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
+        check_on_error(on_error)
+        self.dataset, self.on_error = dataset, on_error
+        self._graph = Graph(dataset, on_error)
+        _check_kind(self._graph, batch_size, shuffle, sampler, batch_sampler)
+        self.batch_size = None if batch_sampler is not None else batch_size
+        self.shuffle, self.sampler, self.batch_sampler = shuffle, sampler, batch_sampler
+        self.num_workers, self.collate_fn = num_workers, collate_fn
+        self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
+        self.drop_last, self.timeout = drop_last, timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.generator, self.in_order = generator, in_order
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.seed = _first_seed(seed, generator)
+        self.shuffle_window = shuffle_window
+        self.device = device
+        self.shared_cache = shared_cache
+        own_ranks = sampler is None and batch_sampler is None
+        dist_rank, dist_world = _distributed() if own_ranks else (0, 1)
+        self.rank = dist_rank if rank is None else rank
+        self.world_size = dist_world if world_size is None else world_size
+        self.epoch = 0
+        self.skipped = 0
+        self._report = SkipReport()
+        self._epoch_report = SkipReport()
+        self._announced: set[str] = set()  # the dataset's own skips already warned of
+        self._advance = False  # an epoch ended: the next iteration takes the next one
+        self._resume = 0  # positions already consumed when the next iteration starts
+        self._plan: Plan | None = None
+        self._yielded = 0
+        self._num_samples: int | None = None
+        self._order: SamplerOrder | None = None  # the sampler's order of this epoch
+        self._sampler_state: Any = None  # the sampler's state before it gave that order
+        self._iterable = _IterableState()
+        self._workers: tuple[Any, torch.utils.data.DataLoader] | None = None
+        self._retired: list[Iterator[Any]] = []  # workers told to exit, not yet joined
+        self._batch_slots: BatchSlots | None = None
+        self._read_cache: SharedReadCache | None = None
+        self._reader: ReadAhead | None = None
 
-    def start_epoch(self, seed: int, epoch: int, shuffle: bool, start: int) -> None:
-        self.epoch_state.copy_(torch.tensor([seed, epoch, int(shuffle), start]))
-
-    def __iter__(self) -> Iterator[tuple[int, int, Any]]:
-        info = get_worker_info()
-        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        if info is not None and self.slots is not None:
-            self.slots.use_in_worker(worker)
-        seed, epoch, shuffle, start = self.epoch_state.tolist()
-        plan = dataclasses.replace(self.plan, start=start)
-        order = epoch_order(
-            self.chain.fragment_rows(),
-            seed=seed,
-            epoch=epoch,
-            shuffle=bool(shuffle),
-            window=self.window,
+    def __repr__(self) -> str:
+        return (
+            f"DataLoader(batch_size={self.batch_size}, shuffle={self.shuffle}, "
+            f"num_workers={self.num_workers}, rank={self.rank}/{self.world_size}, "
+            f"seed={self.seed}, epoch={self.epoch})"
         )
-        n = len(order)
-        last_use = None
-        if self.chain.columnar and self.chain.root.read_cache is not None:
-            _, last_use = fragment_uses(order, plan, self.chain.fragment_rows())
-        for k in range(worker, plan.num_batches, workers):
-            if last_use is not None:  # unmap what none of this worker's batches needs again
-                self.chain.root.release_fragments(last_use < k)
-            positions = plan.batch_positions(k)
-            # What draws outside a sample's scope (collate_fn: MixUp, batched crops, ...)
-            # draws from the batch's.
-            batch_seed = _batch_seed(seed, epoch, positions)
-            report = SkipReport()  # travels back with the batch
-            try:
-                with sample_scope(batch_seed), reading(report):
-                    ids = order[positions % n]
-                    out, wheres = self.chain.read(ids, positions, seed, epoch, batch_seed)
-                    batch = self._finish(out, wheres, report)
-            except Exception as error:
-                if info is None:
-                    raise
-                # torch would re-raise only the error's type and text: send the error itself
-                yield k, _WorkerError.of(error, info.id), None
-                return
-            batch = batch if info is None else inline_small_tensors(batch)
-            yield k, report if report or report.skipped_samples else None, batch
 
-    def _finish(self, out: list[Any], wheres: list[Where | None], report: SkipReport) -> Any:
-        if not out:
+    @property
+    def num_samples(self) -> int:
+        """Positions in one epoch (all ranks together): the sampler's indices, else the samples."""
+        if self._order is not None:
+            return len(self._order.indices)
+        if self.sampler is not None:
+            return len(self.sampler)  # type: ignore[arg-type]
+        return self._dataset_size()
+
+    def _dataset_size(self) -> int:
+        if self._num_samples is None:
+            self._num_samples = self._graph.num_samples()
+        return self._num_samples
+
+    def _batches_of_sampler(self) -> list[list[int]]:
+        return [list(b) for b in self.batch_sampler]  # type: ignore[union-attr]
+
+    @property
+    def _chunk(self) -> int:
+        """Positions of the source per batch: ``batch_size`` items of the graph's output."""
+        per_output = 1 if self._graph.columnar else self._graph.items_per_output or 1
+        return (self.batch_size or 1) * per_output
+
+    def _new_plan(self) -> Plan:
+        if self._graph.kind == "stream":
+            return StreamPlan(self._chunk, self.world_size, self.rank, self._resume, self.drop_last)
+        if self.batch_sampler is not None:
+            order = self._order or self._draw_order()
+            return BatchesPlan(order.bounds, self._resume)  # type: ignore[arg-type]
+        return EpochPlan(
+            num_samples=self.num_samples,
+            batch_size=self._chunk,
+            world_size=self.world_size,
+            rank=self.rank,
+            start=self._resume,
+            drop_last=self.drop_last,
+        )
+
+    def __len__(self) -> int:
+        if self._graph.kind == "iterable":
+            n = len(self._graph.source)
+            size = self.batch_size or 1
+            return n // size if self.drop_last else -(-n // size)
+        if self._graph.kind == "stream":
+            raise TypeError("len(DataLoader): its pipe's source has no length known in advance")
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)  # type: ignore[arg-type]
+        return self._new_plan().num_batches  # type: ignore[union-attr]
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use the order of epoch ``epoch``; a resume point of another epoch is dropped.
+
+        Without it, an iteration after an epoch read to its end takes the next epoch.
+
+        Example:
+            >>> loader = DataLoader(list(range(4)), batch_size=4, shuffle=True, seed=3)
+            >>> loader.set_epoch(0); a = next(iter(loader)).tolist()
+            >>> loader.set_epoch(0); a == next(iter(loader)).tolist()
+            True
+        """
+        if epoch != self.epoch:
+            self._resume, self._order = 0, None
+        self.epoch, self._advance = epoch, False
+
+    def _draw_order(self) -> SamplerOrder:
+        """The sampler's (or batch sampler's) indices for this epoch, kept until it ends."""
+        sampler = self.batch_sampler if self.batch_sampler is not None else self.sampler
+        self._sampler_state = _state_of(sampler)
+        if self.batch_sampler is not None:
+            self._order = SamplerOrder.of_batches(self._batches_of_sampler())
+        else:
+            self._order = SamplerOrder.of(self.sampler)  # type: ignore[arg-type]
+        return self._order
+
+    def _window(self) -> int | None:
+        if not self._graph.columnar:
             return None
-        if self.unbatched:  # one item, wrapped: a None item is not an empty batch
-            if len(out) > 1:
-                raise ValueError(
-                    f"DataLoader(batch_size=None): one item of the dataset gave {len(out)} "
-                    "(a flatmap); the loader's state counts items, so each must give at most "
-                    "one. Flatten inside the dataset, or pass batch_size=N to batch the outputs"
-                )
-            return ((self.collate_fn or default_convert)(out[0]),)
-        if self.chain.columnar and all(is_batch(o) for o in out):
-            out = [dict(o) if isinstance(o, TensorBatch) else o for o in out]
-            batch = out[0] if len(out) == 1 else out
-            return self.collate_fn(batch) if self.collate_fn else batch
-        return _Collation(self.collate_fn or default_collate, self.chain, report).run(out, wheres)
+        return self.shuffle_window or DEFAULT_ARROW_WINDOW
+
+    def _batching(self) -> Batching:
+        unbatched = self.batch_size is None and self.batch_sampler is None
+        return Batching(self.collate_fn, unbatched, self._graph.columnar)
+
+    def _stream(self, plan: Plan) -> EpochStream | IterableStream:
+        if self.num_workers > 0 and self._batch_slots is None:
+            self._batch_slots = BatchSlots(self.num_workers, (self.prefetch_factor or 2) + 2)
+        if self._graph.kind == "iterable":
+            return IterableStream(
+                self._graph, self._batching(), self.batch_size or 1, self.drop_last,
+                self._batch_slots,
+            )  # fmt: skip
+        window = self._window()
+        if self._graph.columnar:
+            rows = self._graph.fragment_rows()
+            cached = fragments_for_window(rows, window if self.shuffle else self._chunk)
+            self._graph.root.cache_fragments = min(cached + 1, _MAX_CACHED_FRAGMENTS)
+            self._graph.root.read_cache = self._shared_cache()
+        return EpochStream(self._graph, plan, window, self._batching(), self._batch_slots)
+
+    def _shared_cache(self) -> SharedReadCache | None:
+        """The cache the workers share, when they read an Arrow source.
+
+        Under torchrun with several ranks on this machine, one cache for all of them.
+        """
+        if not (self.shared_cache and self._graph.columnar and self.num_workers > 0):
+            return None
+        if self._read_cache is None:
+            cache = self._read_cache = SharedReadCache(name=self._machine_cache_name())
+            # The source holds it too (and may outlive the loader): let go with the loader.
+            weakref.finalize(self, _drop_cache, cache)
+        return self._read_cache
+
+    def _machine_cache_name(self) -> str | None:
+        """The name of the cache this machine's ranks share, or None for one per rank.
+
+        The same for every local rank of the job reading the same source: a hash of
+        torchrun's job variables and the source's fragments, columns and filter.
+        """
+        if len(_local_ranks(self.rank, self.world_size)) < 2:
+            return None
+        root = self._graph.root
+        job = [os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR",
+                                               "MASTER_PORT", "GROUP_RANK")]  # fmt: skip
+        fragments = [(f.path, f.index) for f in root.fragments]
+        what = repr((job, type(root).__name__, fragments, root.columns, str(root.filter)))
+        return "machine-" + hashlib.sha256(what.encode()).hexdigest()[:20]
+
+    def _fragment_uses(
+        self, order: np.ndarray, plan: EpochPlan, rows: list[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """First and last batch using each fragment, over every rank sharing the cache.
+
+        Batch ``k`` of one rank stands for batch ``k`` of all of them (ranks in step,
+        as DDP keeps them): a fragment is freed once every local rank is past it.
+        """
+        ranks = [self.rank]
+        if self._read_cache is not None and self._read_cache.shared:
+            ranks = _local_ranks(self.rank, self.world_size)
+        uses = [fragment_uses(order, dataclasses.replace(plan, rank=r), rows) for r in ranks]
+        first = np.minimum.reduce([u[0] for u in uses])
+        last = np.maximum.reduce([u[1] for u in uses])
+        return first, last
+
+    def _start_reading(self, plan: EpochPlan) -> None:
+        """Read the epoch's fragments ahead of the workers, first batches first.
+
+        Started before the workers are forked, so the first batches' fragments are
+        being read while the workers start.
+        """
+        cache = self._read_cache
+        if cache is None or self._graph.root.read_cache is not cache:
+            return
+        rows = self._graph.fragment_rows()
+        order = epoch_order(
+            rows, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self._window()
+        )
+        first, last = self._fragment_uses(order, plan, rows)
+        in_flight = self.num_workers * (self.prefetch_factor or 2)
+        source = copy.copy(self._graph.root)  # its own open files, not the workers'
+        keep = self._keeps_cache()
+        self._reader = ReadAhead(cache, source, first, last, in_flight, free=not keep)
+        self._reader.start()
+
+    def _keeps_cache(self) -> bool:
+        """Whether the read cache keeps its fragments from one epoch to the next.
+
+        When the whole dataset is one shuffle window, every epoch reads every fragment
+        again and the cache holds all of them during an epoch anyway: kept, they are
+        read once for all epochs, in the same memory (one window). Not for a cache
+        shared by several ranks, whose plans free fragments together.
+        """
+        cache = self._read_cache
+        window = self._window()
+        return (
+            cache is not None
+            and not cache.shared
+            and self.shuffle
+            and window is not None
+            and self.num_samples <= window
+        )
+
+    def _stop_reading(self, failed: bool) -> None:
+        """Stop the reader and free the cache (remove it after a failure, unless shared)."""
+        if self._reader is not None:
+            self._reader.stop()
+            self._reader = None
+        cache = self._read_cache
+        if cache is None:
+            return
+        if failed and not self.persistent_workers:
+            cache.close()
+            self._read_cache = None
+        elif not cache.shared and not self._keeps_cache():  # shared: other ranks read on
+            cache.clear()
+
+    def _forks(self) -> bool:
+        """Whether the workers start with ``fork`` (they inherit the main process's memory)."""
+        context = self.multiprocessing_context
+        if isinstance(context, str):
+            return context == "fork"
+        if context is None:
+            return multiprocessing.get_start_method() == "fork"
+        return context.get_start_method() == "fork"
+
+    def _torch_loader(self, stream: Any) -> torch.utils.data.DataLoader:
+        extra: dict[str, Any] = {}
+        if self.num_workers > 0:
+            extra = {
+                # Workers' torch, random and NumPy seeds then follow from (seed, epoch) too.
+                "generator": torch.Generator().manual_seed(derive_seed(self.seed, self.epoch)),
+                "prefetch_factor": self.prefetch_factor,
+                "persistent_workers": self.persistent_workers,
+                "multiprocessing_context": self.multiprocessing_context,
+                "worker_init_fn": functools.partial(_as_users_worker, self.worker_init_fn),
+                "timeout": self.timeout,
+            }
+        pin = self.pin_memory and torch.cuda.is_available()
+        if pin and self.pin_memory_device:
+            extra["pin_memory_device"] = self.pin_memory_device
+        return torch.utils.data.DataLoader(
+            stream, batch_size=None, num_workers=self.num_workers, pin_memory=pin, **extra
+        )
+
+    def _epoch_loader(self, plan: Plan) -> torch.utils.data.DataLoader:
+        """Torch's loader for this epoch: a new one, or the one whose workers persist."""
+        if self._workers is None:
+            stream = self._stream(plan)
+            if stream.slots is not None:  # new worker processes: only held batches stay lent
+                stream.slots.reset(fork=self._forks())
+            if isinstance(stream, IterableStream):
+                stream.resume = self._iterable.take_resume()
+            stream.start_epoch(self.seed, self.epoch, self.shuffle, plan.start, self._order)
+            self._start_reading(plan)
+            loader = self._torch_loader(stream)
+            if self.persistent_workers:
+                stream.share_memory()
+                self._workers = stream, loader
+        else:
+            stream, loader = self._workers
+            stream.start_epoch(self.seed, self.epoch, self.shuffle, plan.start, self._order)
+            self._start_reading(plan)
+        return loader
+
+    def _batches(self, plan: Plan) -> Iterator[tuple[int, Any]]:
+        """``(batches consumed, batch)`` in plan order, whatever order the workers finish in."""
+        pending: dict[int, tuple[Any, Any]] = {}
+        next_k, total = 0, getattr(plan, "num_batches", None)
+        _reap(self._retired, wait=False)
+        try:
+            workers = iter(self._epoch_loader(plan))
+        except BaseException:
+            self._stop_reading(failed=True)
+            raise
+        try:
+            for k, report, batch in workers:
+                if k is None:  # a stream source's end: the rank's number of batches
+                    total = report
+                else:
+                    pending[k] = (report, batch)
+                while next_k in pending:
+                    report, batch = pending.pop(next_k)
+                    if isinstance(report, WorkerError):
+                        report.raise_it()
+                    next_k += 1
+                    if self._reader is not None:
+                        self._reader.consumed(next_k)
+                    self._count_skips(report)
+                    yield next_k, batch
+                if next_k == total and not self.persistent_workers:
+                    break  # every batch is out: the workers need not be waited for
+            for report, _ in pending.values():  # an error past a stream's end
+                if isinstance(report, WorkerError):
+                    report.raise_it()
+        except BaseException:
+            if not self.persistent_workers:
+                _shut_down(workers)
+            self._stop_reading(failed=True)
+            raise
+        if next_k == total and not self.persistent_workers:
+            _reap(self._retired, wait=True)  # the previous epoch's, long gone by now
+            retired = _retire(workers)
+            if retired is not None:
+                self._retired.append(retired)
+        self._stop_reading(failed=False)
+
+    def _iterable_batches(self) -> Iterator[tuple[int, Any]]:
+        """An IterableDataset's batches in torch's order: its workers in turn, from the
+        one after the last batch consumed."""
+        state = self._iterable
+        state.begin()
+        queues: dict[int, collections.deque[Any]] = collections.defaultdict(collections.deque)
+        workers = iter(self._epoch_loader(EpochPlan(0, 1)))
+        try:
+            for worker, sent, batch in workers:
+                if worker == -1:
+                    sent.raise_it()
+                if sent == END:
+                    state.ended.add(worker)
+                else:
+                    queues[worker].append((sent, batch))
+                while (turn := state.turn_with(queues, max(1, self.num_workers))) is not None:
+                    sent, batch = queues[turn].popleft()
+                    state.consumed(turn, sent, max(1, self.num_workers))
+                    yield state.batches, batch
+        except BaseException:
+            if not self.persistent_workers:
+                _shut_down(workers)
+            raise
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._advance:  # torch draws a new order per iteration: the next epoch
+            self.epoch, self._resume, self._order = self.epoch + 1, 0, None
+        self._advance = False
+        self._epoch_report = SkipReport()
+        if self._graph.kind == "iterable":
+            self._plan, self._yielded = None, 0
+            batches = self._iterable_batches()
+        else:
+            if self.sampler is not None or self.batch_sampler is not None:
+                self._order = self._order or self._draw_order()
+            plan = self._new_plan()
+            self._plan, self._yielded, self._resume = plan, 0, 0
+            batches = self._batches(plan)
+        if self.device is not None:
+            batches = iter(CUDAPrefetcher(batches, self.device))
+        for done, batch in batches:
+            self._yielded = done  # counted before the caller sees it: it is consumed
+            if batch is not None:
+                yield batch[0] if self._batching().unbatched else batch
+        self._end_epoch()
+
+    def _count_skips(self, report: SkipReport | None) -> None:
+        if report is not None:
+            self._report.update(report)
+            self._epoch_report.update(report)
+            self.skipped += report.skipped_samples
+
+    def _end_epoch(self) -> None:
+        report = self._epoch_report
+        names, count = list(report.skipped), report.skipped_samples
+        own = getattr(self._graph.root, "skip_report", None)
+        if isinstance(own, SkipReport):  # a dataset's own skips, found in any worker
+            found = [name for name in own.skipped if name not in self._announced]
+            self._announced.update(found)
+            names, count = names + found, count + len(found)
+        if count:
+            warnings.warn(
+                f"epoch {self.epoch}: {count} samples skipped "
+                f"(on_error='skip'): {name_some(names, len(names))}; "
+                "loader.skip_report lists them all",
+                SkippedSamplesWarning,
+                stacklevel=3,
+            )
+        self._order, self._advance = None, True  # the next epoch draws its own
+
+    @property
+    def skip_report(self) -> SkipReport:
+        """The files skipped and recovered so far, in every worker and epoch.
+
+        What ``on_error="skip"`` dropped (the loader's, a ``map``'s or a
+        ``map_batches``'s, or a dataset's own such as ``ImageFolder(on_error="skip")``)
+        and the files whose decoders issued a ``DecodeWarning`` while being loaded,
+        each named once: its file, and the row of an Arrow file.
+
+        Example:
+            >>> loader = DataLoader(list(range(4)), batch_size=2)
+            >>> _ = list(loader)
+            >>> loader.skip_report.summary()
+            'no file skipped or recovered'
+        """
+        report = SkipReport()
+        report.update(self._report)
+        own = getattr(self._graph.root, "skip_report", None)
+        if isinstance(own, SkipReport):
+            report.update(own)
+        return report
+
+    def _consumed(self) -> int:
+        """Positions of the epoch consumed by all ranks (an IterableDataset's: batches)."""
+        if self._graph.kind == "iterable":
+            return self._iterable.batches
+        plan = self._plan
+        return self._resume if plan is None else plan.consumed_after(self._yielded)
+
+    def _identity(self) -> int | None:
+        """What a state must match: the dataset's number of samples (unknown for a stream)."""
+        return None if self._graph.kind in ("stream", "iterable") else self._dataset_size()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the epoch stands: seed, epoch and positions consumed by all ranks together.
+
+        Example:
+            >>> DataLoader([1, 2, 3], batch_size=2).state_dict()["samples_consumed"]
+            0
+        """
+        state: dict[str, Any] = {
+            "version": _STATE_VERSION,
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "shuffle": self.shuffle,
+            "shuffle_window": self.shuffle_window,
+            "num_samples": self._identity(),
+            "samples_consumed": self._consumed(),
+            "skipped": self.skipped,
+        }
+        if self._order is not None:
+            if self._sampler_state is not None:
+                state["sampler_state"] = self._sampler_state
+            else:  # a sampler without state: its order of this epoch
+                state["sampler_order"] = self._order.to_state()
+        if self._graph.kind == "iterable":
+            state["iterable"] = self._iterable.state(self._graph.source, max(1, self.num_workers))
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state``: the next iteration reads exactly the unseen samples.
+
+        Example:
+            >>> loader = DataLoader([1, 2, 3], batch_size=1)
+            >>> loader.load_state_dict({**loader.state_dict(), "samples_consumed": 2})
+            >>> [b.tolist() for b in loader]
+            [[3]]
+        """
+        if state.get("version") != _STATE_VERSION:
+            raise ValueError(f"unknown DataLoader state version {state.get('version')!r}")
+        if state["num_samples"] != self._identity():
+            raise ValueError(
+                f"the state is of a dataset of {state['num_samples']} samples, "
+                f"this one has {self._identity()}"
+            )
+        consumed = int(state["samples_consumed"])
+        self.seed, self.epoch, self.shuffle = state["seed"], state["epoch"], state["shuffle"]
+        self.shuffle_window, self.skipped = state["shuffle_window"], state["skipped"]
+        self._order, self._sampler_state = None, None
+        self._restore_sampler(state)
+        if (
+            not 0
+            <= consumed
+            <= max(self.num_samples if self._identity() is not None else consumed, 0)
+        ):
+            raise ValueError(f"samples_consumed out of range: {consumed}")
+        if self._graph.kind == "iterable":
+            self._iterable.load(state["iterable"], max(1, self.num_workers), consumed)
+        self._plan, self._yielded, self._resume = None, 0, consumed
+        self._advance = False
+        if self._workers is not None:  # persistent workers hold the old state: new ones
+            _shut_down(iter(self._workers[1]))
+            self._workers = None
+
+    def _restore_sampler(self, state: dict[str, Any]) -> None:
+        sampler = self.batch_sampler if self.batch_sampler is not None else self.sampler
+        if "sampler_order" in state:
+            self._order = SamplerOrder.from_state(state["sampler_order"])
+        elif "sampler_state" in state:
+            sampler.load_state_dict(state["sampler_state"])  # type: ignore[union-attr]
+            self._draw_order()
 
 
-class _Collation:
-    """``collate_fn`` over a batch's samples, each failure and recovery named.
+class _IterableState:
+    """Where an IterableDataset's epoch stands: each worker's dataset state and whose turn it is.
 
-    Collating a batch is one call, so what goes wrong in it (a fused decode meeting a
-    damaged image) is about one of the samples but says not which. Only then are the
-    samples collated one by one to find it: the error is raised naming that sample's
-    file, or with ``on_error="skip"`` the sample is dropped and the rest collated.
-    A ``DecodeWarning`` that names no file is traced to its sample the same way.
+    Torch takes one batch from each worker in turn, passing over the exhausted ones;
+    resuming continues the turns where they stopped, each worker from its state.
     """
 
-    def __init__(self, collate: Callable[[Any], Any], chain: _Chain, report: SkipReport) -> None:
-        self.collate, self.chain, self.report = collate, chain, report
+    def __init__(self) -> None:
+        self.batches, self.turn = 0, 0
+        self.ended: set[int] = set()
+        self.states: dict[int, Any] = {}
+        self.resume: list[Any] | None = None  # the workers' states to load, once
 
-    def run(self, out: list[Any], wheres: list[Where | None]) -> Any:
-        unnamed: list[str] = []  # DecodeWarnings that name no file
-        try:
-            with watch_decode_warnings(lambda m: self._recovered(m, None, unnamed)):
-                batch = self.collate(out)
-        except Exception as error:
-            return self._apart(out, wheres, error)
-        if unnamed:
-            self._trace_recoveries(out, wheres)
-        return batch
+    def begin(self) -> None:
+        """A new iteration: from the start, unless a loaded state says where."""
+        if self.resume is None:
+            self.__init__()  # type: ignore[misc]
 
-    def _recovered(self, message: str, where: Where | None, unnamed: list[str]) -> None:
-        name = recovered_name(message, None, where, None)
-        if name == message and recovered_file(message) == message and where is None:
-            unnamed.append(message)
-            return
-        self.report.recover(name, message)
-
-    def _alone(self, sample: Any, where: Where | None) -> Exception | None:
-        """The error of collating ``sample`` by itself (None if it collates)."""
-        unnamed: list[str] = []
-        try:
-            with watch_decode_warnings(lambda m: self._recovered(m, where, unnamed)):
-                self.collate([sample])
-        except Exception as error:
-            return error
+    def turn_with(self, queues: dict[int, Any], workers: int) -> int | None:
+        """The worker whose batch comes next, if it has arrived (None: wait for it)."""
+        for step in range(workers):
+            worker = (self.turn + step) % workers
+            if queues[worker]:
+                self.turn = worker
+                return worker
+            if worker not in self.ended:
+                return None
         return None
 
-    def _trace_recoveries(self, out: list[Any], wheres: list[Where | None]) -> None:
-        for sample, where in zip(out, wheres, strict=True):
-            self._alone(sample, where)
+    def consumed(self, worker: int, state: Any, workers: int) -> None:
+        self.states[worker] = state
+        self.batches += 1
+        self.turn = (worker + 1) % workers
 
-    def _apart(self, out: list[Any], wheres: list[Where | None], error: Exception) -> Any:
-        failures = [(self._alone(s, w), w) for s, w in zip(out, wheres, strict=True)]
-        bad = [(e, w) for e, w in failures if e is not None]
-        if not bad:  # only together do they fail: say which samples were collated
-            files = [str(o) for o in (w(None) for w in wheres if w is not None) if o]
-            if files:
-                error.add_note(f"while collating {name_some(files, len(files))}")
-            raise error
-        for failure, where in bad:
-            self.chain.failed(failure, None if where is None else where(None), self.report)
-        kept = [s for (e, _), s in zip(failures, out, strict=True) if e is None]
-        return self.collate(kept) if kept else None
+    def take_resume(self) -> list[Any] | None:
+        resume, self.resume = self.resume, None
+        return resume
+
+    def state(self, dataset: Any, workers: int) -> dict[str, Any]:
+        if self.batches and len(self.ended) < workers and not hasattr(dataset, "state_dict"):
+            raise TypeError(
+                f"DataLoader.state_dict(): {type(dataset).__name__} is an IterableDataset "
+                "without state_dict(), so the loader cannot say where it stands mid-epoch. "
+                "Give it state_dict() and load_state_dict(), or read a map-style dataset "
+                "(or an IterPipe), which resume exactly on any number of workers"
+            )
+        states = [self.states.get(w) for w in range(workers)]
+        return {"workers": workers, "turn": self.turn, "ended": sorted(self.ended),
+                "states": states}  # fmt: skip
+
+    def load(self, saved: dict[str, Any], workers: int, consumed: int) -> None:
+        self.__init__()  # type: ignore[misc]
+        if not consumed:
+            return
+        if saved["workers"] != workers:
+            raise ValueError(
+                f"the state is of {saved['workers']} DataLoader workers, this loader has "
+                f"{workers}: an IterableDataset splits itself over its workers, so it resumes "
+                "on as many. A map-style dataset or an IterPipe resumes on any number"
+            )
+        self.batches, self.turn = consumed, saved["turn"]
+        self.ended = set(saved["ended"])
+        self.resume = list(saved["states"])
 
 
-class _WorkerError:
-    """An error raised in a worker process, sent to the main process as the error itself.
-
-    torch's loader sends only an error's type and text, rebuilding it with the text
-    as its one argument: a ``TriviumError`` would lose its ``path`` (and a
-    ``PathNotFoundError`` its ``errno``). This carries the error, which pickles with
-    them, and the worker's traceback as a note.
-    """
-
-    def __init__(self, error: BaseException, where: str) -> None:
-        self.error, self.where = error, where
-
-    @staticmethod
-    def of(error: BaseException, worker: int) -> _WorkerError:
-        where = f"in DataLoader worker process {worker}:\n" + "".join(
-            traceback.format_exception(error)
+def _check_torch_options(
+    batch_size: int | None, shuffle: bool, sampler: Any, batch_sampler: Any, drop_last: bool
+) -> None:
+    """Torch's rules for how batch size, shuffle, sampler and batch sampler combine."""
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None and (
+        batch_size != 1 or shuffle or sampler is not None or drop_last
+    ):
+        raise ValueError(
+            "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+            "and drop_last"
         )
-        try:
-            pickle.dumps(error)
-        except Exception:  # not picklable: torch's way, its text at least
-            raise error from None
-        return _WorkerError(error, where)
 
-    def raise_it(self) -> None:
-        error = self.error
-        if self.where not in getattr(error, "__notes__", ()):
-            error.add_note(self.where)
-        raise error
+
+def _check_worker_options(
+    num_workers: int, timeout: float, prefetch_factor: int | None, persistent: bool
+) -> None:
+    if num_workers < 0:
+        raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError(
+            "prefetch_factor option could only be specified in multiprocessing: let "
+            "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None"
+        )
+    if persistent and num_workers == 0:
+        raise ValueError("persistent_workers needs num_workers > 0")
+
+
+def _check_kind(graph: Graph, batch_size: int | None, shuffle: bool, sampler: Any,
+                batch_sampler: Any) -> None:  # fmt: skip
+    """What each kind of source allows (torch's rules for an IterableDataset, and ours)."""
+    if graph.kind in ("iterable", "stream"):
+        for name, value in (("shuffle", shuffle), ("sampler", sampler),
+                            ("batch_sampler", batch_sampler)):  # fmt: skip
+            if value:
+                what = (
+                    "IterableDataset" if graph.kind == "iterable" else "pipe without random access"
+                )
+                raise ValueError(
+                    f"DataLoader with {what}: expected unspecified {name} option, but got "
+                    f"{name}={value!r}. Shuffling and sampling need random access: a map-style "
+                    "dataset, or a pipe over MapPipe.to_iter_pipe(), from_iterable(a list) "
+                    "or an Arrow source"
+                )
+    if graph.columnar and batch_size is None:
+        raise ValueError(
+            "DataLoader(batch_size=None) over an Arrow source: the loader shards its rows, "
+            "not the source's RecordBatches; pass batch_size=N to get N-row batches"
+        )
+    if graph.columnar and (sampler is not None or batch_sampler is not None):
+        raise ValueError(
+            "DataLoader over an Arrow source reads its rows in the epoch's order; a sampler "
+            "needs a map-style dataset (an ArrowDataset gives random access to Arrow files)"
+        )
+
+
+def _first_seed(seed: int | None, generator: torch.Generator | None) -> int:
+    if seed is None:
+        if generator is None:
+            return 0
+        return int(torch.randint(0, 2**62, (), generator=generator))
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be in [0, 2**63) (an int64), got {seed!r}")
+    return seed
+
+
+def _as_users_worker(worker_init_fn: Callable[[int], None] | None, worker_id: int) -> None:
+    """Start a worker as torch starts one for the user's dataset, then run ``worker_init_fn``.
+
+    Torch's worker info names the dataset it iterates, the loader's stream: in
+    ``worker_init_fn`` and the dataset's ``__iter__``, ``get_worker_info().dataset``
+    is the user's dataset (this worker's copy), as with torch's loader.
+    """
+    info = torch.utils.data.get_worker_info()
+    if info is not None and hasattr(info.dataset, "graph"):
+        users = dataclasses.replace(info, dataset=info.dataset.graph.dataset)
+        torch.utils.data._utils.worker._worker_info = users  # what get_worker_info() returns
+    if worker_init_fn is not None:
+        worker_init_fn(worker_id)
+
+
+def _state_of(sampler: Any) -> Any:
+    """A sampler's ``state_dict()`` (None if it keeps none): restored, it gives the same order."""
+    state_dict = getattr(sampler, "state_dict", None)
+    return copy.deepcopy(state_dict()) if callable(state_dict) else None
 
 
 def _shut_down(workers: Iterator[Any]) -> None:
@@ -466,11 +939,6 @@ def _drop_cache(cache: SharedReadCache) -> None:
     cache.close()
 
 
-def _batch_seed(seed: int, epoch: int, positions: np.ndarray) -> int:
-    """The seed of a batch's scope: its first position in the epoch, not who reads it."""
-    return derive_seed(seed, epoch, int(positions[0]), -1)
-
-
 def _local_ranks(rank: int, world_size: int) -> list[int]:
     """The ranks on this machine, from torchrun's ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``."""
     try:
@@ -488,511 +956,3 @@ def _distributed() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
-
-
-class DataLoader:
-    """Batches of a dataset, sharded exactly over workers and ranks, resumable mid-epoch.
-
-    Arguments follow ``torch.utils.data.DataLoader``; beyond it:
-
-    Args:
-        batch_size: samples per batch, or ``None`` to yield the items of a dataset
-            whose items already are batches, unbatched, as torch does (see the module
-            docstring).
-        seed: fixes the order of every epoch together with :meth:`set_epoch`, and what
-            every random transform draws for each sample (see the module docstring).
-        shuffle_window: for an Arrow source, rows are shuffled within windows of this
-            many rows after the fragments are permuted (default 16384); a
-            ``shuffle()`` in the pipe, or ``shuffle=True``, turns shuffling on.
-            Map-style data is fully permuted. (A ``shuffle(buffer_size=N)`` in the
-            pipe is read as ``shuffle_window=N``, deprecated: ``buffer_size``
-            counts the pipe's items outside a DataLoader.)
-        rank: this process's rank (default: from ``torch.distributed`` when
-            initialised, else 0).
-        world_size: the number of ranks (default: from ``torch.distributed`` when
-            initialised, else 1).
-        device: move each batch there, overlapping the copy with compute on CUDA
-            (``trivium.core.CUDAPrefetcher``).
-        shared_cache: with workers over an Arrow source, read each fragment once
-            into shared memory, where every worker maps it (default); under
-            ``torchrun`` with several ranks on a machine (``LOCAL_WORLD_SIZE``), one
-            cache serves all of them, so each fragment is read once per machine.
-            When the whole dataset is one shuffle window, the fragments stay cached
-            from one epoch to the next (read once for all epochs).
-            ``False``: each worker reads and caches the fragments its batches need
-            (:mod:`trivium.data.shared_cache`).
-        on_error: ``"raise"`` (default): a sample that cannot be read or collated
-            raises, naming its file; ``"skip"``: it is dropped and named in
-            :attr:`skip_report` (batches keep their count; a batch left empty is not
-            yielded).
-        persistent_workers: keep the worker processes from one epoch to the next
-            (torch's option): no start-up per epoch. The workers keep the dataset and the
-            loader's settings as they were in the first epoch; ``set_epoch`` and
-            ``load_state_dict`` still apply. Without it, once an epoch's last batch is
-            out its workers are told to exit and joined later: the epoch does not wait
-            for them.
-
-    In the workers, batches made with :func:`trivium.core.empty_batch` (the fused
-    decodes, :func:`trivium.core.stack_batch`) go out in shared-memory buffers that are
-    reused once the main process holds no tensor of them
-    (:class:`trivium.core.batching.BatchSlots`, ``prefetch_factor + 2`` per worker).
-
-    Errors name the sample's file (and row of an Arrow file) whatever raised them:
-    the dataset, an op, or ``collate_fn`` (a fused decode of a batch), and keep
-    their type and ``path`` when they come from a worker process. With
-    ``on_error="skip"``, a sample of a map-style dataset whose reading or collating
-    raises a data error (a ``trivium.core`` error or ``OSError``; a bug in a
-    transform still raises) is dropped. ``skipped`` counts the samples dropped by
-    the loader and by ``on_error="skip"`` ops; :attr:`skip_report` names them, and
-    the files recovered from damage (a ``DecodeWarning`` while loading them); a
-    :class:`~trivium.data.pipes.SkippedSamplesWarning` names the first few at the
-    end of each epoch.
-
-    Example:
-        >>> loader = DataLoader(list(range(6)), batch_size=2, seed=0)
-        >>> it = iter(loader)
-        >>> next(it).tolist()
-        [0, 1]
-        >>> state = loader.state_dict()
-        >>> resumed = DataLoader(list(range(6)), batch_size=2, seed=0)
-        >>> resumed.load_state_dict(state)
-        >>> [b.tolist() for b in resumed]
-        [[2, 3], [4, 5]]
-
-        Items that already are batches:
-
-        >>> import numpy as np
-        >>> batches = [np.arange(3), np.arange(3, 5)]
-        >>> [b.tolist() for b in DataLoader(batches, batch_size=None)]
-        [[0, 1, 2], [3, 4]]
-    """
-
-    def __init__(
-        self,
-        dataset: Any,
-        batch_size: int | None = 1,
-        shuffle: bool = False,
-        num_workers: int = 0,
-        collate_fn: Callable[[Any], Any] | None = None,
-        pin_memory: bool = False,
-        drop_last: bool = False,
-        timeout: float = 0,
-        worker_init_fn: Callable[[int], None] | None = None,
-        multiprocessing_context: Any = None,
-        *,
-        prefetch_factor: int | None = None,
-        persistent_workers: bool = False,
-        seed: int = 0,
-        shuffle_window: int | None = None,
-        rank: int | None = None,
-        world_size: int | None = None,
-        device: str | torch.device | None = None,
-        shared_cache: bool = True,
-        on_error: str = "raise",
-    ) -> None:
-        if batch_size is not None and (
-            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-        ):
-            raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
-        if num_workers < 0:
-            raise ValueError(f"num_workers must be >= 0, got {num_workers}")
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers needs num_workers > 0")
-        if not 0 <= seed < 2**63:  # it travels to the workers as an int64
-            raise ValueError(f"seed must be in [0, 2**63), got {seed}")
-        check_on_error(on_error)
-        self.on_error = on_error
-        self.dataset = dataset
-        self._chain = _Chain(dataset, on_error)
-        if batch_size is None and self._chain.columnar:
-            raise ValueError(
-                "DataLoader(batch_size=None) over an Arrow source: the loader shards its rows, "
-                "not the source's RecordBatches; pass batch_size=N to get N-row batches"
-            )
-        self.batch_size = batch_size
-        self.shuffle = shuffle or self._chain.pipe_shuffle
-        self.num_workers = num_workers
-        self.collate_fn = collate_fn
-        self.pin_memory = pin_memory
-        self.drop_last = drop_last
-        self.timeout = timeout
-        self.worker_init_fn = worker_init_fn
-        self.multiprocessing_context = multiprocessing_context
-        self.prefetch_factor = prefetch_factor
-        self.persistent_workers = persistent_workers
-        self.seed = seed
-        self.shuffle_window = shuffle_window or self._pipe_window()
-        self.device = device
-        self.shared_cache = shared_cache
-        dist_rank, dist_world = _distributed()
-        self.rank = dist_rank if rank is None else rank
-        self.world_size = dist_world if world_size is None else world_size
-        self.epoch = 0
-        self.skipped = 0
-        self._report = SkipReport()
-        self._epoch_report = SkipReport()
-        self._announced: set[str] = set()  # the dataset's own skips already warned of
-        self._resume = 0  # positions already consumed when the next iteration starts
-        self._plan: EpochPlan | None = None
-        self._yielded = 0
-        self._num_samples: int | None = None
-        self._workers: tuple[_EpochStream, torch.utils.data.DataLoader] | None = None
-        self._retired: list[Iterator[Any]] = []  # workers told to exit, not yet joined
-        self._batch_slots: BatchSlots | None = None
-        self._read_cache: SharedReadCache | None = None
-        self._reader: ReadAhead | None = None
-
-    def _pipe_window(self) -> int | None:
-        """The window of a ``shuffle(buffer_size)`` in the pipe: the deprecated reading."""
-        window = self._chain.window
-        if window is not None and self._chain.columnar:
-            warnings.warn(
-                f"DataLoader: the pipe's shuffle(buffer_size={window}) is read as "
-                f"shuffle_window={window} (rows of the global order), while outside a "
-                "DataLoader buffer_size counts the items of the pipe; pass "
-                f"DataLoader(..., shuffle_window={window}) and shuffle() without "
-                "buffer_size. This reading of buffer_size goes in the next release",
-                DeprecationWarning,
-                stacklevel=3,
-            )
-        return window
-
-    def __repr__(self) -> str:
-        return (
-            f"DataLoader(batch_size={self.batch_size}, shuffle={self.shuffle}, "
-            f"num_workers={self.num_workers}, rank={self.rank}/{self.world_size}, "
-            f"seed={self.seed}, epoch={self.epoch})"
-        )
-
-    @property
-    def num_samples(self) -> int:
-        """Samples in one epoch of the whole dataset (all ranks together)."""
-        if self._num_samples is None:
-            self._num_samples = self._chain.num_samples()
-        return self._num_samples
-
-    def _new_plan(self) -> EpochPlan:
-        return EpochPlan(
-            num_samples=self.num_samples,
-            batch_size=1 if self.batch_size is None else self.batch_size,
-            world_size=self.world_size,
-            rank=self.rank,
-            start=self._resume,
-            drop_last=self.drop_last,
-        )
-
-    def __len__(self) -> int:
-        return self._new_plan().num_batches
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use the order of epoch ``epoch``; a resume point of another epoch is dropped.
-
-        Example:
-            >>> loader = DataLoader(list(range(4)), batch_size=4, shuffle=True, seed=3)
-            >>> loader.set_epoch(0); a = next(iter(loader)).tolist()
-            >>> loader.set_epoch(0); a == next(iter(loader)).tolist()
-            True
-        """
-        if epoch != self.epoch:
-            self._resume = 0
-        self.epoch = epoch
-
-    def _window(self) -> int | None:
-        if not self._chain.columnar:
-            return None
-        return self.shuffle_window or DEFAULT_ARROW_WINDOW
-
-    def _stream(self, plan: EpochPlan) -> _EpochStream:
-        window = self._window()
-        if self._chain.columnar:
-            rows = self._chain.fragment_rows()
-            cached = fragments_for_window(rows, window if self.shuffle else self.batch_size)
-            self._chain.root.cache_fragments = min(cached + 1, _MAX_CACHED_FRAGMENTS)
-            self._chain.root.read_cache = self._shared_cache()
-        unbatched = self.batch_size is None
-        if self.num_workers > 0 and self._batch_slots is None:
-            self._batch_slots = BatchSlots(self.num_workers, (self.prefetch_factor or 2) + 2)
-        return _EpochStream(
-            self._chain, plan, window, self.collate_fn, unbatched, self._batch_slots
-        )
-
-    def _shared_cache(self) -> SharedReadCache | None:
-        """The cache the workers share, when they read an Arrow source.
-
-        Under torchrun with several ranks on this machine, one cache for all of them.
-        """
-        if not (self.shared_cache and self._chain.columnar and self.num_workers > 0):
-            return None
-        if self._read_cache is None:
-            cache = self._read_cache = SharedReadCache(name=self._machine_cache_name())
-            # The source holds it too (and may outlive the loader): let go with the loader.
-            weakref.finalize(self, _drop_cache, cache)
-        return self._read_cache
-
-    def _machine_cache_name(self) -> str | None:
-        """The name of the cache this machine's ranks share, or None for one per rank.
-
-        The same for every local rank of the job reading the same source: a hash of
-        torchrun's job variables and the source's fragments, columns and filter.
-        """
-        if len(_local_ranks(self.rank, self.world_size)) < 2:
-            return None
-        root = self._chain.root
-        job = [os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR",
-                                               "MASTER_PORT", "GROUP_RANK")]  # fmt: skip
-        fragments = [(f.path, f.index) for f in root.fragments]
-        what = repr((job, type(root).__name__, fragments, root.columns, str(root.filter)))
-        return "machine-" + hashlib.sha256(what.encode()).hexdigest()[:20]
-
-    def _fragment_uses(
-        self, order: np.ndarray, plan: EpochPlan, rows: list[int]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """First and last batch using each fragment, over every rank sharing the cache.
-
-        Batch ``k`` of one rank stands for batch ``k`` of all of them (ranks in step,
-        as DDP keeps them): a fragment is freed once every local rank is past it.
-        """
-        ranks = [self.rank]
-        if self._read_cache is not None and self._read_cache.shared:
-            ranks = _local_ranks(self.rank, self.world_size)
-        uses = [fragment_uses(order, dataclasses.replace(plan, rank=r), rows) for r in ranks]
-        first = np.minimum.reduce([u[0] for u in uses])
-        last = np.maximum.reduce([u[1] for u in uses])
-        return first, last
-
-    def _start_reading(self, plan: EpochPlan) -> None:
-        """Read the epoch's fragments ahead of the workers, first batches first.
-
-        Started before the workers are forked, so the first batches' fragments are
-        being read while the workers start.
-        """
-        cache = self._read_cache
-        if cache is None or self._chain.root.read_cache is not cache:
-            return
-        rows = self._chain.fragment_rows()
-        order = epoch_order(
-            rows, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle, window=self._window()
-        )
-        first, last = self._fragment_uses(order, plan, rows)
-        in_flight = self.num_workers * (self.prefetch_factor or 2)
-        source = copy.copy(self._chain.root)  # its own open files, not the workers'
-        keep = self._keeps_cache()
-        self._reader = ReadAhead(cache, source, first, last, in_flight, free=not keep)
-        self._reader.start()
-
-    def _keeps_cache(self) -> bool:
-        """Whether the read cache keeps its fragments from one epoch to the next.
-
-        When the whole dataset is one shuffle window, every epoch reads every fragment
-        again and the cache holds all of them during an epoch anyway: kept, they are
-        read once for all epochs, in the same memory (one window). Not for a cache
-        shared by several ranks, whose plans free fragments together.
-        """
-        cache = self._read_cache
-        window = self._window()
-        return (
-            cache is not None
-            and not cache.shared
-            and self.shuffle
-            and window is not None
-            and self.num_samples <= window
-        )
-
-    def _stop_reading(self, failed: bool) -> None:
-        """Stop the reader and free the cache (remove it after a failure, unless shared)."""
-        if self._reader is not None:
-            self._reader.stop()
-            self._reader = None
-        cache = self._read_cache
-        if cache is None:
-            return
-        if failed and not self.persistent_workers:
-            cache.close()
-            self._read_cache = None
-        elif not cache.shared and not self._keeps_cache():  # shared: other ranks read on
-            cache.clear()
-
-    def _forks(self) -> bool:
-        """Whether the workers start with ``fork`` (they inherit the main process's memory)."""
-        context = self.multiprocessing_context
-        if isinstance(context, str):
-            return context == "fork"
-        if context is None:
-            return multiprocessing.get_start_method() == "fork"
-        return context.get_start_method() == "fork"
-
-    def _torch_loader(self, stream: _EpochStream) -> torch.utils.data.DataLoader:
-        extra: dict[str, Any] = {}
-        if self.num_workers > 0:
-            extra = {
-                # Workers' torch, random and NumPy seeds then follow from (seed, epoch) too.
-                "generator": torch.Generator().manual_seed(derive_seed(self.seed, self.epoch)),
-                "prefetch_factor": self.prefetch_factor,
-                "persistent_workers": self.persistent_workers,
-                "multiprocessing_context": self.multiprocessing_context,
-                "worker_init_fn": self.worker_init_fn,
-                "timeout": self.timeout,
-            }
-        return torch.utils.data.DataLoader(
-            stream,
-            batch_size=None,
-            num_workers=self.num_workers,
-            pin_memory=self.pin_memory and torch.cuda.is_available(),
-            **extra,
-        )
-
-    def _epoch_loader(self, plan: EpochPlan) -> torch.utils.data.DataLoader:
-        """Torch's loader for this epoch: a new one, or the one whose workers persist."""
-        if self._workers is None:
-            stream = self._stream(plan)
-            if stream.slots is not None:  # new worker processes: only held batches stay lent
-                stream.slots.reset(fork=self._forks())
-            self._start_reading(plan)
-            loader = self._torch_loader(stream)
-            if self.persistent_workers:
-                stream.epoch_state.share_memory_()
-                self._workers = stream, loader
-        else:
-            stream, loader = self._workers
-            self._start_reading(plan)
-        stream.start_epoch(self.seed, self.epoch, self.shuffle, plan.start)
-        return loader
-
-    def _batches(self, plan: EpochPlan) -> Iterator[Any]:
-        pending: dict[int, tuple[int, Any]] = {}
-        next_k = 0
-        _reap(self._retired, wait=False)
-        try:
-            workers = iter(self._epoch_loader(plan))
-        except BaseException:
-            self._stop_reading(failed=True)
-            raise
-        try:
-            for k, report, batch in workers:
-                pending[k] = (report, batch)
-                while next_k in pending:  # yield in plan order whatever the workers do
-                    report, batch = pending.pop(next_k)
-                    if isinstance(report, _WorkerError):
-                        report.raise_it()
-                    next_k += 1
-                    if self._reader is not None:
-                        self._reader.consumed(next_k)
-                    if report is not None:
-                        self._report.update(report)
-                        self._epoch_report.update(report)
-                        self.skipped += report.skipped_samples
-                    yield next_k, batch
-                if next_k == plan.num_batches and not self.persistent_workers:
-                    break  # every batch is out: the workers need not be waited for
-        except BaseException:
-            if not self.persistent_workers:
-                _shut_down(workers)
-            self._stop_reading(failed=True)
-            raise
-        if next_k == plan.num_batches and not self.persistent_workers:
-            _reap(self._retired, wait=True)  # the previous epoch's, long gone by now
-            retired = _retire(workers)
-            if retired is not None:
-                self._retired.append(retired)
-        self._stop_reading(failed=False)
-
-    def __iter__(self) -> Iterator[Any]:
-        plan = self._new_plan()
-        self._plan, self._yielded, self._resume = plan, 0, 0
-        self._epoch_report = SkipReport()
-        batches: Iterator[tuple[int, Any]] = self._batches(plan)
-        if self.device is not None:
-            batches = iter(CUDAPrefetcher(batches, self.device))
-        for done, batch in batches:
-            self._yielded = done  # counted before the caller sees it: it is consumed
-            if batch is not None:
-                yield batch[0] if self.batch_size is None else batch
-        self._end_epoch()
-
-    def _end_epoch(self) -> None:
-        report = self._epoch_report
-        names, count = list(report.skipped), report.skipped_samples
-        own = getattr(self._chain.root, "skip_report", None)
-        if isinstance(own, SkipReport):  # a dataset's own skips, found in any worker
-            found = [name for name in own.skipped if name not in self._announced]
-            self._announced.update(found)
-            names, count = names + found, count + len(found)
-        if count:
-            warnings.warn(
-                f"epoch {self.epoch}: {count} samples skipped "
-                f"(on_error='skip'): {name_some(names, len(names))}; "
-                "loader.skip_report lists them all",
-                SkippedSamplesWarning,
-                stacklevel=3,
-            )
-        self._yielded = self._plan.num_batches if self._plan else 0
-
-    @property
-    def skip_report(self) -> SkipReport:
-        """The files skipped and recovered so far, in every worker and epoch.
-
-        What ``on_error="skip"`` dropped (the loader's, a ``map``'s or a
-        ``map_batches``'s, or a dataset's own such as ``ImageFolder(on_error="skip")``)
-        and the files whose decoders issued a ``DecodeWarning`` while being loaded,
-        each named once: its file, and the row of an Arrow file.
-
-        Example:
-            >>> loader = DataLoader(list(range(4)), batch_size=2)
-            >>> _ = list(loader)
-            >>> loader.skip_report.summary()
-            'no file skipped or recovered'
-        """
-        report = SkipReport()
-        report.update(self._report)
-        own = getattr(self._chain.root, "skip_report", None)
-        if isinstance(own, SkipReport):
-            report.update(own)
-        return report
-
-    def _consumed(self) -> int:
-        plan = self._plan
-        if plan is None:
-            return self._resume
-        if self._yielded >= plan.num_batches:
-            return self.num_samples
-        return plan.consumed_after(self._yielded)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Where the epoch stands: seed, epoch and positions consumed by all ranks together.
-
-        Example:
-            >>> DataLoader([1, 2, 3], batch_size=2).state_dict()["samples_consumed"]
-            0
-        """
-        return {
-            "version": _STATE_VERSION,
-            "seed": self.seed,
-            "epoch": self.epoch,
-            "shuffle": self.shuffle,
-            "num_samples": self.num_samples,
-            "samples_consumed": self._consumed(),
-            "skipped": self.skipped,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from ``state``: the next iteration reads exactly the unseen samples.
-
-        Example:
-            >>> loader = DataLoader([1, 2, 3], batch_size=1)
-            >>> loader.load_state_dict({**loader.state_dict(), "samples_consumed": 2})
-            >>> [b.tolist() for b in loader]
-            [[3]]
-        """
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"unknown DataLoader state version {state.get('version')!r}")
-        if state["num_samples"] != self.num_samples:
-            raise ValueError(
-                f"the state is of a dataset of {state['num_samples']} samples, "
-                f"this one has {self.num_samples}"
-            )
-        consumed = int(state["samples_consumed"])
-        if not 0 <= consumed <= self.num_samples:
-            raise ValueError(f"samples_consumed out of range: {consumed}")
-        self.seed, self.epoch, self.shuffle = state["seed"], state["epoch"], state["shuffle"]
-        self.skipped = state.get("skipped", 0)
-        self._plan, self._yielded, self._resume = None, 0, consumed

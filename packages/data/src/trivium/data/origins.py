@@ -1,4 +1,4 @@
-"""Where the sample an op works on comes from, and the report its skips go to.
+"""Where the sample an op works on comes from, the report its skips go to, and its seed.
 
 :class:`trivium.data.DataLoader` reads each batch inside :func:`reading`: as it hands
 the ops a sample it sets *where* the sample comes from (:func:`set_where`: a
@@ -6,8 +6,11 @@ function of the row, for a RecordBatch, giving the
 :class:`~trivium.core.skipping.Origin` (file and row) of that row), and the ops that
 skip or recover samples record them in the batch's
 :class:`~trivium.core.skipping.SkipReport`, which travels back from the worker with
-the batch. Outside a loader there is no reading: an op names a sample by the file
-its error names, or by the sample itself when it is a path.
+the batch. The ops that call user code per sample seed each sample's
+:func:`~trivium.core.seeding.sample_scope` from :func:`op_seed`, which follows from
+the batch's seed and the op's place in the graph. Outside a loader there is no
+reading: an op names a sample by the file its error names, or by the sample itself
+when it is a path, and opens no scope.
 
 Ops read :func:`current_where` right after taking an item from the op before them
 (the pipes are lazy: the item taken is the last one produced); an op that keeps only
@@ -31,12 +34,14 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from trivium.core.seeding import derive_seed
 from trivium.core.skipping import Origin, SkipReport, describe_error, recovered_file
 
 __all__ = [
     "Where",
     "current_where",
     "name_sample",
+    "op_seed",
     "reading",
     "recovered_name",
     "report_or",
@@ -51,10 +56,10 @@ Where = Callable[[int | None], Origin | None]
 
 
 class _Reading:
-    __slots__ = ("report", "where")
+    __slots__ = ("report", "seed", "where")
 
-    def __init__(self, report: SkipReport) -> None:
-        self.report = report
+    def __init__(self, report: SkipReport, seed: int | None) -> None:
+        self.report, self.seed = report, seed
         self.where: Where | None = None
 
 
@@ -64,8 +69,10 @@ _reading: contextvars.ContextVar[_Reading | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def reading(report: SkipReport) -> Iterator[None]:
+def reading(report: SkipReport, seed: int | None = None) -> Iterator[None]:
     """Inside the block, ops record their skips and recoveries in ``report``.
+
+    ``seed`` is the batch's: the ops seed their samples' scopes from it (:func:`op_seed`).
 
     Example:
         >>> from trivium.core.skipping import SkipReport
@@ -73,7 +80,7 @@ def reading(report: SkipReport) -> Iterator[None]:
         ...     current_where() is None
         True
     """
-    token = _reading.set(_Reading(report))
+    token = _reading.set(_Reading(report, seed))
     try:
         yield
     finally:
@@ -100,6 +107,31 @@ def current_where() -> Where | None:
     """
     state = _reading.get()
     return None if state is None else state.where
+
+
+def op_seed(op: Any) -> int | None:
+    """The seed of the sample scopes ``op`` opens in the batch being read (None outside one).
+
+    It follows from the batch's seed and how many ops stand between ``op`` and the
+    graph's source, so two random ops draw differently and the draws do not depend on
+    which worker reads the batch.
+
+    Example:
+        >>> from trivium.core.skipping import SkipReport
+        >>> class Op: source = None
+        >>> with reading(SkipReport(), seed=7):
+        ...     op_seed(Op()) == op_seed(Op())
+        True
+        >>> op_seed(Op()) is None
+        True
+    """
+    state = _reading.get()
+    if state is None or state.seed is None:
+        return None
+    depth, node = 0, op.source
+    while node is not None and getattr(node, "source", None) is not None:
+        depth, node = depth + 1, node.source
+    return derive_seed(state.seed, depth)
 
 
 def rows_where(where: Where | None, rows: list[int]) -> Where | None:

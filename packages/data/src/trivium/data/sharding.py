@@ -26,6 +26,12 @@ How exact sharding, deterministic shuffling and resume fit together:
    go on with another number of workers, ranks or even batch size and still see
    each remaining sample exactly once.
 
+A ``sampler`` gives the order instead of :func:`epoch_order` (the same plan over
+its indices); a ``batch_sampler`` gives the batches too (:class:`BatchesPlan`: its
+batches, in order, as runs of positions of their concatenation). A source without
+random access is read in its own order, cut into batches the same way
+(:class:`StreamPlan`: the number of batches is known at its end).
+
 Example:
     >>> plan = EpochPlan(num_samples=9, batch_size=2, world_size=2, rank=1)
     >>> [plan.batch_positions(k).tolist() for k in range(plan.num_batches)]
@@ -34,13 +40,16 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import torch
 
-__all__ = ["EpochPlan", "epoch_order", "epoch_rng"]
+__all__ = ["BatchesPlan", "EpochPlan", "SamplerOrder", "StreamPlan", "epoch_order", "epoch_rng"]
 
 
 def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
@@ -142,3 +151,110 @@ class EpochPlan:
     def consumed_after(self, batches: int) -> int:
         """Positions consumed by every rank together once each has yielded ``batches``."""
         return min(self.num_samples, self.start + batches * self.batch_size * self.world_size)
+
+    def starting_at(self, start: int) -> EpochPlan:
+        """This plan, resumed after ``start`` consumed positions."""
+        return dataclasses.replace(self, start=start)
+
+
+@dataclass(frozen=True)
+class BatchesPlan:
+    """The batches of a batch sampler: batch ``b`` is positions ``bounds[b]:bounds[b + 1]``.
+
+    ``start`` (positions consumed) is where a batch begins. One rank: the batch
+    sampler splits ranks itself, as ``DistributedSampler`` does.
+
+    Example:
+        >>> plan = BatchesPlan(np.array([0, 2, 5]), start=2)
+        >>> plan.num_batches, plan.batch_positions(0).tolist(), plan.consumed_after(1)
+        (1, [2, 3, 4], 5)
+    """
+
+    bounds: np.ndarray
+    start: int = 0
+
+    @property
+    def _first(self) -> int:
+        first = int(np.searchsorted(self.bounds, self.start))
+        if first >= len(self.bounds) or self.bounds[first] != self.start:
+            raise ValueError(
+                f"the resume point {self.start} falls inside a batch of the batch sampler "
+                f"(its batches start at {self.bounds[:-1].tolist()[:8]}...)"
+            )
+        return first
+
+    @property
+    def num_batches(self) -> int:
+        return len(self.bounds) - 1 - self._first
+
+    def batch_positions(self, k: int) -> np.ndarray:
+        b = self._first + k
+        return np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.int64)
+
+    def consumed_after(self, batches: int) -> int:
+        return int(self.bounds[min(self._first + batches, len(self.bounds) - 1)])
+
+    def starting_at(self, start: int) -> BatchesPlan:
+        return dataclasses.replace(self, start=start)
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """Batches of a source read in its own order: batch ``c`` after ``start`` is rank ``c % R``'s.
+
+    Its number of batches is known once the source is exhausted.
+
+    Example:
+        >>> StreamPlan(batch_size=4, world_size=2, start=8).consumed_after(3)
+        32
+    """
+
+    batch_size: int
+    world_size: int = 1
+    rank: int = 0
+    start: int = 0
+    drop_last: bool = False
+
+    def consumed_after(self, batches: int) -> int:
+        return self.start + batches * self.batch_size * self.world_size
+
+    def starting_at(self, start: int) -> StreamPlan:
+        return dataclasses.replace(self, start=start)
+
+
+@dataclass(frozen=True)
+class SamplerOrder:
+    """A sampler's indices for one epoch; a batch sampler's also the ``bounds`` of its batches.
+
+    Example:
+        >>> order = SamplerOrder.of_batches([[3, 1], [0]])
+        >>> order.indices.tolist(), order.bounds.tolist()
+        ([3, 1, 0], [0, 2, 3])
+    """
+
+    indices: np.ndarray
+    bounds: np.ndarray | None = None
+
+    @staticmethod
+    def of(sampler: Iterable[int]) -> SamplerOrder:
+        return SamplerOrder(np.fromiter((int(i) for i in sampler), dtype=np.int64))
+
+    @staticmethod
+    def of_batches(batches: Iterable[Sequence[int]]) -> SamplerOrder:
+        batches = [list(b) for b in batches]
+        sizes = np.array([len(b) for b in batches], dtype=np.int64)
+        indices = np.array([int(i) for b in batches for i in b], dtype=np.int64)
+        return SamplerOrder(indices, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+
+    def to_state(self) -> dict[str, Any]:
+        """As a state dict holds it (tensors: ``torch.load(weights_only=True)`` reads them)."""
+        bounds = None if self.bounds is None else torch.from_numpy(self.bounds)
+        return {"indices": torch.from_numpy(self.indices), "bounds": bounds}
+
+    @staticmethod
+    def from_state(state: dict[str, Any]) -> SamplerOrder:
+        bounds = state["bounds"]
+        return SamplerOrder(
+            np.asarray(state["indices"], dtype=np.int64),
+            None if bounds is None else np.asarray(bounds, dtype=np.int64),
+        )

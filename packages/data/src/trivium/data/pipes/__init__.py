@@ -1,11 +1,9 @@
 """``IterPipe`` and ``MapPipe``: datasets composed by chaining, as torchdata's DataPipes.
 
 An ``IterPipe`` is a ``torch.utils.data.IterableDataset``; every chained op returns a
-new pipe that reads from the one before it (nothing runs until iterated). Per-item
-ops (``map``, ``filter``, ``flatmap``, ``parallel_map``, the columnar ops) are also
-what :class:`trivium.data.DataLoader` runs inside its workers on each batch of the
-epoch's global order (the ops whose ``runs_in_workers`` is true, through
-``apply_in_worker``); a ``shuffle`` there makes that order shuffled.
+new pipe that wraps the one before it and only pulls items from it (nothing runs
+until iterated). :class:`trivium.data.DataLoader` runs the graph as built, one batch
+of the epoch's exact order at a time, over the pipe's source.
 
 The modules, by concern: ``base`` (``IterPipe``, the chaining API, ``register_op``),
 ``items`` (``map``, ``parallel_map``, ``filter``, ``flatmap``, ``enumerate``),

@@ -1,10 +1,18 @@
-"""``IterPipe``: the base of every iterable pipe and its chaining API.
+"""``IterPipe``: the base of every iterable pipe, its node contract and its chaining API.
 
 An ``IterPipe`` is a ``torch.utils.data.IterableDataset``; every chained op returns a
-new pipe that reads from the one before it (nothing runs until iterated). The ops
-live in modules by concern (``items``, ``grouping``, ``order``, ``flow``,
-``combine`` beside this one, and :mod:`trivium.data.columnar`); each registers the
-class behind its chaining method with :func:`register_op`.
+new pipe that wraps the one before it (its ``source``) and only pulls items from it:
+nothing runs until iterated. The ops live in modules by concern (``items``,
+``grouping``, ``order``, ``flow``, ``combine`` beside this one, and
+:mod:`trivium.data.columnar`); each registers the class behind its chaining method
+with :func:`register_op`.
+
+The node contract, as torchdata's nodes: ``reset(state=None)`` starts the pipe over
+(or where ``state`` left it), ``next()`` gives the next item (``StopIteration`` at
+the end) and ``state_dict()`` says where it stands. :class:`trivium.data.DataLoader`
+runs the graph as it is; all it asks of an op beyond iteration is
+:meth:`IterPipe.items_per_output` and, for an op that carries items from one batch
+of the epoch to the next, its :attr:`IterPipe.not_exact` reason.
 
 Example:
     >>> from trivium.data import IterPipe
@@ -15,10 +23,11 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from torch.utils.data import IterableDataset
+from torch.utils.data import Dataset, IterableDataset
 from torch.utils.data import default_collate as torch_default_collate
 
 __all__ = ["IterPipe", "register_op"]
@@ -67,15 +76,16 @@ class IterPipe(IterableDataset):
     """
 
     source: IterPipe | None = None
-    #: Whether :class:`trivium.data.DataLoader` may run this op inside its workers, on
-    #: each batch of the epoch's global order (through :meth:`apply_in_worker`): true
-    #: for ops that transform items one batch at a time (per-item and columnar ops).
-    runs_in_workers: ClassVar[bool] = False
-    # Whether the op calls user code per sample and so takes the seed of the batch's
-    # sample scopes (``_apply(items, seed)``).
-    _per_sample: ClassVar[bool] = False
+    #: Why this op cannot run in :class:`trivium.data.DataLoader`'s exact order, and the
+    #: exact way to get what it does there; None (the default) where it can. An op
+    #: that carries items from one batch of the epoch to the next (a shuffle buffer,
+    #: a cache, a running count) sets it: the loader refuses the pipe with this text.
+    not_exact: ClassVar[str | None] = None
     # The op class behind each chaining method, registered by the op's module.
     _ops: ClassVar[dict[str, Callable[..., IterPipe]]] = {}
+    # The cursor of the node contract (reset / next / state_dict).
+    _cursor: Iterator[Any] | None = None
+    _yielded: int = 0
 
     @staticmethod
     def from_iterable(iterable: Iterable[Any]) -> IterPipe:
@@ -95,22 +105,80 @@ class IterPipe(IterableDataset):
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
         raise NotImplementedError
 
-    def apply_in_worker(self, items: Iterator[Any], seed: int | None) -> Iterator[Any]:
-        """Run this op on the items of one batch, as :class:`trivium.data.DataLoader` does.
+    def random_access(self) -> Any | None:
+        """The map-style dataset this source yields in index order, or None.
 
-        The loader's protocol for what it runs inside its workers: an op whose
-        ``runs_in_workers`` is true transforms ``items`` (one batch of the epoch's
-        global order) without state carried from batch to batch; ``seed`` seeds the
-        sample scopes of the random functions it calls per sample.
+        :class:`trivium.data.DataLoader` reads a source that has one in its own exact
+        order (sharded over workers and ranks, shuffled, resumable), and runs the ops
+        above it on each batch. An op returns None: it is no source.
 
         Example:
-            >>> pipe = IterPipe.from_iterable([]).map(lambda x: x + 1)
-            >>> list(pipe.apply_in_worker(iter([1, 2]), seed=0))
-            [2, 3]
+            >>> IterPipe.from_iterable([3, 4]).random_access()
+            [3, 4]
+            >>> IterPipe.from_iterable([3, 4]).map(str).random_access() is None
+            True
         """
-        if not self.runs_in_workers:
-            raise TypeError(f"{type(self).__name__} does not run inside DataLoader workers")
-        return self._apply(items, seed) if self._per_sample else self._apply(items)
+        return None
+
+    def items_per_output(self) -> int | None:
+        """How many items of the graph's source make one item of this pipe (None: it varies).
+
+        1 through per-item ops (a ``filter`` makes at most one), ``n`` after
+        ``batch(n)``, None after an op that makes several items of one (``flatmap``,
+        ``unbatch``). :class:`trivium.data.DataLoader` cuts the epoch into batches of
+        this many source items, so that ``DataLoader(pipe.batch(n), batch_size=None)``
+        yields the pipe's batches in the exact, resumable order. An op that groups
+        items overrides it.
+
+        Example:
+            >>> pipe = IterPipe.from_iterable(range(6)).map(str)
+            >>> pipe.items_per_output(), pipe.batch(3).items_per_output()
+            (1, 3)
+        """
+        return 1 if self.source is None else self.source.items_per_output()
+
+    # ---- the node contract
+    def reset(self, state: dict[str, Any] | None = None) -> None:
+        """Start over: the next :meth:`next` gives the first item (or the one after ``state``).
+
+        A source seeks to ``state``; an op without a cheaper way replays its items up
+        to there (exact for a deterministic pipe).
+
+        Example:
+            >>> pipe = IterPipe.from_iterable("abc")
+            >>> pipe.reset({"yielded": 2}); pipe.next()
+            'c'
+        """
+        skip = 0 if state is None else int(state["yielded"])
+        self._cursor = itertools.islice(iter(self), skip, None)
+        self._yielded = skip
+
+    def next(self) -> Any:
+        """The next item; ``StopIteration`` at the end (after :meth:`reset`, or from the start).
+
+        Example:
+            >>> pipe = IterPipe.from_iterable([1, 2])
+            >>> pipe.next(), pipe.next()
+            (1, 2)
+        """
+        if self._cursor is None:
+            self.reset()
+        item = next(self._cursor)  # type: ignore[arg-type]
+        self._yielded += 1
+        return item
+
+    def __next__(self) -> Any:
+        return self.next()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where :meth:`next` stands: ``reset(state)`` goes on from there.
+
+        Example:
+            >>> pipe = IterPipe.from_iterable("abc"); _ = pipe.next()
+            >>> pipe.state_dict()
+            {'yielded': 1}
+        """
+        return {"yielded": self._yielded}
 
     def _chain(self, name: str, *args: Any, **kwargs: Any) -> IterPipe:
         """The op registered for chaining method ``name``, reading from this pipe."""
@@ -261,13 +329,11 @@ class IterPipe(IterableDataset):
     def shuffle(self, buffer_size: int | None = None, *, seed: int | None = None) -> IterPipe:
         """Shuffle through a buffer of ``buffer_size`` items (reproducible with ``seed``).
 
-        ``buffer_size`` (default 10000) counts the items this pipe yields (for an Arrow source, its
-        RecordBatches) and means that wherever the pipe is iterated. Under
-        :class:`trivium.data.DataLoader` a ``shuffle()`` makes the epoch's global
-        order shuffled (exact, resumable, independent of the number of workers); the
-        rows it permutes together are set by ``DataLoader(shuffle_window=...)``.
-        A ``buffer_size`` given here is read there as ``shuffle_window`` too, with a
-        ``DeprecationWarning``: that reading goes in the next release.
+        ``buffer_size`` (default 10000) counts the items this pipe yields (for an Arrow
+        source, its RecordBatches). A buffer carries items from one batch to the next,
+        so :class:`trivium.data.DataLoader` refuses it: there, ``shuffle=True``
+        shuffles the epoch's order exactly (resumable, on any number of workers), and
+        ``shuffle_window`` sets how many rows of an Arrow source it permutes together.
 
         Example:
             >>> sorted(IterPipe.from_iterable(range(5)).shuffle(3, seed=0))
@@ -279,7 +345,7 @@ class IterPipe(IterableDataset):
         """Keep every ``num_shards``-th item starting at ``shard_index``.
 
         Arrow sources shard whole fragments instead (a shard reads only its files
-        and row groups). :class:`trivium.data.DataLoader` shards by itself.
+        and row groups). :class:`trivium.data.DataLoader` shards by itself and refuses it.
 
         Example:
             >>> list(IterPipe.from_iterable(range(7)).shard(3, 1))
@@ -451,6 +517,12 @@ class _FromIterable(IterPipe):
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.iterable)
+
+    def random_access(self) -> Any | None:
+        data = self.iterable
+        if isinstance(data, IterableDataset) or not isinstance(data, Sequence | Dataset):
+            return None
+        return data if hasattr(data, "__len__") else None
 
     def __repr__(self) -> str:
         return f"IterPipe.from_iterable({type(self.iterable).__name__})"

@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import queue
 import threading
@@ -28,6 +29,12 @@ class Header(IterPipe):
         [0, 1]
     """
 
+    not_exact = (
+        "header counts items across the whole pass; the loader runs the pipe one batch "
+        "at a time. Give the loader fewer samples (a torch.utils.data.Subset, or a "
+        "sampler of the first N indices)"
+    )
+
     def __init__(self, source: IterPipe, limit: int) -> None:
         if limit < 0:
             raise ValueError(f"header: limit must be >= 0, got {limit}")
@@ -45,6 +52,8 @@ class Cycle(IterPipe):
         >>> list(Cycle(IterPipe.from_iterable([1]), 3))
         [1, 1, 1]
     """
+
+    not_exact = "cycle repeats the whole pass; the loader's epochs repeat the dataset"
 
     def __init__(self, source: IterPipe, count: int | None) -> None:
         if count is not None and count < 0:
@@ -65,6 +74,11 @@ class Cache(IterPipe):
         >>> list(Cache(IterPipe.from_iterable([1])))
         [1]
     """
+
+    not_exact = (
+        "cache keeps a whole pass; the loader runs the pipe one batch at a time. Cache "
+        "inside the dataset, or read an ArrowDataset (memory-mapped)"
+    )
 
     def __init__(self, source: IterPipe) -> None:
         self.source = source
@@ -93,8 +107,6 @@ class Prefetch(IterPipe):
         [1, 2]
     """
 
-    runs_in_workers = True
-
     def __init__(self, source: IterPipe, buffer_size: int) -> None:
         self.source = source
         self.buffer_size = _check_positive(buffer_size, "buffer_size")
@@ -118,7 +130,11 @@ class Prefetch(IterPipe):
             except BaseException as e:  # handed to the consumer, raised there
                 q.put((False, e))
 
-        thread = threading.Thread(target=produce, daemon=True, name="trivium-prefetch")
+        # The producer runs in this context: a loader's reading (report, seeds) reaches it.
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run, args=(produce,), daemon=True, name="trivium-prefetch"
+        )
         thread.start()
         try:
             while True:

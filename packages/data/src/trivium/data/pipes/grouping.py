@@ -33,6 +33,10 @@ class Batch(IterPipe):
         self.batch_size = _check_positive(batch_size, "batch_size")
         self.drop_last = drop_last
 
+    def items_per_output(self) -> int | None:
+        per_item = self.source.items_per_output()  # type: ignore[union-attr]
+        return None if per_item is None else per_item * self.batch_size
+
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
         while batch := list(itertools.islice(items, self.batch_size)):
             if len(batch) < self.batch_size and self.drop_last:
@@ -49,10 +53,11 @@ class Unbatch(IterPipe):
         [1, 2]
     """
 
-    runs_in_workers = True
-
     def __init__(self, source: IterPipe) -> None:
         self.source = source
+
+    def items_per_output(self) -> int | None:
+        return None  # a batch makes any number
 
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
         for batch in items:
@@ -67,6 +72,12 @@ class BucketByLength(IterPipe):
         >>> list(BucketByLength(IterPipe.from_iterable(["a", "bb"]), 2, len, None, False, 0))
         [['a', 'bb']]
     """
+
+    not_exact = (
+        "bucket_by_length sorts a bucket of items gathered across batches; the loader "
+        "runs the pipe one batch at a time. Give the DataLoader a batch_sampler that "
+        "groups indices of similar length"
+    )
 
     def __init__(
         self,

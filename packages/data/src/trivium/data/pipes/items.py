@@ -1,8 +1,9 @@
 """Per-item ops: ``map``, ``parallel_map``, ``filter``, ``flatmap``, ``enumerate``.
 
 ``map``, ``filter`` and ``flatmap`` see one sample at a time wherever they stand (the
-rows of a batch one by one), so :class:`trivium.data.DataLoader` runs them inside its
-workers on each batch of the epoch's global order.
+rows of a batch one by one). In a :class:`trivium.data.DataLoader` each sample's call
+runs in its own :func:`~trivium.core.seeding.sample_scope`, seeded from the batch
+being read (:func:`trivium.data.origins.op_seed`).
 
 Example:
     >>> from trivium.data import IterPipe
@@ -26,6 +27,7 @@ from trivium.data.origins import (
     Where,
     current_where,
     name_sample,
+    op_seed,
     recovered_name,
     report_or,
     row_where,
@@ -114,9 +116,6 @@ class Map(IterPipe):
         ['1']
     """
 
-    runs_in_workers = True
-    _per_sample = True
-
     def __init__(
         self,
         source: IterPipe,
@@ -146,8 +145,8 @@ class Map(IterPipe):
         col = self.input_col if self.output_col is None else self.output_col
         return _set_col(item, col, value)
 
-    def _apply(self, items: Iterator[Any], seed: int | None = None) -> Iterator[Any]:
-        seeds = _SampleSeeds(seed)
+    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+        seeds = _SampleSeeds(op_seed(self))
         for many, group in itertools.groupby(items, key=is_batch):
             if many:
                 for batch in group:
@@ -303,9 +302,6 @@ class Filter(IterPipe):
         [1]
     """
 
-    runs_in_workers = True
-    _per_sample = True
-
     def __init__(
         self, source: IterPipe, filter_fn: Callable[[Any], bool], input_col: Any = None
     ) -> None:
@@ -315,8 +311,8 @@ class Filter(IterPipe):
         col = self.input_col
         return bool(_in_scope(seed, self.filter_fn, item if col is None else _get_col(item, col)))
 
-    def _apply(self, items: Iterator[Any], seed: int | None = None) -> Iterator[Any]:
-        seeds = _SampleSeeds(seed)
+    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+        seeds = _SampleSeeds(op_seed(self))
         for item in items:
             if not is_batch(item):
                 if self._keep(item, seeds.next()):
@@ -338,14 +334,14 @@ class FlatMap(IterPipe):
         [1, 2]
     """
 
-    runs_in_workers = True
-    _per_sample = True
-
     def __init__(self, source: IterPipe, fn: Callable[[Any], Iterable[Any]] | None) -> None:
         self.source, self.fn = source, fn
 
-    def _apply(self, items: Iterator[Any], seed: int | None = None) -> Iterator[Any]:
-        seeds = _SampleSeeds(seed)
+    def items_per_output(self) -> int | None:
+        return None  # one item makes any number
+
+    def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
+        seeds = _SampleSeeds(op_seed(self))
         for item in items:
             where = current_where()
             batch = is_batch(item)
@@ -367,6 +363,11 @@ class Enumerate(IterPipe):
         >>> list(Enumerate(IterPipe.from_iterable("a"), 0))
         [(0, 'a')]
     """
+
+    not_exact = (
+        "enumerate counts the items of the whole pass; the loader runs the pipe one batch "
+        "at a time. Number the samples in the dataset (its index is known to it)"
+    )
 
     def __init__(self, source: IterPipe, starting_index: int) -> None:
         self.source, self.starting_index = source, starting_index

@@ -104,3 +104,6 @@ class _MapToIter(IterPipe):
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self.dataset)):
             yield self.dataset[i]
+
+    def random_access(self) -> Any:
+        return self.dataset

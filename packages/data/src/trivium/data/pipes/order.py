@@ -29,10 +29,15 @@ class Shuffle(IterPipe):
         [1, 2]
     """
 
+    not_exact = (
+        "a shuffle buffer carries items from one batch to the next, so no state could "
+        "say which were consumed; DataLoader(shuffle=True) shuffles the epoch's order "
+        "exactly (and shuffle_window=N sets how many rows of an Arrow source it permutes "
+        "together)"
+    )
+
     def __init__(self, source: IterPipe, buffer_size: int | None, seed: int | None) -> None:
         self.source = source
-        #: Whether ``buffer_size`` was given (the DataLoader reads it as its window then).
-        self.buffer_size_given = buffer_size is not None
         size = DEFAULT_BUFFER_SIZE if buffer_size is None else buffer_size
         self.buffer_size = _check_positive(size, "buffer_size")
         self.seed = seed
@@ -43,8 +48,10 @@ class Shuffle(IterPipe):
         self._epoch = epoch
 
     def _apply(self, items: Iterator[Any]) -> Iterator[Any]:
-        seed = None if self.seed is None else (self.seed, self._epoch)
-        rng = random.Random(str(seed)) if seed is not None else random.Random()
+        # Unseeded, it draws its seed from the global generator (seeded by a run's
+        # seed_everything, and alike in every DataLoader worker of a stream source).
+        seed = random.getrandbits(64) if self.seed is None else self.seed
+        rng = random.Random(str((seed, self._epoch)))
         buffer: list[Any] = []
         for item in items:
             if len(buffer) < self.buffer_size:
@@ -65,6 +72,8 @@ class Shard(IterPipe):
         >>> list(Shard(IterPipe.from_iterable(range(4)), 2, 0))
         [0, 2]
     """
+
+    not_exact = "DataLoader shards by itself (over workers and ranks): pass the pipe unsharded"
 
     def __init__(self, source: IterPipe, num_shards: int, shard_index: int) -> None:
         _check_positive(num_shards, "num_shards")
