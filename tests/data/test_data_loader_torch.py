@@ -475,3 +475,42 @@ def test_a_pipe_over_a_source_without_random_access_resumes_exactly(
     before, state = interrupted(DataLoader(pipe(), 4, num_workers=workers[0]), 3)
     resumed = DataLoader(pipe(), 4, num_workers=workers[1])
     assert before + batches(_resumed(resumed, state)) == full
+
+
+class Clip(IterPipe):
+    """A user's operator: one class that only pulls from its source."""
+
+    def __init__(self, source: IterPipe, most: int) -> None:
+        self.source, self.most = source, most
+
+    def _apply(self, items: Any) -> Any:
+        return (min(x, self.most) for x in items)
+
+
+class Pairs(IterPipe):
+    """A user's operator that groups: it says how many source items make one output."""
+
+    def __init__(self, source: IterPipe) -> None:
+        self.source = source
+
+    def items_per_output(self) -> int | None:
+        return 2 * self.source.items_per_output()  # type: ignore[union-attr,operator]
+
+    def _apply(self, items: Any) -> Any:
+        while pair := list(itertools.islice(items, 2)):
+            yield tuple(pair)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_users_operator_runs_in_the_loader_as_outside_it(num_workers: int) -> None:
+    source = MapPipe(list(range(20))).to_iter_pipe()
+    clipped = Clip(source.map(lambda x: x * 2), 25)
+    assert batches(DataLoader(clipped, 4, num_workers=num_workers)) == batches(
+        TorchDataLoader(list(clipped), 4)
+    )
+    pairs = Pairs(clipped)
+    got = batches(DataLoader(pairs, batch_size=None, num_workers=num_workers))
+    assert got == [list(p) for p in pairs]
+    before, state = interrupted(DataLoader(pairs, batch_size=None, num_workers=num_workers), 3)
+    assert state["samples_consumed"] == 6
+    assert before + batches(_resumed(DataLoader(pairs, batch_size=None), state)) == got

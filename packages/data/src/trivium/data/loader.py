@@ -223,6 +223,7 @@ class DataLoader:
         self._graph = Graph(dataset, on_error)
         _check_kind(self._graph, batch_size, shuffle, sampler, batch_sampler)
         self.batch_size = None if batch_sampler is not None else batch_size
+        self._unbatched = batch_size is None  # the dataset's items are the batches
         self.shuffle, self.sampler, self.batch_sampler = shuffle, sampler, batch_sampler
         self.num_workers, self.collate_fn = num_workers, collate_fn
         self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
@@ -240,6 +241,12 @@ class DataLoader:
         dist_rank, dist_world = _distributed() if own_ranks else (0, 1)
         self.rank = dist_rank if rank is None else rank
         self.world_size = dist_world if world_size is None else world_size
+        if batch_sampler is not None and self.world_size > 1:
+            raise ValueError(
+                "DataLoader(batch_sampler=...) over several ranks: the batch sampler gives "
+                "each rank's batches itself (as over a DistributedSampler); leave rank and "
+                "world_size unset"
+            )
         self.epoch = 0
         self.skipped = 0
         self._report = SkipReport()
@@ -279,9 +286,6 @@ class DataLoader:
         if self._num_samples is None:
             self._num_samples = self._graph.num_samples()
         return self._num_samples
-
-    def _batches_of_sampler(self) -> list[list[int]]:
-        return [list(b) for b in self.batch_sampler]  # type: ignore[union-attr]
 
     @property
     def _chunk(self) -> int:
@@ -335,7 +339,7 @@ class DataLoader:
         sampler = self.batch_sampler if self.batch_sampler is not None else self.sampler
         self._sampler_state = _state_of(sampler)
         if self.batch_sampler is not None:
-            self._order = SamplerOrder.of_batches(self._batches_of_sampler())
+            self._order = SamplerOrder.of_batches(self.batch_sampler)
         else:
             self._order = SamplerOrder.of(self.sampler)  # type: ignore[arg-type]
         return self._order
@@ -346,8 +350,7 @@ class DataLoader:
         return self.shuffle_window or DEFAULT_ARROW_WINDOW
 
     def _batching(self) -> Batching:
-        unbatched = self.batch_size is None and self.batch_sampler is None
-        return Batching(self.collate_fn, unbatched, self._graph.columnar)
+        return Batching(self.collate_fn, self._unbatched, self._graph.columnar)
 
     def _stream(self, plan: Plan) -> EpochStream | IterableStream:
         if self.num_workers > 0 and self._batch_slots is None:
@@ -594,7 +597,7 @@ class DataLoader:
         for done, batch in batches:
             self._yielded = done  # counted before the caller sees it: it is consumed
             if batch is not None:
-                yield batch[0] if self._batching().unbatched else batch
+                yield batch[0] if self._unbatched else batch
         self._end_epoch()
 
     def _count_skips(self, report: SkipReport | None) -> None:
