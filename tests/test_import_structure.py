@@ -1,4 +1,5 @@
-"""Import structure: no cycles inside a package, no private name across packages.
+"""Import structure: no cycles inside a package, no private name across packages, no
+module that only hands on another's names.
 
 The layers are core under vision, audio and data (see the design notes). The graph
 of each package is read from the source with ``ast`` (every import statement, at
@@ -102,6 +103,32 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def defines_nothing(tree: ast.Module) -> bool:
+    """Whether a module only imports, documents and hands names on (``__all__``,
+    a module ``__getattr__``): a re-export left where a module used to be."""
+
+    def hands_on(node: ast.stmt) -> bool:
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.Expr):
+            return True
+        if isinstance(node, ast.FunctionDef):
+            return node.name == "__getattr__"
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        return bool(targets) and all(
+            isinstance(t, ast.Name) and t.id in ("__all__", "__getattr__") for t in targets
+        )
+
+    return all(hands_on(node) for node in tree.body)
+
+
+def reexport_modules(package: str) -> list[str]:
+    """The modules of ``package`` (``__init__.py`` aside) that define nothing of their own."""
+    return [
+        str(path.relative_to(package_root(package)))
+        for path in sorted(package_root(package).rglob("*.py"))
+        if path.name != "__init__.py" and defines_nothing(ast.parse(path.read_text()))
+    ]
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -123,6 +150,18 @@ def test_no_import_cycle_between_the_modules_of_a_package(package: str) -> None:
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_private_name_imported_from_another_package(package: str) -> None:
     assert private_imports_across_packages(package) == []
+
+
+def test_a_module_left_to_hand_on_names_is_found() -> None:
+    moved = ast.parse('"""Moved."""\nfrom x import y\n__getattr__ = y("old", "new")\n')
+    assert defines_nothing(moved)
+    assert not defines_nothing(ast.parse("import x\n\ndef f():\n    return x\n"))
+    assert not defines_nothing(ast.parse("LIMIT = 3\n"))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_only_hands_on_names(package: str) -> None:
+    assert reexport_modules(package) == []
 
 
 def test_importing_trivium_data_imports_neither_vision_nor_audio() -> None:

@@ -14,7 +14,7 @@ import scipy.signal
 import soundfile as sf
 import torch
 
-from trivium.audio.corpus import (
+from trivium.audio.corpora import (
     HELD_OUT_VOICES,
     TRAIN_VOICES,
     VOCABULARY,

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from trivium.audio.corpus import build_corpus
+    from trivium.audio.corpora import build_corpus
 
     return build_corpus(tmp_path_factory.mktemp("corpus"), 4, 4, (4, 2))
 

@@ -47,7 +47,7 @@ def tiny_run_args(out_dir: Path, **options) -> list[str]:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from trivium.audio.corpus import build_corpus
+    from trivium.audio.corpora import build_corpus
 
     return build_corpus(tmp_path_factory.mktemp("corpus"), 4, 4, (4, 2))
 

@@ -466,7 +466,7 @@ def librimix_remedy(root: str | os.PathLike[str], mix_dir: str | os.PathLike[str
     call = ", ".join(f"{k}={v}" for k, v in sizes.items())
     remedy = (
         f"the embedded corpus at {root} has no such mixtures yet; make them with "
-        f"trivium.audio.corpus.build_corpus({str(root)!r}, {call}, num_mixtures=(TRAIN, TEST))"
+        f"trivium.audio.corpora.build_corpus({str(root)!r}, {call}, num_mixtures=(TRAIN, TEST))"
     )
     if sizes["seed"] == 0:  # the examples build with the default seed
         remedy += (

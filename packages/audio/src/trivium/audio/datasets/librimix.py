@@ -102,7 +102,7 @@ class LibriMix(_Mixtures):
     and ``"enh_both"``: ``mix_both``, ``"enh_single"``: ``mix_single``) and the targets
     (the ``s1..sN`` sources; ``mix_clean`` for ``"enh_both"``). LibriMix is generated
     locally with its scripts (github.com/JorisCos/LibriMix), or for the embedded
-    corpus by :func:`trivium.audio.corpus.build_corpus`; there is no download.
+    corpus by :func:`trivium.audio.corpora.build_corpus`; there is no download.
 
     Example:
         >>> import pathlib, tempfile, torch
@@ -136,7 +136,7 @@ class LibriMix(_Mixtures):
         subset_dir = base / _rate_folder(sample_rate) / mode / subset
         mix_dir = subset_dir / _TASKS_TO_MIXTURE[task]
         if not mix_dir.is_dir():
-            from trivium.audio.corpus import librimix_remedy
+            from trivium.audio.corpora import librimix_remedy
 
             remedy = librimix_remedy(root, mix_dir) or (
                 f"generate it with the LibriMix scripts so that {mix_dir} exists"

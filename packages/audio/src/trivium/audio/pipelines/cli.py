@@ -169,7 +169,7 @@ def corpus_root(args: argparse.Namespace, num_mixtures: tuple[int, int] | None =
     """
     if args.root is not None:
         return args.root
-    from trivium.audio.corpus import build_corpus  # synthesis: only when it is needed
+    from trivium.audio.corpora import build_corpus  # synthesis: only when it is needed
 
     return str(build_corpus(args.corpus_dir, *args.corpus_size, num_mixtures=num_mixtures))
 
