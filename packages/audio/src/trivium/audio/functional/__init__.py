@@ -9,7 +9,16 @@ Example:
     torch.Size([1, 129, 63])
 """
 
+from trivium.audio.functional.alignment import edit_distance
+from trivium.audio.functional.convolution import convolve, fftconvolve
 from trivium.audio.functional.effects import add_noise, fade, gain
+from trivium.audio.functional.filtering import (
+    compute_deltas,
+    contrast,
+    deemphasis,
+    preemphasis,
+    sliding_window_cmn,
+)
 from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_iid
 from trivium.audio.functional.mulaw import mu_law_decoding, mu_law_encoding
 from trivium.audio.functional.resampling import resample, sinc_resample_kernel, speed
@@ -19,8 +28,10 @@ from trivium.audio.functional.spectral import (
     create_dct,
     griffinlim,
     inverse_spectrogram,
+    linear_fbanks,
     melscale_fbanks,
     phase_vocoder,
+    spectral_centroid,
     spectrogram,
 )
 
@@ -28,19 +39,29 @@ __all__ = [
     "DB_to_amplitude",
     "add_noise",
     "amplitude_to_DB",
+    "compute_deltas",
+    "contrast",
+    "convolve",
     "create_dct",
+    "deemphasis",
+    "edit_distance",
     "fade",
+    "fftconvolve",
     "gain",
     "griffinlim",
     "inverse_spectrogram",
+    "linear_fbanks",
     "mask_along_axis",
     "mask_along_axis_iid",
     "melscale_fbanks",
     "mu_law_decoding",
     "mu_law_encoding",
     "phase_vocoder",
+    "preemphasis",
     "resample",
     "sinc_resample_kernel",
+    "sliding_window_cmn",
+    "spectral_centroid",
     "spectrogram",
     "speed",
 ]

@@ -28,8 +28,10 @@ __all__ = [
     "create_dct",
     "griffinlim",
     "inverse_spectrogram",
+    "linear_fbanks",
     "melscale_fbanks",
     "phase_vocoder",
+    "spectral_centroid",
     "spectrogram",
 ]
 
@@ -268,11 +270,7 @@ def melscale_fbanks(
         _hz_to_mel(f_min, mel_scale), _hz_to_mel(f_max, mel_scale), n_mels + 2, dtype=torch.float64
     )
     f_pts = _mel_to_hz(m_pts, mel_scale)
-    f_diff = f_pts[1:] - f_pts[:-1]
-    slopes = f_pts.unsqueeze(0) - all_freqs.unsqueeze(1)  # [n_freqs, n_mels + 2]
-    down = -slopes[:, :-2] / f_diff[:-1]
-    up = slopes[:, 2:] / f_diff[1:]
-    fb = torch.clamp(torch.minimum(down, up), min=0.0)
+    fb = _triangles(all_freqs, f_pts)
     if norm == "slaney":
         fb = fb * (2.0 / (f_pts[2 : n_mels + 2] - f_pts[:n_mels])).unsqueeze(0)
     if bool((fb.max(dim=0).values == 0.0).any()):
@@ -282,6 +280,60 @@ def melscale_fbanks(
             stacklevel=2,
         )
     return fb.to(torch.float32)
+
+
+def linear_fbanks(
+    n_freqs: int, f_min: float, f_max: float, n_filter: int, sample_rate: int
+) -> Tensor:
+    """Triangular filters ``[n_freqs, n_filter]`` spaced evenly in Hz (the bank of ``LFCC``).
+
+    Example:
+        >>> fb = linear_fbanks(201, 0.0, 8000.0, 40, 16000)
+        >>> fb.shape, float(fb.max()) <= 1.0
+        (torch.Size([201, 40]), True)
+    """
+    if n_filter <= 0 or n_freqs <= 0:
+        raise ValueError(f"n_freqs and n_filter must be positive, got {n_freqs}, {n_filter}")
+    if not 0 <= f_min < f_max:
+        raise ValueError(f"need 0 <= f_min < f_max, got f_min={f_min}, f_max={f_max}")
+    all_freqs = torch.linspace(0, sample_rate // 2, n_freqs, dtype=torch.float64)
+    f_pts = torch.linspace(f_min, f_max, n_filter + 2, dtype=torch.float64)
+    return _triangles(all_freqs, f_pts).to(torch.float32)
+
+
+def _triangles(all_freqs: Tensor, f_pts: Tensor) -> Tensor:
+    """Filter ``k``: up from ``f_pts[k]`` to 1 at ``f_pts[k + 1]``, down to ``f_pts[k + 2]``."""
+    f_diff = f_pts[1:] - f_pts[:-1]
+    slopes = f_pts.unsqueeze(0) - all_freqs.unsqueeze(1)  # [n_freqs, n_filters + 2]
+    down = -slopes[:, :-2] / f_diff[:-1]
+    up = slopes[:, 2:] / f_diff[1:]
+    return torch.clamp(torch.minimum(down, up), min=0.0)
+
+
+def spectral_centroid(
+    waveform: Tensor,
+    sample_rate: int,
+    pad: int,
+    window: Tensor,
+    n_fft: int,
+    hop_length: int,
+    win_length: int,
+) -> Tensor:
+    """The magnitude-weighted mean frequency (Hz) of each frame: ``[..., frames]``.
+
+    Example:
+        >>> import math, torch
+        >>> t = torch.arange(16000) / 16000
+        >>> tone = torch.sin(2 * math.pi * 1000 * t)
+        >>> centroid = spectral_centroid(tone, 16000, 0, torch.hann_window(400), 400, 200, 400)
+        >>> abs(float(centroid.median()) - 1000) < 10
+        True
+    """
+    magnitude = spectrogram(waveform, pad, window, n_fft, hop_length, win_length, 1.0, False)
+    freqs = torch.linspace(
+        0, sample_rate // 2, 1 + n_fft // 2, device=magnitude.device, dtype=magnitude.dtype
+    )
+    return (freqs[:, None] * magnitude).sum(dim=-2) / magnitude.sum(dim=-2)
 
 
 def create_dct(n_mfcc: int, n_mels: int, norm: str | None) -> Tensor:

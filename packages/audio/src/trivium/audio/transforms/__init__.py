@@ -19,6 +19,15 @@ Example:
 
 from trivium.audio.transforms.base import CallTransform
 from trivium.audio.transforms.effects import AddNoise, Fade, Vol
+from trivium.audio.transforms.filtering import (
+    ComputeDeltas,
+    Convolve,
+    Deemphasis,
+    FFTConvolve,
+    Preemphasis,
+    SlidingWindowCmn,
+    SpectralCentroid,
+)
 from trivium.audio.transforms.masking import FrequencyMasking, TimeMasking
 from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
 from trivium.audio.transforms.resample import Resample, SpeedPerturbation
@@ -39,6 +48,10 @@ __all__ = [
     "AddNoise",
     "AmplitudeToDB",
     "CallTransform",
+    "ComputeDeltas",
+    "Convolve",
+    "Deemphasis",
+    "FFTConvolve",
     "Fade",
     "FrequencyMasking",
     "GriffinLim",
@@ -48,7 +61,10 @@ __all__ = [
     "MelSpectrogram",
     "MuLawDecoding",
     "MuLawEncoding",
+    "Preemphasis",
     "Resample",
+    "SlidingWindowCmn",
+    "SpectralCentroid",
     "Spectrogram",
     "SpeedPerturbation",
     "TimeMasking",

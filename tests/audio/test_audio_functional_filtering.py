@@ -1,0 +1,161 @@
+"""Filters, convolution, filter banks and edit distance against torchaudio.functional.
+
+torchaudio is the reference (its pure-Python functional runs beside a CPU torch);
+the inputs are a real recording (``tests/assets/audio``) and random tensors the
+tests make; gradients are checked with ``gradcheck`` in float64.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import torch
+from peers import require_torchaudio
+
+import trivium.audio as ta
+import trivium.audio.functional as F
+
+ASSETS = pathlib.Path(__file__).resolve().parent.parent / "assets" / "audio"
+
+
+@pytest.fixture(scope="module")
+def taf():
+    return require_torchaudio().functional
+
+
+@pytest.fixture(scope="module")
+def speech() -> torch.Tensor:
+    waveform, _ = ta.load(str(ASSETS / "ds-LDC93S1.wav"))
+    return waveform[:, :20000]
+
+
+def noise(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed)) * 2 - 1
+
+
+@pytest.mark.parametrize("win_length", [3, 5, 9])
+@pytest.mark.parametrize("mode", ["replicate", "reflect", "constant"])
+def test_compute_deltas(taf, win_length: int, mode: str) -> None:
+    spec = noise(2, 3, 20, 50)
+    assert torch.allclose(
+        F.compute_deltas(spec, win_length, mode),
+        taf.compute_deltas(spec, win_length, mode),
+        atol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("coeff", [0.5, 0.97, 0.999])
+def test_preemphasis_and_deemphasis(taf, speech: torch.Tensor, coeff: float) -> None:
+    batch = torch.cat([speech, noise(2, speech.shape[-1]) * 0.3])
+    emphasised = F.preemphasis(batch, coeff)
+    assert torch.allclose(emphasised, taf.preemphasis(batch, coeff), atol=1e-6)
+    ours, theirs = F.deemphasis(emphasised, coeff), taf.deemphasis(emphasised, coeff)
+    assert torch.allclose(ours, theirs, atol=1e-4)
+    assert torch.allclose(ours, batch.clamp(-1, 1), atol=1e-4)  # the inverse of preemphasis
+
+
+def test_deemphasis_clamps_and_runs_short_signals(taf) -> None:
+    loud = noise(3, 77) * 4
+    assert torch.allclose(F.deemphasis(loud, 0.9), taf.deemphasis(loud, 0.9), atol=1e-5)
+    assert F.deemphasis(loud, 0.9).abs().max() <= 1
+
+
+def test_the_recursion_is_differentiable() -> None:
+    x = noise(2, 300).double().requires_grad_()
+    assert torch.autograd.gradcheck(lambda v: F.filtering.first_order_recursion(v, 0.9), (x,))
+
+
+@pytest.mark.parametrize("amount", [0.0, 30.0, 75.0, 100.0])
+def test_contrast(taf, speech: torch.Tensor, amount: float) -> None:
+    assert torch.allclose(F.contrast(speech, amount), taf.contrast(speech, amount), atol=1e-6)
+    with pytest.raises(ValueError):
+        F.contrast(speech, 101.0)
+
+
+@pytest.mark.parametrize("center", [False, True])
+@pytest.mark.parametrize("norm_vars", [False, True])
+@pytest.mark.parametrize(("window", "least", "frames"), [(600, 100, 40), (20, 5, 73), (8, 8, 8)])
+def test_sliding_window_cmn(
+    taf, center: bool, norm_vars: bool, window: int, least: int, frames: int
+) -> None:
+    spec = noise(2, frames, 13) + 3
+    ours = F.sliding_window_cmn(spec, window, least, center, norm_vars)
+    theirs = taf.sliding_window_cmn(spec, window, least, center, norm_vars)
+    assert torch.allclose(ours, theirs, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["full", "valid", "same"])
+@pytest.mark.parametrize(
+    ("x_shape", "y_shape"), [((2, 3, 50), (2, 3, 7)), ((1, 9), (4, 30)), ((3, 1, 5), (1, 2, 12))]
+)
+def test_convolve_and_fftconvolve(taf, mode: str, x_shape: tuple, y_shape: tuple) -> None:
+    x, y = noise(*x_shape, seed=1), noise(*y_shape, seed=2)
+    expected = taf.convolve(x, y, mode)
+    assert torch.allclose(F.convolve(x, y, mode), expected, atol=1e-5)
+    assert torch.allclose(F.fftconvolve(x, y, mode), taf.fftconvolve(x, y, mode), atol=1e-5)
+    assert torch.allclose(F.fftconvolve(x, y, mode), expected, atol=1e-5)
+
+
+def test_convolve_refuses_what_does_not_broadcast() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        F.convolve(torch.ones(3), torch.ones(2), "wide")
+    with pytest.raises(ValueError, match="broadcast"):
+        F.convolve(torch.ones(2, 3), torch.ones(3, 3))
+
+
+@pytest.mark.parametrize(
+    ("n_freqs", "f_min", "f_max", "n_filter", "rate"),
+    [(201, 0.0, 8000.0, 40, 16000), (513, 50.0, 7600.0, 128, 22050)],
+)
+def test_linear_fbanks(
+    taf, n_freqs: int, f_min: float, f_max: float, n_filter: int, rate: int
+) -> None:
+    ours = F.linear_fbanks(n_freqs, f_min, f_max, n_filter, rate)
+    theirs = taf.linear_fbanks(n_freqs, f_min, f_max, n_filter, rate)  # in float32
+    assert torch.allclose(ours, theirs, atol=1e-5)
+
+
+def test_spectral_centroid(taf, speech: torch.Tensor) -> None:
+    args = (16000, 0, torch.hann_window(400), 400, 160, 400)
+    ours, theirs = F.spectral_centroid(speech, *args), taf.spectral_centroid(speech, *args)
+    assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-2)
+
+
+def test_edit_distance(taf) -> None:
+    pairs = [
+        ("kitten", "sitting"),
+        ("", "abc"),
+        ("abc", ""),
+        ("same", "same"),
+        (["the", "cat", "sat"], ["a", "cat", "sat", "down"]),
+        ([1, 2, 3], [3, 2, 1]),
+    ]
+    for a, b in pairs:
+        assert F.edit_distance(a, b) == taf.edit_distance(a, b)
+
+
+def test_the_transforms_equal_torchaudios(speech: torch.Tensor) -> None:
+    import trivium.audio.transforms as T
+
+    tat = require_torchaudio().transforms
+    spec = noise(2, 20, 60)
+    pairs = [
+        (T.ComputeDeltas(7), tat.ComputeDeltas(7), (spec,)),
+        (T.Preemphasis(0.9), tat.Preemphasis(0.9), (speech,)),
+        (T.Deemphasis(0.9), tat.Deemphasis(0.9), (speech,)),
+        (
+            T.SlidingWindowCmn(30, 10, True, True),
+            tat.SlidingWindowCmn(30, 10, True, True),
+            (spec.transpose(-1, -2),),
+        ),
+        (
+            T.SpectralCentroid(16000, hop_length=160),
+            tat.SpectralCentroid(16000, hop_length=160),
+            (speech,),
+        ),
+        (T.Convolve("same"), tat.Convolve("same"), (speech, speech[:, :64])),
+        (T.FFTConvolve("valid"), tat.FFTConvolve("valid"), (speech, speech[:, :64])),
+    ]
+    for ours, theirs, args in pairs:
+        assert torch.allclose(ours(*args), theirs(*args), rtol=1e-4, atol=1e-4), ours
