@@ -1,4 +1,4 @@
-"""Filters, convolution, filter banks and edit distance against torchaudio.functional.
+"""IIR filters, biquads, convolution, filter banks and edit distance against torchaudio.functional.
 
 torchaudio is the reference (its pure-Python functional runs beside a CPU torch);
 the inputs are a real recording (``tests/assets/audio``) and random tensors the
@@ -61,9 +61,12 @@ def test_deemphasis_clamps_and_runs_short_signals(taf) -> None:
     assert F.deemphasis(loud, 0.9).abs().max() <= 1
 
 
-def test_the_recursion_is_differentiable() -> None:
-    x = noise(2, 300).double().requires_grad_()
-    assert torch.autograd.gradcheck(lambda v: F.filtering.first_order_recursion(v, 0.9), (x,))
+def test_lfilter_is_differentiable_in_the_waveform_and_the_coefficients() -> None:
+    x = noise(2, 150).double().requires_grad_()  # several blocks: the state carried too
+    a = torch.tensor([1.0, -1.2, 0.5], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([0.2, 0.1, 0.05], dtype=torch.float64, requires_grad=True)
+    filtered = lambda *v: F.lfilter(*v, clamp=False)  # noqa: E731
+    assert torch.autograd.gradcheck(filtered, (x, a, b), fast_mode=True)
 
 
 @pytest.mark.parametrize("amount", [0.0, 30.0, 75.0, 100.0])
@@ -159,3 +162,62 @@ def test_the_transforms_equal_torchaudios(speech: torch.Tensor) -> None:
     ]
     for ours, theirs, args in pairs:
         assert torch.allclose(ours(*args), theirs(*args), rtol=1e-4, atol=1e-4), ours
+
+
+BIQUADS = [
+    ("lowpass_biquad", (16000, 300.0)),
+    ("highpass_biquad", (16000, 3000.0, 2.0)),
+    ("allpass_biquad", (16000, 1000.0)),
+    ("bandpass_biquad", (16000, 1000.0)),
+    ("bandpass_biquad", (16000, 1000.0, 3.0, True)),
+    ("bandreject_biquad", (16000, 1000.0)),
+    ("equalizer_biquad", (16000, 1000.0, 6.0, 1.5)),
+    ("bass_biquad", (16000, 6.0)),
+    ("treble_biquad", (16000, -4.0)),
+    ("band_biquad", (16000, 800.0, 2.0)),
+    ("band_biquad", (16000, 800.0, 2.0, True)),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), BIQUADS)
+def test_biquads(taf, speech: torch.Tensor, name: str, args: tuple) -> None:
+    ours, theirs = getattr(F, name)(speech, *args), getattr(taf, name)(speech, *args)
+    assert torch.allclose(ours, theirs, atol=2e-4)
+
+
+@pytest.mark.parametrize("batching", [True, False])
+def test_lfilter_with_a_bank_of_filters(taf, batching: bool) -> None:
+    x = noise(3, 2, 1000) * 0.5
+    a = torch.tensor([[1.0, -1.8, 0.85], [2.0, 0.6, 0.0]])  # a[0] != 1: normalised
+    b = torch.tensor([[0.1, 0.2, 0.05], [1.0, 0.0, 0.2]])
+    ours, theirs = F.lfilter(x, a, b, batching=batching), taf.lfilter(x, a, b, batching=batching)
+    assert ours.shape == theirs.shape
+    assert torch.allclose(ours, theirs, atol=1e-5)
+
+
+@pytest.mark.parametrize("length", [1, 5, 31, 32, 33, 700])
+def test_lfilter_of_a_fourth_order_filter_across_block_edges(taf, length: int) -> None:
+    x = noise(2, length) * 0.5
+    a = torch.tensor([1.0, -2.2, 2.0, -0.9, 0.2])
+    b = torch.tensor([0.1, 0.0, 0.3, 0.0, 0.1])
+    ours = F.lfilter(x, a, b, clamp=False)
+    assert torch.allclose(ours, taf.lfilter(x, a, b, clamp=False), atol=1e-5)
+    reference = x.double()  # the recursion itself, sample by sample, in float64
+    y = torch.zeros_like(reference)
+    for n in range(length):
+        y[:, n] = sum(b[k] * reference[:, n - k] for k in range(5) if n >= k) - sum(
+            a[k] * y[:, n - k] for k in range(1, 5) if n >= k
+        )
+    assert torch.allclose(ours.double(), y, atol=1e-4)
+
+
+def test_filtfilt(taf, speech: torch.Tensor) -> None:
+    a, b = torch.tensor([1.0, -1.6, 0.7]), torch.tensor([0.03, 0.06, 0.03])
+    assert torch.allclose(F.filtfilt(speech, a, b), taf.filtfilt(speech, a, b), atol=1e-4)
+
+
+def test_lfilter_refuses_coefficients_of_two_shapes() -> None:
+    with pytest.raises(ValueError, match="one shape"):
+        F.lfilter(torch.zeros(10), torch.ones(3), torch.ones(2))
+    with pytest.raises(ValueError, match="number of filters"):
+        F.lfilter(torch.zeros(3, 10), torch.ones(2, 3), torch.ones(2, 3))

@@ -19,6 +19,20 @@ from trivium.audio.functional.filtering import (
     preemphasis,
     sliding_window_cmn,
 )
+from trivium.audio.functional.iir import (
+    allpass_biquad,
+    band_biquad,
+    bandpass_biquad,
+    bandreject_biquad,
+    bass_biquad,
+    biquad,
+    equalizer_biquad,
+    filtfilt,
+    highpass_biquad,
+    lfilter,
+    lowpass_biquad,
+    treble_biquad,
+)
 from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_iid
 from trivium.audio.functional.mulaw import mu_law_decoding, mu_law_encoding
 from trivium.audio.functional.resampling import resample, sinc_resample_kernel, speed
@@ -38,19 +52,30 @@ from trivium.audio.functional.spectral import (
 __all__ = [
     "DB_to_amplitude",
     "add_noise",
+    "allpass_biquad",
     "amplitude_to_DB",
+    "band_biquad",
+    "bandpass_biquad",
+    "bandreject_biquad",
+    "bass_biquad",
+    "biquad",
     "compute_deltas",
     "contrast",
     "convolve",
     "create_dct",
     "deemphasis",
     "edit_distance",
+    "equalizer_biquad",
     "fade",
     "fftconvolve",
+    "filtfilt",
     "gain",
     "griffinlim",
+    "highpass_biquad",
     "inverse_spectrogram",
+    "lfilter",
     "linear_fbanks",
+    "lowpass_biquad",
     "mask_along_axis",
     "mask_along_axis_iid",
     "melscale_fbanks",
@@ -64,4 +89,5 @@ __all__ = [
     "spectral_centroid",
     "spectrogram",
     "speed",
+    "treble_biquad",
 ]

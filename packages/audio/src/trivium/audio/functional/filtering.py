@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["compute_deltas", "contrast", "deemphasis", "preemphasis", "sliding_window_cmn"]
+from trivium.audio.functional.iir import lfilter
 
-_BLOCK = 128  # samples per block of the first-order recursion (a matmul each)
+__all__ = ["compute_deltas", "contrast", "deemphasis", "preemphasis", "sliding_window_cmn"]
 
 
 def compute_deltas(specgram: Tensor, win_length: int = 5, mode: str = "replicate") -> Tensor:
@@ -60,47 +60,16 @@ def preemphasis(waveform: Tensor, coeff: float = 0.97) -> Tensor:
 def deemphasis(waveform: Tensor, coeff: float = 0.97) -> Tensor:
     """Undo :func:`preemphasis`: ``y[t] = x[t] + coeff * y[t - 1]``, clamped to [-1, 1].
 
-    The clamp is torchaudio's (its ``lfilter`` clamps by default). The recursion
-    runs as matrix products over blocks of samples, the blocks' carries as the same
-    recursion one level up: exact, batched and differentiable.
+    The clamp is torchaudio's (its ``lfilter`` clamps by default).
 
     Example:
         >>> import torch
         >>> deemphasis(torch.tensor([0.5, 0.0, 0.0]), 0.5)
         tensor([0.5000, 0.2500, 0.1250])
     """
-    return first_order_recursion(waveform, coeff).clamp(-1.0, 1.0)
-
-
-def first_order_recursion(x: Tensor, coeff: float) -> Tensor:
-    """``y[t] = x[t] + coeff * y[t - 1]`` along the last dimension (``y[-1] = 0``).
-
-    Example:
-        >>> import torch
-        >>> first_order_recursion(torch.ones(4), 1.0)
-        tensor([1., 2., 3., 4.])
-    """
-    length = x.shape[-1]
-    if length <= _BLOCK:
-        return x @ _powers(coeff, length, x).T
-    blocks = -(-length // _BLOCK)
-    padded = F.pad(x, (0, blocks * _BLOCK - length)).reshape(*x.shape[:-1], blocks, _BLOCK)
-    local = padded @ _powers(coeff, _BLOCK, x).T  # each block from a zero start
-    # The value that ends each block, carried into the next: the same recursion over
-    # the blocks' last values, with coeff ** _BLOCK between them.
-    ends = first_order_recursion(local[..., -1], coeff**_BLOCK)
-    carried = F.pad(ends[..., :-1], (1, 0)).unsqueeze(-1)
-    steps = torch.arange(1, _BLOCK + 1, device=x.device, dtype=x.dtype)
-    out = local + carried * coeff**steps
-    return out.reshape(*x.shape[:-1], blocks * _BLOCK)[..., :length]
-
-
-def _powers(coeff: float, n: int, like: Tensor) -> Tensor:
-    """``P[i, j] = coeff ** (i - j)`` for ``i >= j``, else 0: one block of the recursion."""
-    i = torch.arange(n, device=like.device)
-    exponent = (i[:, None] - i[None, :]).to(like.dtype)
-    lower = i[:, None] >= i[None, :]
-    return torch.where(lower, torch.as_tensor(coeff, dtype=like.dtype) ** exponent, 0.0)
+    a = torch.tensor([1.0, -coeff], dtype=waveform.dtype, device=waveform.device)
+    b = torch.tensor([1.0, 0.0], dtype=waveform.dtype, device=waveform.device)
+    return lfilter(waveform, a, b)
 
 
 def contrast(waveform: Tensor, enhancement_amount: float = 75.0) -> Tensor:
