@@ -221,3 +221,32 @@ def test_lfilter_refuses_coefficients_of_two_shapes() -> None:
         F.lfilter(torch.zeros(10), torch.ones(3), torch.ones(2))
     with pytest.raises(ValueError, match="number of filters"):
         F.lfilter(torch.zeros(3, 10), torch.ones(2, 3), torch.ones(2, 3))
+
+
+def test_loudness(taf, speech: torch.Tensor) -> None:
+    import math
+
+    tone = 0.5 * torch.sin(2 * math.pi * 1000 * torch.arange(48000) / 48000)
+    cases = [
+        (speech, 16000),
+        (torch.cat([speech, 0.3 * speech]), 16000),
+        (tone.expand(2, -1), 48000),  # a 1 kHz sine at -6 dBFS: -6 LUFS
+        (torch.stack([tone, 0.1 * tone, 0.2 * tone, 0.05 * tone, tone]), 48000),
+    ]
+    for waveform, rate in cases:
+        ours, theirs = F.loudness(waveform, rate), taf.loudness(waveform, rate)
+        assert abs(float(ours) - float(theirs)) < 1e-3
+    assert abs(float(F.loudness(tone.expand(2, -1), 48000)) + 6.0) < 0.1
+    with pytest.raises(ValueError, match="5 channels"):
+        F.loudness(torch.zeros(6, 48000), 48000)
+
+
+@pytest.mark.parametrize("log_lf", [False, True])
+def test_lfcc(speech: torch.Tensor, log_lf: bool) -> None:
+    import trivium.audio.transforms as T
+
+    tat = require_torchaudio().transforms
+    kwargs = {"n_filter": 64, "n_lfcc": 20, "log_lf": log_lf, "speckwargs": {"hop_length": 160}}
+    ours, theirs = T.LFCC(16000, **kwargs)(speech), tat.LFCC(16000, **kwargs)(speech)
+    assert ours.shape == theirs.shape
+    assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-3)

@@ -33,6 +33,7 @@ from trivium.audio.functional.iir import (
     lowpass_biquad,
     treble_biquad,
 )
+from trivium.audio.functional.loudness import loudness
 from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_iid
 from trivium.audio.functional.mulaw import mu_law_decoding, mu_law_encoding
 from trivium.audio.functional.resampling import resample, sinc_resample_kernel, speed
@@ -75,6 +76,7 @@ __all__ = [
     "inverse_spectrogram",
     "lfilter",
     "linear_fbanks",
+    "loudness",
     "lowpass_biquad",
     "mask_along_axis",
     "mask_along_axis_iid",

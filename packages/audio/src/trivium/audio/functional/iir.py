@@ -78,7 +78,10 @@ def lfilter(
     else:
         x = waveform.reshape(-1, 1, time).expand(-1, filters, time)
     fir = F.conv1d(F.pad(x, (taps - 1, 0)), b.flip(-1).unsqueeze(1), groups=filters)
-    out = _all_pole(fir, a)
+    # In float64: poles near the unit circle (a 38 Hz high-pass at 48 kHz) make the
+    # block products cancel, which float32 cannot afford; the sample loop can.
+    wide = torch.float64 if fir.dtype in (torch.float16, torch.bfloat16, torch.float32) else None
+    out = _all_pole(fir.to(wide), a.to(wide)).to(fir.dtype) if wide else _all_pole(fir, a)
     if clamp:
         out = out.clamp(-1.0, 1.0)
     if a_coeffs.ndim == 1 or batching:

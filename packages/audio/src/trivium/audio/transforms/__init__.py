@@ -24,6 +24,7 @@ from trivium.audio.transforms.filtering import (
     Convolve,
     Deemphasis,
     FFTConvolve,
+    Loudness,
     Preemphasis,
     SlidingWindowCmn,
     SpectralCentroid,
@@ -32,6 +33,7 @@ from trivium.audio.transforms.masking import FrequencyMasking, TimeMasking
 from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
 from trivium.audio.transforms.resample import Resample, SpeedPerturbation
 from trivium.audio.transforms.spectral import (
+    LFCC,
     MFCC,
     AmplitudeToDB,
     GriffinLim,
@@ -44,6 +46,7 @@ from trivium.audio.transforms.spectral import (
 )
 
 __all__ = [
+    "LFCC",
     "MFCC",
     "AddNoise",
     "AmplitudeToDB",
@@ -57,6 +60,7 @@ __all__ = [
     "GriffinLim",
     "InverseMelScale",
     "InverseSpectrogram",
+    "Loudness",
     "MelScale",
     "MelSpectrogram",
     "MuLawDecoding",

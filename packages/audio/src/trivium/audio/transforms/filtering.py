@@ -1,5 +1,5 @@
 """Filter transforms, as torchaudio's: ``ComputeDeltas``, ``Preemphasis``, ``Deemphasis``,
-``SlidingWindowCmn``, ``SpectralCentroid``, ``Convolve``, ``FFTConvolve``.
+``SlidingWindowCmn``, ``SpectralCentroid``, ``Loudness``, ``Convolve``, ``FFTConvolve``.
 
 Example:
     >>> import torch
@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from trivium.audio.functional import convolution, filtering, spectral
+from trivium.audio.functional.loudness import loudness
 from trivium.audio.transforms.base import CallTransform
 from trivium.audio.transforms.spectral import WindowFn, _set_stft
 from trivium.core.transform import Transform
@@ -24,6 +25,7 @@ __all__ = [
     "Convolve",
     "Deemphasis",
     "FFTConvolve",
+    "Loudness",
     "Preemphasis",
     "SlidingWindowCmn",
     "SpectralCentroid",
@@ -140,6 +142,26 @@ class SpectralCentroid(Transform):
             inpt, self.sample_rate, self.pad, self.window, self.n_fft, self.hop_length,
             self.win_length,
         )  # fmt: skip
+
+
+class Loudness(Transform):
+    """Integrated loudness (LUFS, ITU-R BS.1770-4) of ``[..., channels, time]`` audio.
+
+    See :func:`~trivium.audio.functional.loudness`.
+
+    Example:
+        >>> import torch
+        >>> Loudness(16000)(torch.zeros(1, 16000) + 0.1).shape
+        torch.Size([])
+    """
+
+    def __init__(self, sample_rate: int) -> None:
+        super().__init__()
+        self.sample_rate = sample_rate
+
+    def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
+        """The loudness of one waveform tensor."""
+        return loudness(inpt, self.sample_rate)
 
 
 class Convolve(CallTransform):

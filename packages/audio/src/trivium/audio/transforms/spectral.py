@@ -411,6 +411,60 @@ class MFCC(Transform):
         return torch.matmul(mel.transpose(-1, -2), dct).transpose(-1, -2)
 
 
+class LFCC(Transform):
+    """``[..., time]`` waveform to ``[..., n_lfcc, frames]`` linear-frequency cepstral coefficients.
+
+    A :class:`Spectrogram` (``speckwargs``), a bank of ``n_filter`` triangles evenly
+    spaced in Hz (``filter_mat`` buffer, :func:`~trivium.audio.functional.linear_fbanks`),
+    dB with ``top_db=80`` (or ``log(x + 1e-6)`` with ``log_lf=True``), then a DCT-II
+    (``dct_mat``), as torchaudio.
+
+    Example:
+        >>> import torch
+        >>> lfcc = LFCC(16000, n_filter=64, n_lfcc=20, speckwargs={"n_fft": 400, "hop_length": 160})
+        >>> lfcc(torch.randn(2, 16000)).shape
+        torch.Size([2, 20, 101])
+    """
+
+    def __init__(
+        self,
+        sample_rate: int = 16000,
+        n_filter: int = 128,
+        f_min: float = 0.0,
+        f_max: float | None = None,
+        n_lfcc: int = 40,
+        dct_type: int = 2,
+        norm: str = "ortho",
+        log_lf: bool = False,
+        speckwargs: dict | None = None,
+    ) -> None:
+        super().__init__()
+        if dct_type != 2:
+            raise ValueError(f"only DCT type 2 is supported, got {dct_type}")
+        self.sample_rate, self.n_filter, self.n_lfcc = sample_rate, n_filter, n_lfcc
+        self.f_min = f_min
+        self.f_max = f_max if f_max is not None else float(sample_rate // 2)
+        self.dct_type, self.norm, self.log_lf = dct_type, norm, log_lf
+        self.Spectrogram = Spectrogram(**(speckwargs or {}))
+        if n_lfcc > self.Spectrogram.n_fft:
+            raise ValueError(f"n_lfcc ({n_lfcc}) cannot exceed n_fft ({self.Spectrogram.n_fft})")
+        self.amplitude_to_DB = AmplitudeToDB("power", 80.0)
+        n_freqs = self.Spectrogram.n_fft // 2 + 1
+        fb = F.linear_fbanks(n_freqs, self.f_min, self.f_max, n_filter, sample_rate)
+        self.register_buffer("filter_mat", fb)
+        self.register_buffer("dct_mat", F.create_dct(n_lfcc, n_filter, norm))
+
+    def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
+        """LFCCs of one waveform tensor."""
+        spec = self.Spectrogram.transform(inpt, params)
+        spec = torch.matmul(spec.transpose(-1, -2), self.filter_mat.to(spec.dtype))
+        if self.log_lf:
+            spec = torch.log(spec + 1e-6)
+        else:
+            spec = self.amplitude_to_DB.transform(spec.transpose(-1, -2), params).transpose(-1, -2)
+        return torch.matmul(spec, self.dct_mat.to(spec.dtype)).transpose(-1, -2)
+
+
 class GriffinLim(Transform):
     """Magnitude spectrogram ``[..., freq, frames]`` to a waveform by Griffin-Lim.
 
