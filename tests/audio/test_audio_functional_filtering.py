@@ -250,3 +250,41 @@ def test_lfcc(speech: torch.Tensor, log_lf: bool) -> None:
     ours, theirs = T.LFCC(16000, **kwargs)(speech), tat.LFCC(16000, **kwargs)(speech)
     assert ours.shape == theirs.shape
     assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-3)
+
+
+def masked_columns(out: torch.Tensor, value: float) -> torch.Tensor:
+    """How many time frames of each [freq, time] example are masked whole."""
+    return (out == value).all(dim=-2).sum(-1)
+
+
+def test_spec_augment_masks_like_torchaudios_on_average() -> None:
+    import trivium.audio.transforms as T
+
+    tat = require_torchaudio().transforms
+    spec = torch.rand(64, 1, 40, 100) + 1
+    ours = T.SpecAugment(2, 12, 2, 6, zero_masking=True, generator=torch.Generator().manual_seed(0))
+    theirs = tat.SpecAugment(2, 12, 2, 6, zero_masking=True)
+    torch.manual_seed(0)
+    fractions = [float((m(spec) == 0).float().mean()) for m in (ours, theirs) for _ in range(10)]
+    ours_mean, theirs_mean = sum(fractions[:10]) / 10, sum(fractions[10:]) / 10
+    assert abs(ours_mean - theirs_mean) < 0.02  # masks of the same widths, drawn alike
+    out = ours(spec)
+    assert bool((masked_columns(out, 0.0) <= 2 * 11).all())  # two bands of < 12 frames
+    assert len({tuple(c.tolist()) for c in masked_columns(out, 0.0)}) > 1  # iid: their own
+
+
+def test_spec_augment_fills_with_the_mean_and_shares_bands_without_iid() -> None:
+    import trivium.audio.transforms as T
+
+    spec = torch.rand(3, 40, 100)
+    shared = T.SpecAugment(
+        1, 20, 1, 10, iid_masks=False, generator=torch.Generator().manual_seed(1)
+    )(spec)
+    mean = float(spec.mean())
+    filled = torch.isclose(shared, torch.tensor(mean))
+    assert bool(filled.any()) and bool((filled == filled[0]).all())  # one band for all
+    again = T.SpecAugment(
+        1, 20, 1, 10, iid_masks=False, generator=torch.Generator().manual_seed(1)
+    )(spec)
+    assert torch.equal(shared, again)
+    assert torch.equal(T.SpecAugment(0, 20, 0, 10)(spec), spec)

@@ -29,7 +29,7 @@ from trivium.audio.transforms.filtering import (
     SlidingWindowCmn,
     SpectralCentroid,
 )
-from trivium.audio.transforms.masking import FrequencyMasking, TimeMasking
+from trivium.audio.transforms.masking import FrequencyMasking, SpecAugment, TimeMasking
 from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
 from trivium.audio.transforms.resample import Resample, SpeedPerturbation
 from trivium.audio.transforms.spectral import (
@@ -68,6 +68,7 @@ __all__ = [
     "Preemphasis",
     "Resample",
     "SlidingWindowCmn",
+    "SpecAugment",
     "SpectralCentroid",
     "Spectrogram",
     "SpeedPerturbation",
