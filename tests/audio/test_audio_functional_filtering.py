@@ -176,6 +176,8 @@ BIQUADS = [
     ("treble_biquad", (16000, -4.0)),
     ("band_biquad", (16000, 800.0, 2.0)),
     ("band_biquad", (16000, 800.0, 2.0, True)),
+    ("deemph_biquad", (44100,)),
+    ("deemph_biquad", (48000,)),
 ]
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "bandreject_biquad",
     "bass_biquad",
     "biquad",
+    "deemph_biquad",
     "equalizer_biquad",
     "filtfilt",
     "highpass_biquad",
@@ -289,10 +290,20 @@ def equalizer_biquad(
 
 
 def _shelf(
-    waveform: Tensor, sample_rate: int, gain: float, freq: float, Q: float, low: bool
+    waveform: Tensor,
+    sample_rate: int,
+    gain: float,
+    freq: float,
+    Q: float,
+    low: bool,
+    alpha: float | None = None,
 ) -> Tensor:
-    """The Cookbook's low (``low``) or high shelving filter: ``gain`` dB below or above ``freq``."""
-    cos, alpha = _cookbook(sample_rate, freq, Q)
+    """The Cookbook's low (``low``) or high shelving filter: ``gain`` dB below or above ``freq``.
+
+    ``alpha`` replaces the one ``Q`` gives (a shelf given by its slope).
+    """
+    cos, q_alpha = _cookbook(sample_rate, freq, Q)
+    alpha = q_alpha if alpha is None else alpha
     A = math.exp(gain / 40 * math.log(10))
     s = 1 if low else -1  # the high shelf is the low one with cos's terms negated
     root = 2 * math.sqrt(A) * alpha
@@ -331,6 +342,24 @@ def treble_biquad(
         1.0
     """
     return _shelf(waveform, sample_rate, gain, central_freq, Q, low=False)
+
+
+def deemph_biquad(waveform: Tensor, sample_rate: int) -> Tensor:
+    """ISO 908 CD de-emphasis (a treble shelf of about -9.5 dB), at 44.1 or 48 kHz.
+
+    Example:
+        >>> import torch
+        >>> deemph_biquad(torch.zeros(1, 4), 44100).shape
+        torch.Size([1, 4])
+    """
+    shelves = {44100: (5283.0, 0.4845, -9.477), 48000: (5356.0, 0.479, -9.62)}
+    if sample_rate not in shelves:
+        raise ValueError(f"sample_rate must be 44100 (audio CD) or 48000 (DAT), got {sample_rate}")
+    freq, slope, gain = shelves[sample_rate]
+    A = math.exp(gain / 40 * math.log(10))
+    w0 = 2 * math.pi * freq / sample_rate
+    alpha = math.sin(w0) / 2 * math.sqrt((A + 1 / A) * (1 / slope - 1) + 2)
+    return _shelf(waveform, sample_rate, gain, freq, 0.707, low=False, alpha=alpha)
 
 
 def band_biquad(
