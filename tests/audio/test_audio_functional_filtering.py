@@ -290,3 +290,30 @@ def test_spec_augment_fills_with_the_mean_and_shares_bands_without_iid() -> None
     )(spec)
     assert torch.equal(shared, again)
     assert torch.equal(T.SpecAugment(0, 20, 0, 10)(spec), spec)
+
+
+def test_frechet_distance(taf) -> None:
+    g = torch.Generator().manual_seed(3)
+    a, b = (
+        torch.randn(50, 6, generator=g, dtype=torch.float64),
+        torch.randn(50, 6, generator=g, dtype=torch.float64),
+    )
+    mu_x, mu_y, sigma_x, sigma_y = a.mean(0), b.mean(0) + 0.5, a.T.cov(), (2 * b).T.cov()
+    ours, theirs = (
+        F.frechet_distance(mu_x, sigma_x, mu_y, sigma_y),
+        taf.frechet_distance(mu_x, sigma_x, mu_y, sigma_y),
+    )
+    assert torch.allclose(ours, theirs)
+    assert float(F.frechet_distance(mu_x, sigma_x, mu_x, sigma_x)) == pytest.approx(0, abs=1e-9)
+
+
+def test_speed_transform(speech: torch.Tensor) -> None:
+    import trivium.audio.transforms as T
+
+    tat = require_torchaudio().transforms
+    lengths = torch.tensor([20000])
+    for factor in (0.9, 1.1):
+        ours, ours_lengths = T.Speed(16000, factor)(speech, lengths)
+        theirs, theirs_lengths = tat.Speed(16000, factor)(speech, lengths)
+        assert ours.shape == theirs.shape and torch.equal(ours_lengths, theirs_lengths)
+        assert torch.allclose(ours, theirs, atol=1e-4)

@@ -9,8 +9,8 @@ Example:
     torch.Size([1, 129, 63])
 """
 
-from trivium.audio.functional.alignment import edit_distance
 from trivium.audio.functional.convolution import convolve, fftconvolve
+from trivium.audio.functional.distances import edit_distance, frechet_distance
 from trivium.audio.functional.effects import add_noise, fade, gain
 from trivium.audio.functional.filtering import (
     compute_deltas,
@@ -72,6 +72,7 @@ __all__ = [
     "fade",
     "fftconvolve",
     "filtfilt",
+    "frechet_distance",
     "gain",
     "griffinlim",
     "highpass_biquad",

@@ -31,7 +31,7 @@ from trivium.audio.transforms.filtering import (
 )
 from trivium.audio.transforms.masking import FrequencyMasking, SpecAugment, TimeMasking
 from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
-from trivium.audio.transforms.resample import Resample, SpeedPerturbation
+from trivium.audio.transforms.resample import Resample, Speed, SpeedPerturbation
 from trivium.audio.transforms.spectral import (
     LFCC,
     MFCC,
@@ -71,6 +71,7 @@ __all__ = [
     "SpecAugment",
     "SpectralCentroid",
     "Spectrogram",
+    "Speed",
     "SpeedPerturbation",
     "TimeMasking",
     "TimeStretch",

@@ -1,4 +1,4 @@
-"""Resampling transforms: ``Resample`` and ``SpeedPerturbation`` (torchaudio's).
+"""Resampling transforms: ``Resample``, ``Speed`` and ``SpeedPerturbation`` (torchaudio's).
 
 Example:
     >>> import torch
@@ -24,7 +24,7 @@ from trivium.audio.functional.resampling import (
 from trivium.audio.transforms.base import CallTransform
 from trivium.core.transform import Transform
 
-__all__ = ["Resample", "SpeedPerturbation"]
+__all__ = ["Resample", "Speed", "SpeedPerturbation"]
 
 
 class Resample(Transform):
@@ -88,6 +88,32 @@ class Resample(Transform):
             self.weight.to(inpt.dtype),
             self.width,
         )
+
+
+class Speed(CallTransform):
+    """Play ``factor`` times faster (the pitch shifts too): ``speed(waveform, lengths=None)``.
+
+    Returns the waveform and the scaled ``lengths`` (None when none are given), as
+    torchaudio's ``Speed``.
+
+    Example:
+        >>> import torch
+        >>> out, lengths = Speed(16000, 2.0)(torch.zeros(1, 16000), torch.tensor([16000]))
+        >>> out.shape, lengths.tolist()
+        (torch.Size([1, 8000]), [8000])
+    """
+
+    def __init__(self, orig_freq: int, factor: float) -> None:
+        super().__init__()
+        if factor <= 0:
+            raise ValueError(f"factor must be > 0, got {factor}")
+        self.orig_freq, self.factor = orig_freq, factor
+
+    def forward(
+        self, waveform: Tensor, lengths: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """``waveform [..., time]`` played faster, and its ``lengths`` scaled."""
+        return speed(waveform, self.orig_freq, self.factor, lengths)
 
 
 class SpeedPerturbation(CallTransform):
