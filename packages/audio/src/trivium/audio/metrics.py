@@ -17,10 +17,12 @@ Example:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
+
+from trivium.audio.functional.distances import edit_distance
 
 __all__ = [
     "PITLoss",
@@ -32,26 +34,6 @@ __all__ = [
     "si_snr_improvement",
     "word_error_rate",
 ]
-
-
-def edit_distance(seq1: Sequence[Hashable], seq2: Sequence[Hashable]) -> int:
-    """Levenshtein distance (substitutions, insertions, deletions) between two sequences.
-
-    Example:
-        >>> edit_distance("kitten", "sitting")
-        3
-        >>> edit_distance(["a", "b"], ["b"])
-        1
-    """
-    if len(seq1) < len(seq2):
-        seq1, seq2 = seq2, seq1
-    previous = list(range(len(seq2) + 1))
-    for i, a in enumerate(seq1, 1):
-        current = [i]
-        for j, b in enumerate(seq2, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
-        previous = current
-    return previous[-1]
 
 
 def _batch(texts: str | Sequence[str], name: str) -> list[str]:

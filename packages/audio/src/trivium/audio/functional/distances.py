@@ -26,6 +26,8 @@ def edit_distance(seq1: Sequence[Any], seq2: Sequence[Any]) -> int:
         >>> edit_distance("the cat sat".split(), "the cat sat down".split())
         1
     """
+    if len(seq1) < len(seq2):  # a row as long as the shorter sequence
+        seq1, seq2 = seq2, seq1
     previous = list(range(len(seq2) + 1))
     for i, a in enumerate(seq1, 1):
         current = [i]

@@ -361,6 +361,13 @@ class AmplitudeToDB(Transform):
         return F.amplitude_to_DB(inpt, self.multiplier, self.amin, self.db_multiplier, self.top_db)
 
 
+def _cepstrum(bands: Tensor, log: bool, to_db: AmplitudeToDB, dct: Tensor) -> Tensor:
+    """Cepstral coefficients ``[..., n, frames]`` of filter-bank energies ``[..., bands, frames]``:
+    ``log(x + 1e-6)`` (``log``) or dB, then the DCT matrix ``[bands, n]``."""
+    bands = torch.log(bands + 1e-6) if log else to_db.transform(bands, {})
+    return torch.matmul(bands.transpose(-1, -2), dct.to(bands.dtype)).transpose(-1, -2)
+
+
 class MFCC(Transform):
     """``[..., time]`` waveform to ``[..., n_mfcc, frames]`` mel-frequency cepstral coefficients.
 
@@ -403,12 +410,7 @@ class MFCC(Transform):
     def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
         """MFCCs of one waveform tensor."""
         mel = self.MelSpectrogram.transform(inpt, params)
-        if self.log_mels:
-            mel = torch.log(mel + 1e-6)
-        else:
-            mel = self.amplitude_to_DB.transform(mel, params)
-        dct = self.dct_mat.to(mel.dtype)
-        return torch.matmul(mel.transpose(-1, -2), dct).transpose(-1, -2)
+        return _cepstrum(mel, self.log_mels, self.amplitude_to_DB, self.dct_mat)
 
 
 class LFCC(Transform):
@@ -457,12 +459,8 @@ class LFCC(Transform):
     def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
         """LFCCs of one waveform tensor."""
         spec = self.Spectrogram.transform(inpt, params)
-        spec = torch.matmul(spec.transpose(-1, -2), self.filter_mat.to(spec.dtype))
-        if self.log_lf:
-            spec = torch.log(spec + 1e-6)
-        else:
-            spec = self.amplitude_to_DB.transform(spec.transpose(-1, -2), params).transpose(-1, -2)
-        return torch.matmul(spec, self.dct_mat.to(spec.dtype)).transpose(-1, -2)
+        bands = torch.matmul(spec.transpose(-1, -2), self.filter_mat.to(spec.dtype))
+        return _cepstrum(bands.transpose(-1, -2), self.log_lf, self.amplitude_to_DB, self.dct_mat)
 
 
 class GriffinLim(Transform):
