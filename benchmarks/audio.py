@@ -45,6 +45,11 @@ Workloads (inputs built at start-up from the real speech in ``tests/assets/audio
    torchcodec does not import here, the script runs itself again under that
    virtualenv's Python (``--peers-python``) with this environment's site-packages (where
    trivium is) added after its own, so that every side runs in one process.
+6. ``filters``: ``lfilter`` of a second-order Butterworth low-pass
+   (``scipy.signal.butter(2, 0.05)``) over the batch of 16 x 10 s at 16 kHz and over
+   one 1 s signal, against ``scipy.signal.lfilter`` (float32, along the time axis) and
+   ``torchaudio.functional.lfilter`` (its C++ kernel where it loads, else its torch
+   loop); and ``lowpass_biquad`` against torchaudio's.
 
 The batches are real speech (tests/assets/audio, tiled to length). torchaudio comes
 from ``tests/peers.py``; where it does not import the script says so and the
@@ -95,6 +100,7 @@ import soxr
 import torch
 
 import trivium.audio as ta
+import trivium.audio.functional as AF
 import trivium.audio.transforms as T
 import trivium.core
 
@@ -510,12 +516,51 @@ def _torchcodec_call(decoders: Any, paths: list[Path], ranged: bool) -> Callable
     return lambda: [decoders.AudioDecoder(str(p)).get_all_samples().data for p in paths]
 
 
+def bench_filters(
+    torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
+    """Workload 6: lfilter and a biquad against scipy.signal and torchaudio."""
+    b, a = scipy.signal.butter(2, 0.05)
+    b32, a32 = b.astype(np.float32), a.astype(np.float32)
+    bt, at = torch.from_numpy(b32), torch.from_numpy(a32)
+    rows = []
+    module = torchaudio[0]
+    for batch, name in (
+        (speech_batch(16000, 10.0), "16 x 10 s"),
+        (speech_batch(16000, 1.0)[:1], "1 x 1 s"),
+    ):
+        numpy_batch = batch.numpy()
+        sides = [
+            harness.Side("ours", lambda x=batch: AF.lfilter(x, at, bt, clamp=False)),
+            harness.Side("scipy", lambda x=numpy_batch: scipy.signal.lfilter(b32, a32, x, axis=-1)),
+        ]
+        if module is not None:
+            sides.append(
+                harness.Side(
+                    "torchaudio", lambda x=batch: module.functional.lfilter(x, at, bt, clamp=False)
+                )
+            )
+        with torch.inference_mode():
+            ours = AF.lfilter(batch, at, bt, clamp=False).numpy()
+            checks.append(
+                compare(f"lfilter {name} vs scipy", ours, scipy.signal.lfilter(b, a, numpy_batch))
+            )
+            timings = harness.measure(sides, repeats, min_time)
+        workload = f"lfilter, 2nd-order Butterworth, {name} at 16 kHz"
+        rows.append(
+            harness.row_from(workload, timings, "ours", "scipy", f"scipy {scipy.__version__}")
+        )
+        rows.append(torchaudio_row(workload, timings, torchaudio))
+    return rows
+
+
 WORKLOADS = {
     "mel": bench_mel,
     "resample": bench_resample,
     "load": bench_load,
     "wav": bench_wav,
     "ffmpeg": bench_ffmpeg,
+    "filters": bench_filters,
 }
 
 
