@@ -178,6 +178,8 @@ BIQUADS = [
     ("band_biquad", (16000, 800.0, 2.0, True)),
     ("deemph_biquad", (44100,)),
     ("deemph_biquad", (48000,)),
+    ("riaa_biquad", (44100,)),
+    ("riaa_biquad", (96000,)),
 ]
 
 
@@ -317,3 +319,15 @@ def test_speed_transform(speech: torch.Tensor) -> None:
         theirs, theirs_lengths = tat.Speed(16000, factor)(speech, lengths)
         assert ours.shape == theirs.shape and torch.equal(ours_lengths, theirs_lengths)
         assert torch.allclose(ours, theirs, atol=1e-4)
+
+
+@pytest.mark.parametrize("n_steps", [4, -3])
+def test_pitch_shift(taf, speech: torch.Tensor, n_steps: int) -> None:
+    import trivium.audio.transforms as T
+
+    ours, theirs = F.pitch_shift(speech, 16000, n_steps), taf.pitch_shift(speech, 16000, n_steps)
+    assert ours.shape == theirs.shape == speech.shape
+    assert torch.allclose(ours, theirs, atol=1e-4)
+    shifted = T.PitchShift(16000, n_steps, n_fft=256)(speech)
+    expected = require_torchaudio().transforms.PitchShift(16000, n_steps, n_fft=256)(speech)
+    assert torch.allclose(shifted, expected, atol=1e-4)

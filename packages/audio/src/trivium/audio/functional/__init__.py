@@ -32,12 +32,13 @@ from trivium.audio.functional.iir import (
     highpass_biquad,
     lfilter,
     lowpass_biquad,
+    riaa_biquad,
     treble_biquad,
 )
 from trivium.audio.functional.loudness import loudness
 from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_iid
 from trivium.audio.functional.mulaw import mu_law_decoding, mu_law_encoding
-from trivium.audio.functional.resampling import resample, sinc_resample_kernel, speed
+from trivium.audio.functional.resampling import pitch_shift, resample, sinc_resample_kernel, speed
 from trivium.audio.functional.spectral import (
     DB_to_amplitude,
     amplitude_to_DB,
@@ -87,8 +88,10 @@ __all__ = [
     "mu_law_decoding",
     "mu_law_encoding",
     "phase_vocoder",
+    "pitch_shift",
     "preemphasis",
     "resample",
+    "riaa_biquad",
     "sinc_resample_kernel",
     "sliding_window_cmn",
     "spectral_centroid",

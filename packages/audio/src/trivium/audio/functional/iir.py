@@ -35,6 +35,7 @@ __all__ = [
     "highpass_biquad",
     "lfilter",
     "lowpass_biquad",
+    "riaa_biquad",
     "treble_biquad",
 ]
 
@@ -382,3 +383,32 @@ def band_biquad(
     if noise:
         b0 *= math.sqrt(((1 + a2) ** 2 - a1 * a1) * (1 - a2) / (1 + a2)) / b0
     return biquad(waveform, b0, 0.0, 0.0, 1.0, a1, a2)
+
+
+# SoX's RIAA poles and zeros, per sample rate.
+_RIAA = {
+    44100: ((-0.2014898, 0.9233820), (0.7083149, 0.9924091)),
+    48000: ((-0.1766069, 0.9321590), (0.7396325, 0.9931330)),
+    88200: ((-0.1168735, 0.9648312), (0.8590646, 0.9964002)),
+    96000: ((-0.1141486, 0.9676817), (0.8699137, 0.9966946)),
+}
+
+
+def riaa_biquad(waveform: Tensor, sample_rate: int) -> Tensor:
+    """RIAA vinyl playback equalisation (SoX's ``riaa``), 0 dB at 1 kHz.
+
+    Example:
+        >>> import torch
+        >>> riaa_biquad(torch.zeros(1, 4), 44100).shape
+        torch.Size([1, 4])
+    """
+    if sample_rate not in _RIAA:
+        raise ValueError(f"sample_rate must be one of {sorted(_RIAA)}, got {sample_rate}")
+    (z0, z1), (p0, p1) = _RIAA[sample_rate]
+    b = (1.0, -(z0 + z1), z0 * z1)
+    a = (1.0, -(p0 + p1), p0 * p1)
+    w = 2 * math.pi * 1000 / sample_rate  # the gain at 1 kHz, |B / A| at e^(jw)
+    at_1k = abs(sum(c * complex(math.cos(k * w), -math.sin(k * w)) for k, c in enumerate(b)))
+    at_1k /= abs(sum(c * complex(math.cos(k * w), -math.sin(k * w)) for k, c in enumerate(a)))
+    b = tuple(c / at_1k for c in b)
+    return biquad(waveform, *b, *a)

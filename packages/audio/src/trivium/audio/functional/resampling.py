@@ -29,9 +29,12 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from trivium.audio.functional.spectral import phase_vocoder
+
 __all__ = [
     "apply_sinc_kernel",
     "apply_weight",
+    "pitch_shift",
     "polyphase_weight",
     "resample",
     "sinc_resample_kernel",
@@ -363,3 +366,43 @@ def speed(
     if lengths is not None:
         lengths = torch.ceil(lengths * target / source).to(lengths.dtype)
     return out, lengths
+
+
+def pitch_shift(
+    waveform: Tensor,
+    sample_rate: int,
+    n_steps: int,
+    bins_per_octave: int = 12,
+    n_fft: int = 512,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window: Tensor | None = None,
+) -> Tensor:
+    """Shift the pitch by ``n_steps`` of ``1 / bins_per_octave`` octave, keeping the duration.
+
+    Stretches time by ``2 ** (n_steps / bins_per_octave)`` with a phase vocoder, then
+    resamples back to the original length, as torchaudio's ``pitch_shift``.
+
+    Example:
+        >>> import torch
+        >>> pitch_shift(torch.randn(1, 4000), 16000, 4).shape
+        torch.Size([1, 4000])
+    """
+    win_length = n_fft if win_length is None else win_length
+    hop_length = win_length // 4 if hop_length is None else hop_length
+    if window is None:
+        window = torch.hann_window(win_length, device=waveform.device)
+    shape, length = waveform.shape, waveform.shape[-1]
+    rate = 2.0 ** (-float(n_steps) / bins_per_octave)
+    spec = torch.stft(
+        waveform.reshape(-1, length), n_fft, hop_length, win_length, window,
+        center=True, pad_mode="reflect", normalized=False, onesided=True, return_complex=True,
+    )  # fmt: skip
+    advance = torch.linspace(0, math.pi * hop_length, spec.shape[-2], device=spec.device)
+    stretched = phase_vocoder(spec, rate, advance[..., None])
+    stretched_length = round(length / rate)
+    slower = torch.istft(stretched, n_fft, hop_length, win_length, window, length=stretched_length)
+    shifted = resample(slower, int(sample_rate / rate), sample_rate)
+    kept = shifted[..., :length]
+    out = torch.nn.functional.pad(kept, (0, length - kept.shape[-1]))
+    return out.reshape(*shape[:-1], length)

@@ -31,7 +31,7 @@ from trivium.audio.transforms.filtering import (
 )
 from trivium.audio.transforms.masking import FrequencyMasking, SpecAugment, TimeMasking
 from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
-from trivium.audio.transforms.resample import Resample, Speed, SpeedPerturbation
+from trivium.audio.transforms.resample import PitchShift, Resample, Speed, SpeedPerturbation
 from trivium.audio.transforms.spectral import (
     LFCC,
     MFCC,
@@ -65,6 +65,7 @@ __all__ = [
     "MelSpectrogram",
     "MuLawDecoding",
     "MuLawEncoding",
+    "PitchShift",
     "Preemphasis",
     "Resample",
     "SlidingWindowCmn",

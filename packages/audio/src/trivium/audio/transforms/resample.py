@@ -1,4 +1,6 @@
-"""Resampling transforms: ``Resample``, ``Speed`` and ``SpeedPerturbation`` (torchaudio's).
+"""Resampling transforms, as torchaudio's.
+
+``Resample``, ``Speed``, ``SpeedPerturbation`` and ``PitchShift``.
 
 Example:
     >>> import torch
@@ -9,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -17,6 +19,7 @@ from torch import Tensor
 
 from trivium.audio.functional.resampling import (
     apply_weight,
+    pitch_shift,
     polyphase_weight,
     sinc_resample_kernel,
     speed,
@@ -24,7 +27,7 @@ from trivium.audio.functional.resampling import (
 from trivium.audio.transforms.base import CallTransform
 from trivium.core.transform import Transform
 
-__all__ = ["Resample", "Speed", "SpeedPerturbation"]
+__all__ = ["PitchShift", "Resample", "Speed", "SpeedPerturbation"]
 
 
 class Resample(Transform):
@@ -157,3 +160,40 @@ class SpeedPerturbation(CallTransform):
         generator = self.active_generator()
         device = "cpu" if generator is None else generator.device
         return torch.randint(0, len(self.factors), (), generator=generator, device=device)
+
+
+class PitchShift(Transform):
+    """Shift the pitch of ``[..., time]`` audio by ``n_steps``, keeping its duration.
+
+    See :func:`~trivium.audio.functional.pitch_shift`.
+
+    Example:
+        >>> import torch
+        >>> PitchShift(16000, -2)(torch.randn(2, 4000)).shape
+        torch.Size([2, 4000])
+    """
+
+    def __init__(
+        self,
+        sample_rate: int,
+        n_steps: int,
+        bins_per_octave: int = 12,
+        n_fft: int = 512,
+        win_length: int | None = None,
+        hop_length: int | None = None,
+        window_fn: Callable[..., Tensor] = torch.hann_window,
+        wkwargs: dict | None = None,
+    ) -> None:
+        super().__init__()
+        self.sample_rate, self.n_steps, self.bins_per_octave = sample_rate, n_steps, bins_per_octave
+        self.n_fft = n_fft
+        self.win_length = n_fft if win_length is None else win_length
+        self.hop_length = self.win_length // 4 if hop_length is None else hop_length
+        self.register_buffer("window", window_fn(self.win_length, **(wkwargs or {})))
+
+    def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
+        """Shift one waveform's pitch."""
+        return pitch_shift(
+            inpt, self.sample_rate, self.n_steps, self.bins_per_octave, self.n_fft,
+            self.hop_length, self.win_length, self.window,
+        )  # fmt: skip
