@@ -331,3 +331,14 @@ def test_pitch_shift(taf, speech: torch.Tensor, n_steps: int) -> None:
     shifted = T.PitchShift(16000, n_steps, n_fft=256)(speech)
     expected = require_torchaudio().transforms.PitchShift(16000, n_steps, n_fft=256)(speech)
     assert torch.allclose(shifted, expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("shift", "limiter_gain"), [(0.3, None), (-0.4, None), (0.3, 0.05), (-0.4, 0.05), (-1.2, 0.02)]
+)
+def test_dcshift(taf, speech: torch.Tensor, shift: float, limiter_gain: float | None) -> None:
+    ramp = torch.cat([torch.linspace(-1, 1, 2001)[None], speech[:, :2001]])
+    before = ramp.clone()
+    ours = F.dcshift(ramp, shift, limiter_gain)
+    assert torch.equal(ramp, before)  # torchaudio's changes its input; ours does not
+    assert torch.allclose(ours, taf.dcshift(ramp.clone(), shift, limiter_gain), atol=1e-7)

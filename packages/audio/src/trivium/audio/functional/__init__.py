@@ -11,7 +11,7 @@ Example:
 
 from trivium.audio.functional.convolution import convolve, fftconvolve
 from trivium.audio.functional.distances import edit_distance, frechet_distance
-from trivium.audio.functional.effects import add_noise, fade, gain
+from trivium.audio.functional.effects import add_noise, dcshift, fade, gain
 from trivium.audio.functional.filtering import (
     compute_deltas,
     contrast,
@@ -66,6 +66,7 @@ __all__ = [
     "contrast",
     "convolve",
     "create_dct",
+    "dcshift",
     "deemph_biquad",
     "deemphasis",
     "edit_distance",

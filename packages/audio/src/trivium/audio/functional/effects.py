@@ -1,4 +1,4 @@
-"""Gain, fades and noise: ``gain``, ``fade``, ``add_noise`` (as torchaudio's).
+"""Gain, DC shift, fades and noise, as torchaudio's: ``gain``, ``dcshift``, ``fade``, ``add_noise``.
 
 Example:
     >>> import torch
@@ -13,7 +13,7 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["FADE_SHAPES", "add_noise", "fade", "gain"]
+__all__ = ["FADE_SHAPES", "add_noise", "dcshift", "fade", "gain"]
 
 FADE_SHAPES = ("quarter_sine", "half_sine", "linear", "logarithmic", "exponential")
 
@@ -29,6 +29,29 @@ def gain(waveform: Tensor, gain_db: float = 1.0) -> Tensor:
     if gain_db == 0:
         return waveform
     return waveform * 10 ** (gain_db / 20)
+
+
+def dcshift(waveform: Tensor, shift: float, limiter_gain: float | None = None) -> Tensor:
+    """Add ``shift`` (in [-2, 2]) to every sample, clipped to [-1, 1] (SoX's ``dcshift``).
+
+    With ``limiter_gain`` (about 0.05), samples that the shift would push past the
+    limiter's threshold ``1 - (|shift| - limiter_gain)`` are compressed instead of
+    clipped. The input is left unchanged.
+
+    Example:
+        >>> import torch
+        >>> dcshift(torch.tensor([-0.5, 0.0, 0.9]), 0.2)
+        tensor([-0.3000,  0.2000,  1.0000])
+    """
+    plain = (waveform + shift).clamp(-1.0, 1.0)
+    if limiter_gain is None or shift == 0:
+        return plain
+    threshold = 1.0 - (abs(shift) - limiter_gain)
+    side = 1.0 if shift > 0 else -1.0  # the limiter works on the side the shift pushes to
+    over = waveform * side > threshold
+    squeezed = (waveform * side - threshold) * limiter_gain / (1 - threshold)
+    limited = (squeezed + threshold + abs(shift)).clamp(max=threshold) * side
+    return torch.where(over, limited, plain)
 
 
 def _fade_curve(length: int, fade_shape: str, rising: bool, like: Tensor) -> Tensor:
