@@ -342,3 +342,56 @@ def test_dcshift(taf, speech: torch.Tensor, shift: float, limiter_gain: float | 
     ours = F.dcshift(ramp, shift, limiter_gain)
     assert torch.equal(ramp, before)  # torchaudio's changes its input; ours does not
     assert torch.allclose(ours, taf.dcshift(ramp.clone(), shift, limiter_gain), atol=1e-7)
+
+
+def two_sources(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A 4-channel complex STFT [channel, freq, time] of speech-like source + noise, masks."""
+    g = torch.Generator().manual_seed(seed)
+    source = torch.randn(1, 33, 40, generator=g, dtype=torch.cdouble)
+    gains = torch.randn(4, 33, 1, generator=g, dtype=torch.cdouble)
+    noise = 0.3 * torch.randn(4, 33, 40, generator=g, dtype=torch.cdouble)
+    mask = torch.rand(33, 40, generator=g, dtype=torch.float64)
+    return gains * source + noise, mask, 1 - mask
+
+
+def test_beamforming_equals_torchaudios(taf) -> None:
+    spec, mask_s, mask_n = two_sources()
+    psd_s, psd_n = F.psd(spec, mask_s), F.psd(spec, mask_n)
+    assert torch.allclose(psd_s, taf.psd(spec, mask_s))
+    assert torch.allclose(F.psd(spec, mask_s, normalize=False), taf.psd(spec, mask_s, False))
+    assert torch.allclose(F.psd(spec), taf.psd(spec))
+    one_hot = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64)
+    for reference in (0, 2, one_hot):
+        for loading in (True, False):
+            ours = F.mvdr_weights_souden(psd_s, psd_n, reference, loading)
+            assert torch.allclose(ours, taf.mvdr_weights_souden(psd_s, psd_n, reference, loading))
+        for n_iter in (1, 2, 4):
+            ours = F.rtf_power(psd_s, psd_n, reference, n_iter)
+            assert torch.allclose(ours, taf.rtf_power(psd_s, psd_n, reference, n_iter))
+    rtf = F.rtf_power(psd_s, psd_n, 0)
+    for reference in (None, 1, one_hot):
+        ours = F.mvdr_weights_rtf(rtf, psd_n, reference)
+        assert torch.allclose(ours, taf.mvdr_weights_rtf(rtf, psd_n, reference))
+    evd = F.rtf_evd(psd_s)  # an eigenvector: equal up to a phase per bin
+    theirs = taf.rtf_evd(psd_s)
+    assert torch.allclose((evd.conj() * theirs).sum(-1).abs(), torch.ones(33, dtype=torch.float64))
+    weights = F.mvdr_weights_souden(psd_s, psd_n, 0)
+    enhanced = F.apply_beamforming(weights, spec)
+    assert torch.allclose(enhanced, taf.apply_beamforming(weights, spec))
+
+
+def test_the_psd_and_mvdr_transforms() -> None:
+    import trivium.audio.transforms as T
+
+    spec, mask, _ = two_sources(1)
+    tat = require_torchaudio().transforms
+    multi = mask.expand(4, -1, -1)
+    assert torch.allclose(T.PSD()(spec, mask), tat.PSD()(spec, mask))
+    assert torch.allclose(
+        T.PSD(multi_mask=True)(spec, multi), tat.PSD(multi_mask=True)(spec, multi)
+    )
+    psd_s, psd_n = T.PSD()(spec, mask), T.PSD()(spec, 1 - mask)
+    souden = T.SoudenMVDR()(spec, psd_s, psd_n, 0)
+    assert torch.allclose(souden, tat.SoudenMVDR()(spec, psd_s, psd_n, 0))
+    rtf = require_torchaudio().functional.rtf_evd(psd_s)
+    assert torch.allclose(T.RTFMVDR()(spec, rtf, psd_n, 1), tat.RTFMVDR()(spec, rtf, psd_n, 1))

@@ -9,6 +9,14 @@ Example:
     torch.Size([1, 129, 63])
 """
 
+from trivium.audio.functional.beamforming import (
+    apply_beamforming,
+    mvdr_weights_rtf,
+    mvdr_weights_souden,
+    psd,
+    rtf_evd,
+    rtf_power,
+)
 from trivium.audio.functional.convolution import convolve, fftconvolve
 from trivium.audio.functional.distances import edit_distance, frechet_distance
 from trivium.audio.functional.effects import add_noise, dcshift, fade, gain
@@ -57,6 +65,7 @@ __all__ = [
     "add_noise",
     "allpass_biquad",
     "amplitude_to_DB",
+    "apply_beamforming",
     "band_biquad",
     "bandpass_biquad",
     "bandreject_biquad",
@@ -88,11 +97,16 @@ __all__ = [
     "melscale_fbanks",
     "mu_law_decoding",
     "mu_law_encoding",
+    "mvdr_weights_rtf",
+    "mvdr_weights_souden",
     "phase_vocoder",
     "pitch_shift",
     "preemphasis",
+    "psd",
     "resample",
     "riaa_biquad",
+    "rtf_evd",
+    "rtf_power",
     "sinc_resample_kernel",
     "sliding_window_cmn",
     "spectral_centroid",

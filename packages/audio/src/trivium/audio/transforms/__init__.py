@@ -20,6 +20,8 @@ Example:
 from trivium.audio.transforms.base import CallTransform
 from trivium.audio.transforms.effects import AddNoise, Fade, Vol
 from trivium.audio.transforms.filtering import (
+    PSD,
+    RTFMVDR,
     ComputeDeltas,
     Convolve,
     Deemphasis,
@@ -27,6 +29,7 @@ from trivium.audio.transforms.filtering import (
     Loudness,
     Preemphasis,
     SlidingWindowCmn,
+    SoudenMVDR,
     SpectralCentroid,
 )
 from trivium.audio.transforms.masking import FrequencyMasking, SpecAugment, TimeMasking
@@ -48,6 +51,8 @@ from trivium.audio.transforms.spectral import (
 __all__ = [
     "LFCC",
     "MFCC",
+    "PSD",
+    "RTFMVDR",
     "AddNoise",
     "AmplitudeToDB",
     "CallTransform",
@@ -69,6 +74,7 @@ __all__ = [
     "Preemphasis",
     "Resample",
     "SlidingWindowCmn",
+    "SoudenMVDR",
     "SpecAugment",
     "SpectralCentroid",
     "Spectrogram",

@@ -14,13 +14,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from trivium.audio.functional import convolution, filtering, spectral
+from trivium.audio.functional import beamforming, convolution, filtering, spectral
 from trivium.audio.functional.loudness import loudness
 from trivium.audio.transforms.base import CallTransform
 from trivium.audio.transforms.spectral import WindowFn, _set_stft
 from trivium.core.transform import Transform
 
 __all__ = [
+    "PSD",
     "ComputeDeltas",
     "Convolve",
     "Deemphasis",
@@ -28,6 +29,7 @@ __all__ = [
     "Loudness",
     "Preemphasis",
     "SlidingWindowCmn",
+    "SoudenMVDR",
     "SpectralCentroid",
 ]
 
@@ -196,3 +198,90 @@ class FFTConvolve(Convolve):
     def forward(self, x: Tensor, y: Tensor) -> Tensor:
         """Convolve ``x [..., N]`` with ``y [..., M]`` through the FFT."""
         return convolution.fftconvolve(x, y, self.mode)
+
+
+class PSD(CallTransform):
+    """Power spectral density matrices ``[..., freq, channel, channel]`` of a complex
+    ``[..., channel, freq, time]`` spectrogram: ``psd(specgram, mask=None)``.
+
+    ``multi_mask`` averages a ``[..., channel, freq, time]`` mask over channels first.
+    See :func:`~trivium.audio.functional.psd`.
+
+    Example:
+        >>> import torch
+        >>> PSD()(torch.ones(2, 3, 4, dtype=torch.cfloat)).shape
+        torch.Size([3, 2, 2])
+    """
+
+    def __init__(
+        self, multi_mask: bool = False, normalize: bool = True, eps: float = 1e-15
+    ) -> None:
+        super().__init__()
+        self.multi_mask, self.normalize, self.eps = multi_mask, normalize, eps
+
+    def forward(self, specgram: Tensor, mask: Tensor | None = None) -> Tensor:
+        """The PSD matrices of ``specgram``, weighted by ``mask`` where given."""
+        if mask is not None and self.multi_mask:
+            mask = mask.mean(dim=-3)
+        return beamforming.psd(specgram, mask, self.normalize, self.eps)
+
+
+class SoudenMVDR(CallTransform):
+    """MVDR beamforming by Souden's formula: ``mvdr(specgram, psd_s, psd_n, reference_channel)``.
+
+    Returns the enhanced ``[..., freq, time]`` spectrogram; see
+    :func:`~trivium.audio.functional.mvdr_weights_souden`.
+
+    Example:
+        >>> import torch
+        >>> eye = torch.eye(2, dtype=torch.cfloat).expand(3, 2, 2)
+        >>> SoudenMVDR()(torch.ones(2, 3, 4, dtype=torch.cfloat), eye, eye, 0).shape
+        torch.Size([3, 4])
+    """
+
+    def forward(
+        self,
+        specgram: Tensor,
+        psd_s: Tensor,
+        psd_n: Tensor,
+        reference_channel: int | Tensor,
+        diagonal_loading: bool = True,
+        diag_eps: float = 1e-7,
+        eps: float = 1e-8,
+    ) -> Tensor:
+        """The beamformed spectrogram."""
+        weights = beamforming.mvdr_weights_souden(
+            psd_s, psd_n, reference_channel, diagonal_loading, diag_eps, eps
+        )
+        return beamforming.apply_beamforming(weights, specgram)
+
+
+class RTFMVDR(CallTransform):
+    """MVDR beamforming from the relative transfer function:
+    ``mvdr(specgram, rtf, psd_n, reference_channel)``.
+
+    See :func:`~trivium.audio.functional.mvdr_weights_rtf`.
+
+    Example:
+        >>> import torch
+        >>> eye = torch.eye(2, dtype=torch.cfloat).expand(3, 2, 2)
+        >>> rtf = torch.ones(3, 2, dtype=torch.cfloat)
+        >>> RTFMVDR()(torch.ones(2, 3, 4, dtype=torch.cfloat), rtf, eye, 0).shape
+        torch.Size([3, 4])
+    """
+
+    def forward(
+        self,
+        specgram: Tensor,
+        rtf: Tensor,
+        psd_n: Tensor,
+        reference_channel: int | Tensor,
+        diagonal_loading: bool = True,
+        diag_eps: float = 1e-7,
+        eps: float = 1e-8,
+    ) -> Tensor:
+        """The beamformed spectrogram."""
+        weights = beamforming.mvdr_weights_rtf(
+            rtf, psd_n, reference_channel, diagonal_loading, diag_eps, eps
+        )
+        return beamforming.apply_beamforming(weights, specgram)
