@@ -61,7 +61,7 @@ from trivium.data.origins import (
     set_where,
 )
 from trivium.data.pipes import IterPipe
-from trivium.data.sharding import BatchesPlan, EpochPlan, epoch_order
+from trivium.data.sharding import BatchesPlan, EpochPlan, StreamPlan, epoch_order
 from trivium.data.shared_cache import fragment_uses
 from trivium.data.transfer import inline_small_tensors
 
@@ -333,7 +333,7 @@ class EpochStream(_Stream):
     def __init__(
         self,
         graph: Graph,
-        plan: EpochPlan | BatchesPlan,
+        plan: EpochPlan | BatchesPlan | StreamPlan,
         window: int | None,
         batching: Batching,
         slots: BatchSlots | None = None,
@@ -348,7 +348,7 @@ class EpochStream(_Stream):
         k = worker  # the batch being made, which an error is sent as
         try:
             if self.graph.kind == "stream":
-                batches = self._stream_batches(leaf, seed, epoch, start, worker, workers)
+                batches = self._stream_batches(leaf, start, worker, workers)
             else:
                 order = self._order(seed, epoch, bool(shuffle))
                 batches = self._planned_batches(leaf, order, seed, epoch, start, worker, workers)
@@ -404,7 +404,7 @@ class EpochStream(_Stream):
             yield k, int(positions[0])
 
     def _stream_batches(
-        self, leaf: BatchSource, seed: int, epoch: int, start: int, worker: int, workers: int
+        self, leaf: BatchSource, start: int, worker: int, workers: int
     ) -> Iterator[tuple[int | None, int]]:
         """This worker's batches of a source without random access, read in its order.
 
