@@ -395,3 +395,9 @@ def test_the_psd_and_mvdr_transforms() -> None:
     assert torch.allclose(souden, tat.SoudenMVDR()(spec, psd_s, psd_n, 0))
     rtf = require_torchaudio().functional.rtf_evd(psd_s)
     assert torch.allclose(T.RTFMVDR()(spec, rtf, psd_n, 1), tat.RTFMVDR()(spec, rtf, psd_n, 1))
+
+
+@pytest.mark.parametrize(("gain", "colour"), [(20, 20), (5, 0), (40, 80)])
+def test_overdrive(taf, speech: torch.Tensor, gain: float, colour: float) -> None:
+    ours = F.overdrive(speech, gain, colour)
+    assert torch.allclose(ours, taf.overdrive(speech.clone(), gain, colour), atol=1e-5)

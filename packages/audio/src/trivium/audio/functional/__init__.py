@@ -19,7 +19,7 @@ from trivium.audio.functional.beamforming import (
 )
 from trivium.audio.functional.convolution import convolve, fftconvolve
 from trivium.audio.functional.distances import edit_distance, frechet_distance
-from trivium.audio.functional.effects import add_noise, dcshift, fade, gain
+from trivium.audio.functional.effects import add_noise, dcshift, fade, gain, overdrive
 from trivium.audio.functional.filtering import (
     compute_deltas,
     contrast,
@@ -99,6 +99,7 @@ __all__ = [
     "mu_law_encoding",
     "mvdr_weights_rtf",
     "mvdr_weights_souden",
+    "overdrive",
     "phase_vocoder",
     "pitch_shift",
     "preemphasis",

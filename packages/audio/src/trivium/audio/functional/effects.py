@@ -13,7 +13,9 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["FADE_SHAPES", "add_noise", "dcshift", "fade", "gain"]
+from trivium.audio.functional.iir import lfilter
+
+__all__ = ["FADE_SHAPES", "add_noise", "dcshift", "fade", "gain", "overdrive"]
 
 FADE_SHAPES = ("quarter_sine", "half_sine", "linear", "logarithmic", "exponential")
 
@@ -52,6 +54,28 @@ def dcshift(waveform: Tensor, shift: float, limiter_gain: float | None = None) -
     squeezed = (waveform * side - threshold) * limiter_gain / (1 - threshold)
     limited = (squeezed + threshold + abs(shift)).clamp(max=threshold) * side
     return torch.where(over, limited, plain)
+
+
+def overdrive(waveform: Tensor, gain: float = 20, colour: float = 20) -> Tensor:
+    """SoX's ``overdrive``: soft-clipping distortion of ``gain`` dB, ``colour`` (0-100)
+    adding even harmonics; the result clamped to [-1, 1].
+
+    The input driven through ``x - x^3 / 3`` (hard-limited at +-2/3) passes a DC
+    blocker ``y[n] = t[n] - t[n-1] + 0.995 y[n-1]``, mixed with the dry signal.
+
+    Example:
+        >>> import torch
+        >>> overdrive(torch.zeros(1, 3), colour=0).tolist()
+        [[0.0, 0.0, 0.0]]
+    """
+    driven = waveform * 10 ** (gain / 20) + colour / 200
+    shaped = torch.where(
+        driven < -1, -2.0 / 3.0, torch.where(driven > 1, 2.0 / 3.0, driven - driven**3 / 3)
+    )
+    blocker_a = torch.tensor([1.0, -0.995], dtype=waveform.dtype, device=waveform.device)
+    blocker_b = torch.tensor([1.0, -1.0], dtype=waveform.dtype, device=waveform.device)
+    blocked = lfilter(shaped, blocker_a, blocker_b, clamp=False)
+    return (waveform * 0.5 + blocked * 0.75).clamp(-1.0, 1.0)
 
 
 def _fade_curve(length: int, fade_shape: str, rising: bool, like: Tensor) -> Tensor:
