@@ -401,3 +401,20 @@ def test_the_psd_and_mvdr_transforms() -> None:
 def test_overdrive(taf, speech: torch.Tensor, gain: float, colour: float) -> None:
     ours = F.overdrive(speech, gain, colour)
     assert torch.allclose(ours, taf.overdrive(speech.clone(), gain, colour), atol=1e-5)
+
+
+def test_detect_pitch_frequency(taf, speech: torch.Tensor) -> None:
+    import math
+
+    tones = torch.stack(
+        [torch.sin(2 * math.pi * f * torch.arange(8000) / 8000) for f in (150, 300)]
+    )
+    for waveform, rate, kwargs in [
+        (speech, 16000, {}),
+        (tones, 8000, {"win_length": 5}),
+        (tones[None], 8000, {"freq_low": 100, "freq_high": 1000}),
+    ]:
+        ours = F.detect_pitch_frequency(waveform, rate, **kwargs)
+        assert torch.allclose(ours, taf.detect_pitch_frequency(waveform, rate, **kwargs))
+    found = F.detect_pitch_frequency(tones, 8000).median(-1).values
+    assert torch.allclose(found, torch.tensor([150.0, 300.0]), rtol=0.02)

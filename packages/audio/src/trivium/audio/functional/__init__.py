@@ -46,6 +46,7 @@ from trivium.audio.functional.iir import (
 from trivium.audio.functional.loudness import loudness
 from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_iid
 from trivium.audio.functional.mulaw import mu_law_decoding, mu_law_encoding
+from trivium.audio.functional.pitch import detect_pitch_frequency
 from trivium.audio.functional.resampling import pitch_shift, resample, sinc_resample_kernel, speed
 from trivium.audio.functional.spectral import (
     DB_to_amplitude,
@@ -78,6 +79,7 @@ __all__ = [
     "dcshift",
     "deemph_biquad",
     "deemphasis",
+    "detect_pitch_frequency",
     "edit_distance",
     "equalizer_biquad",
     "fade",
