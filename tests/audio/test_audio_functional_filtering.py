@@ -418,3 +418,30 @@ def test_detect_pitch_frequency(taf, speech: torch.Tensor) -> None:
         assert torch.allclose(ours, taf.detect_pitch_frequency(waveform, rate, **kwargs))
     found = F.detect_pitch_frequency(tones, 8000).median(-1).values
     assert torch.allclose(found, torch.tensor([150.0, 300.0]), rtol=0.02)
+
+
+class _Spectrograms(torch.utils.data.Dataset):
+    """The same spectrogram eight times: what differs in a batch is the augmentation."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.rand(1, 40, 60, generator=torch.Generator().manual_seed(0)) + 1
+
+
+def _augmented(num_workers: int) -> torch.Tensor:
+    import trivium.audio.transforms as T
+    from trivium.data import DataLoader, MapPipe
+
+    augment = T.SpecAugment(1, 15, 1, 8, zero_masking=True)
+    emphasis = T.Preemphasis(0.9)
+    pipe = MapPipe(_Spectrograms()).to_iter_pipe().map(augment).map(emphasis)
+    return torch.cat(list(DataLoader(pipe, 4, num_workers=num_workers, seed=7)))
+
+
+def test_random_and_iir_transforms_in_dataloader_workers() -> None:
+    in_workers = _augmented(num_workers=2)
+    assert len({tuple((x == 0).flatten().nonzero().flatten().tolist()) for x in in_workers}) > 1
+    assert torch.equal(in_workers, _augmented(num_workers=0))  # the seed decides, not workers
+    assert bool((in_workers != 0).any())

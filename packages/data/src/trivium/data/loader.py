@@ -352,7 +352,7 @@ class DataLoader:
     def _batching(self) -> Batching:
         return Batching(self.collate_fn, self._unbatched, self._graph.columnar)
 
-    def _stream(self, plan: Plan) -> EpochStream | IterableStream:
+    def _stream(self, plan: Plan | None) -> EpochStream | IterableStream:
         if self.num_workers > 0 and self._batch_slots is None:
             self._batch_slots = BatchSlots(self.num_workers, (self.prefetch_factor or 2) + 2)
         if self._graph.kind == "iterable":
@@ -412,14 +412,14 @@ class DataLoader:
         last = np.maximum.reduce([u[1] for u in uses])
         return first, last
 
-    def _start_reading(self, plan: EpochPlan) -> None:
+    def _start_reading(self, plan: Plan | None) -> None:
         """Read the epoch's fragments ahead of the workers, first batches first.
 
         Started before the workers are forked, so the first batches' fragments are
         being read while the workers start.
         """
         cache = self._read_cache
-        if cache is None or self._graph.root.read_cache is not cache:
+        if plan is None or cache is None or self._graph.root.read_cache is not cache:
             return
         rows = self._graph.fragment_rows()
         order = epoch_order(
@@ -492,15 +492,19 @@ class DataLoader:
             stream, batch_size=None, num_workers=self.num_workers, pin_memory=pin, **extra
         )
 
-    def _epoch_loader(self, plan: Plan) -> torch.utils.data.DataLoader:
-        """Torch's loader for this epoch: a new one, or the one whose workers persist."""
+    def _epoch_loader(self, plan: Plan | None) -> torch.utils.data.DataLoader:
+        """Torch's loader for this epoch: a new one, or the one whose workers persist.
+
+        ``plan`` is None for an IterableDataset, which its workers split themselves.
+        """
+        start = 0 if plan is None else plan.start
         if self._workers is None:
             stream = self._stream(plan)
             if stream.slots is not None:  # new worker processes: only held batches stay lent
                 stream.slots.reset(fork=self._forks())
             if isinstance(stream, IterableStream):
                 stream.resume = self._iterable.take_resume()
-            stream.start_epoch(self.seed, self.epoch, self.shuffle, plan.start, self._order)
+            stream.start_epoch(self.seed, self.epoch, self.shuffle, start, self._order)
             self._start_reading(plan)
             loader = self._torch_loader(stream)
             if self.persistent_workers:
@@ -508,7 +512,7 @@ class DataLoader:
                 self._workers = stream, loader
         else:
             stream, loader = self._workers
-            stream.start_epoch(self.seed, self.epoch, self.shuffle, plan.start, self._order)
+            stream.start_epoch(self.seed, self.epoch, self.shuffle, start, self._order)
             self._start_reading(plan)
         return loader
 
@@ -560,7 +564,7 @@ class DataLoader:
         state = self._iterable
         state.begin()
         queues: dict[int, collections.deque[Any]] = collections.defaultdict(collections.deque)
-        workers = iter(self._epoch_loader(EpochPlan(0, 1)))
+        workers = iter(self._epoch_loader(None))
         try:
             for worker, sent, batch in workers:
                 if worker == -1:

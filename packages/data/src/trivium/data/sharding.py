@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -173,8 +174,9 @@ class BatchesPlan:
     bounds: np.ndarray
     start: int = 0
 
-    @property
+    @functools.cached_property
     def _first(self) -> int:
+        """The batch that begins at ``start`` (found once: every batch asks)."""
         first = int(np.searchsorted(self.bounds, self.start))
         if first >= len(self.bounds) or self.bounds[first] != self.start:
             raise ValueError(
