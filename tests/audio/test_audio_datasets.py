@@ -5,12 +5,9 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
-import http.server
 import socket
 import tarfile
-import threading
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +24,7 @@ from trivium.audio.datasets import (
     WSJ0Mix,
     pad_collate,
 )
-from trivium.audio.datasets.download import download_url, extract_archive, split_url
+from trivium.core.download import download_url
 from trivium.core.errors import DatasetError, EmptyInputError, SkippedSamplesWarning
 
 AUDIO = Path(__file__).resolve().parents[1] / "assets" / "audio"
@@ -280,28 +277,6 @@ def test_pad_collate_shapes_and_errors() -> None:
 # ----------------------------------------------------------------------------- download
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A loopback HTTP server over a folder: (base URL, folder)."""
-    served = tmp_path / "served"
-    served.mkdir()
-    handler = functools.partial(_QuietHandler, directory=str(served))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", served
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 def build_archive(tmp_path: Path, served: Path, name: str) -> str:
     """A LibriSpeech-style dev-clean tar.gz in ``served``; returns its SHA-256."""
     staging = tmp_path / "staging"
@@ -311,8 +286,8 @@ def build_archive(tmp_path: Path, served: Path, name: str) -> str:
     return hashlib.sha256((served / name).read_bytes()).hexdigest()
 
 
-def test_download_from_loopback_server(tmp_path: Path, http_server) -> None:
-    base, served = http_server
+def test_download_from_loopback_server(tmp_path: Path, file_server) -> None:
+    base, served = file_server.url, file_server.root
     digest = build_archive(tmp_path, served, "dev-clean.tar.gz")
     root = tmp_path / "root"
     ds = LIBRISPEECH(root, url=f"{base}/dev-clean.tar.gz#sha256={digest}", download=True)
@@ -322,8 +297,8 @@ def test_download_from_loopback_server(tmp_path: Path, http_server) -> None:
     assert len(again) == 4
 
 
-def test_download_checksum_mismatch(tmp_path: Path, http_server) -> None:
-    base, served = http_server
+def test_download_checksum_mismatch(tmp_path: Path, file_server) -> None:
+    base, served = file_server.url, file_server.root
     build_archive(tmp_path, served, "dev-clean.tar.gz")
     root = tmp_path / "root"
     # No digest in the URL: the archive name's known OpenSLR digest applies, and this
@@ -336,7 +311,7 @@ def test_download_checksum_mismatch(tmp_path: Path, http_server) -> None:
         LIBRISPEECH(root, url=f"{base}/dev-clean.tar.gz#sha256={'0' * 64}", download=True)
 
 
-def test_download_unreachable_and_missing(tmp_path: Path, http_server) -> None:
+def test_download_unreachable_and_missing(tmp_path: Path, file_server) -> None:
     with socket.socket() as s:  # a port with nothing listening
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -345,25 +320,6 @@ def test_download_unreachable_and_missing(tmp_path: Path, http_server) -> None:
     message = str(info.value)
     assert "place it at" in message and str(tmp_path / "dev-clean.tar.gz") in message
     assert "LibriTTS/dev-clean" in message
-    base, _ = http_server
+    base = file_server.url
     with pytest.raises(DatasetError, match="HTTP 404"):
         download_url(f"{base}/nothing.tar.gz", tmp_path / "nothing.tar.gz")
-
-
-def test_archive_safety_and_url_parsing(tmp_path: Path) -> None:
-    import io
-
-    evil = tmp_path / "evil.tar"
-    with tarfile.open(evil, "w") as tar:
-        member = tarfile.TarInfo("../escape.txt")
-        member.size = 1
-        tar.addfile(member, io.BytesIO(b"x"))
-    with pytest.raises(DatasetError, match=r"evil\.tar"):
-        extract_archive(evil, tmp_path / "out")
-    assert not (tmp_path / "escape.txt").exists()
-    (tmp_path / "junk.tar.gz").write_bytes(b"not an archive")
-    with pytest.raises(DatasetError, match="cannot extract"):
-        extract_archive(tmp_path / "junk.tar.gz", tmp_path / "out")
-    assert split_url("https://m/x/a.tgz") == ("https://m/x/a.tgz", "a", None)
-    with pytest.raises(ValueError, match="fragment"):
-        split_url("https://m/a.tar.gz#md5=abc")

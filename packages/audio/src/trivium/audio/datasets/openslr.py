@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from trivium.audio.datasets.download import download_and_extract, split_url
+from trivium.core.download import download_and_extract, split_url
 from trivium.core.errors import NO_SUCH_PATH, DatasetError, PathNotFoundError
 
 __all__ = ["LIBRI_SUBSETS", "Split", "ensure_split", "list_split", "resolve_split"]
