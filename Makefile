@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMPS := $(VENV)/.stamps
-PACKAGES := core vision audio data
+PACKAGES := core vision audio data pipelines
 # Debian packages the tests and benchmarks use: the ffmpeg CLI (test clips), espeak-ng
 # (speech corpora), libturbojpeg0 (PyTurboJPEG, a benchmark peer). The packages
 # themselves need only a C/C++ compiler: trivium.vision builds its codec libraries from
@@ -79,7 +79,7 @@ test: setup lint docs
 TORCH_LIBS := libtorch.so libtorch_cpu.so libc10.so libtorch_python.so
 wheels: setup
 	rm -rf dist && mkdir -p dist/linux
-	for p in core audio data; do PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist packages/$$p || exit 1; done
+	for p in core audio data pipelines; do PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist packages/$$p || exit 1; done
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist/linux packages/vision \
 	  -C cmake.define.TRIVIUM_DEPS=$(CURDIR)/packages/vision/build/deps
 	mv dist/linux/*.tar.gz dist/

@@ -5,7 +5,7 @@ them with the model step replaced by a no-op: an ImageFolder tree, RandomResized
 224 + horizontal flip + float + Normalize, batches of 64, 2 loader workers kept
 across epochs (``persistent_workers=True``) on both sides.
 
-- ours: what ``trivium.vision.pipelines.classification`` trains on:
+- ours: what ``trivium.pipelines.vision.classification`` trains on:
   ``ImageFolder`` giving the encoded bytes and ``TrainBatch`` as the collate function
   in ``trivium.data.DataLoader`` workers: the batch's crop boxes and flips drawn,
   then image by image ``DecodeRandomResizedCrop`` (only the crop's region, at a DCT
@@ -35,7 +35,7 @@ import harness
 import torch
 from data import epochs_of, make_image_folder, torch_epoch
 
-from trivium.vision.pipelines.classification_data import TrainBatch, make_loader, open_split
+from trivium.pipelines.vision.classification_data import TrainBatch, make_loader, open_split
 from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD
 
 BATCH = 64

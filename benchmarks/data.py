@@ -61,7 +61,7 @@ What it measures (every input is generated at start-up in a temp dir):
    the first batch. mosaicml-streaming is not installed (it pins numpy<2.2).
 
 7. **Conversion on Ray** (``--only ray``, when Ray is installed): the image folder of
-   workload 3 converted by ``trivium.data.ray.convert_folder`` (``trivium-data convert
+   workload 3 converted by ``trivium.pipelines.ray.convert_folder`` (``trivium-data convert
    --engine ray``) on a local Ray instance with 2 CPUs, against the local engine
    (``convert_image_folder``), one conversion per call, interleaved; the rows of
    both outputs are checked equal. ``ray.init`` is timed apart (in the checks).
@@ -117,7 +117,7 @@ import torch
 from PIL import Image
 
 from trivium.data import ArrowDataset, DataLoader, ParquetSource
-from trivium.data.convert import convert_image_folder
+from trivium.pipelines.convert import convert_image_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTOS = ROOT / "tests" / "assets" / "images" / "jpeg"
@@ -903,7 +903,7 @@ def bench_ray(
     try:
         import ray
 
-        from trivium.data.ray import convert_folder
+        from trivium.pipelines.ray import convert_folder
     except ImportError as e:
         checks.append(f"ray: not installed ({e})")
         return []

@@ -23,8 +23,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from trivium.audio.pipelines import SeparationConfig, separation
-from trivium.audio.pipelines.cli import (
+from trivium.pipelines.audio import SeparationConfig, separation
+from trivium.pipelines.audio.cli import (
     config_options,
     corpus_root,
     training_parser,

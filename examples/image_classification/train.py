@@ -33,9 +33,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from trivium.vision.pipelines import classification
-from trivium.vision.pipelines.classification import ClassificationConfig
-from trivium.vision.pipelines.cli import (
+from trivium.pipelines.vision import classification
+from trivium.pipelines.vision.classification import ClassificationConfig
+from trivium.pipelines.vision.cli import (
     config_from_args,
     parse_recipe_args,
     recipe_parser,
@@ -88,7 +88,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def prepare_corpus(corpus_dir: str | Path) -> Path:
     """The embedded image corpus as Parquet shards (``train/``, ``val/``); built once."""
-    from trivium.data.convert import convert_image_folder
+    from trivium.pipelines.convert import convert_image_folder
     from trivium.vision.corpora import build_image_corpus
 
     images = build_image_corpus(Path(corpus_dir) / "images")

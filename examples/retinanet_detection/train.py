@@ -35,14 +35,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from trivium.vision.pipelines import detection
-from trivium.vision.pipelines.cli import (
+from trivium.pipelines.vision import detection
+from trivium.pipelines.vision.cli import (
     config_from_args,
     parse_recipe_args,
     recipe_parser,
     run_recipe,
 )
-from trivium.vision.pipelines.detection import DetectionConfig
+from trivium.pipelines.vision.detection import DetectionConfig
 
 DEMO = {
     "model": "retinanet_resnet18_fpn",

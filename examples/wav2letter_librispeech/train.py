@@ -25,8 +25,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from trivium.audio.pipelines import ASRConfig, asr
-from trivium.audio.pipelines.cli import (
+from trivium.pipelines.audio import ASRConfig, asr
+from trivium.pipelines.audio.cli import (
     config_options,
     corpus_root,
     training_parser,

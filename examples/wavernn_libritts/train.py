@@ -22,14 +22,14 @@ from pathlib import Path
 
 from trivium.audio.datasets import LIBRITTS
 from trivium.audio.io import save
-from trivium.audio.pipelines import VocoderConfig, vocoder
-from trivium.audio.pipelines.cli import (
+from trivium.core.training import MetricLogger
+from trivium.pipelines.audio import VocoderConfig, vocoder
+from trivium.pipelines.audio.cli import (
     config_options,
     corpus_root,
     training_parser,
     write_metrics,
 )
-from trivium.core.training import MetricLogger
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

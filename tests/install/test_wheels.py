@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -84,7 +85,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_package_has_a_wheel_and_an_sdist_of_one_version() -> None:
     assert WHEELS is not None
-    for name in ("trivium_core", "trivium_vision", "trivium_audio", "trivium_data"):
+    names = ("trivium_core", "trivium_vision", "trivium_audio", "trivium_data", "trivium_pipelines")
+    for name in names:
         assert len(list(WHEELS.glob(f"{name}-0.1.0-*.whl"))) == 1, name
         assert len(list(WHEELS.glob(f"{name}-0.1.0.tar.gz"))) == 1, name
 
@@ -112,6 +114,7 @@ def test_the_vision_wheel_is_manylinux_and_pins_its_torch() -> None:
     for name in ("trivium-audio", "trivium-data"):
         assert "trivium-core==0.1.0" in _requires(_wheel(name))
         assert any(r.startswith("torch>=") for r in _requires(_wheel(name)))
+        assert not any(r.startswith("trivium-pipelines") for r in _requires(_wheel(name)))
 
 
 # What the vision wheel's native code may load from outside it: the manylinux policy's
@@ -195,6 +198,28 @@ def test_core_and_data_alone(work: Path) -> None:
     assert out["file"].startswith(str(venv.path))
     assert out["batches"] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert (out["vision"], out["audio"]) == (False, False)
+
+
+def test_pipelines_brings_the_libraries_and_the_convert_command(work: Path) -> None:
+    venv = Venv(work / "pipelines")
+    venv.install("trivium-pipelines")
+    tree = work / "tree"
+    for label in ("cat", "dog"):
+        (tree / label).mkdir(parents=True)
+        shutil.copy(ROOT / "tests/assets/images/jpeg/tv-grace_hopper_517x606.jpg", tree / label)
+    cli = venv.python.with_name("trivium-data")
+    convert = [str(cli), "convert", "image-folder", str(tree), str(work / "shards")]
+    subprocess.run(convert, check=True)
+    out = venv.run(
+        f"""
+        import trivium.pipelines.vision, trivium.pipelines.audio
+        from trivium.data import ParquetSource
+        rows = [r for b in ParquetSource({str(work / "shards")!r}) for r in b.to_pylist()]
+        print(json.dumps({{"labels": sorted(r["label"] for r in rows)}}))
+        """,
+        work,
+    )
+    assert out["labels"] == [0, 1]
 
 
 _VISION = """

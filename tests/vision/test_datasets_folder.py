@@ -304,7 +304,7 @@ def test_on_error_skip_in_trivium_dataloader_workers(tmp_path: pathlib.Path) -> 
 def test_convert_image_folder_gives_imagefolders_samples(
     tree: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
-    from trivium.data.cli import main
+    from trivium.pipelines.cli import main
 
     (tree / "cat" / "notes.txt").unlink()  # convert and ImageFolder list the same files
     assert main(["convert", "image-folder", str(tree), str(tmp_path / "shards")]) == 0

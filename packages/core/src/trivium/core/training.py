@@ -1,8 +1,10 @@
-"""A small training helper: device, AMP, gradient clipping, checkpoints with exact resume, logs.
+"""A small training helper: device, AMP, DDP, gradient clipping, checkpoints with exact resume.
 
-:class:`Trainer` runs optimisation steps over batches that a function of the
+:class:`Trainer` runs optimisation steps (:meth:`Trainer.train_step`), either
+driven by the caller's loop (the epoch loops of the vision pipelines, over a
+resumable loader) or by :meth:`Trainer.fit` over batches that a function of the
 step number provides (so that a resumed run sees exactly the batches the
-uninterrupted run would have), saves checkpoints holding the model, optimizer,
+uninterrupted run would have). It saves checkpoints holding the model, optimizer,
 scheduler, AMP scaler, step and every RNG state, and logs metrics through
 :class:`MetricLogger` (CSV, JSON and a PNG plot). It is deliberately not a
 framework: the loss function, data and evaluation stay in the caller's code.
@@ -44,6 +46,7 @@ from trivium.core.trees import map_tensors
 __all__ = [
     "MetricLogger",
     "Trainer",
+    "autocast",
     "get_rng_state",
     "load_checkpoint",
     "save_checkpoint",
@@ -268,6 +271,20 @@ class MetricLogger:
 # ---------------------------------------------------------------------------- trainer
 
 
+def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
+    """Mixed precision when ``enabled``: float16 on CUDA, bfloat16 elsewhere; else a no-op.
+
+    Example:
+        >>> with autocast(torch.device("cpu"), True):
+        ...     (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+        torch.bfloat16
+    """
+    if not enabled:
+        return contextlib.nullcontext()
+    dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
+    return torch.autocast(device.type, dtype=dtype)
+
+
 class Trainer:
     """Optimisation steps with AMP, gradient clipping, checkpoints and metric logs.
 
@@ -284,6 +301,12 @@ class Trainer:
         log_every: log the training loss every this many steps.
         extra: plain data stored in each checkpoint (e.g. the run's configuration).
         progress: show a progress bar (``None``: when stderr is a terminal).
+        distributed: the loss function gets the model wrapped in
+            ``DistributedDataParallel`` (``torch.distributed`` must be initialised; on
+            CUDA ``device`` is this process's GPU). Checkpoints hold the bare model's weights.
+
+    ``trainer.forward`` is what ``loss_fn`` gets: the model, or its DDP wrapper; set it
+    to a wrapper of your own (``torch.compile(trainer.forward)``) to train through that.
 
     Exact resume: if batches come from ``batch_fn(step)`` and the loss depends only
     on the batch, the model and the RNG states, then :meth:`resume` followed by
@@ -312,6 +335,7 @@ class Trainer:
         log_every: int = 1,
         extra: Mapping[str, Any] | None = None,
         progress: bool | None = None,
+        distributed: bool = False,
     ) -> None:
         if checkpoint_every < 0 or log_every < 1:
             raise ValueError(
@@ -324,8 +348,11 @@ class Trainer:
         self.model = model.to(self.device)
         self.optimizer = optimizer
         self.scheduler = scheduler
+        self.forward = self.model
+        if distributed:
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.forward = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
         self.amp = amp
-        self.amp_dtype = torch.float16 if self.device.type == "cuda" else torch.bfloat16
         self.scaler = torch.amp.GradScaler(
             self.device.type, enabled=amp and self.device.type == "cuda"
         )
@@ -356,28 +383,26 @@ class Trainer:
             >>> with t.autocast():
             ...     pass
         """
-        if not self.amp:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+        return autocast(self.device, self.amp)
 
     def train_step(self, loss_fn: LossFn, batch: Any) -> dict[str, float]:
         """One optimisation step on ``batch``; returns the logged scalars (``loss``, ...).
 
-        ``loss_fn(model, batch)`` returns the loss, or ``(loss, {name: value})``.
-        A non-finite loss raises ``FloatingPointError`` before the weights change.
+        ``loss_fn(model, batch)`` returns the loss, or ``(loss, {name: value})``; the
+        model it gets is the DDP wrapper when the trainer is ``distributed``, and
+        ``batch`` is on the trainer's device. A non-finite loss raises
+        ``FloatingPointError`` (naming the values) before the weights change.
         """
         self.model.train()
         batch = move_to(batch, self.device)
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
-            out = loss_fn(self.model, batch)
+            out = loss_fn(self.forward, batch)
         loss, scalars = out if isinstance(out, tuple) else (out, {})
-        if not torch.isfinite(loss.detach()):
-            raise FloatingPointError(
-                f"non-finite loss {float(loss.detach())} at step {self.step + 1}"
-            )
-        self.scaler.scale(loss.float()).backward()
         metrics = {"loss": float(loss.detach()), **{k: float(v) for k, v in scalars.items()}}
+        if not all(map(np.isfinite, metrics.values())):
+            raise FloatingPointError(f"non-finite loss at step {self.step + 1}: {metrics}")
+        self.scaler.scale(loss.float()).backward()
         if self.grad_clip_norm is not None:
             self.scaler.unscale_(self.optimizer)
             norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip_norm)
@@ -472,6 +497,26 @@ class Trainer:
         missing = {"step", "model", "optimizer", "rng"} - state.keys()
         if missing:
             raise DecodeError(f"checkpoint lacks {sorted(missing)}", path=path)
+        self.load_state_dict(state)
+        return self.step
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` gave (extra keys are ignored).
+
+        Restores the weights, optimizer, scheduler, scaler, RNG states and step, reads
+        the metrics ``out_dir`` holds and drops those logged after that step.
+
+        Example:
+            >>> import torch
+            >>> model = torch.nn.Linear(1, 1)
+            >>> t = Trainer(model, torch.optim.SGD(model.parameters(), 0.1), device="cpu")
+            >>> _ = t.train_step(lambda m, b: m(b).pow(2).mean(), torch.ones(2, 1))
+            >>> state = t.state_dict()
+            >>> _ = t.train_step(lambda m, b: m(b).pow(2).mean(), torch.ones(2, 1))
+            >>> t.load_state_dict(state)
+            >>> t.step
+            1
+        """
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None and state.get("scheduler") is not None:
@@ -484,4 +529,3 @@ class Trainer:
         if self.out_dir is not None:
             self.logger = MetricLogger(self.out_dir)
         self.logger.truncate(self.step)
-        return self.step

@@ -64,7 +64,7 @@ from trivium.data.limits import check_ipc, check_parquet, resolve_max_uncompress
 from trivium.data.pipes.base import IterPipe
 from trivium.data.shared_cache import SharedReadCache
 
-__all__ = ["ArrowIPCSource", "ArrowSource", "CSVSource", "Fragment", "ParquetSource"]
+__all__ = ["ArrowIPCSource", "ArrowSource", "CSVSource", "Fragment", "ParquetSource", "list_shards"]
 
 PathInput = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | pds.FileSystemDataset
 
@@ -119,9 +119,26 @@ def _own_copy(fs: pafs.FileSystem | None) -> pafs.FileSystem | None:
     return pickle.loads(pickle.dumps(fs))
 
 
-def _list_files(
+def list_shards(
     paths: PathInput, filesystem: pafs.FileSystem | None, suffixes: tuple[str, ...]
 ) -> tuple[pafs.FileSystem, list[str]]:
+    """The filesystem and the files a source reads from ``paths``, as the sources list them.
+
+    ``paths``: files, folders (their files ending in ``suffixes``, recursively, sorted by
+    path, hidden ``.``/``_`` files left out), ``s3://`` URIs or a
+    ``pyarrow.dataset.FileSystemDataset``. An empty file or a folder without matching
+    files raises :class:`trivium.core.DatasetError` naming it.
+
+    Example:
+        >>> import os, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> root = tempfile.mkdtemp()
+        >>> for name in ("b.parquet", "a.parquet"):
+        ...     pq.write_table(pa.table({"x": [1]}), os.path.join(root, name))
+        >>> _, files = list_shards(root, None, (".parquet",))
+        >>> [os.path.basename(f) for f in files]
+        ['a.parquet', 'b.parquet']
+    """
     if isinstance(paths, pds.FileSystemDataset):
         return paths.filesystem, list(paths.files)
     if isinstance(paths, bytes):
@@ -269,7 +286,7 @@ class ArrowSource(ForkSafe, IterPipe):
     def _list(self) -> None:
         forked = self.__dict__.pop("_fs_from_parent", False)
         filesystem = _own_copy(self.filesystem) if forked else self.filesystem
-        fs, files = _list_files(self.paths, filesystem, self.suffixes)
+        fs, files = list_shards(self.paths, filesystem, self.suffixes)
         if forked and isinstance(self.paths, pds.FileSystemDataset):
             fs = _own_copy(fs)
         self._fs = fs

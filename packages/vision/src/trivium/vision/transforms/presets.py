@@ -41,20 +41,28 @@ from trivium.vision.transforms.geometry import (
 )
 from trivium.vision.transforms.interpolation import InterpolationMode
 
-__all__ = ["ImageClassificationEval", "ImageClassificationTrain"]
+__all__ = ["ImageClassificationEval", "ImageClassificationTrain", "auto_augment_policy"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def _policy(
+def auto_augment_policy(
     name: str,
-    interpolation: InterpolationMode,
-    ra_magnitude: int,
-    augmix_severity: int,
-    generator: Any,
+    interpolation: InterpolationMode = InterpolationMode.BILINEAR,
+    ra_magnitude: int = 9,
+    augmix_severity: int = 3,
+    generator: Any = None,
 ) -> nn.Module:
-    """The auto-augment transform named as in torchvision's presets ("ra", "ta_wide", ...)."""
+    """The auto-augment transform named as in torchvision's presets' ``auto_augment_policy``.
+
+    ``"ra"`` (RandAugment), ``"ta_wide"`` (TrivialAugmentWide), ``"augmix"`` or an
+    ``AutoAugmentPolicy`` value (``"imagenet"``, ``"cifar10"``, ``"svhn"``).
+
+    Example:
+        >>> type(auto_augment_policy("ta_wide")).__name__
+        'TrivialAugmentWide'
+    """
     # Imported here: the policies live in a separate module of the package.
     from trivium.vision.transforms import auto_augment as aa
 
@@ -70,9 +78,7 @@ def _policy(
         policy = aa.AutoAugmentPolicy(name)
     except ValueError:
         choices = ["ra", "ta_wide", "augmix", *(p.value for p in aa.AutoAugmentPolicy)]
-        raise ValueError(
-            f"ImageClassificationTrain: auto_augment_policy must be one of {choices}, got {name!r}"
-        ) from None
+        raise ValueError(f"auto_augment_policy must be one of {choices}, got {name!r}") from None
     return aa.AutoAugment(policy=policy, interpolation=interpolation, generator=generator)
 
 
@@ -153,7 +159,7 @@ class ImageClassificationTrain(_DecodesFirst):
             steps.append(RandomHorizontalFlip(hflip_prob, generator=generator))
         if auto_augment_policy is not None:
             steps.append(
-                _policy(
+                auto_augment_policy(
                     auto_augment_policy,
                     crop.interpolation,
                     ra_magnitude,

@@ -1,0 +1,448 @@
+"""Object detection: train a RetinaNet on a COCO-format folder and evaluate it with COCO mAP.
+
+:func:`train` follows torchvision's detection reference (SGD or AdamW, warm-up then
+a cosine or step schedule, AMP, DDP under ``torchrun``) with Trivium's data side:
+:class:`~trivium.vision.datasets.CocoDetection` samples through box-aware
+transforms in ``trivium.data.DataLoader`` workers. Checkpoints hold the loader's
+position, so ``resume=True`` continues mid-epoch with no sample lost or repeated
+and the same augmentations as an uninterrupted run. :func:`evaluate` reports the
+12 COCO AP/AR figures of a split and :func:`from_checkpoint` gives a
+:class:`DetectionPipeline` that finds objects in images.
+
+A run folder holds ``checkpoint.pt``, ``metrics.{csv,json}``, ``metrics.png``
+(loss and mAP curves), ``predictions.png`` (held-out images with the predicted
+boxes drawn) and ``summary.json``.
+
+Example:
+    >>> import torch
+    >>> from trivium.vision.models import retinanet_resnet18_fpn
+    >>> model = retinanet_resnet18_fpn(num_classes=3, min_size=64, max_size=64)
+    >>> pipeline = DetectionPipeline(model, {1: "circle", 2: "square"})
+    >>> sorted(pipeline.predict(torch.zeros(3, 64, 64, dtype=torch.uint8)))
+    ['boxes', 'labels', 'names', 'scores']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from trivium.core import load_checkpoint
+from trivium.core.devices import resolve_device
+from trivium.core.training import autocast
+from trivium.pipelines.vision import common
+from trivium.pipelines.vision.detection_data import (
+    AUGMENTATIONS,
+    annotation_file,
+    make_loader,
+    open_split,
+    train_transforms,
+)
+
+__all__ = [
+    "DetectionConfig",
+    "DetectionPipeline",
+    "build_model",
+    "evaluate",
+    "from_checkpoint",
+    "train",
+]
+
+
+@dataclass
+class DetectionConfig:
+    """Settings of a run, named after the flags of torchvision's detection reference.
+
+    ``data_path`` is a COCO-format folder (``<split>/`` images and
+    ``annotations/instances_<split>.json``). Images are resized so that their
+    shorter side is ``min_size`` (the longer at most ``max_size``), as
+    torchvision's RetinaNet does. ``anchor_sizes`` gives the smallest anchor of
+    the finest pyramid level (each coarser level doubles it; 0: torchvision's 32).
+    ``fpn_channels`` is the width of the feature pyramid and of the heads (256 as
+    torchvision; smaller makes a fast CPU model). ``weights_backbone`` is a local
+    file of the ResNet's weights (a state dict; nothing is downloaded).
+    ``box_loss`` is the box regression loss: ``"l1"`` on the anchor deltas
+    (torchvision's RetinaNet), ``"smooth_l1"``, or ``"giou"`` on the decoded boxes
+    (torchvision's v2 recipe). ``eval_every`` evaluates every so many epochs (and
+    always after the last).
+    ``channels_last`` stores the weights channels-last, faster on a CPU.
+    ``on_error``: ``"raise"`` (an image that cannot be read stops the run, naming
+    it) or ``"skip"`` (it is left out, and named at each epoch's end and in
+    ``summary.json``).
+
+    Example:
+        >>> DetectionConfig(data_path="coco").model
+        'retinanet_resnet50_fpn'
+    """
+
+    data_path: str = "data/detection_corpus"
+    out_dir: str = "runs/detection"
+    train_split: str = "train"
+    val_split: str = "val"
+    model: str = "retinanet_resnet50_fpn"
+    fpn_channels: int = 256
+    weights_backbone: str | None = None
+    trainable_backbone_layers: int | None = None
+    min_size: int = 800
+    max_size: int = 1333
+    anchor_sizes: int = 0
+    box_loss: str = "l1"
+    epochs: int = 26
+    batch_size: int = 2
+    opt: str = "sgd"
+    lr: float = 0.01
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    lr_scheduler: str = "step"
+    lr_warmup_epochs: int = 0
+    lr_warmup_decay: float = 0.001
+    lr_step_size: int = 16
+    lr_gamma: float = 0.1
+    clip_grad_norm: float = 0.0
+    augmentation: str = "hflip"
+    score_thresh: float = 0.05
+    nms_thresh: float = 0.5
+    detections_per_img: int = 100
+    amp: bool = False
+    channels_last: bool = False
+    workers: int = 2
+    seed: int = 0
+    checkpoint_every: int = 0
+    eval_every: int = 1
+    device: str = "auto"
+    on_error: str = "raise"
+
+    def __post_init__(self) -> None:
+        common.check_config(self, ("epochs", "batch_size", "eval_every"))
+        if self.box_loss not in ("l1", "smooth_l1", "giou"):
+            raise ValueError(f"box_loss must be 'l1', 'smooth_l1' or 'giou', got {self.box_loss!r}")
+        if self.augmentation not in AUGMENTATIONS:
+            raise ValueError(
+                f"augmentation must be one of {AUGMENTATIONS}, got {self.augmentation!r}"
+            )
+
+
+# ---------------------------------------------------------------------------- pieces
+
+
+def read_categories(data_path: str | Path, split: str) -> dict[int, str]:
+    """``{category id: name}`` from a split's COCO annotations.
+
+    Example:
+        >>> import json, tempfile, pathlib
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "annotations").mkdir()
+        >>> _ = (root / "annotations" / "instances_val.json").write_text(json.dumps(
+        ...     {"categories": [{"id": 1, "name": "circle"}], "images": [], "annotations": []}))
+        >>> read_categories(root, "val")
+        {1: 'circle'}
+    """
+    path = annotation_file(data_path, split)
+    with open(path, encoding="utf-8") as f:
+        categories = json.load(f).get("categories") or []
+    if not categories:
+        raise ValueError(f"{path}: no categories")
+    return {int(c["id"]): str(c["name"]) for c in categories}
+
+
+def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
+    """The detection model of ``config`` (a :mod:`trivium.vision.models` builder by name).
+
+    ``num_classes`` counts the background, as in torchvision: COCO category ids
+    1..K need ``K + 1``.
+
+    Example:
+        >>> c = DetectionConfig(model="retinanet_resnet18_fpn", min_size=64, max_size=64)
+        >>> build_model(c, 3).head.classification_head.num_classes
+        3
+    """
+    builder = common.model_builder(config.model, "retinanet_", "detection model")
+    kwargs: dict[str, Any] = {
+        "num_classes": num_classes,
+        "min_size": config.min_size,
+        "max_size": config.max_size,
+        "score_thresh": config.score_thresh,
+        "nms_thresh": config.nms_thresh,
+        "detections_per_img": config.detections_per_img,
+        "trainable_backbone_layers": config.trainable_backbone_layers,
+        "weights_backbone": config.weights_backbone,
+    }
+    if config.fpn_channels != 256:
+        kwargs["fpn_channels"] = config.fpn_channels
+    if config.anchor_sizes:
+        kwargs["anchor_generator"] = anchor_generator(config.anchor_sizes)
+    model = builder(**kwargs)
+    model.head.regression_head._loss_type = config.box_loss
+    return model
+
+
+def anchor_generator(smallest: int) -> nn.Module:
+    """RetinaNet's anchors (3 scales x 3 aspect ratios on 5 levels) from a smallest size.
+
+    torchvision's are ``anchor_generator(32)``; small images want smaller ones.
+
+    Example:
+        >>> anchor_generator(16).sizes[0]
+        (16, 20, 25)
+    """
+    from trivium.vision.ops import AnchorGenerator
+
+    sizes = tuple(
+        (x, int(x * 2 ** (1.0 / 3)), int(x * 2 ** (2.0 / 3)))
+        for x in (smallest * 2**level for level in range(5))
+    )
+    return AnchorGenerator(sizes, ((0.5, 1.0, 2.0),) * len(sizes))
+
+
+def _to_model(images: list[Tensor], targets: list[dict[str, Any]] | None, device: torch.device):
+    """uint8 images -> float in [0, 1] on ``device``; targets' boxes and labels as tensors."""
+    floats = [image.as_subclass(Tensor).to(device).float().div_(255) for image in images]
+    if targets is None:
+        return floats, None
+    moved = [
+        {
+            "boxes": t["boxes"].as_subclass(Tensor).to(device),
+            "labels": t["labels"].to(device),
+        }
+        for t in targets
+    ]
+    return floats, moved
+
+
+class _Run(common.TrainingRun):
+    """A detection run; :func:`train` drives it."""
+
+    labels_key = "categories"
+    speed_digits = 1
+
+    def read_labels(self) -> dict[int, str]:
+        return read_categories(self.config.data_path, self.config.train_split)
+
+    def train_loader(self) -> Any:
+        config = self.config
+        transforms = train_transforms(config.augmentation, config.min_size)
+        transforms.generator = torch.Generator().manual_seed(config.seed)
+        dataset = open_split(config.data_path, config.train_split, transforms, config.on_error)
+        return _loader(config, dataset, train=True)
+
+    def new_model(self) -> nn.Module:
+        return build_model(self.config, max(self.labels) + 1)
+
+    def loss(
+        self, model: nn.Module, batch: tuple[list[Tensor], list[dict[str, Any]]]
+    ) -> tuple[Tensor, dict[str, Tensor]]:
+        images, targets = _to_model(*batch, self.device)
+        losses = model(images, targets)
+        return sum(value.float() for value in losses.values()), losses
+
+    def new_val_loader(self) -> Any:
+        return _eval_loader(self.config, self.config.val_split)
+
+    def validate(self) -> dict[str, float] | None:
+        last = self.epoch + 1 == self.config.epochs
+        if not (last or (self.epoch + 1) % self.config.eval_every == 0):
+            return None
+        return _evaluate_model(self.model, self.validation_loader(), self.config, self.device)
+
+    def results(self) -> dict[str, Any]:
+        pipeline = DetectionPipeline(self.model, self.labels)
+        write_prediction_grid(pipeline, self.config, self.dir / "predictions.png")
+        return {name: self.logger.last(f"val_{name}") for name in ("AP", "AP50", "AP75", "AR100")}
+
+
+# ---------------------------------------------------------------------------- public API
+
+
+def train(
+    config: DetectionConfig,
+    *,
+    resume: bool = False,
+    show_progress: bool = True,
+    stop_after_steps: int | None = None,
+) -> dict[str, Any]:
+    """Train, evaluate every ``eval_every`` epochs, write the run folder; returns the summary.
+
+    With ``resume=True`` it continues from the run folder's checkpoint, with
+    ``stop_after_steps`` it stops there (:func:`~trivium.pipelines.vision.common.fit`).
+
+    Example:
+        >>> DetectionConfig(batch_size=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_size must be >= 1, got 0
+    """
+    run = _Run(config, show_progress)
+    return common.fit(run, resume=resume, stop_after_steps=stop_after_steps)
+
+
+def _eval_loader(config: DetectionConfig, split: str) -> Any:
+    dataset = open_split(config.data_path, split, on_error=config.on_error)
+    return _loader(config, dataset, train=False)
+
+
+def _loader(config: DetectionConfig, dataset: Any, *, train: bool) -> Any:
+    """``make_loader`` over ``dataset`` with the run's batch size, workers, seed and
+    ``on_error``."""
+    return make_loader(
+        dataset,
+        config.batch_size,
+        train=train,
+        workers=config.workers,
+        seed=config.seed,
+        on_error=config.on_error,
+    )
+
+
+@torch.no_grad()
+def _evaluate_model(
+    model: nn.Module, loader: Any, config: DetectionConfig, device: torch.device
+) -> dict[str, float]:
+    from trivium.vision.detection_eval import CocoEvaluator
+
+    evaluator = CocoEvaluator(annotation_file(config.data_path, config.val_split))
+    with common.eval_mode(model):
+        for images, targets in loader:
+            inputs, _ = _to_model(images, None, device)
+            with autocast(device, config.amp):
+                outputs = model(inputs)
+            evaluator.update(
+                {
+                    int(t["image_id"]): {k: v.float().cpu() for k, v in out.items()}
+                    for t, out in zip(targets, outputs, strict=True)
+                }
+            )
+    return evaluator.summarize()
+
+
+def evaluate(
+    pipeline: DetectionPipeline | str | os.PathLike[str],
+    data_path: str | os.PathLike[str],
+    split: str = "val",
+    *,
+    batch_size: int = 4,
+    workers: int = 2,
+) -> dict[str, float]:
+    """The 12 COCO figures (``AP``, ``AP50``, ``AP75``, ``APs`` ... ``ARl``) of ``data_path/split``.
+
+    ``pipeline`` is a :class:`DetectionPipeline` or a checkpoint path.
+
+    Example:
+        >>> evaluate("no/such/checkpoint.pt", "data")
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: no/such/checkpoint.pt: no such checkpoint
+    """
+    if not isinstance(pipeline, DetectionPipeline):
+        pipeline = from_checkpoint(pipeline)
+    config = DetectionConfig(
+        data_path=str(data_path), val_split=split, batch_size=batch_size, workers=workers
+    )
+    device = next(pipeline.model.parameters()).device
+    return _evaluate_model(pipeline.model, _eval_loader(config, split), config, device)
+
+
+class DetectionPipeline(nn.Module):
+    """A trained detector with its category names.
+
+    :meth:`predict` takes an image path, encoded bytes (JPEG/PNG), a decoded uint8
+    ``[3, H, W]`` tensor, or a list of those, and returns boxes (XYXY, in the
+    image's pixels), scores, labels (category ids) and their names.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision.models import retinanet_resnet18_fpn
+        >>> p = DetectionPipeline(retinanet_resnet18_fpn(num_classes=2, min_size=32, max_size=32),
+        ...                       {1: "disc"})
+        >>> p.predict([torch.zeros(3, 32, 32, dtype=torch.uint8)])[0]["boxes"].shape[1]
+        4
+    """
+
+    def __init__(self, model: nn.Module, categories: dict[int, str]) -> None:
+        super().__init__()
+        self.model, self.categories = model, dict(categories)
+
+    @torch.no_grad()
+    def predict(
+        self, images: Any, score_thresh: float = 0.0
+    ) -> dict[str, Any] | list[dict[str, Any]]:
+        """``{"boxes", "scores", "labels", "names"}`` per image, scores above ``score_thresh``."""
+        items, single = common.as_images(images)
+        device = next(self.model.parameters()).device
+        with common.eval_mode(self.model):
+            outputs = self.model(_to_model(items, None, device)[0])
+        results = []
+        for out in outputs:
+            keep = out["scores"] > score_thresh
+            result = {k: v[keep].cpu() for k, v in out.items()}
+            result["names"] = [self.categories.get(int(i), str(int(i))) for i in result["labels"]]
+            results.append(result)
+        return results[0] if single else results
+
+    def forward(self, images: list[Tensor]) -> list[dict[str, Tensor]]:
+        """The model's detections for float images in [0, 1]."""
+        return self.model(images)
+
+
+def from_checkpoint(
+    path: str | os.PathLike[str], device: str | torch.device = "cpu"
+) -> DetectionPipeline:
+    """The :class:`DetectionPipeline` of a run's checkpoint (in eval mode).
+
+    Example:
+        >>> from_checkpoint("missing.pt")
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: missing.pt: no such checkpoint
+    """
+    state = load_checkpoint(path)
+    config = common.config_from_state(DetectionConfig, state)
+    categories = {int(k): v for k, v in state["categories"].items()}
+    model = build_model(config, max(categories) + 1)
+    model.load_state_dict(state["model"])
+    return DetectionPipeline(model, categories).to(resolve_device(device)).eval()
+
+
+def write_prediction_grid(
+    pipeline: DetectionPipeline,
+    config: DetectionConfig,
+    path: str | os.PathLike[str],
+    count: int = 8,
+    score_thresh: float = 0.4,
+    tile: int = 320,
+) -> Path:
+    """A PNG grid of ``count`` held-out images with their predicted boxes and labels.
+
+    Each image is scaled so that its longer side is ``tile`` pixels (small images
+    get legible labels), drawn, and padded to a ``tile`` square.
+
+    Example:
+        >>> write_prediction_grid  # doctest: +ELLIPSIS
+        <function write_prediction_grid at ...>
+    """
+    from trivium.vision.transforms import Resize
+    from trivium.vision.utils import draw_bounding_boxes, make_grid, save_image
+
+    dataset = open_split(config.data_path, config.val_split, on_error=config.on_error)
+    images = [dataset[i][0].as_subclass(Tensor) for i in common.spread_indices(len(dataset), count)]
+    results = pipeline.predict(images, score_thresh)
+    drawn = []
+    for image, result in zip(images, results, strict=True):
+        height, width = image.shape[-2:]
+        scale = tile / max(height, width)
+        image = Resize((round(height * scale), round(width * scale)))(image)
+        labels = [f"{n} {s:.2f}" for n, s in zip(result["names"], result["scores"], strict=True)]
+        boxed = image  # nothing above score_thresh: draw_bounding_boxes would warn
+        if labels:
+            boxes = result["boxes"] * scale
+            boxed = draw_bounding_boxes(image, boxes, labels, width=2)
+        pad = (0, tile - boxed.shape[-1], 0, tile - boxed.shape[-2])
+        drawn.append(torch.nn.functional.pad(boxed, pad))
+    path = common.output_file(path)
+    save_image(make_grid(drawn, nrow=4, padding=4).float() / 255, path)
+    return path
