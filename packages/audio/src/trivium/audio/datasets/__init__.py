@@ -12,5 +12,18 @@ from trivium.audio.datasets.collate import pad_collate
 from trivium.audio.datasets.librimix import LibriMix, WSJ0Mix
 from trivium.audio.datasets.librispeech import LIBRISPEECH
 from trivium.audio.datasets.libritts import LIBRITTS
+from trivium.audio.datasets.ljspeech import LJSPEECH
+from trivium.audio.datasets.speechcommands import SPEECHCOMMANDS
+from trivium.audio.datasets.yesno import YESNO
 
-__all__ = ["LIBRISPEECH", "LIBRITTS", "AudioFolder", "LibriMix", "WSJ0Mix", "pad_collate"]
+__all__ = [
+    "LIBRISPEECH",
+    "LIBRITTS",
+    "LJSPEECH",
+    "SPEECHCOMMANDS",
+    "YESNO",
+    "AudioFolder",
+    "LibriMix",
+    "WSJ0Mix",
+    "pad_collate",
+]

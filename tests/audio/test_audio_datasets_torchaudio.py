@@ -1,0 +1,256 @@
+"""torchaudio's datasets on their real layouts, built in tmp_path from real speech.
+
+Each test lays a small copy of the dataset's on-disk layout out in ``tmp_path`` and
+compares Trivium's class with torchaudio's on the same folder: torchaudio's audio
+decoding needs TorchCodec, which does not load here, so its ``torchaudio.load`` is
+replaced by soundfile's decode, the independent reference for the waveforms; every
+other field, the item order and ``get_metadata`` come from torchaudio's own code.
+Downloads run against a loopback HTTP server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from peers import require_torchaudio
+from torch.utils.data import DataLoader
+
+from trivium.audio import datasets
+from trivium.core.errors import DatasetError, PathNotFoundError
+
+AUDIO = Path(__file__).resolve().parents[1] / "assets" / "audio"
+CLIPS = ("spk1_snt1", "spk1_snt4", "spk2_snt1", "spk2_snt2")
+
+
+def speech(k: int, frames: int = 4000, offset: int = 0) -> np.ndarray:
+    """``frames`` int16 samples of real speech (clip ``k`` of the assets, 16 kHz)."""
+    data, _ = sf.read(AUDIO / f"sb-{CLIPS[k % len(CLIPS)]}.wav", dtype="int16")
+    return data[offset : offset + frames]
+
+
+def write(path: Path, data: np.ndarray, rate: int = 16000, **kwargs: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(path, data, rate, **kwargs)
+    return path
+
+
+def soundfile_load(path: Any, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, int]:
+    """torchaudio.load's ``(waveform [channels, time] float32, rate)`` by soundfile."""
+    data, rate = sf.read(path, dtype="float32", always_2d=True)
+    return torch.from_numpy(np.ascontiguousarray(data.T)), rate
+
+
+@pytest.fixture
+def ta(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """torchaudio.datasets, decoding with soundfile."""
+    torchaudio = require_torchaudio()
+    monkeypatch.setattr(torchaudio, "load", soundfile_load)
+    return importlib.import_module("torchaudio.datasets")
+
+
+def assert_same_item(ours: Any, theirs: Any) -> None:
+    if isinstance(theirs, torch.Tensor):
+        assert isinstance(ours, torch.Tensor) and ours.dtype == torch.float32
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    elif isinstance(theirs, (tuple, list)):
+        assert type(ours) is type(theirs) and len(ours) == len(theirs)
+        for a, b in zip(ours, theirs, strict=True):
+            assert_same_item(a, b)
+    else:
+        assert type(ours) is type(theirs) and ours == theirs
+
+
+def assert_same_dataset(ours: Any, theirs: Any, metadata: bool = True) -> None:
+    assert len(ours) == len(theirs) > 0
+    for i in range(len(theirs)):
+        assert_same_item(ours[i], theirs[i])
+        if metadata:
+            assert_same_item(ours.get_metadata(i), theirs.get_metadata(i))
+
+
+def tar_folder(served: Path, name: str, folder: Path, arcname: str) -> str:
+    """``folder`` packed as ``served/name`` under ``arcname``; returns the SHA-256."""
+    compression = next((c for c in ("gz", "bz2", "xz") if name.endswith(c)), "")
+    with tarfile.open(served / name, f"w:{compression}") as t:
+        t.add(folder, arcname=arcname)
+    return hashlib.sha256((served / name).read_bytes()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- SPEECHCOMMANDS
+
+
+def make_speechcommands(root: Path, version: str = "speech_commands_v0.02") -> Path:
+    """Two labels, three speakers, background noise, and the split lists."""
+    path = root / "SpeechCommands" / version
+    clips = {
+        "yes/0a7c2a8d_nohash_0.wav": 0,
+        "yes/0a7c2a8d_nohash_1.wav": 1,
+        "yes/c1d39ce8_nohash_0.wav": 2,
+        "no/0a7c2a8d_nohash_0.wav": 3,
+        "no/b5cf6ea8_nohash_2.wav": 0,
+        "no/c1d39ce8_nohash_0.wav": 1,
+    }
+    for relpath, k in clips.items():
+        write(path / relpath, speech(k, 1600, offset=800 * k))
+    write(path / "_background_noise_" / "white_noise.wav", speech(2, 3200))
+    (path / "validation_list.txt").write_text("yes/c1d39ce8_nohash_0.wav\n")
+    (path / "testing_list.txt").write_text("no/c1d39ce8_nohash_0.wav\nno/b5cf6ea8_nohash_2.wav\n")
+    (path / "LICENSE").write_text("CC-BY-4.0\n")
+    return path
+
+
+@pytest.mark.parametrize("subset", [None, "training", "validation", "testing"])
+def test_speechcommands_subsets(tmp_path: Path, ta: ModuleType, subset: str | None) -> None:
+    make_speechcommands(tmp_path)
+    ours = datasets.SPEECHCOMMANDS(tmp_path, subset=subset)
+    theirs = ta.SPEECHCOMMANDS(str(tmp_path), subset=subset)
+    assert_same_dataset(ours, theirs)
+    sizes = {None: 6, "training": 3, "validation": 1, "testing": 2}
+    assert len(ours) == sizes[subset]
+    assert all("_background_noise_" not in ours.get_metadata(i)[0] for i in range(len(ours)))
+
+
+def test_speechcommands_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="subset"):
+        datasets.SPEECHCOMMANDS(tmp_path, subset="train")
+    with pytest.raises(PathNotFoundError, match="download=True") as info:
+        datasets.SPEECHCOMMANDS(tmp_path, url="speech_commands_v0.01")
+    assert "speech_commands_v0.01.tar.gz" in str(info.value)
+    path = make_speechcommands(tmp_path)
+    (path / "testing_list.txt").unlink()
+    with pytest.raises(PathNotFoundError) as missing:
+        datasets.SPEECHCOMMANDS(tmp_path, subset="training")
+    assert missing.value.path == str(path / "testing_list.txt")
+    # sorted, both come right after no/* (3 clips) and yes/0a7c2a8d_nohash_{0,1}
+    bad = write(path / "yes" / "0a7c2a8d_nohash_x.wav", speech(0, 160))
+    with pytest.raises(DatasetError, match="nohash_x"):
+        datasets.SPEECHCOMMANDS(tmp_path)[5]
+    bad.unlink()
+    write(path / "yes" / "0a7c2a8d_nohash_7.wav", speech(0, 160), 8000)
+    with pytest.raises(DatasetError, match="sample rate 8000"):
+        datasets.SPEECHCOMMANDS(tmp_path)[5]
+
+
+def test_speechcommands_download(tmp_path: Path, file_server) -> None:
+    staging = make_speechcommands(tmp_path / "staging")
+    name = "speech_commands_v0.02.tar.gz"
+    digest = tar_folder(file_server.root, name, staging, ".")
+    url = f"{file_server.url}/{name}"
+    root = tmp_path / "root"
+    with pytest.raises(DatasetError, match="checksum mismatch") as info:
+        datasets.SPEECHCOMMANDS(root, url=url, download=True)  # the real archive's digest
+    assert datasets.speechcommands.CHECKSUMS[name] in str(info.value)
+    assert not (root / name).exists()
+    ds = datasets.SPEECHCOMMANDS(root, url=f"{url}#sha256={digest}", download=True)
+    assert len(ds) == 6 and (root / name).is_file()
+    assert ds.get_metadata(5)[0] == "speech_commands_v0.02/yes/c1d39ce8_nohash_0.wav"
+    assert len(datasets.SPEECHCOMMANDS(root, subset="testing")) == 2  # found locally now
+
+
+# ----------------------------------------------------------------------------- YESNO
+
+
+def make_yesno(root: Path) -> None:
+    for k, name in enumerate(("0_0_1_0_1_0_1_1", "1_1_1_1_0_0_0_0", "0_1_0_0_1_0_1_1")):
+        write(root / "waves_yesno" / f"{name}.wav", speech(k, 2000), 8000)
+    (root / "waves_yesno" / "README").write_text("yes/no\n")
+
+
+def test_yesno(tmp_path: Path, ta: ModuleType) -> None:
+    make_yesno(tmp_path)
+    ours = datasets.YESNO(tmp_path)
+    assert_same_dataset(ours, ta.YESNO(tmp_path), metadata=False)
+    assert ours[0][1:] == (8000, [0, 0, 1, 0, 1, 0, 1, 1])
+    write(tmp_path / "waves_yesno" / "1_x.wav", speech(0, 80), 8000)
+    with pytest.raises(DatasetError, match=r"1_x\.wav"):
+        datasets.YESNO(tmp_path)[3]
+    with pytest.raises(PathNotFoundError, match=r"waves_yesno\.tar\.gz"):
+        datasets.YESNO(tmp_path / "elsewhere")
+
+
+def test_yesno_download(tmp_path: Path, file_server) -> None:
+    make_yesno(tmp_path / "staging")
+    name = "waves_yesno.tar.gz"
+    tar_folder(file_server.root, name, tmp_path / "staging" / "waves_yesno", "waves_yesno")
+    root = tmp_path / "root"
+    with pytest.raises(DatasetError, match="checksum mismatch"):
+        datasets.YESNO(root, url=f"{file_server.url}/{name}", download=True)
+    digest = hashlib.sha256((file_server.root / name).read_bytes()).hexdigest()
+    ds = datasets.YESNO(root, url=f"{file_server.url}/{name}#sha256={digest}", download=True)
+    assert len(ds) == 3 and ds[2][2] == [1, 1, 1, 1, 0, 0, 0, 0]
+
+
+# ----------------------------------------------------------------------------- LJSPEECH
+
+LJ_ROWS = [
+    ("LJ001-0001", "Printing, in the only sense", "Printing, in the only sense"),
+    ("LJ001-0002", "in being comparatively modern.", "in being comparatively modern."),
+    ("LJ002-0010", "in 1829, the year", "in eighteen twenty-nine, the year"),
+]
+
+
+def make_ljspeech(root: Path) -> Path:
+    base = root / "LJSpeech-1.1"
+    for k, (fileid, _, _) in enumerate(LJ_ROWS):
+        write(base / "wavs" / f"{fileid}.wav", speech(k, 2205), 22050)
+    (base / "metadata.csv").write_text("".join("|".join(row) + "\n" for row in LJ_ROWS))
+    return base
+
+
+def test_ljspeech(tmp_path: Path, ta: ModuleType) -> None:
+    base = make_ljspeech(tmp_path)
+    ours = datasets.LJSPEECH(tmp_path)
+    assert_same_dataset(ours, ta.LJSPEECH(tmp_path), metadata=False)
+    assert ours[2][1:] == (22050, *LJ_ROWS[2][1:])
+    with open(base / "metadata.csv", "a") as f:
+        f.write("LJ003-0001|no normalized text\n")
+    with pytest.raises(DatasetError, match="line 4 has 2 fields"):
+        datasets.LJSPEECH(tmp_path)
+    (base / "metadata.csv").unlink()
+    with pytest.raises(PathNotFoundError) as info:
+        datasets.LJSPEECH(tmp_path)
+    assert info.value.path == str(base / "metadata.csv")
+
+
+def test_ljspeech_download_bz2(tmp_path: Path, file_server) -> None:
+    base = make_ljspeech(tmp_path / "staging")
+    name = "LJSpeech-1.1.tar.bz2"
+    digest = tar_folder(file_server.root, name, base, "LJSpeech-1.1")
+    root = tmp_path / "root"
+    with pytest.raises(DatasetError, match="checksum mismatch"):
+        datasets.LJSPEECH(root, url=f"{file_server.url}/{name}", download=True)
+    ds = datasets.LJSPEECH(root, url=f"{file_server.url}/{name}#sha256={digest}", download=True)
+    assert len(ds) == 3 and ds[0][2] == LJ_ROWS[0][1]
+
+
+# ----------------------------------------------------------------------------- DataLoader
+
+MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {
+    "SPEECHCOMMANDS": (make_speechcommands, datasets.SPEECHCOMMANDS),
+    "YESNO": (make_yesno, datasets.YESNO),
+    "LJSPEECH": (make_ljspeech, datasets.LJSPEECH),
+}
+
+
+@pytest.mark.parametrize("name", list(MAKERS))
+def test_in_a_dataloader(tmp_path: Path, name: str) -> None:
+    make, cls = MAKERS[name]
+    make(tmp_path)
+    ds = cls(tmp_path)
+    workers = 2 if name == "SPEECHCOMMANDS" else 0
+    context = "fork" if workers else None
+    loader = DataLoader(ds, batch_size=None, num_workers=workers, multiprocessing_context=context)
+    items = list(loader)
+    assert len(items) == len(ds)
+    for i, item in enumerate(items):
+        assert_same_item(tuple(item), ds[i])  # the loader hands tuples on as lists
