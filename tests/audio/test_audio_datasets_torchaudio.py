@@ -10,9 +10,11 @@ Downloads run against a loopback HTTP server.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import importlib
 import tarfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -44,9 +46,13 @@ def write(path: Path, data: np.ndarray, rate: int = 16000, **kwargs: Any) -> Pat
     return path
 
 
-def soundfile_load(path: Any, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, int]:
+def soundfile_load(
+    path: Any, frame_offset: int = 0, num_frames: int = -1, **kwargs: Any
+) -> tuple[torch.Tensor, int]:
     """torchaudio.load's ``(waveform [channels, time] float32, rate)`` by soundfile."""
-    data, rate = sf.read(path, dtype="float32", always_2d=True)
+    data, rate = sf.read(
+        path, frames=num_frames, start=frame_offset, dtype="float32", always_2d=True
+    )
     return torch.from_numpy(np.ascontiguousarray(data.T)), rate
 
 
@@ -233,12 +239,236 @@ def test_ljspeech_download_bz2(tmp_path: Path, file_server) -> None:
     assert len(ds) == 3 and ds[0][2] == LJ_ROWS[0][1]
 
 
+# ----------------------------------------------------------------------------- GTZAN
+
+
+def make_gtzan(root: Path) -> None:
+    """Clips of the filtered test split, one a genre missing, and files GTZAN skips."""
+    names = ["blues.00012", "blues.00013", "jazz.00000", "rock.00084"]
+    for k, name in enumerate(names):
+        write(root / "genres" / name.split(".")[0] / f"{name}.wav", speech(k, 2205), 22050)
+    write(root / "genres" / "jazz" / "jazz.0001.wav", speech(0, 80), 22050)  # 4 digits
+    write(root / "genres" / "jazz" / "notes.00001.wav", speech(0, 80), 22050)
+    write(root / "genres" / "polka" / "polka.00001.wav", speech(0, 80), 22050)
+    (root / "genres" / "jazz" / "jazz.00001.txt").write_text("not audio")
+
+
+@pytest.mark.parametrize("subset", [None, "testing"])
+def test_gtzan(tmp_path: Path, ta: ModuleType, subset: str | None) -> None:
+    make_gtzan(tmp_path)
+    ours, theirs = datasets.GTZAN(tmp_path, subset=subset), ta.GTZAN(tmp_path, subset=subset)
+    assert len(ours) == len(theirs) == (4 if subset is None else 290)
+    for i in (0, 1) if subset else range(4):
+        assert_same_item(ours[i], theirs[i])
+    if subset is None:
+        assert [ours[i][2] for i in range(4)] == ["blues", "blues", "jazz", "rock"]
+    else:
+        with pytest.raises(PathNotFoundError, match=r"blues\.00014\.wav"):
+            ours[2]
+
+
+def test_gtzan_split_lists_are_torchaudios(ta: ModuleType) -> None:
+    from trivium.audio.datasets import gtzan_splits
+
+    module = importlib.import_module("torchaudio.datasets.gtzan")
+    assert list(gtzan_splits.GENRES) == module.gtzan_genres
+    assert list(gtzan_splits.FILTERED_TRAIN) == module.filtered_train
+    assert list(gtzan_splits.FILTERED_VALID) == module.filtered_valid
+    assert list(gtzan_splits.FILTERED_TEST) == module.filtered_test
+    with pytest.raises(ValueError, match="subset"):
+        datasets.GTZAN("unused", subset="train")
+
+
+# ----------------------------------------------------------------------------- CMUARCTIC
+
+ARCTIC_LINES = [
+    '( arctic_a0001 "Author of the danger trail, Philip Steels, etc." )',
+    '( arctic_a0002 "Not at this particular case, Tom, apologized Whittemore." )',
+    "( arctic_b0539 \"For a moment he thought of 'bagging' the gun.\" )",
+]
+
+
+def make_cmuarctic(root: Path, speaker: str = "aew") -> Path:
+    base = root / "ARCTIC" / f"cmu_us_{speaker}_arctic"
+    for k, line in enumerate(ARCTIC_LINES):
+        write(base / "wav" / f"{line.split()[1]}.wav", speech(k, 1600), 16000)
+    (base / "etc").mkdir()
+    (base / "etc" / "txt.done.data").write_text("\n".join(ARCTIC_LINES) + "\n")
+    return base
+
+
+def test_cmuarctic(tmp_path: Path, ta: ModuleType) -> None:
+    base = make_cmuarctic(tmp_path, "slt")
+    ours = datasets.CMUARCTIC(tmp_path, url="slt")
+    assert_same_dataset(ours, ta.CMUARCTIC(tmp_path, url="slt"), metadata=False)
+    assert ours[2][2:] == ("For a moment he thought of 'bagging' the gun.", "b0539")
+    with open(base / "etc" / "txt.done.data", "a") as f:
+        f.write("arctic_a0003 no parentheses\n")
+    with pytest.raises(DatasetError, match="line 4"):
+        datasets.CMUARCTIC(tmp_path, url="slt")
+    with pytest.raises(PathNotFoundError, match=r"cmu_us_aew_arctic\.tar\.bz2"):
+        datasets.CMUARCTIC(tmp_path)
+    with pytest.raises(ValueError, match="invalid url"):
+        datasets.CMUARCTIC(tmp_path, url="xyz")
+
+
+# ----------------------------------------------------------------------------- CMUDict
+
+CMUDICT = """;;; # CMUdict  --  Major Version: 0.07
+!EXCLAMATION-POINT  EH2 K S K L AH0 M EY1 SH AH0 N P OY2 N T
+"CLOSE-QUOTE  K L OW1 Z K W OW1 T
+,COMMA  K AA1 M AH0
+...ELLIPSIS  IH2 L IH1 P S IH0 S
+A  AH0
+A(1)  EY1
+ABBE  AE1 B IY0
+CAF\xc9  K AH0 F EY1
+"""
+
+
+def make_cmudict(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "cmudict-0.7b").write_bytes(CMUDICT.encode("latin-1"))
+    (root / "cmudict-0.7b.symbols").write_text("AA\nAA0\nAA1\nAE1\nAH0\nB\n")
+
+
+@pytest.mark.parametrize("exclude_punctuations", [True, False])
+def test_cmudict(tmp_path: Path, ta: ModuleType, exclude_punctuations: bool) -> None:
+    make_cmudict(tmp_path)
+    ours = datasets.CMUDict(tmp_path, exclude_punctuations)
+    theirs = ta.CMUDict(tmp_path, exclude_punctuations)
+    assert_same_dataset(ours, theirs, metadata=False)
+    assert ours.symbols == theirs.symbols == ["AA", "AA0", "AA1", "AE1", "AH0", "B"]
+    assert len(ours) == (4 if exclude_punctuations else 8) and ours[-1][0] == "CAF\xc9"
+
+
+def test_cmudict_errors(tmp_path: Path) -> None:
+    with pytest.raises(PathNotFoundError):
+        datasets.CMUDict(tmp_path / "missing")
+    with pytest.raises(PathNotFoundError, match="download=True") as info:
+        datasets.CMUDict(tmp_path)
+    assert info.value.path == str(tmp_path / "cmudict-0.7b")
+    make_cmudict(tmp_path)
+    with open(tmp_path / "cmudict-0.7b", "a") as f:
+        f.write("BROKEN K\n")
+    with pytest.raises(DatasetError, match="line 10"):
+        datasets.CMUDict(tmp_path)
+
+
+def test_cmudict_download_two_files(tmp_path: Path, file_server) -> None:
+    make_cmudict(file_server.root)
+    root = tmp_path / "root"
+    root.mkdir()
+    urls = {"url": f"{file_server.url}/cmudict-0.7b"}
+    urls["url_symbols"] = f"{file_server.url}/cmudict-0.7b.symbols"
+    with pytest.raises(DatasetError, match="checksum mismatch") as info:
+        datasets.CMUDict(root, download=True, **urls)
+    assert datasets.cmudict.CHECKSUMS["cmudict-0.7b"] in str(info.value)
+    digests = {
+        k: hashlib.sha256((file_server.root / u.rsplit("/", 1)[1]).read_bytes())
+        for k, u in urls.items()
+    }
+    pinned = {k: f"{u}#sha256={digests[k].hexdigest()}" for k, u in urls.items()}
+    d = datasets.CMUDict(root, download=True, **pinned)
+    assert len(d) == 4 and d.symbols[0] == "AA"
+    assert (root / "cmudict-0.7b").read_bytes() == (file_server.root / "cmudict-0.7b").read_bytes()
+
+
+# ----------------------------------------------------------------------------- VCTK_092
+
+VCTK = {  # speaker -> utterances with transcripts (mic2 missing for p280, as in the corpus)
+    "p225": ["Please call Stella.", "Ask her to bring these things with her from the store."],
+    "p280": ["Six spoons of fresh snow peas."],
+    "p362": ["Five thick slabs of blue cheese.", "And maybe a snack for her brother Bob."],
+}
+
+
+def make_vctk(root: Path) -> Path:
+    base = root / "VCTK-Corpus-0.92"
+    k = 0
+    for speaker, texts in VCTK.items():
+        for i, text in enumerate(texts, 1):
+            name = f"{speaker}_{i:03d}"
+            (base / "txt" / speaker).mkdir(parents=True, exist_ok=True)
+            (base / "txt" / speaker / f"{name}.txt").write_text(text + "\n")
+            audio = base / "wav48_silence_trimmed" / speaker
+            write(audio / f"{name}_mic1.flac", speech(k, 4800), 48000)
+            if speaker != "p280" and name != "p362_002":
+                write(audio / f"{name}_mic2.flac", speech(k + 1, 4800), 48000)
+            k += 1
+    (base / "README.txt").write_text("VCTK 0.92\n")
+    return base
+
+
+@pytest.mark.parametrize("mic_id", ["mic1", "mic2"])
+def test_vctk(tmp_path: Path, ta: ModuleType, mic_id: str) -> None:
+    make_vctk(tmp_path)
+    ours = datasets.VCTK_092(tmp_path, mic_id=mic_id)
+    assert_same_dataset(ours, ta.VCTK_092(str(tmp_path), mic_id=mic_id), metadata=False)
+    assert len(ours) == (5 if mic_id == "mic1" else 3)
+    assert ours[0][2:] == ("Please call Stella.\n", "p225", "001")
+    with pytest.raises(ValueError, match="mic_id"):
+        datasets.VCTK_092(tmp_path, mic_id="mic3")
+
+
+def test_vctk_download_zip(tmp_path: Path, file_server) -> None:
+    base = make_vctk(tmp_path / "staging")
+    name = "VCTK-Corpus-0.92.zip"
+    with zipfile.ZipFile(file_server.root / name, "w") as z:
+        for path in sorted(base.rglob("*")):
+            z.write(path, path.relative_to(base).as_posix())
+    url = f"{file_server.url}/{name}"
+    root = tmp_path / "root"
+    with pytest.raises(PathNotFoundError, match="download=True"):
+        datasets.VCTK_092(root, url=url)
+    with pytest.raises(DatasetError, match="checksum mismatch"):
+        datasets.VCTK_092(root, url=url, download=True)
+    digest = hashlib.sha256((file_server.root / name).read_bytes()).hexdigest()
+    ds = datasets.VCTK_092(root, url=f"{url}#sha256={digest}", download=True)
+    assert len(ds) == 3 and ds[2][3:] == ("p362", "001")
+
+
+# ----------------------------------------------------------------------------- COMMONVOICE
+
+CV_HEADER = "client_id path sentence up_votes down_votes age gender accents locale segment"
+CV_ROWS = [
+    ["c1", "common_voice_en_1.mp3", "The quick brown fox.", "2", "0", "twenties", "", "", "en", ""],
+    ["c2", "common_voice_en_2", 'He said "yes".', "3", "1", "", "female", "", "en", ""],
+]
+
+
+def make_commonvoice(root: Path) -> None:
+    for k, row in enumerate(CV_ROWS):
+        name = row[1] if row[1].endswith(".mp3") else row[1] + ".mp3"
+        write(root / "clips" / name, speech(k, 4800).astype(np.float32) / 32768, 48000)
+    with open(root / "train.tsv", "w", newline="") as f:
+        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
+        writer.writerows([CV_HEADER.split(), *CV_ROWS])
+
+
+def test_commonvoice(tmp_path: Path, ta: ModuleType) -> None:
+    make_commonvoice(tmp_path)
+    ours = datasets.COMMONVOICE(tmp_path)
+    assert_same_dataset(ours, ta.COMMONVOICE(tmp_path), metadata=False)
+    assert ours[1][2]["sentence"] == 'He said "yes".' and ours[1][1] == 48000
+    with pytest.raises(PathNotFoundError, match=r"commonvoice\.mozilla\.org"):
+        datasets.COMMONVOICE(tmp_path, tsv="dev.tsv")
+    (tmp_path / "test.tsv").write_text("client_id\tsentence\nc1\thi\n")
+    with pytest.raises(DatasetError, match="'path'"):
+        datasets.COMMONVOICE(tmp_path, tsv="test.tsv")
+
+
 # ----------------------------------------------------------------------------- DataLoader
 
 MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {
     "SPEECHCOMMANDS": (make_speechcommands, datasets.SPEECHCOMMANDS),
     "YESNO": (make_yesno, datasets.YESNO),
     "LJSPEECH": (make_ljspeech, datasets.LJSPEECH),
+    "GTZAN": (make_gtzan, datasets.GTZAN),
+    "CMUARCTIC": (make_cmuarctic, datasets.CMUARCTIC),
+    "CMUDict": (make_cmudict, datasets.CMUDict),
+    "VCTK_092": (make_vctk, datasets.VCTK_092),
+    "COMMONVOICE": (make_commonvoice, datasets.COMMONVOICE),
 }
 
 

@@ -77,7 +77,16 @@ DATASET_ROOTS: dict[str, Callable[[Any], Any]] = {
     "audio.datasets.LIBRISPEECH": _librispeech,
     **{
         f"audio.datasets.{name}": _audio_dataset(name)
-        for name in ("SPEECHCOMMANDS", "YESNO", "LJSPEECH")
+        for name in (
+            "SPEECHCOMMANDS",
+            "YESNO",
+            "LJSPEECH",
+            "GTZAN",
+            "CMUARCTIC",
+            "CMUDict",
+            "VCTK_092",
+            "COMMONVOICE",
+        )
     },
 }
 

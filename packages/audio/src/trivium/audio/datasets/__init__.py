@@ -8,21 +8,31 @@ Example:
 """
 
 from trivium.audio.datasets.audio_folder import AudioFolder
+from trivium.audio.datasets.cmuarctic import CMUARCTIC
+from trivium.audio.datasets.cmudict import CMUDict
 from trivium.audio.datasets.collate import pad_collate
+from trivium.audio.datasets.commonvoice import COMMONVOICE
+from trivium.audio.datasets.gtzan import GTZAN
 from trivium.audio.datasets.librimix import LibriMix, WSJ0Mix
 from trivium.audio.datasets.librispeech import LIBRISPEECH
 from trivium.audio.datasets.libritts import LIBRITTS
 from trivium.audio.datasets.ljspeech import LJSPEECH
 from trivium.audio.datasets.speechcommands import SPEECHCOMMANDS
+from trivium.audio.datasets.vctk import VCTK_092
 from trivium.audio.datasets.yesno import YESNO
 
 __all__ = [
+    "CMUARCTIC",
+    "COMMONVOICE",
+    "GTZAN",
     "LIBRISPEECH",
     "LIBRITTS",
     "LJSPEECH",
     "SPEECHCOMMANDS",
+    "VCTK_092",
     "YESNO",
     "AudioFolder",
+    "CMUDict",
     "LibriMix",
     "WSJ0Mix",
     "pad_collate",

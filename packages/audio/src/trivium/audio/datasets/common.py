@@ -96,8 +96,10 @@ def ensure_path(
         raise DatasetError(f"the download from {url} did not contain the expected path", path=path)
 
 
-def read_lines(path: Path, encoding: str = "utf-8") -> list[str]:
-    """The lines of a text file without their line ends; a missing file names itself.
+def read_lines(path: Path, encoding: str = "utf-8", keepends: bool = False) -> list[str]:
+    """The lines of a text file (without their line ends unless ``keepends``).
+
+    A missing file raises :class:`~trivium.core.PathNotFoundError` naming it.
 
     Example:
         >>> import pathlib, tempfile
@@ -108,7 +110,7 @@ def read_lines(path: Path, encoding: str = "utf-8") -> list[str]:
     """
     try:
         with open(path, encoding=encoding, newline=None) as f:
-            return f.read().splitlines()
+            return f.readlines() if keepends else f.read().splitlines()
     except FileNotFoundError:
         raise PathNotFoundError(path=path) from None
     except UnicodeDecodeError as e:
@@ -133,17 +135,24 @@ def read_rows(
         >>> read_rows(p, "\\t")
         [['path', 'sentence'], ['a.mp3', 'hi']]
     """
-    lines = read_lines(path)
     rows = []
-    for lineno, row in enumerate(csv.reader(lines, delimiter=delimiter, quoting=quoting), 1):
-        if not row:
-            continue
-        if fields is not None and len(row) != fields:
-            raise DatasetError(
-                f"line {lineno} has {len(row)} fields, expected {fields}: {lines[lineno - 1]!r}",
-                path=path,
-            )
-        rows.append(row)
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+            for row in reader:
+                if not row:
+                    continue
+                if fields is not None and len(row) != fields:
+                    raise DatasetError(
+                        f"line {reader.line_num} has {len(row)} fields, expected {fields}: "
+                        f"{delimiter.join(row)!r}",
+                        path=path,
+                    )
+                rows.append(row)
+    except FileNotFoundError:
+        raise PathNotFoundError(path=path) from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise DatasetError(f"unreadable table: {e}", path=path) from None
     return rows
 
 
