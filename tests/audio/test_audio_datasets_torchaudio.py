@@ -458,6 +458,122 @@ def test_commonvoice(tmp_path: Path, ta: ModuleType) -> None:
         datasets.COMMONVOICE(tmp_path, tsv="test.tsv")
 
 
+# ----------------------------------------------------------------------------- TEDLIUM
+
+TED_TALKS = {  # talk -> stm lines (start, end, transcript)
+    "AlGore_2009": [("0.00", "0.20", "one"), ("0.20", "0.45", "two words")],
+    "BillGates_2010": [("0.10", "0.30", "i 'm here")],
+}
+
+
+def make_tedlium(root: Path, release: str = "release1", subset: str = "dev") -> Path:
+    folder = {"release1": "TEDLIUM_release1", "release3": "TEDLIUM_release-3"}[release]
+    if release == "release3":
+        base = root / folder / ("data" if subset == "train" else f"legacy/{subset}")
+    else:
+        base = root / folder / subset
+    for k, (talk, segments) in enumerate(TED_TALKS.items()):
+        write(base / "sph" / f"{talk}.sph", speech(k, 8000), 16000, format="NIST")
+        (base / "stm").mkdir(parents=True, exist_ok=True)
+        lines = [f"{talk} 1 {talk} {a} {b} <o,f0,male> {text}\n" for a, b, text in segments]
+        (base / "stm" / f"{talk}.stm").write_text("".join(lines))
+    dictionary = "TEDLIUM.150K.dic" if release == "release1" else "TEDLIUM.152k.dic"
+    (root / folder / dictionary).write_text("one W AH N\ntwo T UW\n'em\n")
+    return base
+
+
+@pytest.mark.parametrize(("release", "subset"), [("release1", "dev"), ("release3", "train")])
+def test_tedlium(tmp_path: Path, ta: ModuleType, release: str, subset: str) -> None:
+    base = make_tedlium(tmp_path, release, subset)
+    ours = datasets.TEDLIUM(tmp_path, release=release, subset=subset)
+    theirs = ta.TEDLIUM(str(tmp_path), release=release, subset=subset)
+    assert_same_dataset(ours, theirs, metadata=False)
+    assert ours.phoneme_dict == theirs.phoneme_dict
+    assert ours.phoneme_dict["'em"] == ()
+    waveform, *_ = ours[1]  # 0.20 s to 0.45 s of the first talk
+    reference = speech(0, 8000)[3200:7200] / 32768
+    np.testing.assert_array_equal(waveform[0].numpy(), reference.astype(np.float32))
+    with open(base / "stm" / "AlGore_2009.stm", "a") as f:
+        f.write("AlGore_2009 1 AlGore_2009 0.5\n")
+    with pytest.raises(DatasetError, match="line 3 has 4 of 7 fields"):
+        datasets.TEDLIUM(tmp_path, release=release, subset=subset)
+
+
+def test_tedlium_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="release"):
+        datasets.TEDLIUM(tmp_path, release="release4")
+    with pytest.raises(ValueError, match="subset"):
+        datasets.TEDLIUM(tmp_path, subset="validation")
+    with pytest.raises(PathNotFoundError, match=r"TEDLIUM_release-3\.tgz"):
+        datasets.TEDLIUM(tmp_path, release="release3", subset="test")
+
+
+# ----------------------------------------------------------------------------- LibriLightLimited
+
+
+def make_librilight(root: Path) -> Path:
+    """Folds 1h/0 and 1h/1 and 9h, clean and other, one chapter each."""
+    base = root / "librispeech_finetuning"
+    for k, fold in enumerate(("1h/0/clean", "1h/0/other", "1h/1/clean", "9h/clean")):
+        speaker, chapter = str(100 + k), str(2000 + k)
+        folder = base / fold / speaker / chapter
+        lines = []
+        for utt in range(2):
+            fileid = f"{speaker}-{chapter}-{utt:04d}"
+            write(folder / f"{fileid}.flac", speech(k + utt, 1600), 16000)
+            lines.append(f"{fileid} TRANSCRIPT {k} {utt}\n")
+        (folder / f"{speaker}-{chapter}.trans.txt").write_text("".join(lines))
+    return base
+
+
+@pytest.mark.parametrize(("subset", "size"), [("10min", 4), ("1h", 6), ("10h", 8)])
+def test_librilight_limited(tmp_path: Path, ta: ModuleType, subset: str, size: int) -> None:
+    make_librilight(tmp_path)
+    ours = datasets.LibriLightLimited(tmp_path, subset)
+    assert_same_dataset(ours, ta.LibriLightLimited(tmp_path, subset), metadata=False)
+    assert len(ours) == size
+    with pytest.raises(ValueError, match="subset"):
+        datasets.LibriLightLimited(tmp_path, "1min")
+
+
+def test_librilight_download(tmp_path: Path, file_server, monkeypatch) -> None:
+    base = make_librilight(tmp_path / "staging")
+    name = "librispeech_finetuning.tgz"
+    tar_folder(file_server.root, name, base, "librispeech_finetuning")
+    module = datasets.librilight_limited
+    monkeypatch.setattr(module, "URL", f"{file_server.url}/{name}")
+    root = tmp_path / "root"
+    with pytest.raises(DatasetError, match="checksum mismatch"):
+        datasets.LibriLightLimited(root, download=True)
+    digest = hashlib.sha256((file_server.root / name).read_bytes()).hexdigest()
+    monkeypatch.setitem(module.CHECKSUMS, name, digest)
+    assert len(datasets.LibriLightLimited(root, "10h", download=True)) == 8
+
+
+# ----------------------------------------------------------------------------- LibriSpeechBiasing
+
+
+def make_librispeech(root: Path, split: str = "dev-clean") -> None:
+    texts = ["THE ABBEY AND THE ABBOT", "NO BIAS HERE", "ABBOT ABBOT NUN"]
+    for k, text in enumerate(texts):
+        speaker, chapter = ("19", "198") if k < 2 else ("26", "495")
+        folder = root / "LibriSpeech" / split / speaker / chapter
+        fileid = f"{speaker}-{chapter}-{k:04d}"
+        write(folder / f"{fileid}.flac", speech(k, 1600), 16000)
+        with open(folder / f"{speaker}-{chapter}.trans.txt", "a") as f:
+            f.write(f"{fileid} {text}\n")
+
+
+@pytest.mark.parametrize("blist", [None, ["ABBOT", "NUN", "ABBEY"]])
+def test_librispeech_biasing(tmp_path: Path, ta: ModuleType, blist: list[str] | None) -> None:
+    make_librispeech(tmp_path)
+    ours = datasets.LibriSpeechBiasing(tmp_path, "dev-clean", blist=blist)
+    assert_same_dataset(ours, ta.LibriSpeechBiasing(tmp_path, "dev-clean", blist=blist))
+    assert ours[0][-1] == ([] if blist is None else ["ABBEY", "ABBOT"])
+    with pytest.raises(ValueError, match="invalid url"):
+        datasets.LibriSpeechBiasing(tmp_path, "dev-clean.tar.gz")
+
+
 # ----------------------------------------------------------------------------- DataLoader
 
 MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {
@@ -469,6 +585,12 @@ MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {
     "CMUDict": (make_cmudict, datasets.CMUDict),
     "VCTK_092": (make_vctk, datasets.VCTK_092),
     "COMMONVOICE": (make_commonvoice, datasets.COMMONVOICE),
+    "TEDLIUM": (make_tedlium, lambda root: datasets.TEDLIUM(root, subset="dev")),
+    "LibriLightLimited": (make_librilight, datasets.LibriLightLimited),
+    "LibriSpeechBiasing": (
+        make_librispeech,
+        lambda root: datasets.LibriSpeechBiasing(root, "dev-clean"),
+    ),
 }
 
 

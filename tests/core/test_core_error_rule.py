@@ -86,6 +86,9 @@ DATASET_ROOTS: dict[str, Callable[[Any], Any]] = {
             "CMUDict",
             "VCTK_092",
             "COMMONVOICE",
+            "TEDLIUM",
+            "LibriLightLimited",
+            "LibriSpeechBiasing",
         )
     },
 }

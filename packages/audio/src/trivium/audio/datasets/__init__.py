@@ -13,11 +13,14 @@ from trivium.audio.datasets.cmudict import CMUDict
 from trivium.audio.datasets.collate import pad_collate
 from trivium.audio.datasets.commonvoice import COMMONVOICE
 from trivium.audio.datasets.gtzan import GTZAN
+from trivium.audio.datasets.librilight_limited import LibriLightLimited
 from trivium.audio.datasets.librimix import LibriMix, WSJ0Mix
 from trivium.audio.datasets.librispeech import LIBRISPEECH
+from trivium.audio.datasets.librispeech_biasing import LibriSpeechBiasing
 from trivium.audio.datasets.libritts import LIBRITTS
 from trivium.audio.datasets.ljspeech import LJSPEECH
 from trivium.audio.datasets.speechcommands import SPEECHCOMMANDS
+from trivium.audio.datasets.tedlium import TEDLIUM
 from trivium.audio.datasets.vctk import VCTK_092
 from trivium.audio.datasets.yesno import YESNO
 
@@ -29,11 +32,14 @@ __all__ = [
     "LIBRITTS",
     "LJSPEECH",
     "SPEECHCOMMANDS",
+    "TEDLIUM",
     "VCTK_092",
     "YESNO",
     "AudioFolder",
     "CMUDict",
+    "LibriLightLimited",
     "LibriMix",
+    "LibriSpeechBiasing",
     "WSJ0Mix",
     "pad_collate",
 ]

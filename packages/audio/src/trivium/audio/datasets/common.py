@@ -28,7 +28,7 @@ from trivium.audio.io import load
 from trivium.core.download import download_url, extract_archive, file_digest, split_url
 from trivium.core.errors import NO_SUCH_PATH, DatasetError, PathNotFoundError
 
-__all__ = ["ensure_path", "load_audio", "read_lines", "read_rows"]
+__all__ = ["ensure_path", "load_audio", "read_chapter_transcripts", "read_lines", "read_rows"]
 
 
 def _fetch(url: str, archive: Path, checksums: Mapping[str, str], hint: str) -> None:
@@ -154,6 +154,34 @@ def read_rows(
     except (UnicodeDecodeError, csv.Error) as e:
         raise DatasetError(f"unreadable table: {e}", path=path) from None
     return rows
+
+
+def read_chapter_transcripts(folder: Path) -> dict[str, str]:
+    """``{utterance id: transcript}`` from every ``<spk>/<chapter>/*.trans.txt`` in ``folder``.
+
+    The LibriSpeech layout: one ``<speaker>-<chapter>.trans.txt`` per chapter holding
+    ``<id> <TRANSCRIPT>`` lines. A line without a transcript raises
+    :class:`~trivium.core.DatasetError` naming the file and line.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> (d / "1" / "2").mkdir(parents=True)
+        >>> _ = (d / "1" / "2" / "1-2.trans.txt").write_text("1-2-0000 HELLO THERE\\n")
+        >>> read_chapter_transcripts(d)
+        {'1-2-0000': 'HELLO THERE'}
+    """
+    transcripts: dict[str, str] = {}
+    for trans in sorted(folder.glob("*/*/*.trans.txt")):
+        for lineno, line in enumerate(read_lines(trans), 1):
+            line = line.strip()
+            if not line:
+                continue
+            utt_id, sep, text = line.partition(" ")
+            if not sep:
+                raise DatasetError(f"line {lineno} has no transcript: {line!r}", path=trans)
+            transcripts[utt_id] = text
+    return transcripts
 
 
 def load_audio(path: str | os.PathLike[str], sample_rate: int | None = None) -> tuple[Tensor, int]:
