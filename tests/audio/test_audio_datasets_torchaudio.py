@@ -64,22 +64,29 @@ def ta(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return importlib.import_module("torchaudio.datasets")
 
 
-def assert_same_item(ours: Any, theirs: Any) -> None:
+def assert_same_item(ours: Any, theirs: Any, atol: float = 0.0) -> None:
+    """Equal fields; waveforms equal (``atol``: for MP3, decoded at float precision)."""
     if isinstance(theirs, torch.Tensor):
         assert isinstance(ours, torch.Tensor) and ours.dtype == torch.float32
-        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=0, atol=atol)
     elif isinstance(theirs, (tuple, list)):
         assert type(ours) is type(theirs) and len(ours) == len(theirs)
         for a, b in zip(ours, theirs, strict=True):
-            assert_same_item(a, b)
+            assert_same_item(a, b, atol)
     else:
         assert type(ours) is type(theirs) and ours == theirs
 
 
-def assert_same_dataset(ours: Any, theirs: Any, metadata: bool = True) -> None:
+# Trivium's MP3 decode and soundfile's float32 read of the same file agree to within
+# float32 rounding (at most 1.5e-8 here), not bit for bit.
+MP3_ATOL = 5e-8
+
+
+def assert_same_dataset(ours: Any, theirs: Any, metadata: bool = True, atol: float = 0.0) -> None:
     assert len(ours) == len(theirs) > 0
     for i in range(len(theirs)):
-        assert_same_item(ours[i], theirs[i])
+        assert_same_item(ours[i], theirs[i], atol)
         if metadata:
             assert_same_item(ours.get_metadata(i), theirs.get_metadata(i))
 
@@ -449,7 +456,7 @@ def make_commonvoice(root: Path) -> None:
 def test_commonvoice(tmp_path: Path, ta: ModuleType) -> None:
     make_commonvoice(tmp_path)
     ours = datasets.COMMONVOICE(tmp_path)
-    assert_same_dataset(ours, ta.COMMONVOICE(tmp_path), metadata=False)
+    assert_same_dataset(ours, ta.COMMONVOICE(tmp_path), metadata=False, atol=MP3_ATOL)
     assert ours[1][2]["sentence"] == 'He said "yes".' and ours[1][1] == 48000
     with pytest.raises(PathNotFoundError, match=r"commonvoice\.mozilla\.org"):
         datasets.COMMONVOICE(tmp_path, tsv="dev.tsv")
@@ -574,6 +581,134 @@ def test_librispeech_biasing(tmp_path: Path, ta: ModuleType, blist: list[str] | 
         datasets.LibriSpeechBiasing(tmp_path, "dev-clean.tar.gz")
 
 
+# ----------------------------------------------------------------------------- MUSDB_HQ
+
+SONGS = ["Actions - One Minute Smile", "Al James - Schoolboy Facination", "ANiMAL - Clinic A"]
+
+
+def make_musdb(root: Path, subset: str = "train") -> Path:
+    base = root / "musdb18hq" / subset
+    for k, song in enumerate(SONGS):
+        for j, stem in enumerate(("bass", "drums", "other", "vocals", "mixture")):
+            stereo = np.stack([speech(k + j, 1000), speech(k + j + 1, 1000)], axis=1)
+            write(base / song / f"{stem}.wav", stereo, 44100)
+    (base / ".hidden").mkdir()
+    return base
+
+
+@pytest.mark.parametrize("split", [None, "train", "validation"])
+def test_musdb_hq(tmp_path: Path, ta: ModuleType, split: str | None) -> None:
+    make_musdb(tmp_path)
+    ours = datasets.MUSDB_HQ(tmp_path, "train", split=split)
+    theirs = ta.MUSDB_HQ(tmp_path, "train", split=split)
+    assert ours.names == theirs.names
+    assert len(ours) == {None: 3, "train": 2, "validation": 14}[split]
+    assert_same_item(ours[0], theirs[0])
+    waveforms, rate, frames, _ = ours[0]
+    assert waveforms.shape == (4, 2, 1000) and (rate, frames) == (44100, 1000)
+
+
+def test_musdb_hq_sources_and_errors(tmp_path: Path, ta: ModuleType) -> None:
+    base = make_musdb(tmp_path)
+    sources = ["mixture", "vocals"]
+    ours = datasets.MUSDB_HQ(tmp_path, "train", sources=sources)
+    assert_same_item(ours[2], ta.MUSDB_HQ(tmp_path, "train", sources=sources)[2])
+    write(base / SONGS[1] / "vocals.wav", speech(0, 900), 44100)
+    with pytest.raises(DatasetError, match="900 frames") as info:
+        ours[ours.names.index(SONGS[1])]
+    assert info.value.path == str(base / SONGS[1] / "vocals.wav")
+    with pytest.raises(PathNotFoundError, match=r"musdb18hq\.zip"):
+        datasets.MUSDB_HQ(tmp_path, "test")
+    with pytest.raises(ValueError, match="split"):
+        datasets.MUSDB_HQ(tmp_path, "train", split="valid")
+
+
+# ----------------------------------------------------------------------------- FluentSpeechCommands
+
+FSC_ROWS = [
+    ["0", "wavs/speakers/2BqVo8kVB2Skwgyb/0a3129c0-4474-11e9-a9a5-5dbec3b8816a.wav",
+     "2BqVo8kVB2Skwgyb", "Change language", "change language", "none", "none"],
+    ["1", "wavs/speakers/2BqVo8kVB2Skwgyb/0ee42a80-4474-11e9-a9a5-5dbec3b8816a.wav",
+     "2BqVo8kVB2Skwgyb", "Resume", "activate", "music", "none"],
+    ["2", "wavs/speakers/xRQE5VD7rRHVdyvM/1a5b3c9d-4475-11e9-a9a5-5dbec3b8816a.wav",
+     "xRQE5VD7rRHVdyvM", "Turn the lights on in the kitchen", "activate", "lights", "kitchen"],
+]  # fmt: skip
+
+
+def make_fsc(root: Path, subset: str = "train") -> Path:
+    base = root / "fluent_speech_commands_dataset"
+    for k, row in enumerate(FSC_ROWS):
+        write(base / row[1], speech(k, 1600), 16000)
+    (base / "data").mkdir(parents=True, exist_ok=True)
+    with open(base / "data" / f"{subset}_data.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        header = ["", "path", "speakerId", "transcription", "action", "object", "location"]
+        writer.writerows([header, *FSC_ROWS])
+    return base
+
+
+def test_fluent_speech_commands(tmp_path: Path, ta: ModuleType) -> None:
+    base = make_fsc(tmp_path, "valid")
+    ours = datasets.FluentSpeechCommands(tmp_path, "valid")
+    assert_same_dataset(ours, ta.FluentSpeechCommands(tmp_path, "valid"))
+    assert ours.get_metadata(2)[5:] == ("activate", "lights", "kitchen")
+    with pytest.raises(PathNotFoundError):
+        datasets.FluentSpeechCommands(tmp_path, "test")
+    with open(base / "data" / "valid_data.csv", "a") as f:
+        f.write("3,wavs/x.wav,spk,Stop\n")
+    with pytest.raises(DatasetError, match="line 5 has 4 fields"):
+        datasets.FluentSpeechCommands(tmp_path, "valid")
+    with pytest.raises(PathNotFoundError, match=r"Fluent\.ai"):
+        datasets.FluentSpeechCommands(tmp_path / "elsewhere")
+
+
+# ----------------------------------------------------------------------------- Snips
+
+
+def make_snips(root: Path, audio_format: str = "wav") -> Path:
+    base = root / "SNIPS"
+    lines = []
+    for subset in ("train", "test"):
+        for k, speaker in enumerate(("Aditi", "Brian", "Salli")):
+            stem = f"{speaker}-snips-{subset}-{k}"
+            data = speech(k, 1600).astype(np.float32) / 32768
+            write(base / subset / f"{stem}.{audio_format}", data, 16000)
+            words = ["play", "some", "jazz", "by", speaker]
+            tags = ["O", "O", "B-genre", "O", "B-artist"]
+            lines.append(f"{stem} BOS {' '.join(words)} EOS\tO {' '.join(tags)} PlayMusic\n")
+    (base / "all.iob.snips.txt").write_text("".join(lines))
+    return base
+
+
+@pytest.mark.parametrize("audio_format", ["wav", "mp3"])
+def test_snips(tmp_path: Path, ta: ModuleType, audio_format: str) -> None:
+    make_snips(tmp_path, audio_format)
+    speakers = ["Aditi", "Salli"]
+    ours = datasets.Snips(tmp_path, "test", speakers, audio_format)
+    theirs = ta.Snips(tmp_path, "test", speakers, audio_format)
+    assert_same_dataset(ours, theirs, atol=MP3_ATOL if audio_format == "mp3" else 0.0)
+    assert len(ours) == 2 and len(datasets.Snips(tmp_path, "test", None, audio_format)) == 3
+    assert ours.get_metadata(1)[2:] == (
+        "Salli-snips-test-2",
+        "play some jazz by Salli",
+        "O O B-genre O B-artist",
+        "PlayMusic",
+    )
+
+
+def test_snips_errors(tmp_path: Path) -> None:
+    base = make_snips(tmp_path)
+    with pytest.raises(ValueError, match="audio_format"):
+        datasets.Snips(tmp_path, "test", audio_format="flac")
+    with open(base / "all.iob.snips.txt", "a") as f:
+        f.write("Amy-snips-test-9 no tab here\n")
+    with pytest.raises(DatasetError, match="line 7"):
+        datasets.Snips(tmp_path, "test")
+    (base / "all.iob.snips.txt").write_text("")
+    with pytest.raises(DatasetError, match="no line for Aditi-snips-train-0"):
+        datasets.Snips(tmp_path, "train", audio_format="wav").get_metadata(0)
+
+
 # ----------------------------------------------------------------------------- DataLoader
 
 MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {
@@ -591,6 +726,9 @@ MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {
         make_librispeech,
         lambda root: datasets.LibriSpeechBiasing(root, "dev-clean"),
     ),
+    "MUSDB_HQ": (make_musdb, lambda root: datasets.MUSDB_HQ(root, "train")),
+    "FluentSpeechCommands": (make_fsc, datasets.FluentSpeechCommands),
+    "Snips": (make_snips, lambda root: datasets.Snips(root, "train", audio_format="wav")),
 }
 
 

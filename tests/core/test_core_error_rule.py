@@ -68,8 +68,8 @@ def _librimix(root: Any) -> Any:
     return pytest.importorskip("trivium.audio.datasets").LibriMix(root)
 
 
-def _audio_dataset(name: str) -> Callable[[Any], Any]:
-    return lambda root: getattr(pytest.importorskip("trivium.audio.datasets"), name)(root)
+def _audio_dataset(name: str, *args: Any) -> Callable[[Any], Any]:
+    return lambda root: getattr(pytest.importorskip("trivium.audio.datasets"), name)(root, *args)
 
 
 # The datasets whose missing root is checked too (their hint says how to get them).
@@ -89,8 +89,11 @@ DATASET_ROOTS: dict[str, Callable[[Any], Any]] = {
             "TEDLIUM",
             "LibriLightLimited",
             "LibriSpeechBiasing",
+            "FluentSpeechCommands",
         )
     },
+    "audio.datasets.MUSDB_HQ": _audio_dataset("MUSDB_HQ", "train"),
+    "audio.datasets.Snips": _audio_dataset("Snips", "train"),
 }
 
 

@@ -12,6 +12,7 @@ from trivium.audio.datasets.cmuarctic import CMUARCTIC
 from trivium.audio.datasets.cmudict import CMUDict
 from trivium.audio.datasets.collate import pad_collate
 from trivium.audio.datasets.commonvoice import COMMONVOICE
+from trivium.audio.datasets.fluentcommands import FluentSpeechCommands
 from trivium.audio.datasets.gtzan import GTZAN
 from trivium.audio.datasets.librilight_limited import LibriLightLimited
 from trivium.audio.datasets.librimix import LibriMix, WSJ0Mix
@@ -19,6 +20,8 @@ from trivium.audio.datasets.librispeech import LIBRISPEECH
 from trivium.audio.datasets.librispeech_biasing import LibriSpeechBiasing
 from trivium.audio.datasets.libritts import LIBRITTS
 from trivium.audio.datasets.ljspeech import LJSPEECH
+from trivium.audio.datasets.musdb_hq import MUSDB_HQ
+from trivium.audio.datasets.snips import Snips
 from trivium.audio.datasets.speechcommands import SPEECHCOMMANDS
 from trivium.audio.datasets.tedlium import TEDLIUM
 from trivium.audio.datasets.vctk import VCTK_092
@@ -31,15 +34,18 @@ __all__ = [
     "LIBRISPEECH",
     "LIBRITTS",
     "LJSPEECH",
+    "MUSDB_HQ",
     "SPEECHCOMMANDS",
     "TEDLIUM",
     "VCTK_092",
     "YESNO",
     "AudioFolder",
     "CMUDict",
+    "FluentSpeechCommands",
     "LibriLightLimited",
     "LibriMix",
     "LibriSpeechBiasing",
+    "Snips",
     "WSJ0Mix",
     "pad_collate",
 ]
