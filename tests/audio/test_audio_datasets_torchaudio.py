@@ -709,6 +709,198 @@ def test_snips_errors(tmp_path: Path) -> None:
         datasets.Snips(tmp_path, "train", audio_format="wav").get_metadata(0)
 
 
+# ----------------------------------------------------------------------------- VoxCeleb1
+
+VOX_CLIPS = [
+    "id10001/1zcIwhmdeo4/00001.wav",
+    "id10001/1zcIwhmdeo4/00002.wav",
+    "id10002/6WO410QOeuo/00001.wav",
+    "id10270/x6uYqmx31kE/00001.wav",
+]
+
+
+def make_voxceleb(root: Path) -> Path:
+    for k, clip in enumerate(VOX_CLIPS):
+        write(root / "wav" / clip, speech(k, 1600), 16000)
+    splits = ["1", "3", "1", "2"]
+    (root / "iden_split.txt").write_text(
+        "".join(f"{s} {c}\n" for s, c in zip(splits, VOX_CLIPS, strict=True))
+    )
+    (root / "veri_test.txt").write_text(
+        f"1 {VOX_CLIPS[0]} {VOX_CLIPS[1]}\n0 {VOX_CLIPS[2]} {VOX_CLIPS[3]}\n"
+    )
+    return root / "wav"
+
+
+@pytest.mark.parametrize("subset", ["train", "dev", "test"])
+def test_voxceleb1_identification(tmp_path: Path, ta: ModuleType, subset: str) -> None:
+    make_voxceleb(tmp_path)
+    ours = datasets.VoxCeleb1Identification(tmp_path, subset)
+    assert_same_dataset(ours, ta.VoxCeleb1Identification(tmp_path, subset))
+    assert len(ours) == {"train": 2, "dev": 1, "test": 1}[subset]
+
+
+def test_voxceleb1_verification(tmp_path: Path, ta: ModuleType) -> None:
+    make_voxceleb(tmp_path)
+    ours = datasets.VoxCeleb1Verification(tmp_path)
+    assert_same_dataset(ours, ta.VoxCeleb1Verification(tmp_path))
+    assert ours.get_metadata(1)[3:] == (0, "id10002-6WO410QOeuo-00001", "id10270-x6uYqmx31kE-00001")
+    (tmp_path / "veri_test.txt").write_text("1 only-one-path\n")
+    with pytest.raises(DatasetError, match="line 1"):
+        datasets.VoxCeleb1Verification(tmp_path)
+    (tmp_path / "iden_split.txt").unlink()
+    with pytest.raises(PathNotFoundError, match="download=True"):
+        datasets.VoxCeleb1Identification(tmp_path)
+
+
+def test_voxceleb1_download_joins_the_parts(tmp_path: Path, file_server, monkeypatch) -> None:
+    """The dev zip comes in pieces that are joined; the test zip whole; lists from meta_url."""
+    staging = tmp_path / "staging"
+    make_voxceleb(staging)
+    served, url = file_server.root, file_server.url
+    for name, clips in (("dev", VOX_CLIPS[:3]), ("test", VOX_CLIPS[3:])):
+        with zipfile.ZipFile(staging / f"{name}.zip", "w") as z:
+            for clip in clips:
+                z.write(staging / "wav" / clip, f"wav/{clip}")
+    dev = (staging / "dev.zip").read_bytes()
+    half = len(dev) // 2
+    (served / "vox1_dev_wav_partaa").write_bytes(dev[:half])
+    (served / "vox1_dev_wav_partab").write_bytes(dev[half:])
+    (served / "vox1_test_wav.zip").write_bytes((staging / "test.zip").read_bytes())
+    (served / "iden_split.txt").write_bytes((staging / "iden_split.txt").read_bytes())
+
+    def sha(name: str) -> str:
+        return hashlib.sha256((served / name).read_bytes()).hexdigest()
+
+    parts = [(f"{url}/vox1_dev_wav_part{p}", sha(f"vox1_dev_wav_part{p}")) for p in ("aa", "ab")]
+    archives = datasets.voxceleb1.ARCHIVES
+    monkeypatch.setitem(archives, "vox1_dev_wav.zip", parts)
+    monkeypatch.setitem(archives, "vox1_test_wav.zip", [(f"{url}/vox1_test_wav.zip", "0" * 64)])
+    root = tmp_path / "root"
+    meta = f"{url}/iden_split.txt"
+    with pytest.raises(DatasetError, match="checksum mismatch"):
+        datasets.VoxCeleb1Identification(root, meta_url=meta, download=True)
+    test_zip = [(f"{url}/vox1_test_wav.zip", sha("vox1_test_wav.zip"))]
+    monkeypatch.setitem(archives, "vox1_test_wav.zip", test_zip)
+    ours = datasets.VoxCeleb1Identification(root, meta_url=meta, download=True)
+    assert (root / "vox1_dev_wav.zip").read_bytes() == dev
+    assert len(ours) == 2 and ours.get_metadata(1)[2:] == (2, "id10002-6WO410QOeuo-00001")
+    assert len(datasets.VoxCeleb1Identification(root, "dev")) == 1  # all local now
+
+
+# ----------------------------------------------------------------------------- IEMOCAP
+
+IEMOCAP_LINES = {  # dialog -> (utterance, label)
+    "Ses01F_impro01": [("Ses01F_impro01_F000", "neu"), ("Ses01F_impro01_M001", "xxx")],
+    "Ses01F_script01_1": [("Ses01F_script01_1_F002", "ang"), ("Ses01F_script01_1_M000", "fru")],
+}
+
+
+def make_iemocap(root: Path) -> Path:
+    session = root / "IEMOCAP" / "Session1"
+    k = 0
+    for dialog, utterances in IEMOCAP_LINES.items():
+        lines = ["% [START_TIME - END_TIME] TURN_NAME EMOTION [V, A, D]\n", "\n"]
+        for utterance, label in utterances:
+            write(session / "sentences" / "wav" / dialog / f"{utterance}.wav", speech(k, 1600))
+            lines.append(f"[{k}.0 - {k}.9]\t{utterance}\t{label}\t[2.5, 2.5, 2.5]\n")
+            k += 1
+        (session / "dialog" / "EmoEvaluation").mkdir(parents=True, exist_ok=True)
+        (session / "dialog" / "EmoEvaluation" / f"{dialog}.txt").write_text("".join(lines))
+    return session
+
+
+@pytest.mark.parametrize("utterance_type", [None, "scripted", "improvised"])
+def test_iemocap(tmp_path: Path, ta: ModuleType, utterance_type: str | None) -> None:
+    make_iemocap(tmp_path)
+    ours = datasets.IEMOCAP(tmp_path, sessions=(1,), utterance_type=utterance_type)
+    theirs = ta.IEMOCAP(tmp_path, sessions=(1,), utterance_type=utterance_type)
+    assert_same_dataset(ours, theirs)
+    assert len(ours) == {None: 3, "scripted": 2, "improvised": 1}[utterance_type]
+
+
+def test_iemocap_errors(tmp_path: Path) -> None:
+    make_iemocap(tmp_path)
+    with pytest.raises(PathNotFoundError, match="Session2"):
+        datasets.IEMOCAP(tmp_path, sessions=(1, 2))
+    with pytest.raises(ValueError, match="utterance_type"):
+        datasets.IEMOCAP(tmp_path, sessions=(1,), utterance_type="read")
+    with pytest.raises(PathNotFoundError, match=r"sail\.usc\.edu"):
+        datasets.IEMOCAP(tmp_path / "elsewhere")
+
+
+# ----------------------------------------------------------------------------- QUESST14
+
+
+def make_quesst(root: Path) -> Path:
+    base = root / "quesst14Database"
+    keys = {
+        "language_key_utterances.lst": [("Audio/quesst14_00001", "nnenglish"),
+                                        ("Audio/quesst14_00002", "basque"),
+                                        ("Audio/quesst14_00003", "nnenglish")],
+        "language_key_dev.lst": [("dev_queries/quesst14_dev_0001", "nnenglish")],
+        "language_key_eval.lst": [("eval_queries/quesst14_eval_0001", "czech")],
+    }  # fmt: skip
+    (base / "scoring").mkdir(parents=True)
+    k = 0
+    for lst, entries in keys.items():
+        lines = []
+        for relpath, language in entries:
+            write(base / f"{relpath}.wav", speech(k, 800), 8000)
+            lines.append(f"quesst14Database/{relpath}.wav {language}\n")
+            k += 1
+        (base / "scoring" / lst).write_text("".join(lines))
+    return base
+
+
+@pytest.mark.parametrize(("subset", "language", "size"), [
+    ("docs", "nnenglish", 2), ("docs", None, 3), ("dev", "nnenglish", 1), ("eval", "czech", 1),
+])  # fmt: skip
+def test_quesst14(tmp_path: Path, ta: ModuleType, subset: str, language: str, size: int) -> None:
+    make_quesst(tmp_path)
+    ours = datasets.QUESST14(tmp_path, subset, language)
+    assert_same_dataset(ours, ta.QUESST14(tmp_path, subset, language))
+    assert len(ours) == size
+    with pytest.raises(ValueError, match="language"):
+        datasets.QUESST14(tmp_path, subset, "english")
+
+
+# ----------------------------------------------------------------------------- DR_VCTK
+
+
+def make_dr_vctk(root: Path, subset: str = "train") -> Path:
+    base = root / "DR-VCTK" / "DR-VCTK"
+    names = ["p226_001.wav", "p226_002.wav", "p225_010.wav"]
+    lines = ["File Name\tSource\tChannel\n"] + (["---\n"] if subset == "train" else [])
+    for k, name in enumerate(names):
+        write(base / f"clean_{subset}set_wav_16k" / name, speech(k, 1600))
+        write(base / f"device-recorded_{subset}set_wav_16k" / name, speech(k + 1, 1600))
+        lines.append(f"{name}\t{['iPhone', 'laptop', 'tablet'][k]}\t{k + 1}\n")
+    (base / "configurations").mkdir()
+    (base / "configurations" / f"{subset}_ch_log.txt").write_text("".join(lines))
+    return base
+
+
+@pytest.mark.parametrize("subset", ["train", "test"])
+def test_dr_vctk(tmp_path: Path, ta: ModuleType, subset: str) -> None:
+    make_dr_vctk(tmp_path, subset)
+    ours = datasets.DR_VCTK(tmp_path, subset)
+    assert_same_dataset(ours, ta.DR_VCTK(tmp_path, subset), metadata=False)
+    assert len(ours) == 3 and ours[0][4:] == ("p225", "010", "tablet", 3)
+
+
+def test_dr_vctk_errors(tmp_path: Path) -> None:
+    base = make_dr_vctk(tmp_path, "test")
+    with pytest.raises(ValueError, match="subset"):
+        datasets.DR_VCTK(tmp_path, "dev")
+    with open(base / "configurations" / "test_ch_log.txt", "a") as f:
+        f.write("p226_003.wav\tiPhone\n")
+    with pytest.raises(DatasetError, match="line 5"):
+        datasets.DR_VCTK(tmp_path, "test")
+    with pytest.raises(PathNotFoundError, match=r"DR-VCTK\.zip"):
+        datasets.DR_VCTK(tmp_path / "elsewhere")
+
+
 # ----------------------------------------------------------------------------- DataLoader
 
 MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {
@@ -729,6 +921,11 @@ MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {
     "MUSDB_HQ": (make_musdb, lambda root: datasets.MUSDB_HQ(root, "train")),
     "FluentSpeechCommands": (make_fsc, datasets.FluentSpeechCommands),
     "Snips": (make_snips, lambda root: datasets.Snips(root, "train", audio_format="wav")),
+    "VoxCeleb1Identification": (make_voxceleb, datasets.VoxCeleb1Identification),
+    "VoxCeleb1Verification": (make_voxceleb, datasets.VoxCeleb1Verification),
+    "IEMOCAP": (make_iemocap, lambda root: datasets.IEMOCAP(root, sessions=(1,))),
+    "QUESST14": (make_quesst, lambda root: datasets.QUESST14(root, "docs")),
+    "DR_VCTK": (make_dr_vctk, datasets.DR_VCTK),
 }
 
 

@@ -90,10 +90,15 @@ DATASET_ROOTS: dict[str, Callable[[Any], Any]] = {
             "LibriLightLimited",
             "LibriSpeechBiasing",
             "FluentSpeechCommands",
+            "VoxCeleb1Identification",
+            "VoxCeleb1Verification",
+            "IEMOCAP",
+            "DR_VCTK",
         )
     },
     "audio.datasets.MUSDB_HQ": _audio_dataset("MUSDB_HQ", "train"),
     "audio.datasets.Snips": _audio_dataset("Snips", "train"),
+    "audio.datasets.QUESST14": _audio_dataset("QUESST14", "docs"),
 }
 
 
