@@ -901,6 +901,21 @@ def test_dr_vctk_errors(tmp_path: Path) -> None:
         datasets.DR_VCTK(tmp_path / "elsewhere")
 
 
+def test_dr_vctk_extracts_an_archive_already_there_after_checking_it(tmp_path: Path) -> None:
+    base = make_dr_vctk(tmp_path / "staging", "test")
+    root = tmp_path / "root"
+    root.mkdir()
+    with zipfile.ZipFile(root / "DR-VCTK.zip", "w") as z:
+        for path in sorted(base.rglob("*")):
+            z.write(path, path.relative_to(tmp_path / "staging").as_posix())
+    with pytest.raises(DatasetError, match="checksum mismatch of the archive present"):
+        datasets.DR_VCTK(root, "test")  # a home-made zip: not the published digest
+    assert not (root / "DR-VCTK").exists()
+    digest = hashlib.sha256((root / "DR-VCTK.zip").read_bytes()).hexdigest()
+    pinned = f"http://unused.invalid/DR-VCTK.zip#sha256={digest}"
+    assert len(datasets.DR_VCTK(root, "test", url=pinned)) == 3  # no request made
+
+
 # ----------------------------------------------------------------------------- DataLoader
 
 MAKERS: dict[str, tuple[Callable[[Path], object], Callable[[Path], Any]]] = {

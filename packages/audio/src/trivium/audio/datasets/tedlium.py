@@ -44,7 +44,7 @@ class Release:
     url: str
     sha256: str
     data_path: str
-    dict: str
+    dictionary: str
 
 
 RELEASES = {
@@ -155,7 +155,7 @@ class TEDLIUM(Dataset):
             if name.endswith(".stm")
             for segment in _segments(stm_dir / name)
         ]
-        self._dict_path = folder / config.dict
+        self._dict_path = folder / config.dictionary
         self._phoneme_dict: dict[str, tuple[str, ...]] | None = None
 
     def _load_audio(
