@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import importlib
+import shutil
 import tarfile
 import zipfile
 from collections.abc import Callable
@@ -780,12 +781,18 @@ def test_voxceleb1_download_joins_the_parts(tmp_path: Path, file_server, monkeyp
     meta = f"{url}/iden_split.txt"
     with pytest.raises(DatasetError, match="checksum mismatch"):
         datasets.VoxCeleb1Identification(root, meta_url=meta, download=True)
+    assert not (root / "wav").exists()  # nothing extracted until every archive checks out
     test_zip = [(f"{url}/vox1_test_wav.zip", sha("vox1_test_wav.zip"))]
     monkeypatch.setitem(archives, "vox1_test_wav.zip", test_zip)
     ours = datasets.VoxCeleb1Identification(root, meta_url=meta, download=True)
     assert (root / "vox1_dev_wav.zip").read_bytes() == dev
     assert len(ours) == 2 and ours.get_metadata(1)[2:] == (2, "id10002-6WO410QOeuo-00001")
     assert len(datasets.VoxCeleb1Identification(root, "dev")) == 1  # all local now
+    shutil.rmtree(root / "wav")
+    (root / "vox1_dev_wav.zip").unlink()
+    asked = len(file_server.requests)
+    again = datasets.VoxCeleb1Identification(root, meta_url=meta, download=True)
+    assert len(again) == 2 and len(file_server.requests) == asked  # the parts were reused
 
 
 # ----------------------------------------------------------------------------- IEMOCAP

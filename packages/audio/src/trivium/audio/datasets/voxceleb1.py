@@ -83,8 +83,11 @@ def _ensure_wavs(root: Path, download: bool) -> Path:
             f"into {root}, or extract them there yourself",
             path=path,
         )
-    for name, parts in ARCHIVES.items():
-        extract_archive(_download_archive(root, name, parts), root)
+    # Every archive is fetched and checked before any is extracted: a wav/ from the
+    # dev zip alone would pass for the whole dataset next time.
+    archives = [_download_archive(root, name, parts) for name, parts in ARCHIVES.items()]
+    for archive in archives:
+        extract_archive(archive, root)
     if not path.is_dir():
         raise DatasetError("the VoxCeleb1 archives did not contain wav/", path=path)
     return path
