@@ -68,6 +68,40 @@ def _librimix(root: Any) -> Any:
     return pytest.importorskip("trivium.audio.datasets").LibriMix(root)
 
 
+def _audio_dataset(name: str, *args: Any) -> Callable[[Any], Any]:
+    return lambda root: getattr(pytest.importorskip("trivium.audio.datasets"), name)(root, *args)
+
+
+# The datasets whose missing root is checked too (their hint says how to get them).
+DATASET_ROOTS: dict[str, Callable[[Any], Any]] = {
+    "audio.datasets.LIBRISPEECH": _librispeech,
+    **{
+        f"audio.datasets.{name}": _audio_dataset(name)
+        for name in (
+            "SPEECHCOMMANDS",
+            "YESNO",
+            "LJSPEECH",
+            "GTZAN",
+            "CMUARCTIC",
+            "CMUDict",
+            "VCTK_092",
+            "COMMONVOICE",
+            "TEDLIUM",
+            "LibriLightLimited",
+            "LibriSpeechBiasing",
+            "FluentSpeechCommands",
+            "VoxCeleb1Identification",
+            "VoxCeleb1Verification",
+            "IEMOCAP",
+            "DR_VCTK",
+        )
+    },
+    "audio.datasets.MUSDB_HQ": _audio_dataset("MUSDB_HQ", "train"),
+    "audio.datasets.Snips": _audio_dataset("Snips", "train"),
+    "audio.datasets.QUESST14": _audio_dataset("QUESST14", "docs"),
+}
+
+
 # name -> (call, whether it reads the input's bytes)
 LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.decode_image": (lambda p: _vision().decode_image(p), True),
@@ -90,9 +124,9 @@ BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]
 
 
-@pytest.mark.parametrize("name", [*LOADERS, "audio.datasets.LIBRISPEECH"])
+@pytest.mark.parametrize("name", [*LOADERS, *DATASET_ROOTS])
 def test_a_missing_path_raises_what_open_raises(name: str, tmp_path: Path) -> None:
-    call = _librispeech if name.endswith("LIBRISPEECH") else LOADERS[name][0]
+    call = DATASET_ROOTS[name] if name in DATASET_ROOTS else LOADERS[name][0]
     missing = tmp_path / "missing"
     with pytest.raises(FileNotFoundError) as reference:
         open(missing, "rb")  # noqa: SIM115 - the builtin is the reference

@@ -15,16 +15,18 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from trivium.audio.datasets.common import read_chapter_transcripts
 from trivium.audio.datasets.openslr import list_split
 from trivium.audio.io import load
 from trivium.core.errors import DatasetError
 
-__all__ = ["LIBRISPEECH"]
+__all__ = ["LIBRISPEECH", "utterance_metadata"]
 
 URL = "train-clean-100"
 FOLDER_IN_ARCHIVE = "LibriSpeech"
@@ -42,21 +44,31 @@ CHECKSUMS = {
 }
 
 Item = tuple[Tensor, int, str, int, int, int]
+Metadata = tuple[str, int, str, int, int, int]
 
 
-def _read_transcripts(split_path: Path) -> dict[str, str]:
-    transcripts: dict[str, str] = {}
-    for trans in sorted(split_path.glob("*/*/*.trans.txt")):
-        with open(trans, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                utt_id, sep, text = line.partition(" ")
-                if not sep:
-                    raise DatasetError(f"line {lineno} has no transcript: {line!r}", path=trans)
-                transcripts[utt_id] = text
-    return transcripts
+def utterance_metadata(
+    fileid: str, folder: str, transcripts: Mapping[str, str], root: Path
+) -> Metadata:
+    """``(path, sample_rate, transcript, speaker, chapter, utterance)`` of a LibriSpeech id.
+
+    ``path`` is ``folder/<speaker>/<chapter>/<fileid>.flac``, relative to ``root``;
+    the transcript comes from ``transcripts`` (see :func:`read_chapter_transcripts`).
+
+    Example:
+        >>> from pathlib import Path
+        >>> utterance_metadata("84-121-3", "dev-clean", {"84-121-3": "HI"}, Path("r"))
+        ('dev-clean/84/121/84-121-3.flac', 16000, 'HI', 84, 121, 3)
+    """
+    speaker_id, chapter_id, utterance_id = fileid.split("-")
+    relpath = os.path.join(folder, speaker_id, chapter_id, fileid + ".flac")
+    transcript = transcripts.get(fileid)
+    if transcript is None:
+        raise DatasetError(
+            f"no transcript for {fileid} in {speaker_id}-{chapter_id}.trans.txt",
+            path=root / relpath,
+        )
+    return relpath, SAMPLE_RATE, transcript, int(speaker_id), int(chapter_id), int(utterance_id)
 
 
 class LIBRISPEECH(Dataset):
@@ -104,9 +116,9 @@ class LIBRISPEECH(Dataset):
         )
         self._url = split.name
         self._archive = self._path.parent
-        self._transcripts = _read_transcripts(self._path)
+        self._transcripts = read_chapter_transcripts(self._path)
 
-    def get_metadata(self, n: int) -> tuple[str, int, str, int, int, int]:
+    def get_metadata(self, n: int) -> Metadata:
         """Item ``n`` with the audio path (relative to ``root/folder_in_archive``) for the waveform.
 
         Example:
@@ -120,16 +132,7 @@ class LIBRISPEECH(Dataset):
             >>> LIBRISPEECH(root, "test-clean").get_metadata(0)
             ('test-clean/1/2/1-2-0003.flac', 16000, 'HI', 1, 2, 3)
         """
-        fileid = self._walker[n]
-        speaker_id, chapter_id, utterance_id = fileid.split("-")
-        relpath = os.path.join(self._url, speaker_id, chapter_id, fileid + self._ext_audio)
-        transcript = self._transcripts.get(fileid)
-        if transcript is None:
-            raise DatasetError(
-                f"no transcript for {fileid} in {speaker_id}-{chapter_id}{self._ext_txt}",
-                path=self._archive / relpath,
-            )
-        return relpath, SAMPLE_RATE, transcript, int(speaker_id), int(chapter_id), int(utterance_id)
+        return utterance_metadata(self._walker[n], self._url, self._transcripts, self._archive)
 
     def __getitem__(self, n: int) -> Item:
         """Load item ``n``: ``(waveform, sample_rate, transcript, speaker, chapter, utterance)``."""
