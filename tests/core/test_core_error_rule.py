@@ -56,6 +56,13 @@ def _image_folder(root: Any) -> Any:
     return pytest.importorskip("trivium.vision.datasets").ImageFolder(root)
 
 
+def _vision_dataset(name: str, **kwargs: Any) -> Callable[[Any], Any]:
+    def build(root: Any) -> Any:
+        return getattr(pytest.importorskip("trivium.vision.datasets"), name)(root, **kwargs)
+
+    return build
+
+
 def _audio_folder(root: Any) -> Any:
     return pytest.importorskip("trivium.audio.datasets").AudioFolder(root)
 
@@ -85,6 +92,8 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "data.FileLister": (lambda p: list(_data().FileLister(p)), False),
     "vision.datasets.ImageFolder": (_image_folder, False),
     "audio.datasets.AudioFolder": (_audio_folder, False),
+    "vision.datasets.CIFAR10": (_vision_dataset("CIFAR10"), False),
+    "vision.datasets.CIFAR100": (_vision_dataset("CIFAR100"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

@@ -12,6 +12,7 @@ Example:
     (torch.uint8, torch.Size([3, 4, 6]), 0)
 """
 
+from trivium.vision.datasets.cifar import CIFAR10, CIFAR100
 from trivium.vision.datasets.coco import COCO_TARGET_KEYS, CocoDetection, detection_collate
 from trivium.vision.datasets.folder import (
     IMG_EXTENSIONS,
@@ -27,8 +28,18 @@ from trivium.vision.datasets.folder import (
     make_dataset,
     starts_with_decode,
 )
+from trivium.vision.datasets.utils import (
+    VisionDataset,
+    check_integrity,
+    download_resource,
+    pil_loader,
+    require_file,
+    verify_str_arg,
+)
 
 __all__ = [
+    "CIFAR10",
+    "CIFAR100",
     "COCO_TARGET_KEYS",
     "IMG_EXTENSIONS",
     "CocoDetection",
@@ -36,12 +47,18 @@ __all__ = [
     "DatasetNotFoundError",
     "ImageFolder",
     "SkippedSamplesWarning",
+    "VisionDataset",
+    "check_integrity",
     "default_loader",
     "detection_collate",
+    "download_resource",
     "find_classes",
     "has_file_allowed_extension",
     "is_image_file",
     "loader_for",
     "make_dataset",
+    "pil_loader",
+    "require_file",
     "starts_with_decode",
+    "verify_str_arg",
 ]
