@@ -94,6 +94,11 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "audio.datasets.AudioFolder": (_audio_folder, False),
     "vision.datasets.CIFAR10": (_vision_dataset("CIFAR10"), False),
     "vision.datasets.CIFAR100": (_vision_dataset("CIFAR100"), False),
+    "vision.datasets.MNIST": (_vision_dataset("MNIST"), False),
+    "vision.datasets.FashionMNIST": (_vision_dataset("FashionMNIST"), False),
+    "vision.datasets.KMNIST": (_vision_dataset("KMNIST"), False),
+    "vision.datasets.EMNIST": (_vision_dataset("EMNIST", split="digits"), False),
+    "vision.datasets.QMNIST": (_vision_dataset("QMNIST"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

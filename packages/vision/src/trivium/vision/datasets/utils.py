@@ -43,6 +43,7 @@ __all__ = [
     "VisionDataset",
     "check_integrity",
     "download_resource",
+    "extract",
     "pil_loader",
     "require_file",
     "verify_str_arg",
