@@ -99,6 +99,8 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.datasets.KMNIST": (_vision_dataset("KMNIST"), False),
     "vision.datasets.EMNIST": (_vision_dataset("EMNIST", split="digits"), False),
     "vision.datasets.QMNIST": (_vision_dataset("QMNIST"), False),
+    "vision.datasets.SVHN": (_vision_dataset("SVHN"), False),
+    "vision.datasets.STL10": (_vision_dataset("STL10"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

@@ -38,6 +38,7 @@ from trivium.vision.datasets.mnist import (
     read_label_file,
     read_sn3_pascalvincent_tensor,
 )
+from trivium.vision.datasets.svhn import STL10, SVHN
 from trivium.vision.datasets.utils import (
     VisionDataset,
     check_integrity,
@@ -57,6 +58,8 @@ __all__ = [
     "KMNIST",
     "MNIST",
     "QMNIST",
+    "STL10",
+    "SVHN",
     "CocoDetection",
     "DatasetFolder",
     "DatasetNotFoundError",
