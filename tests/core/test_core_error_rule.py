@@ -101,6 +101,7 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.datasets.QMNIST": (_vision_dataset("QMNIST"), False),
     "vision.datasets.SVHN": (_vision_dataset("SVHN"), False),
     "vision.datasets.STL10": (_vision_dataset("STL10"), False),
+    "vision.datasets.ImageNet": (_vision_dataset("ImageNet"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

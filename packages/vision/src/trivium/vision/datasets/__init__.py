@@ -28,6 +28,13 @@ from trivium.vision.datasets.folder import (
     make_dataset,
     starts_with_decode,
 )
+from trivium.vision.datasets.imagenet import (
+    ImageNet,
+    load_meta_file,
+    parse_devkit_archive,
+    parse_train_archive,
+    parse_val_archive,
+)
 from trivium.vision.datasets.mnist import (
     EMNIST,
     KMNIST,
@@ -65,6 +72,7 @@ __all__ = [
     "DatasetNotFoundError",
     "FashionMNIST",
     "ImageFolder",
+    "ImageNet",
     "SkippedSamplesWarning",
     "VisionDataset",
     "check_integrity",
@@ -75,8 +83,12 @@ __all__ = [
     "find_classes",
     "has_file_allowed_extension",
     "is_image_file",
+    "load_meta_file",
     "loader_for",
     "make_dataset",
+    "parse_devkit_archive",
+    "parse_train_archive",
+    "parse_val_archive",
     "pil_loader",
     "read_image_file",
     "read_label_file",

@@ -117,3 +117,17 @@ def read_pickle_batch(path: str | os.PathLike[str], *keys: str) -> dict[str, Any
         if not any(k in entry for k in key.split("|")):
             raise DatasetError(f"the batch has no {key!r} entry", path=path)
     return entry
+
+
+def read_mat(path: str, **kwargs: Any) -> dict[str, Any]:
+    """A MATLAB ``.mat`` file through ``scipy.io.loadmat``; a ``DatasetError`` when damaged."""
+    try:
+        import scipy.io
+    except ImportError as e:
+        raise ImportError("reading .mat files needs scipy: pip install scipy") from e
+    try:
+        return scipy.io.loadmat(path, **kwargs)
+    except FileNotFoundError:
+        raise PathNotFoundError(path=path) from None
+    except Exception as e:  # scipy's parser fails on damaged files with any exception
+        raise DatasetError(f"cannot read the .mat file: {e}", path=path) from None

@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image
 
 from trivium.core.errors import DatasetError
+from trivium.vision.datasets._readers import read_mat
 from trivium.vision.datasets.utils import (
     VisionDataset,
     check_integrity,
@@ -24,17 +25,6 @@ from trivium.vision.datasets.utils import (
 )
 
 __all__ = ["STL10", "SVHN"]
-
-
-def _loadmat(path: str) -> dict[str, Any]:
-    try:
-        import scipy.io
-    except ImportError as e:
-        raise ImportError("SVHN reads .mat files with scipy: pip install scipy") from e
-    try:
-        return scipy.io.loadmat(path)
-    except Exception as e:  # scipy's parser fails on damaged files with any exception
-        raise DatasetError(f"cannot read the .mat file: {e}", path=path) from None
 
 
 class _ArrayImages(VisionDataset):
@@ -114,7 +104,7 @@ pass download=True to fetch the dataset
         if download:
             self.download()
         path = require_file(os.path.join(self.root, self.filename), self.file_md5)
-        mat = _loadmat(path)
+        mat = read_mat(path)
         if "X" not in mat or "y" not in mat:
             raise DatasetError("the .mat file has no 'X' and 'y' arrays", path=path)
         images, labels = mat["X"], mat["y"].astype(np.int64).reshape(-1)
