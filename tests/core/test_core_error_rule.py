@@ -102,6 +102,8 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.datasets.SVHN": (_vision_dataset("SVHN"), False),
     "vision.datasets.STL10": (_vision_dataset("STL10"), False),
     "vision.datasets.ImageNet": (_vision_dataset("ImageNet"), False),
+    "vision.datasets.VOCDetection": (_vision_dataset("VOCDetection"), False),
+    "vision.datasets.VOCSegmentation": (_vision_dataset("VOCSegmentation"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

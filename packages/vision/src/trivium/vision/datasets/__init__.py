@@ -52,14 +52,17 @@ from trivium.vision.datasets.utils import (
     download_resource,
     extract,
     pil_loader,
+    pil_open,
     require_file,
     verify_str_arg,
 )
+from trivium.vision.datasets.voc import DATASET_YEAR_DICT, VOCDetection, VOCSegmentation
 
 __all__ = [
     "CIFAR10",
     "CIFAR100",
     "COCO_TARGET_KEYS",
+    "DATASET_YEAR_DICT",
     "EMNIST",
     "IMG_EXTENSIONS",
     "KMNIST",
@@ -74,6 +77,8 @@ __all__ = [
     "ImageFolder",
     "ImageNet",
     "SkippedSamplesWarning",
+    "VOCDetection",
+    "VOCSegmentation",
     "VisionDataset",
     "check_integrity",
     "default_loader",
@@ -90,6 +95,7 @@ __all__ = [
     "parse_train_archive",
     "parse_val_archive",
     "pil_loader",
+    "pil_open",
     "read_image_file",
     "read_label_file",
     "read_sn3_pascalvincent_tensor",

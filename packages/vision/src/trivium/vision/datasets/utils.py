@@ -34,7 +34,14 @@ from PIL import Image
 from torch.utils.data import Dataset
 
 from trivium.core.download import download_url, extract_archive, file_digest
-from trivium.core.errors import NO_SUCH_PATH, DatasetError, PathNotFoundError, TriviumError
+from trivium.core.errors import (
+    NO_SUCH_PATH,
+    DatasetError,
+    DecodeError,
+    EmptyInputError,
+    PathNotFoundError,
+    TriviumError,
+)
 from trivium.core.skipping import with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.io.codec import decoding_file
@@ -45,6 +52,7 @@ __all__ = [
     "download_resource",
     "extract",
     "pil_loader",
+    "pil_open",
     "require_file",
     "verify_str_arg",
 ]
@@ -207,6 +215,37 @@ def pil_loader(path: str | os.PathLike[str]) -> Image.Image:
     if image.dim() == 4:  # an animation: its first frame, as Pillow opens it
         image = image[0]
     return Image.fromarray(np.ascontiguousarray(image.permute(1, 2, 0).numpy()), "RGB")
+
+
+def pil_open(path: str | os.PathLike[str]) -> Image.Image:
+    """The image at ``path`` opened by Pillow as it is stored (its own mode), pixels loaded.
+
+    For what torchvision returns without ``convert``: segmentation masks keep their
+    palette (mode ``"P"``), which :func:`pil_loader`'s RGB decode does not. A file that
+    cannot be read raises a ``trivium.core`` error naming it.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "mask.png")
+        >>> mask = Image.new("P", (3, 2), 1)
+        >>> mask.putpalette([0, 0, 0, 128, 0, 0])
+        >>> mask.save(path)
+        >>> pil_open(path).mode
+        'P'
+    """
+    try:
+        with open(path, "rb") as f:
+            image = Image.open(f)
+            image.load()
+    except FileNotFoundError:
+        raise PathNotFoundError(path=path) from None
+    except OSError as e:  # Pillow's UnidentifiedImageError and truncated data
+        if os.path.isfile(path) and os.path.getsize(path) == 0:
+            raise EmptyInputError(path=path) from None
+        raise DecodeError(str(e), path=path) from None
+    except (ValueError, SyntaxError) as e:  # Pillow's parsers on damaged headers
+        raise DecodeError(str(e), path=path) from None
+    return image
 
 
 class StandardTransform:
