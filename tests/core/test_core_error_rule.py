@@ -104,6 +104,11 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.datasets.ImageNet": (_vision_dataset("ImageNet"), False),
     "vision.datasets.VOCDetection": (_vision_dataset("VOCDetection"), False),
     "vision.datasets.VOCSegmentation": (_vision_dataset("VOCSegmentation"), False),
+    "vision.datasets.Flowers102": (_vision_dataset("Flowers102"), False),
+    "vision.datasets.Food101": (_vision_dataset("Food101"), False),
+    "vision.datasets.OxfordIIITPet": (_vision_dataset("OxfordIIITPet"), False),
+    "vision.datasets.DTD": (_vision_dataset("DTD"), False),
+    "vision.datasets.GTSRB": (_vision_dataset("GTSRB"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

@@ -14,6 +14,9 @@ Example:
 
 from trivium.vision.datasets.cifar import CIFAR10, CIFAR100
 from trivium.vision.datasets.coco import COCO_TARGET_KEYS, CocoDetection, detection_collate
+from trivium.vision.datasets.dtd import DTD
+from trivium.vision.datasets.fakedata import FakeData
+from trivium.vision.datasets.flowers102 import Flowers102
 from trivium.vision.datasets.folder import (
     IMG_EXTENSIONS,
     DatasetFolder,
@@ -28,6 +31,8 @@ from trivium.vision.datasets.folder import (
     make_dataset,
     starts_with_decode,
 )
+from trivium.vision.datasets.food101 import Food101
+from trivium.vision.datasets.gtsrb import GTSRB
 from trivium.vision.datasets.imagenet import (
     ImageNet,
     load_meta_file,
@@ -45,8 +50,10 @@ from trivium.vision.datasets.mnist import (
     read_label_file,
     read_sn3_pascalvincent_tensor,
 )
+from trivium.vision.datasets.pets import OxfordIIITPet
 from trivium.vision.datasets.svhn import STL10, SVHN
 from trivium.vision.datasets.utils import (
+    ImageFileDataset,
     VisionDataset,
     check_integrity,
     download_resource,
@@ -54,6 +61,7 @@ from trivium.vision.datasets.utils import (
     pil_loader,
     pil_open,
     require_file,
+    require_folder,
     verify_str_arg,
 )
 from trivium.vision.datasets.voc import DATASET_YEAR_DICT, VOCDetection, VOCSegmentation
@@ -63,7 +71,9 @@ __all__ = [
     "CIFAR100",
     "COCO_TARGET_KEYS",
     "DATASET_YEAR_DICT",
+    "DTD",
     "EMNIST",
+    "GTSRB",
     "IMG_EXTENSIONS",
     "KMNIST",
     "MNIST",
@@ -73,9 +83,14 @@ __all__ = [
     "CocoDetection",
     "DatasetFolder",
     "DatasetNotFoundError",
+    "FakeData",
     "FashionMNIST",
+    "Flowers102",
+    "Food101",
+    "ImageFileDataset",
     "ImageFolder",
     "ImageNet",
+    "OxfordIIITPet",
     "SkippedSamplesWarning",
     "VOCDetection",
     "VOCSegmentation",
@@ -100,6 +115,7 @@ __all__ = [
     "read_label_file",
     "read_sn3_pascalvincent_tensor",
     "require_file",
+    "require_folder",
     "starts_with_decode",
     "verify_str_arg",
 ]

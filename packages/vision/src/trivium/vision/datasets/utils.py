@@ -42,11 +42,12 @@ from trivium.core.errors import (
     PathNotFoundError,
     TriviumError,
 )
-from trivium.core.skipping import with_path
+from trivium.core.skipping import SkipsUnreadable, with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 from trivium.vision.io.codec import decoding_file
 
 __all__ = [
+    "ImageFileDataset",
     "VisionDataset",
     "check_integrity",
     "download_resource",
@@ -54,6 +55,7 @@ __all__ = [
     "pil_loader",
     "pil_open",
     "require_file",
+    "require_folder",
     "verify_str_arg",
 ]
 
@@ -119,6 +121,23 @@ pass download=True to fetch the dataset
                 "delete it and pass download=True to fetch it again",
                 path=path,
             )
+    return path
+
+
+def require_folder(path: str | os.PathLike[str], *, can_download: bool = True) -> str:
+    """``path`` as a string when it is a folder; else the rule's ``PathNotFoundError``.
+
+    Example:
+        >>> require_folder("/no/such/images")
+        Traceback (most recent call last):
+        ...
+        trivium.core.errors.PathNotFoundError: /no/such/images: no such file or directory; \
+pass download=True to fetch the dataset
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        hint = "pass download=True to fetch the dataset" if can_download else None
+        raise PathNotFoundError(f"{NO_SUCH_PATH}; {hint}" if hint else NO_SUCH_PATH, path=path)
     return path
 
 
@@ -340,3 +359,73 @@ class VisionDataset(Dataset):
         if self.transforms is not None:
             body += repr(self.transforms).splitlines()
         return "\n".join([f"Dataset {type(self).__name__}"] + [" " * 4 + line for line in body])
+
+
+class ImageFileDataset(SkipsUnreadable, VisionDataset):
+    """A dataset of image files with targets: ``transforms(loader(file), target)``.
+
+    The base of the datasets that list their image files (Flowers102, DTD, ...). A
+    subclass fills ``_image_files`` (and, by default, ``_labels``, or overrides
+    :meth:`_target`), then calls :meth:`_ready` with the ``loader`` and ``on_error``.
+    A file the loader cannot read raises a ``trivium.core`` error naming it; with
+    ``on_error="skip"`` it is replaced by the next readable one, as in
+    :class:`~trivium.vision.datasets.ImageFolder`.
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> from trivium.vision.io import write_png
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.png")
+        >>> write_png(torch.zeros(3, 2, 2, dtype=torch.uint8), path)
+        >>> class Two(ImageFileDataset):
+        ...     def __init__(self):
+        ...         super().__init__(None)
+        ...         self._image_files, self._labels = [path, path], [0, 1]
+        ...         self._ready(pil_loader, "raise")
+        >>> image, label = Two()[1]
+        >>> image.mode, label
+        ('RGB', 1)
+    """
+
+    item_kind = "image"
+    _image_files: list[Any]
+    _labels: list[Any]
+
+    def _ready(self, loader: Callable[[Any], Any], on_error: str) -> None:
+        self.loader = loader
+        self.start_skipping(on_error, len(self._image_files))
+
+    def _target(self, index: int) -> Any:
+        return self._labels[index]
+
+    def load_item(self, index: int) -> tuple[Any, Any]:
+        """``(image, target)`` number ``index``, or a ``trivium.core`` error naming its file.
+
+        Example:
+            >>> ImageFileDataset.load_item.__name__
+            'load_item'
+        """
+        path = self._image_files[index]
+        try:
+            with decoding_file(path):
+                image = self.loader(path)
+        except (TriviumError, OSError) as e:
+            raise with_path(e, path) from e
+        target = self._target(index)
+        if self.transforms is not None:
+            image, target = self.transforms(image, target)
+        return image, target
+
+    def item_path(self, index: int) -> str:
+        """The image file of sample ``index``.
+
+        Example:
+            >>> ImageFileDataset.item_path.__name__
+            'item_path'
+        """
+        return os.fspath(self._image_files[index])
+
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        return self.get_item(index)
+
+    def __len__(self) -> int:
+        return len(self._image_files)
