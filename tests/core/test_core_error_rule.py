@@ -109,6 +109,8 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.datasets.OxfordIIITPet": (_vision_dataset("OxfordIIITPet"), False),
     "vision.datasets.DTD": (_vision_dataset("DTD"), False),
     "vision.datasets.GTSRB": (_vision_dataset("GTSRB"), False),
+    "vision.datasets.Caltech101": (_vision_dataset("Caltech101"), False),
+    "vision.datasets.CelebA": (_vision_dataset("CelebA"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

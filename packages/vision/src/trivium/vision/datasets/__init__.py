@@ -12,6 +12,8 @@ Example:
     (torch.uint8, torch.Size([3, 4, 6]), 0)
 """
 
+from trivium.vision.datasets.caltech import Caltech101
+from trivium.vision.datasets.celeba import CSV, CelebA
 from trivium.vision.datasets.cifar import CIFAR10, CIFAR100
 from trivium.vision.datasets.coco import COCO_TARGET_KEYS, CocoDetection, detection_collate
 from trivium.vision.datasets.dtd import DTD
@@ -58,6 +60,7 @@ from trivium.vision.datasets.utils import (
     check_integrity,
     download_resource,
     extract,
+    pil_decode,
     pil_loader,
     pil_open,
     require_file,
@@ -70,6 +73,7 @@ __all__ = [
     "CIFAR10",
     "CIFAR100",
     "COCO_TARGET_KEYS",
+    "CSV",
     "DATASET_YEAR_DICT",
     "DTD",
     "EMNIST",
@@ -80,6 +84,8 @@ __all__ = [
     "QMNIST",
     "STL10",
     "SVHN",
+    "Caltech101",
+    "CelebA",
     "CocoDetection",
     "DatasetFolder",
     "DatasetNotFoundError",
@@ -109,6 +115,7 @@ __all__ = [
     "parse_devkit_archive",
     "parse_train_archive",
     "parse_val_archive",
+    "pil_decode",
     "pil_loader",
     "pil_open",
     "read_image_file",

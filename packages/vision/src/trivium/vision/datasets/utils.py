@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from PIL import Image
 from torch.utils.data import Dataset
 
@@ -52,6 +53,7 @@ __all__ = [
     "check_integrity",
     "download_resource",
     "extract",
+    "pil_decode",
     "pil_loader",
     "pil_open",
     "require_file",
@@ -226,14 +228,41 @@ def pil_loader(path: str | os.PathLike[str]) -> Image.Image:
         >>> image.mode, image.size
         ('RGB', (3, 2))
     """
+    return _decode_to_pil(path, ImageReadMode.RGB)
+
+
+def _decode_to_pil(path: str | os.PathLike[str], mode: ImageReadMode) -> Image.Image:
     try:
         with decoding_file(path):
-            image = decode_image(read_file(path), ImageReadMode.RGB, path=path)
+            image = decode_image(read_file(path), mode, dtype=torch.uint8, path=path)
     except (TriviumError, OSError) as e:
         raise with_path(e, path) from e
     if image.dim() == 4:  # an animation: its first frame, as Pillow opens it
         image = image[0]
-    return Image.fromarray(np.ascontiguousarray(image.permute(1, 2, 0).numpy()), "RGB")
+    pixels = np.ascontiguousarray(image.permute(1, 2, 0).numpy())
+    channels = pixels.shape[2]
+    return Image.fromarray(pixels[:, :, 0] if channels == 1 else pixels, _PIL_MODES[channels])
+
+
+_PIL_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+
+
+def pil_decode(path: str | os.PathLike[str]) -> Image.Image:
+    """The image at ``path`` in its own mode (``"L"``, ``"RGB"``, ...), by ``trivium.vision.io``.
+
+    For what torchvision returns from ``Image.open`` without ``convert`` on JPEG
+    files (Caltech101, CelebA): a gray JPEG stays ``"L"``. Palette images decode to
+    their colours (use :func:`pil_open` to keep a palette).
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> from trivium.vision.io import write_jpeg
+        >>> path = os.path.join(tempfile.mkdtemp(), "gray.jpg")
+        >>> write_jpeg(torch.zeros(1, 4, 6, dtype=torch.uint8), path)
+        >>> pil_decode(path).mode, pil_loader(path).mode
+        ('L', 'RGB')
+    """
+    return _decode_to_pil(path, ImageReadMode.UNCHANGED)
 
 
 def pil_open(path: str | os.PathLike[str]) -> Image.Image:
