@@ -111,6 +111,12 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.datasets.GTSRB": (_vision_dataset("GTSRB"), False),
     "vision.datasets.Caltech101": (_vision_dataset("Caltech101"), False),
     "vision.datasets.CelebA": (_vision_dataset("CelebA"), False),
+    "vision.datasets.SBDataset": (_vision_dataset("SBDataset"), False),
+    "vision.datasets.WIDERFace": (_vision_dataset("WIDERFace"), False),
+    "vision.datasets.Kitti": (_vision_dataset("Kitti"), False),
+    "vision.datasets.Cityscapes": (_vision_dataset("Cityscapes"), False),
+    "vision.datasets.Places365": (_vision_dataset("Places365"), False),
+    "vision.datasets.INaturalist": (_vision_dataset("INaturalist"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

@@ -15,7 +15,13 @@ Example:
 from trivium.vision.datasets.caltech import Caltech101
 from trivium.vision.datasets.celeba import CSV, CelebA
 from trivium.vision.datasets.cifar import CIFAR10, CIFAR100
-from trivium.vision.datasets.coco import COCO_TARGET_KEYS, CocoDetection, detection_collate
+from trivium.vision.datasets.cityscapes import Cityscapes
+from trivium.vision.datasets.coco import (
+    COCO_TARGET_KEYS,
+    CocoCaptions,
+    CocoDetection,
+    detection_collate,
+)
 from trivium.vision.datasets.dtd import DTD
 from trivium.vision.datasets.fakedata import FakeData
 from trivium.vision.datasets.flowers102 import Flowers102
@@ -42,6 +48,8 @@ from trivium.vision.datasets.imagenet import (
     parse_train_archive,
     parse_val_archive,
 )
+from trivium.vision.datasets.inaturalist import INaturalist
+from trivium.vision.datasets.kitti import Kitti
 from trivium.vision.datasets.mnist import (
     EMNIST,
     KMNIST,
@@ -53,6 +61,8 @@ from trivium.vision.datasets.mnist import (
     read_sn3_pascalvincent_tensor,
 )
 from trivium.vision.datasets.pets import OxfordIIITPet
+from trivium.vision.datasets.places365 import Places365
+from trivium.vision.datasets.sbd import SBDataset
 from trivium.vision.datasets.svhn import STL10, SVHN
 from trivium.vision.datasets.utils import (
     ImageFileDataset,
@@ -68,6 +78,7 @@ from trivium.vision.datasets.utils import (
     verify_str_arg,
 )
 from trivium.vision.datasets.voc import DATASET_YEAR_DICT, VOCDetection, VOCSegmentation
+from trivium.vision.datasets.widerface import WIDERFace
 
 __all__ = [
     "CIFAR10",
@@ -86,6 +97,8 @@ __all__ = [
     "SVHN",
     "Caltech101",
     "CelebA",
+    "Cityscapes",
+    "CocoCaptions",
     "CocoDetection",
     "DatasetFolder",
     "DatasetNotFoundError",
@@ -93,14 +106,19 @@ __all__ = [
     "FashionMNIST",
     "Flowers102",
     "Food101",
+    "INaturalist",
     "ImageFileDataset",
     "ImageFolder",
     "ImageNet",
+    "Kitti",
     "OxfordIIITPet",
+    "Places365",
+    "SBDataset",
     "SkippedSamplesWarning",
     "VOCDetection",
     "VOCSegmentation",
     "VisionDataset",
+    "WIDERFace",
     "check_integrity",
     "default_loader",
     "detection_collate",
