@@ -1,4 +1,9 @@
-"""Datasets: torchvision's ``DatasetFolder`` and ``ImageFolder`` on the native decoders.
+"""Datasets: ``ImageFolder`` / ``DatasetFolder`` on the native decoders, and torchvision's datasets.
+
+The torchvision datasets (``CIFAR10``, ``MNIST``, ``ImageNet``, ``VOCSegmentation``, ...)
+take torchvision's arguments and read its on-disk formats, giving the same samples and
+targets (PIL images where torchvision gives them, decoded by :mod:`trivium.vision.io`);
+``download=True`` goes through :mod:`trivium.core.download`.
 
 Example:
     >>> import pathlib, tempfile, torch
@@ -10,6 +15,8 @@ Example:
     >>> image, label = ImageFolder(root)[0]
     >>> image.dtype, image.shape, label
     (torch.uint8, torch.Size([3, 4, 6]), 0)
+    >>> FakeData(size=1, image_size=(3, 4, 6))[0][0].size
+    (6, 4)
 """
 
 from trivium.vision.datasets.caltech import Caltech101

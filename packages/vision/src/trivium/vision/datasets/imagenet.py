@@ -255,8 +255,13 @@ class ImageNet(ImageFolder):
         """Parse the devkit unless ``meta.bin`` is there, the split's archive unless its folder is.
 
         Example:
-            >>> ImageNet.parse_archives.__name__
-            'parse_archives'
+            >>> import tempfile
+            >>> ds = ImageNet.__new__(ImageNet)
+            >>> ds.root, ds.split = tempfile.mkdtemp(), "val"
+            >>> ds.parse_archives()
+            Traceback (most recent call last):
+            ...
+            trivium.core.errors.PathNotFoundError: ...ILSVRC2012_devkit_t12.tar.gz: no such ...
         """
         if not check_integrity(os.path.join(self.root, META_FILE)):
             parse_devkit_archive(self.root)
@@ -271,8 +276,10 @@ class ImageNet(ImageFolder):
         """``root/<split>``, the ImageFolder tree of the split.
 
         Example:
-            >>> ImageNet.split_folder.fget.__name__
-            'split_folder'
+            >>> ds = ImageNet.__new__(ImageNet)
+            >>> ds.root, ds.split = "data", "val"
+            >>> ds.split_folder
+            'data/val'
         """
         return os.path.join(self.root, self.split)
 
@@ -280,7 +287,9 @@ class ImageNet(ImageFolder):
         """``Split: <split>``, as torchvision's ``repr`` shows it.
 
         Example:
-            >>> ImageNet.extra_repr.__name__
-            'extra_repr'
+            >>> ds = ImageNet.__new__(ImageNet)
+            >>> ds.split = "val"
+            >>> ds.extra_repr()
+            'Split: val'
         """
         return f"Split: {self.split}"

@@ -170,8 +170,11 @@ pass download=True to fetch the dataset
         """The name of category ``category_id`` of ``category_type`` (``"full"``, a level).
 
         Example:
-            >>> INaturalist.category_name.__name__
-            'category_name'
+            >>> ds = INaturalist.__new__(INaturalist)
+            >>> ds.all_categories = ["Aves/0"]
+            >>> ds.categories_index = {"super": {"Aves": 0}}
+            >>> ds.category_name("full", 0), ds.category_name("super", 0)
+            ('Aves/0', 'Aves')
         """
         if category_type == "full":
             return self.all_categories[category_id]

@@ -176,8 +176,10 @@ class MNIST(VisionDataset):
         """``root/<ClassName>/raw``, where the IDX files are.
 
         Example:
-            >>> MNIST.raw_folder.fget.__name__
-            'raw_folder'
+            >>> ds = FashionMNIST.__new__(FashionMNIST)
+            >>> ds.root = "data"
+            >>> ds.raw_folder
+            'data/FashionMNIST/raw'
         """
         return os.path.join(self.root, type(self).__name__, "raw")
 
@@ -186,8 +188,10 @@ class MNIST(VisionDataset):
         """``root/<ClassName>/processed``, where old torchvision releases saved tensors.
 
         Example:
-            >>> MNIST.processed_folder.fget.__name__
-            'processed_folder'
+            >>> ds = MNIST.__new__(MNIST)
+            >>> ds.root = "data"
+            >>> ds.processed_folder
+            'data/MNIST/processed'
         """
         return os.path.join(self.root, type(self).__name__, "processed")
 
@@ -196,8 +200,8 @@ class MNIST(VisionDataset):
         """Each class name's index.
 
         Example:
-            >>> MNIST.class_to_idx.fget.__name__
-            'class_to_idx'
+            >>> MNIST.__new__(MNIST).class_to_idx["3 - three"]
+            3
         """
         return {name: i for i, name in enumerate(self.classes)}
 
@@ -463,8 +467,10 @@ class QMNIST(MNIST):
         """The IDX file of the images (its uncompressed name).
 
         Example:
-            >>> QMNIST.images_file.fget.__name__
-            'images_file'
+            >>> ds = QMNIST.__new__(QMNIST)
+            >>> ds.root, ds.what = "data", "test50k"
+            >>> ds.images_file
+            'data/QMNIST/raw/qmnist-test-images-idx3-ubyte'
         """
         return self._files()[0]
 
@@ -473,8 +479,10 @@ class QMNIST(MNIST):
         """The IDX file of the label rows (its uncompressed name).
 
         Example:
-            >>> QMNIST.labels_file.fget.__name__
-            'labels_file'
+            >>> ds = QMNIST.__new__(QMNIST)
+            >>> ds.root, ds.what = "data", "nist"
+            >>> ds.labels_file
+            'data/QMNIST/raw/xnist-labels-idx2-int'
         """
         return self._files()[1]
 

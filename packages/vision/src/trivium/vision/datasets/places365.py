@@ -116,8 +116,10 @@ directory; pass download=True to fetch the dataset
         """``"challenge"`` or ``"standard"``, the split's file list family.
 
         Example:
-            >>> Places365.variant.fget.__name__
-            'variant'
+            >>> ds = Places365.__new__(Places365)
+            >>> ds.split = "train-challenge"
+            >>> ds.variant
+            'challenge'
         """
         return "challenge" if "challenge" in self.split else "standard"
 
@@ -126,8 +128,10 @@ directory; pass download=True to fetch the dataset
         """The folder of the split's images (``data_<size>_<variant>`` or ``<split>_<size>``).
 
         Example:
-            >>> Places365.images_dir.fget.__name__
-            'images_dir'
+            >>> ds = Places365.__new__(Places365)
+            >>> ds.root, ds.split, ds.small = "data", "train-standard", True
+            >>> ds.images_dir
+            'data/data_256_standard'
         """
         size = "256" if self.small else "large"
         folder = (

@@ -430,8 +430,17 @@ class ImageFileDataset(SkipsUnreadable, VisionDataset):
         """``(image, target)`` number ``index``, or a ``trivium.core`` error naming its file.
 
         Example:
-            >>> ImageFileDataset.load_item.__name__
-            'load_item'
+            >>> import os, tempfile
+            >>> class One(ImageFileDataset):
+            ...     def __init__(self, path):
+            ...         super().__init__(None)
+            ...         self._image_files, self._labels = [path], [0]
+            ...         self._ready(pil_loader, "skip")
+            >>> missing = os.path.join(tempfile.mkdtemp(), "gone.jpg")
+            >>> One(missing).load_item(0)  # never skips, whatever on_error
+            Traceback (most recent call last):
+            ...
+            trivium.core.errors.PathNotFoundError: .../gone.jpg: no such file or directory
         """
         path = self._image_files[index]
         try:
@@ -448,8 +457,11 @@ class ImageFileDataset(SkipsUnreadable, VisionDataset):
         """The image file of sample ``index``.
 
         Example:
-            >>> ImageFileDataset.item_path.__name__
-            'item_path'
+            >>> from pathlib import Path
+            >>> ds = ImageFileDataset.__new__(ImageFileDataset)
+            >>> ds._image_files = [Path("jpg") / "image_00001.jpg"]
+            >>> ds.item_path(0)
+            'jpg/image_00001.jpg'
         """
         return os.fspath(self._image_files[index])
 

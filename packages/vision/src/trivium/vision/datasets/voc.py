@@ -165,8 +165,10 @@ class VOCSegmentation(_VOCBase):
         """The mask files, one per image (``targets``).
 
         Example:
-            >>> VOCSegmentation.masks.fget.__name__
-            'masks'
+            >>> ds = VOCSegmentation.__new__(VOCSegmentation)
+            >>> ds.targets = ["SegmentationClass/2007_000032.png"]
+            >>> ds.masks
+            ['SegmentationClass/2007_000032.png']
         """
         return self.targets
 
@@ -200,8 +202,10 @@ class VOCDetection(_VOCBase):
         """The annotation files, one per image (``targets``).
 
         Example:
-            >>> VOCDetection.annotations.fget.__name__
-            'annotations'
+            >>> ds = VOCDetection.__new__(VOCDetection)
+            >>> ds.targets = ["Annotations/2007_000032.xml"]
+            >>> ds.annotations
+            ['Annotations/2007_000032.xml']
         """
         return self.targets
 

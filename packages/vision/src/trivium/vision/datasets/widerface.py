@@ -110,8 +110,16 @@ directory; pass download=True to fetch the dataset
         """Read ``wider_face_<split>_bbx_gt.txt``: a file name, a count, that many box lines.
 
         Example:
-            >>> WIDERFace.parse_train_val_annotations_file.__name__
-            'parse_train_val_annotations_file'
+            >>> import os, tempfile
+            >>> ds = WIDERFace.__new__(WIDERFace)
+            >>> ds.root, ds.split, ds.img_info = tempfile.mkdtemp(), "val", []
+            >>> os.makedirs(os.path.join(ds.root, "wider_face_split"))
+            >>> with open(os.path.join(ds.root, "wider_face_split", "wider_face_val_bbx_gt.txt"),
+            ...           "w") as f:
+            ...     _ = f.write("0--Parade/a.jpg\\n1\\n449 330 122 149 0 0 0 0 0 0 \\n")
+            >>> ds.parse_train_val_annotations_file()
+            >>> ds.img_info[0]["annotations"]["bbox"]
+            tensor([[449, 330, 122, 149]])
         """
         name = f"wider_face_{self.split}_bbx_gt.txt"
         path = require_file(os.path.join(self.root, "wider_face_split", name))
@@ -141,8 +149,16 @@ directory; pass download=True to fetch the dataset
         """Read ``wider_face_test_filelist.txt``: one image name per line.
 
         Example:
-            >>> WIDERFace.parse_test_annotations_file.__name__
-            'parse_test_annotations_file'
+            >>> import os, tempfile
+            >>> ds = WIDERFace.__new__(WIDERFace)
+            >>> ds.root, ds.split = tempfile.mkdtemp(), "test"
+            >>> os.makedirs(os.path.join(ds.root, "wider_face_split"))
+            >>> with open(os.path.join(ds.root, "wider_face_split", "wider_face_test_filelist.txt"),
+            ...           "w") as f:
+            ...     _ = f.write("0--Parade/b.jpg\\n")
+            >>> ds.parse_test_annotations_file()
+            >>> ds.img_info[0]["img_path"].endswith("WIDER_test/images/0--Parade/b.jpg")
+            True
         """
         path = require_file(
             os.path.join(self.root, "wider_face_split", "wider_face_test_filelist.txt")
