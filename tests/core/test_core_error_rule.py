@@ -56,6 +56,13 @@ def _image_folder(root: Any) -> Any:
     return pytest.importorskip("trivium.vision.datasets").ImageFolder(root)
 
 
+def _vision_dataset(name: str, **kwargs: Any) -> Callable[[Any], Any]:
+    def build(root: Any) -> Any:
+        return getattr(pytest.importorskip("trivium.vision.datasets"), name)(root, **kwargs)
+
+    return build
+
+
 def _audio_folder(root: Any) -> Any:
     return pytest.importorskip("trivium.audio.datasets").AudioFolder(root)
 
@@ -119,6 +126,31 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "data.FileLister": (lambda p: list(_data().FileLister(p)), False),
     "vision.datasets.ImageFolder": (_image_folder, False),
     "audio.datasets.AudioFolder": (_audio_folder, False),
+    "vision.datasets.CIFAR10": (_vision_dataset("CIFAR10"), False),
+    "vision.datasets.CIFAR100": (_vision_dataset("CIFAR100"), False),
+    "vision.datasets.MNIST": (_vision_dataset("MNIST"), False),
+    "vision.datasets.FashionMNIST": (_vision_dataset("FashionMNIST"), False),
+    "vision.datasets.KMNIST": (_vision_dataset("KMNIST"), False),
+    "vision.datasets.EMNIST": (_vision_dataset("EMNIST", split="digits"), False),
+    "vision.datasets.QMNIST": (_vision_dataset("QMNIST"), False),
+    "vision.datasets.SVHN": (_vision_dataset("SVHN"), False),
+    "vision.datasets.STL10": (_vision_dataset("STL10"), False),
+    "vision.datasets.ImageNet": (_vision_dataset("ImageNet"), False),
+    "vision.datasets.VOCDetection": (_vision_dataset("VOCDetection"), False),
+    "vision.datasets.VOCSegmentation": (_vision_dataset("VOCSegmentation"), False),
+    "vision.datasets.Flowers102": (_vision_dataset("Flowers102"), False),
+    "vision.datasets.Food101": (_vision_dataset("Food101"), False),
+    "vision.datasets.OxfordIIITPet": (_vision_dataset("OxfordIIITPet"), False),
+    "vision.datasets.DTD": (_vision_dataset("DTD"), False),
+    "vision.datasets.GTSRB": (_vision_dataset("GTSRB"), False),
+    "vision.datasets.Caltech101": (_vision_dataset("Caltech101"), False),
+    "vision.datasets.CelebA": (_vision_dataset("CelebA"), False),
+    "vision.datasets.SBDataset": (_vision_dataset("SBDataset"), False),
+    "vision.datasets.WIDERFace": (_vision_dataset("WIDERFace"), False),
+    "vision.datasets.Kitti": (_vision_dataset("Kitti"), False),
+    "vision.datasets.Cityscapes": (_vision_dataset("Cityscapes"), False),
+    "vision.datasets.Places365": (_vision_dataset("Places365"), False),
+    "vision.datasets.INaturalist": (_vision_dataset("INaturalist"), False),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

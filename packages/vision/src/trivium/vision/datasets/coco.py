@@ -36,9 +36,10 @@ from torch.utils.data import Dataset
 from trivium.core.errors import DatasetError, PathNotFoundError, TriviumError
 from trivium.core.skipping import SkipsUnreadable, check_on_error, with_path
 from trivium.vision import tv_tensors
+from trivium.vision.datasets.utils import ImageFileDataset, pil_loader
 from trivium.vision.io import ImageReadMode, decode_image, read_file
 
-__all__ = ["COCO_TARGET_KEYS", "CocoDetection", "detection_collate"]
+__all__ = ["COCO_TARGET_KEYS", "CocoCaptions", "CocoDetection", "detection_collate"]
 
 #: The keys ``target_keys`` may name (torchvision's): the annotations' own fields
 #: and the ones built from them (``boxes``, ``masks``, ``labels``).
@@ -363,3 +364,64 @@ def detection_collate(batch: Sequence[tuple[Any, Any]]) -> tuple[list[Any], list
         images.append(sample[0])
         targets.append(sample[1])
     return images, targets
+
+
+class CocoCaptions(ImageFileDataset):
+    """COCO captions: ``(PIL RGB image, list of captions)``, as torchvision's ``CocoCaptions``.
+
+    The annotation file (``captions_*.json``) is read as JSON (pycocotools is not
+    needed); samples are the images in sorted id order (``ids``), each with its
+    captions in the file's order, as pycocotools gives them to torchvision.
+
+    Args:
+        root: the folder the images' ``file_name`` are relative to.
+        annFile: the COCO captions annotation file.
+        transform: applied to the image.
+        target_transform: applied to the list of captions.
+        transforms: applied to ``(image, captions)``; not with the two above.
+        loader: reads an image file (keyword only; ``pil_loader``).
+        on_error: ``"raise"``, or ``"skip"`` to replace unreadable images (keyword only).
+
+    Example:
+        >>> import json, os, tempfile, torch
+        >>> from trivium.vision.io import write_jpeg
+        >>> root = tempfile.mkdtemp()
+        >>> write_jpeg(torch.zeros(3, 4, 4, dtype=torch.uint8), os.path.join(root, "a.jpg"))
+        >>> ann = {"images": [{"id": 7, "file_name": "a.jpg"}],
+        ...        "annotations": [{"id": 1, "image_id": 7, "caption": "A black square."}]}
+        >>> with open(os.path.join(root, "captions.json"), "w") as f:
+        ...     json.dump(ann, f)
+        >>> image, captions = CocoCaptions(root, os.path.join(root, "captions.json"))[0]
+        >>> image.size, captions
+        ((4, 4), ['A black square.'])
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        annFile: str | os.PathLike[str],
+        transform: Callable | None = None,
+        target_transform: Callable | None = None,
+        transforms: Callable | None = None,
+        *,
+        loader: Callable[[Any], Any] = pil_loader,
+        on_error: str = "raise",
+    ) -> None:
+        super().__init__(root, transforms, transform, target_transform)
+        self.annFile = os.fspath(annFile)
+        dataset = _load_annotations(self.annFile)
+        try:
+            files = {image["id"]: image["file_name"] for image in dataset["images"]}
+            self._captions: dict[Any, list[str]] = {image_id: [] for image_id in files}
+            for ann in dataset.get("annotations", []):
+                self._captions[ann["image_id"]].append(ann["caption"])
+        except (KeyError, TypeError) as e:
+            raise DatasetError(
+                f"not a COCO captions file: an image or annotation lacks {e}", path=self.annFile
+            ) from None
+        self.ids = sorted(files)
+        self._image_files = [os.path.join(self.root, files[i]) for i in self.ids]
+        self._ready(loader, on_error)
+
+    def _target(self, index: int) -> list[str]:
+        return list(self._captions[self.ids[index]])
