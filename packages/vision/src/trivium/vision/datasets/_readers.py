@@ -124,7 +124,9 @@ def read_mat(path: str, **kwargs: Any) -> dict[str, Any]:
     try:
         import scipy.io
     except ImportError as e:
-        raise ImportError("reading .mat files needs scipy: pip install scipy") from e
+        raise ImportError(
+            f"{path}: reading .mat files needs scipy: pip install 'trivium-vision[datasets]'"
+        ) from e
     try:
         return scipy.io.loadmat(path, **kwargs)
     except FileNotFoundError:
