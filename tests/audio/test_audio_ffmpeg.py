@@ -22,7 +22,8 @@ import pytest
 import soundfile as sf
 import torch
 
-from trivium.audio import _ffmpeg, info, load, stream
+from trivium.audio import info, load, stream
+from trivium.audio.io import _ffmpeg
 from trivium.core.errors import DecodeError, UnsupportedFormatError
 
 av = pytest.importorskip("av", reason="the ffmpeg extra (PyAV) is not installed")

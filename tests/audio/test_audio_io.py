@@ -14,7 +14,7 @@ import soundfile as sf
 import torch
 
 from trivium.audio import io as aio
-from trivium.audio.io import AudioMetaData, info, load, save, stream
+from trivium.audio.io import AudioMetaData, _sndfile, info, load, save, stream
 from trivium.core.errors import DecodeError, EncodeError, UnsupportedFormatError
 
 AUDIO = Path(__file__).resolve().parents[1] / "assets" / "audio"
@@ -143,9 +143,9 @@ def test_frame_range_and_layout() -> None:
 
 def test_long_flac_decodes_in_parts_like_one_read(monkeypatch: pytest.MonkeyPatch) -> None:
     opened = []
-    real_open = aio._open
-    monkeypatch.setattr(aio, "_open", lambda *a: opened.append(a) or real_open(*a))
-    monkeypatch.setattr(aio, "get_num_threads", lambda: 3)
+    real_open = _sndfile.open_file
+    monkeypatch.setattr(_sndfile, "open_file", lambda *a: opened.append(a) or real_open(*a))
+    monkeypatch.setattr(_sndfile, "get_num_threads", lambda: 3)
     reference = sf_reference(MULTI)  # 160000 frames: long enough for 2 parts
     np.testing.assert_array_equal(load(MULTI)[0].numpy(), reference)
     assert len(opened) == 2, "a second decoder should read the second part"
@@ -155,7 +155,7 @@ def test_long_flac_decodes_in_parts_like_one_read(monkeypatch: pytest.MonkeyPatc
         )
     last, _ = load(MULTI, channels_first=False, num_frames=140001)
     np.testing.assert_array_equal(last.numpy(), reference[:, :140001].T)
-    monkeypatch.setattr(aio, "get_num_threads", lambda: 1)
+    monkeypatch.setattr(_sndfile, "get_num_threads", lambda: 1)
     opened.clear()
     np.testing.assert_array_equal(load(MULTI)[0].numpy(), reference)
     assert len(opened) == 1
@@ -210,7 +210,7 @@ def test_lying_header_is_refused_without_allocating_its_claim() -> None:
 
 def test_long_reads_in_blocks_equal_one_read(tmp_path: Path, monkeypatch) -> None:
     full, _ = load(MULTI)
-    monkeypatch.setattr(aio, "_BLOCK_FRAMES", 1000)
+    monkeypatch.setattr(_sndfile, "_BLOCK_FRAMES", 1000)
     assert torch.equal(load(MULTI)[0], full)
     assert torch.equal(load(MULTI, 500, 4321)[0], full[:, 500:4821])
 

@@ -1,4 +1,4 @@
-"""Plain WAV files read without libsndfile (trivium.audio._wav): the same tensors as
+"""Plain WAV files read without libsndfile (trivium.audio.io._wav): the same tensors as
 libsndfile's path for every sample type, layout, source and range; the parts path of
 long files; odd and damaged headers left to libsndfile; and a hypothesis fuzz of the
 header parser against soundfile."""
@@ -19,9 +19,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trivium.audio import _buffers, _wav
-from trivium.audio import io as aio
-from trivium.audio.io import info, load
+from trivium.audio.io import _buffers, _ffmpeg, _samples, _sources, _wav, info, load
 from trivium.core.errors import DecodeError
 
 AUDIO = Path(__file__).resolve().parents[1] / "assets" / "audio"
@@ -51,13 +49,13 @@ def wav_bytes(subtype: str, channels: int, frames: int, fmt: str = "WAV", seed: 
 def libsndfile_load(monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
     """``load`` through libsndfile only."""
     with monkeypatch.context() as m:
-        m.setattr(aio, "_load_wav", lambda *a: None)
+        m.setattr(_wav, "decode", lambda *a: None)
         return load(*args, **kwargs)
 
 
 def libsndfile_info(monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
     with monkeypatch.context() as m:
-        m.setattr(aio, "_wav_layout", lambda *a: None)
+        m.setattr(_wav, "probe", lambda *a: None)
         return info(*args, **kwargs)
 
 
@@ -79,7 +77,7 @@ def test_same_tensors_as_libsndfile(
     data = wav_bytes(subtype, channels, 301, fmt)
     path = tmp_path / "a.wav"
     path.write_bytes(data)
-    assert aio._wav_layout(data) is not None  # taken by the WAV path
+    assert _wav.file_layout(data) is not None  # taken by the WAV path
     for normalize in (True, False):
         for channels_first in (True, False):
             for offset, count in ((0, -1), (7, 100), (300, -1), (301, 5), (900, 3)):
@@ -93,7 +91,7 @@ def test_same_tensors_as_libsndfile(
 @pytest.mark.parametrize("name", PLAIN_ASSETS)
 def test_asset_files_through_the_wav_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     path = AUDIO / name
-    assert aio._wav_layout(path) is not None
+    assert _wav.file_layout(path) is not None
     for normalize in (True, False):
         assert_same(
             load(path, normalize=normalize), libsndfile_load(monkeypatch, path, normalize=normalize)
@@ -139,14 +137,14 @@ def test_long_files_read_in_parts_equal_one_read(
     whole = [load(path, o, n, normalize=z, channels_first=c) for o, n, z, c in cases]
     for (o, n, z, c), ours in zip(cases, whole, strict=True):
         assert_same(ours, libsndfile_load(monkeypatch, path, o, n, normalize=z, channels_first=c))
-    monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
-    monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
-    monkeypatch.setattr(aio, "_WAV_PART_BYTES", 999)  # not a whole number of frames
-    monkeypatch.setattr(aio, "_FILL_SAMPLES", 64)
-    monkeypatch.setattr(aio, "get_num_threads", lambda: 3)  # a read as stored in 3 pieces
+    monkeypatch.setattr(_wav, "_WHOLE_BYTES", 1000)
+    monkeypatch.setattr(_wav, "_HEAD_BYTES", 200)
+    monkeypatch.setattr(_wav, "_PART_BYTES", 999)  # not a whole number of frames
+    monkeypatch.setattr(_samples, "_FILL_SAMPLES", 64)
+    monkeypatch.setattr(_wav, "get_num_threads", lambda: 3)  # a read as stored in 3 pieces
     calls = []
-    original = aio._wav_in_parts
-    monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: calls.append(1) or original(*a))
+    original = _wav._in_parts
+    monkeypatch.setattr(_wav, "_in_parts", lambda *a: calls.append(1) or original(*a))
     for (o, n, z, c), expected in zip(cases, whole, strict=True):
         assert_same(load(path, o, n, normalize=z, channels_first=c), expected)
     assert len(calls) == len(cases)
@@ -172,7 +170,7 @@ def test_stereo_16_bit_float_is_scipy_over_32768(
     data = with_chunk_before_data(
         wav_bytes("PCM_16", 2, 1001), b"JUNK" + struct.pack("<I", junk) + bytes(junk)
     )
-    assert aio._wav_layout(data).data_offset % 4 == (2 if junk else 0)
+    assert _wav.file_layout(data).data_offset % 4 == (2 if junk else 0)
     path = tmp_path / "stereo.wav"
     path.write_bytes(data)
     stored = scipy_wavfile.read(path)[1]
@@ -182,14 +180,14 @@ def test_stereo_16_bit_float_is_scipy_over_32768(
     data = data[: len(data) - stored.nbytes] + stored.tobytes()
     path.write_bytes(data)
     expected = (stored.astype(np.float32) / np.float32(32768)).T
-    monkeypatch.setattr(aio, "_STEREO_FRAMES", 64)  # many blocks, the last one short
+    monkeypatch.setattr(_samples, "_STEREO_FRAMES", 64)  # many blocks, the last one short
     parts = []
     if not whole:
-        monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
-        monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
-        monkeypatch.setattr(aio, "_WAV_PART_BYTES", 998)
-        original = aio._wav_in_parts
-        monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: parts.append(1) or original(*a))
+        monkeypatch.setattr(_wav, "_WHOLE_BYTES", 1000)
+        monkeypatch.setattr(_wav, "_HEAD_BYTES", 200)
+        monkeypatch.setattr(_wav, "_PART_BYTES", 998)
+        original = _wav._in_parts
+        monkeypatch.setattr(_wav, "_in_parts", lambda *a: parts.append(1) or original(*a))
     for source in (path, data):
         for offset, count in ((0, -1), (3, 500), (1000, -1), (1001, -1)):
             waveform = load(source, offset, count)[0]
@@ -211,7 +209,7 @@ def test_long_file_with_trailing_chunks_and_truncation(
     path = tmp_path / "t.wav"
     path.write_bytes(bytes(data))
     expected = libsndfile_load(monkeypatch, path)
-    monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
+    monkeypatch.setattr(_wav, "_WHOLE_BYTES", 1000)
     assert_same(load(path), expected)
     cut = tmp_path / "cut.wav"
     cut.write_bytes(bytes(data[:3000]))
@@ -232,15 +230,15 @@ def test_long_file_header_found_past_the_first_read(
     path = tmp_path / "junk.wav"
     path.write_bytes(data)
     expected = libsndfile_load(monkeypatch, path, normalize=False)
-    monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
-    monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 100)
-    monkeypatch.setattr(aio, "_WAV_LONG_HEAD_BYTES", 400)
+    monkeypatch.setattr(_wav, "_WHOLE_BYTES", 1000)
+    monkeypatch.setattr(_wav, "_HEAD_BYTES", 100)
+    monkeypatch.setattr(_wav, "_LONG_HEAD_BYTES", 400)
     heads: list[int] = []
-    original = aio._read_into
-    monkeypatch.setattr(aio, "_read_into", lambda *a: _record(heads, original, *a))
+    original = _wav._read_into
+    monkeypatch.setattr(_wav, "_read_into", lambda *a: _record(heads, original, *a))
     parts = []
-    in_parts = aio._wav_in_parts
-    monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: parts.append(1) or in_parts(*a))
+    in_parts = _wav._in_parts
+    monkeypatch.setattr(_wav, "_in_parts", lambda *a: parts.append(1) or in_parts(*a))
     assert_same(load(path, normalize=False), expected)
     assert heads == {0: [100], 150: [100, 400], 600: [100, 400]}[junk]
     assert len(parts) == (0 if junk == 600 else 1)  # 600: read by libsndfile
@@ -266,7 +264,7 @@ def test_odd_files_are_left_to_libsndfile(monkeypatch: pytest.MonkeyPatch) -> No
         "trailing garbage": plain + b"\x00\x01",
     }
     for name, data in odd.items():
-        assert aio._wav_layout(data) is None, name
+        assert _wav.file_layout(data) is None, name
         try:
             expected = libsndfile_load(monkeypatch, data)
         except DecodeError as e:  # "rifx": libsndfile refuses its little-endian fmt
@@ -283,14 +281,14 @@ def test_odd_files_are_left_to_libsndfile(monkeypatch: pytest.MonkeyPatch) -> No
 
 def small_parts(monkeypatch: pytest.MonkeyPatch, part_bytes: int, threads: int) -> None:
     """Make files over 1000 bytes take the parts path, in parts of ``part_bytes``."""
-    monkeypatch.setattr(aio, "_WAV_WHOLE_BYTES", 1000)
-    monkeypatch.setattr(aio, "_WAV_HEAD_BYTES", 200)
-    monkeypatch.setattr(aio, "_WAV_PART_BYTES", part_bytes)
-    monkeypatch.setattr(aio, "_STEREO_FRAMES", 64)
-    monkeypatch.setattr(aio, "get_num_threads", lambda: threads)
+    monkeypatch.setattr(_wav, "_WHOLE_BYTES", 1000)
+    monkeypatch.setattr(_wav, "_HEAD_BYTES", 200)
+    monkeypatch.setattr(_wav, "_PART_BYTES", part_bytes)
+    monkeypatch.setattr(_samples, "_STEREO_FRAMES", 64)
+    monkeypatch.setattr(_wav, "get_num_threads", lambda: threads)
     # Buffers of at least one part are reused, as the outputs of long files are.
     outputs = _buffers.BufferCache(keep=2, min_bytes=part_bytes, max_bytes=1 << 20)
-    monkeypatch.setattr(aio, "_WAV_OUTPUTS", outputs)
+    monkeypatch.setattr(_wav, "_OUTPUTS", outputs)
 
 
 @pytest.mark.parametrize("channels", [1, 2, 3])
@@ -304,8 +302,8 @@ def test_long_16_bit_files_equal_scipy(
     scipy_wavfile = pytest.importorskip("scipy.io.wavfile")
     small_parts(monkeypatch, 300 * channels * 2, threads)  # parts of 300 frames
     parts = []
-    in_parts = aio._wav_in_parts
-    monkeypatch.setattr(aio, "_wav_in_parts", lambda *a: parts.append(1) or in_parts(*a))
+    in_parts = _wav._in_parts
+    monkeypatch.setattr(_wav, "_in_parts", lambda *a: parts.append(1) or in_parts(*a))
     lengths = (599, 600, 601, 1201, 3001)  # as stored: one read up to 2 parts, then pieces
     for frames in lengths:
         path = tmp_path / f"{frames}.wav"
@@ -365,7 +363,7 @@ def test_long_files_in_dataloader_workers_over_epochs(tmp_path: Path, context: s
     for seed, n in enumerate(frames):
         paths.append(str(tmp_path / f"{seed}.wav"))
         Path(paths[-1]).write_bytes(wav_bytes("PCM_16", 2, n, seed=seed))
-    assert os.path.getsize(paths[0]) > aio._WAV_WHOLE_BYTES  # the parts path
+    assert os.path.getsize(paths[0]) > _wav._WHOLE_BYTES  # the parts path
     expected = {p: scipy_wavfile.read(p)[1].T for p in paths}
     loader = torch.utils.data.DataLoader(
         paths, batch_size=1, num_workers=2, collate_fn=load_each, multiprocessing_context=context
@@ -455,9 +453,9 @@ def test_fuzz_wav_path_agrees_with_soundfile(
     """Whatever the WAV path takes, libsndfile reads to the same tensor and header."""
     if not data:
         return
-    fast = aio._load_wav(data, 0, -1, normalize, channels_first)
+    fast = _wav.decode(data, 0, -1, normalize, channels_first)
     if fast is None:
-        assert aio._wav_layout(data) is None
+        assert _wav.file_layout(data) is None
         return
     assert_same(
         fast, libsndfile_load(monkeypatch, data, normalize=normalize, channels_first=channels_first)
@@ -484,7 +482,7 @@ def test_looking_for_ffmpeg_formats_leaves_a_fifo_closed(tmp_path: Path) -> None
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
-    assert aio._head(fifo) == b""
+    assert _sources.head(fifo, _ffmpeg.HEAD_BYTES) == b""
     assert not writer_opened.wait(0.5)  # the pipe was not opened for reading
     waveform, rate = load(fifo, normalize=False)
     writer.join(timeout=20)
@@ -498,7 +496,7 @@ def test_a_fifo_is_left_to_libsndfile(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.wav"
     os.mkfifo(fifo)
     data = wav_bytes("PCM_16", 1, 500)
-    assert aio._wav_layout(fifo) is None  # at once: no writer needed
+    assert _wav.file_layout(fifo) is None  # at once: no writer needed
     result: dict[str, object] = {}
 
     def read() -> None:
