@@ -915,7 +915,7 @@ def test_dr_vctk_extracts_an_archive_already_there_after_checking_it(tmp_path: P
     with zipfile.ZipFile(root / "DR-VCTK.zip", "w") as z:
         for path in sorted(base.rglob("*")):
             z.write(path, path.relative_to(tmp_path / "staging").as_posix())
-    with pytest.raises(DatasetError, match="checksum mismatch of the archive present"):
+    with pytest.raises(DatasetError, match="checksum mismatch of the file present"):
         datasets.DR_VCTK(root, "test")  # a home-made zip: not the published digest
     assert not (root / "DR-VCTK").exists()
     digest = hashlib.sha256((root / "DR-VCTK.zip").read_bytes()).hexdigest()

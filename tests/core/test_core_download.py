@@ -86,7 +86,7 @@ def test_download_and_extract_checks_an_archive_already_there(tmp_path: Path, fi
     download_and_extract(f"{file_server.url}/ds.tar.gz", root, None, "", md5=md5)
     assert (root / "ds" / "a.txt").read_text() == "1"
     (root / "ds.tar.gz").write_bytes(b"replaced")
-    with pytest.raises(DatasetError, match="archive present: expected md5"):
+    with pytest.raises(DatasetError, match="file present: expected md5"):
         download_and_extract(f"{file_server.url}/ds.tar.gz", root, None, "", md5=md5)
 
 

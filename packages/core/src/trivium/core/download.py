@@ -24,6 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "download_and_extract",
     "download_url",
     "extract_archive",
+    "fetch",
     "file_digest",
     "split_url",
 ]
@@ -194,6 +196,51 @@ def download_url(
     return dest
 
 
+def fetch(
+    urls: str | Sequence[str],
+    dest: str | os.PathLike[str],
+    *,
+    sha256: str | None = None,
+    md5: str | None = None,
+    manual_hint: str = "extract it yourself into the dataset root.",
+) -> Path:
+    """``dest``, downloaded from the first of ``urls`` (mirrors) that serves it unless present.
+
+    A file already at ``dest`` is checked against the digests and used as it is; one
+    that fails raises :class:`DatasetError` naming it (a file present is never
+    overwritten). A ``#sha256=`` fragment on a URL wins over ``sha256``. When every
+    mirror fails, the error lists each failure.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> src = pathlib.Path(tempfile.mkdtemp()) / "labels.txt"
+        >>> _ = src.write_text("cat")
+        >>> out = fetch([src.parent.as_uri() + "/nope", src.as_uri()], src.with_name("b.txt"))
+        >>> out.read_text()
+        'cat'
+    """
+    dest = Path(dest)
+    mirrors = [split_url(url) for url in ([urls] if isinstance(urls, str) else urls)]
+    sha256 = next((pinned for _, _, pinned in mirrors if pinned), sha256)
+    if dest.is_file():
+        mismatch = _mismatch(dest, sha256, md5)
+        if mismatch is not None:
+            raise DatasetError(
+                f"checksum mismatch of the file present: {mismatch}; delete it to download again",
+                path=str(dest),
+            )
+        return dest
+    failures = []
+    for base, _, _ in mirrors:
+        try:
+            return download_url(base, dest, sha256, manual_hint=manual_hint, md5=md5)
+        except DatasetError as e:
+            if len(mirrors) == 1:
+                raise
+            failures.append(f"{base}: {e.reason}")
+    raise DatasetError("could not download it: " + "; ".join(failures), path=str(dest))
+
+
 def _inside(root: Path, name: str) -> bool:
     target = (root / name).resolve()
     return target == root or root in target.parents
@@ -251,18 +298,7 @@ def download_and_extract(
         >>> (out / "ds" / "a.txt").read_text()
         '1'
     """
-    base, _, fragment_sha = split_url(url)
-    sha256 = fragment_sha or sha256
     root = Path(root)
-    archive = root / os.path.basename(urllib.parse.urlparse(base).path)
-    if archive.is_file():
-        mismatch = _mismatch(archive, sha256, md5)
-        if mismatch is not None:
-            raise DatasetError(
-                f"checksum mismatch of the archive present: {mismatch}; delete it to "
-                "download again",
-                path=str(archive),
-            )
-    else:
-        download_url(base, archive, sha256, manual_hint=manual_hint, md5=md5)
+    archive = root / os.path.basename(urllib.parse.urlparse(split_url(url)[0]).path)
+    fetch(url, archive, sha256=sha256, md5=md5, manual_hint=manual_hint)
     return extract_archive(archive, root)

@@ -25,43 +25,16 @@ from pathlib import Path
 from torch import Tensor
 
 from trivium.audio.io import load
-from trivium.core.download import download_url, extract_archive, file_digest, split_url
+from trivium.core.download import extract_archive, fetch, split_url
 from trivium.core.errors import NO_SUCH_PATH, DatasetError, PathNotFoundError
 
 __all__ = [
     "ensure_path",
-    "fetch",
     "load_audio",
     "read_chapter_transcripts",
     "read_lines",
     "read_rows",
 ]
-
-
-def fetch(url: str, dest: Path, sha256: str | None, hint: str) -> Path:
-    """``url`` downloaded to ``dest`` unless it is there; either way its digest checked.
-
-    A ``#sha256=`` fragment on ``url`` wins over ``sha256``; ``hint`` says how to
-    place the file by hand when the download fails.
-
-    Example:
-        >>> import pathlib, tempfile
-        >>> d = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (d / "a.txt").write_text("abc")
-        >>> fetch("http://unused.invalid/a.txt", d / "a.txt", None, "").read_text()
-        'abc'
-    """
-    base, _, pinned = split_url(url)
-    sha256 = pinned or sha256
-    if not dest.is_file():
-        return download_url(base, dest, sha256, manual_hint=hint)
-    if sha256 is not None and (actual := file_digest(dest)) != sha256.lower():
-        raise DatasetError(
-            f"checksum mismatch of the archive present: expected sha256 {sha256}, got "
-            f"{actual}; delete it to download again",
-            path=dest,
-        )
-    return dest
 
 
 def ensure_path(
@@ -107,7 +80,7 @@ def ensure_path(
         raise PathNotFoundError(
             f"{NO_SUCH_PATH}; {dataset}: pass download=True to fetch {url}, or {hint}", path=path
         )
-    fetch(url, archive, (checksums or {}).get(archive.name), hint)
+    fetch(url, archive, sha256=(checksums or {}).get(archive.name), manual_hint=hint)
     if extract_to is not None:
         extract_archive(archive, extract_to)
     if not path.exists():

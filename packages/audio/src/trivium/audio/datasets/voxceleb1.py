@@ -22,8 +22,8 @@ from pathlib import Path
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from trivium.audio.datasets.common import ensure_path, fetch, load_audio, read_lines
-from trivium.core.download import extract_archive
+from trivium.audio.datasets.common import ensure_path, load_audio, read_lines
+from trivium.core.download import extract_archive, fetch
 from trivium.core.errors import NO_SUCH_PATH, DatasetError, PathNotFoundError
 
 __all__ = ["VoxCeleb1Identification", "VoxCeleb1Verification"]
@@ -61,7 +61,10 @@ def _download_archive(root: Path, name: str, parts: list[tuple[str, str]]) -> Pa
     if archive.is_file():
         return archive
     hint = f"place {name} in {root} and extract it there so that {root / 'wav'} exists."
-    pieces = [fetch(url, root / os.path.basename(url), sha256, hint) for url, sha256 in parts]
+    pieces = [
+        fetch(url, root / os.path.basename(url), sha256=sha256, manual_hint=hint)
+        for url, sha256 in parts
+    ]
     if pieces == [archive]:
         return archive
     joined = archive.with_name(archive.name + ".part")

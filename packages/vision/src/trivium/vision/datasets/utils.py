@@ -34,7 +34,7 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset
 
-from trivium.core.download import download_url, extract_archive, file_digest
+from trivium.core.download import extract_archive, fetch, file_digest
 from trivium.core.errors import (
     NO_SUCH_PATH,
     DatasetError,
@@ -181,11 +181,12 @@ def download_resource(
 ) -> Path:
     """Fetch a file into ``folder`` from the first of ``urls`` that serves it, then extract it.
 
-    A file already there with the right MD5 is not fetched again. Each URL is tried
-    in turn (torchvision's mirrors) through :func:`trivium.core.download.download_url`
-    (resumable, MD5-verified); when all fail, one ``DatasetError`` lists each
-    failure. With ``extract_to``, an archive is extracted there (safely) and a
-    ``.gz`` / ``.xz`` / ``.bz2`` file decompressed there. Returns the downloaded file.
+    Through :func:`trivium.core.download.fetch`: a file already there is checked
+    against ``md5`` and used (a mismatch raises, naming it); else each URL is tried in
+    turn (torchvision's mirrors), resumable and MD5-verified, and when all fail one
+    ``DatasetError`` lists each failure. With ``extract_to``, an archive is extracted
+    there (safely) and a ``.gz`` / ``.xz`` / ``.bz2`` file decompressed there. Returns
+    the downloaded file.
 
     Example:
         >>> import pathlib, tempfile
@@ -196,18 +197,8 @@ def download_resource(
         'cat'
     """
     urls = [urls] if isinstance(urls, str) else list(urls)
-    folder = Path(folder)
-    dest = folder / (filename or os.path.basename(urls[0].split("?")[0]))
-    if not check_integrity(dest, md5):
-        failures = []
-        for url in urls:
-            try:
-                download_url(url, dest, md5=md5)
-                break
-            except DatasetError as e:
-                failures.append(f"{url}: {e.reason}")
-        else:
-            raise DatasetError("could not download it: " + "; ".join(failures), path=str(dest))
+    dest = Path(folder) / (filename or os.path.basename(urls[0].split("?")[0]))
+    fetch(urls, dest, md5=md5)
     if extract_to is not None:
         extract(dest, extract_to)
     return dest
