@@ -32,7 +32,7 @@ from trivium.vision.transforms import (
     ImageClassificationEval,
     RandomHorizontalFlip,
 )
-from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD, auto_augment_policy
+from trivium.vision.transforms.presets import IMAGENET_MEAN, IMAGENET_STD, auto_augment_transform
 
 __all__ = ["TrainBatch", "eval_transform", "find_classes", "make_loader", "open_split"]
 
@@ -80,7 +80,7 @@ class TrainBatch:
         self.flip = RandomHorizontalFlip(hflip_prob, per_sample=True, generator=generator)
         self.policy = None
         if auto_augment:
-            self.policy = auto_augment_policy(auto_augment, generator=generator)
+            self.policy = auto_augment_transform(auto_augment, generator=generator)
         mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
         self.scale, self.shift = 1 / (255 * std), -mean / std
 

@@ -41,26 +41,26 @@ from trivium.vision.transforms.geometry import (
 )
 from trivium.vision.transforms.interpolation import InterpolationMode
 
-__all__ = ["ImageClassificationEval", "ImageClassificationTrain", "auto_augment_policy"]
+__all__ = ["ImageClassificationEval", "ImageClassificationTrain", "auto_augment_transform"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def auto_augment_policy(
+def auto_augment_transform(
     name: str,
     interpolation: InterpolationMode = InterpolationMode.BILINEAR,
     ra_magnitude: int = 9,
     augmix_severity: int = 3,
     generator: Any = None,
 ) -> nn.Module:
-    """The auto-augment transform named as in torchvision's presets' ``auto_augment_policy``.
+    """The auto-augment transform that torchvision's presets' ``auto_augment_policy`` names.
 
     ``"ra"`` (RandAugment), ``"ta_wide"`` (TrivialAugmentWide), ``"augmix"`` or an
     ``AutoAugmentPolicy`` value (``"imagenet"``, ``"cifar10"``, ``"svhn"``).
 
     Example:
-        >>> type(auto_augment_policy("ta_wide")).__name__
+        >>> type(auto_augment_transform("ta_wide")).__name__
         'TrivialAugmentWide'
     """
     # Imported here: the policies live in a separate module of the package.
@@ -159,7 +159,7 @@ class ImageClassificationTrain(_DecodesFirst):
             steps.append(RandomHorizontalFlip(hflip_prob, generator=generator))
         if auto_augment_policy is not None:
             steps.append(
-                auto_augment_policy(
+                auto_augment_transform(
                     auto_augment_policy,
                     crop.interpolation,
                     ra_magnitude,
