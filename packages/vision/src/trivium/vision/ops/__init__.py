@@ -8,6 +8,9 @@
   ``giou_loss.py``): ``AnchorGenerator``, ``ImageList``, ``BoxCoder``, ``Matcher`` (as
   in ``torchvision.models.detection``), ``sigmoid_focal_loss`` and
   ``generalized_box_iou_loss``;
+- RoI pooling (``roi.py``, kernels and custom ops in ``roi_kernels.py``): ``roi_align``,
+  ``roi_pool``, ``ps_roi_align``, ``ps_roi_pool`` and their modules ``RoIAlign``,
+  ``RoIPool``, ``PSRoIAlign``, ``PSRoIPool``;
 - layers (``misc.py``): ``FrozenBatchNorm2d``.
 
 Example:
@@ -35,6 +38,16 @@ from trivium.vision.ops.focal_loss import sigmoid_focal_loss
 from trivium.vision.ops.giou_loss import generalized_box_iou_loss
 from trivium.vision.ops.image_list import ImageList
 from trivium.vision.ops.misc import FrozenBatchNorm2d
+from trivium.vision.ops.roi import (
+    PSRoIAlign,
+    PSRoIPool,
+    RoIAlign,
+    RoIPool,
+    ps_roi_align,
+    ps_roi_pool,
+    roi_align,
+    roi_pool,
+)
 
 __all__ = [
     "AnchorGenerator",
@@ -42,6 +55,10 @@ __all__ = [
     "FrozenBatchNorm2d",
     "ImageList",
     "Matcher",
+    "PSRoIAlign",
+    "PSRoIPool",
+    "RoIAlign",
+    "RoIPool",
     "batched_nms",
     "box_area",
     "box_convert",
@@ -50,6 +67,10 @@ __all__ = [
     "generalized_box_iou",
     "generalized_box_iou_loss",
     "nms",
+    "ps_roi_align",
+    "ps_roi_pool",
     "remove_small_boxes",
+    "roi_align",
+    "roi_pool",
     "sigmoid_focal_loss",
 ]
