@@ -429,3 +429,43 @@ def test_bad_arguments(call, error, match):
     x, rois = _small()
     with pytest.raises(error, match=match):
         call(x, rois)
+
+
+# -- MultiScaleRoIAlign -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("names", [["p2", "p3", "p4", "p5"], ["p3"], ["p2", "p4"]])
+def test_multiscale_roi_align_equals_torchvision(monkeypatch, names):
+    """torchvision's MultiScaleRoIAlign (its level mapping and scales) over our roi_align."""
+    tv = require_torchvision()
+    monkeypatch.setattr(sys.modules["torchvision.ops.poolers"], "roi_align", ops.roi_align)
+    g = torch.Generator().manual_seed(7)
+    x = {
+        f"p{lvl}": torch.randn(2, 3, 128 // 2**lvl, 96 // 2**lvl, generator=g)
+        for lvl in range(2, 6)
+    }
+    xy = torch.rand(2, 30, 2, generator=g) * torch.tensor([90.0, 120])
+    wh = torch.rand(2, 30, 2, generator=g) ** 2 * 300 + 2
+    boxes = [torch.cat((xy[i], xy[i] + wh[i]), 1) for i in range(2)]
+    shapes = [(128, 96), (120, 90)]
+    ours = ops.MultiScaleRoIAlign(names, (3, 2), 2)
+    theirs = tv.ops.MultiScaleRoIAlign(names, (3, 2), 2)
+    torch.testing.assert_close(ours(x, boxes, shapes), theirs(x, boxes, shapes))
+    assert ours.scales == theirs.scales
+    levels = ours.map_levels(boxes)
+    assert torch.equal(levels, theirs.map_levels(boxes))
+    assert len(names) == 1 or len(set(levels.tolist())) > 1  # the boxes span levels
+
+
+def test_level_mapper_equals_torchvision():
+    poolers = require_torchvision().ops.poolers
+    boxes = [torch.tensor([[0.0, 0, 224, 224], [0, 0, 112, 112], [0, 0, 1000, 1000], [0, 0, 4, 4]])]
+    for args in [(2, 5), (3, 4, 112, 3)]:
+        assert torch.equal(ops.LevelMapper(*args)(boxes), poolers.LevelMapper(*args)(boxes))
+
+
+def test_multiscale_roi_align_names_no_feature():
+    with pytest.raises(ValueError, match="featmap_names"):
+        ops.MultiScaleRoIAlign(["x"], 2, 2)(
+            {"p2": torch.zeros(1, 1, 4, 4)}, [torch.zeros(1, 4)], [(8, 8)]
+        )

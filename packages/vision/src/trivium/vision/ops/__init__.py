@@ -10,7 +10,8 @@
   ``generalized_box_iou_loss``;
 - RoI pooling (``roi.py``, kernels and custom ops in ``roi_kernels.py``): ``roi_align``,
   ``roi_pool``, ``ps_roi_align``, ``ps_roi_pool`` and their modules ``RoIAlign``,
-  ``RoIPool``, ``PSRoIAlign``, ``PSRoIPool``;
+  ``RoIPool``, ``PSRoIAlign``, ``PSRoIPool``; ``MultiScaleRoIAlign`` over a feature
+  pyramid with its ``LevelMapper`` (``poolers.py``);
 - layers (``misc.py``): ``FrozenBatchNorm2d``.
 
 Example:
@@ -38,6 +39,7 @@ from trivium.vision.ops.focal_loss import sigmoid_focal_loss
 from trivium.vision.ops.giou_loss import generalized_box_iou_loss
 from trivium.vision.ops.image_list import ImageList
 from trivium.vision.ops.misc import FrozenBatchNorm2d
+from trivium.vision.ops.poolers import LevelMapper, MultiScaleRoIAlign
 from trivium.vision.ops.roi import (
     PSRoIAlign,
     PSRoIPool,
@@ -54,7 +56,9 @@ __all__ = [
     "BoxCoder",
     "FrozenBatchNorm2d",
     "ImageList",
+    "LevelMapper",
     "Matcher",
+    "MultiScaleRoIAlign",
     "PSRoIAlign",
     "PSRoIPool",
     "RoIAlign",
