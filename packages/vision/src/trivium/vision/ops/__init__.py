@@ -1,13 +1,15 @@
 """Operators and small layers for vision models, named as in ``torchvision.ops``.
 
 - boxes (``boxes.py``): ``box_convert``, ``box_area``, ``box_iou``,
-  ``generalized_box_iou``, ``clip_boxes_to_image``, ``remove_small_boxes``,
+  ``generalized_box_iou``, ``distance_box_iou``, ``complete_box_iou``,
+  ``masks_to_boxes``, ``clip_boxes_to_image``, ``remove_small_boxes``,
   ``nms`` and ``batched_nms`` (custom ops ``torch.ops.trivium.nms`` and
   ``torch.ops.trivium.batched_nms_keep``, usable inside ``torch.compile``);
 - detection (``anchors.py``, ``image_list.py``, ``box_coder.py``, ``focal_loss.py``,
   ``giou_loss.py``): ``AnchorGenerator``, ``ImageList``, ``BoxCoder``, ``Matcher`` (as
-  in ``torchvision.models.detection``), ``sigmoid_focal_loss`` and
-  ``generalized_box_iou_loss``;
+  in ``torchvision.models.detection``), ``sigmoid_focal_loss``,
+  ``generalized_box_iou_loss``, ``distance_box_iou_loss`` and ``complete_box_iou_loss``
+  (``diou_loss.py``);
 - RoI pooling (``roi.py``, kernels and custom ops in ``roi_kernels.py``): ``roi_align``,
   ``roi_pool``, ``ps_roi_align``, ``ps_roi_pool`` and their modules ``RoIAlign``,
   ``RoIPool``, ``PSRoIAlign``, ``PSRoIPool``; ``MultiScaleRoIAlign`` over a feature
@@ -31,10 +33,14 @@ from trivium.vision.ops.boxes import (
     box_convert,
     box_iou,
     clip_boxes_to_image,
+    complete_box_iou,
+    distance_box_iou,
     generalized_box_iou,
+    masks_to_boxes,
     nms,
     remove_small_boxes,
 )
+from trivium.vision.ops.diou_loss import complete_box_iou_loss, distance_box_iou_loss
 from trivium.vision.ops.focal_loss import sigmoid_focal_loss
 from trivium.vision.ops.giou_loss import generalized_box_iou_loss
 from trivium.vision.ops.image_list import ImageList
@@ -68,8 +74,13 @@ __all__ = [
     "box_convert",
     "box_iou",
     "clip_boxes_to_image",
+    "complete_box_iou",
+    "complete_box_iou_loss",
+    "distance_box_iou",
+    "distance_box_iou_loss",
     "generalized_box_iou",
     "generalized_box_iou_loss",
+    "masks_to_boxes",
     "nms",
     "ps_roi_align",
     "ps_roi_pool",
