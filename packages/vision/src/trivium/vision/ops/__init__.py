@@ -14,7 +14,10 @@
   ``roi_pool``, ``ps_roi_align``, ``ps_roi_pool`` and their modules ``RoIAlign``,
   ``RoIPool``, ``PSRoIAlign``, ``PSRoIPool``; ``MultiScaleRoIAlign`` over a feature
   pyramid with its ``LevelMapper`` (``poolers.py``);
-- layers (``misc.py``): ``FrozenBatchNorm2d``.
+- layers (``misc.py``, ``stochastic_depth.py``, ``drop_block.py``): ``FrozenBatchNorm2d``,
+  ``Conv2dNormActivation``, ``Conv3dNormActivation``, ``SqueezeExcitation``, ``MLP``,
+  ``Permute``, ``StochasticDepth`` / ``stochastic_depth``, ``DropBlock2d`` /
+  ``DropBlock3d`` / ``drop_block2d`` / ``drop_block3d``.
 
 Example:
     >>> import torch
@@ -41,10 +44,18 @@ from trivium.vision.ops.boxes import (
     remove_small_boxes,
 )
 from trivium.vision.ops.diou_loss import complete_box_iou_loss, distance_box_iou_loss
+from trivium.vision.ops.drop_block import DropBlock2d, DropBlock3d, drop_block2d, drop_block3d
 from trivium.vision.ops.focal_loss import sigmoid_focal_loss
 from trivium.vision.ops.giou_loss import generalized_box_iou_loss
 from trivium.vision.ops.image_list import ImageList
-from trivium.vision.ops.misc import FrozenBatchNorm2d
+from trivium.vision.ops.misc import (
+    MLP,
+    Conv2dNormActivation,
+    Conv3dNormActivation,
+    FrozenBatchNorm2d,
+    Permute,
+    SqueezeExcitation,
+)
 from trivium.vision.ops.poolers import LevelMapper, MultiScaleRoIAlign
 from trivium.vision.ops.roi import (
     PSRoIAlign,
@@ -56,10 +67,16 @@ from trivium.vision.ops.roi import (
     roi_align,
     roi_pool,
 )
+from trivium.vision.ops.stochastic_depth import StochasticDepth, stochastic_depth
 
 __all__ = [
+    "MLP",
     "AnchorGenerator",
     "BoxCoder",
+    "Conv2dNormActivation",
+    "Conv3dNormActivation",
+    "DropBlock2d",
+    "DropBlock3d",
     "FrozenBatchNorm2d",
     "ImageList",
     "LevelMapper",
@@ -67,8 +84,11 @@ __all__ = [
     "MultiScaleRoIAlign",
     "PSRoIAlign",
     "PSRoIPool",
+    "Permute",
     "RoIAlign",
     "RoIPool",
+    "SqueezeExcitation",
+    "StochasticDepth",
     "batched_nms",
     "box_area",
     "box_convert",
@@ -78,6 +98,8 @@ __all__ = [
     "complete_box_iou_loss",
     "distance_box_iou",
     "distance_box_iou_loss",
+    "drop_block2d",
+    "drop_block3d",
     "generalized_box_iou",
     "generalized_box_iou_loss",
     "masks_to_boxes",
@@ -88,4 +110,5 @@ __all__ = [
     "roi_align",
     "roi_pool",
     "sigmoid_focal_loss",
+    "stochastic_depth",
 ]
