@@ -17,7 +17,8 @@
 - layers (``misc.py``, ``stochastic_depth.py``, ``drop_block.py``): ``FrozenBatchNorm2d``,
   ``Conv2dNormActivation``, ``Conv3dNormActivation``, ``SqueezeExcitation``, ``MLP``,
   ``Permute``, ``StochasticDepth`` / ``stochastic_depth``, ``DropBlock2d`` /
-  ``DropBlock3d`` / ``drop_block2d`` / ``drop_block3d``.
+  ``DropBlock3d`` / ``drop_block2d`` / ``drop_block3d``;
+- deformable convolution (``deform_conv.py``): ``deform_conv2d`` and ``DeformConv2d``.
 
 Example:
     >>> import torch
@@ -43,6 +44,7 @@ from trivium.vision.ops.boxes import (
     nms,
     remove_small_boxes,
 )
+from trivium.vision.ops.deform_conv import DeformConv2d, deform_conv2d
 from trivium.vision.ops.diou_loss import complete_box_iou_loss, distance_box_iou_loss
 from trivium.vision.ops.drop_block import DropBlock2d, DropBlock3d, drop_block2d, drop_block3d
 from trivium.vision.ops.focal_loss import sigmoid_focal_loss
@@ -75,6 +77,7 @@ __all__ = [
     "BoxCoder",
     "Conv2dNormActivation",
     "Conv3dNormActivation",
+    "DeformConv2d",
     "DropBlock2d",
     "DropBlock3d",
     "FrozenBatchNorm2d",
@@ -96,6 +99,7 @@ __all__ = [
     "clip_boxes_to_image",
     "complete_box_iou",
     "complete_box_iou_loss",
+    "deform_conv2d",
     "distance_box_iou",
     "distance_box_iou_loss",
     "drop_block2d",
