@@ -11,6 +11,9 @@ Workloads:
 4. ``roi_align`` / ``roi_pool``: 1,000 RoIs (16 to 316 px boxes in an 800x1088 image)
    over a 2x256x50x68 float32 feature map (stride 16), output 7x7, RoI Align with
    ``sampling_ratio=2``; forward, and backward (the backward op on a fixed gradient).
+5. ``deform_conv2d``: a modulated 3x3 deformable convolution, 64 -> 64 channels over
+   2x64x64x64 with padding 1 (a DCNv2 layer of a detection backbone): forward, and
+   forward plus backward to input, offset, weight and mask.
 
 Peers: torchvision's C++ ``nms`` / ``batched_nms`` where its extension loads (run
 with the peers' virtualenv, ``.venv-peers``, for that: the script re-runs itself
@@ -20,8 +23,8 @@ plain vectorised torch NMS (sort, then one IoU row per kept box), used two ways:
 over boxes offset by category (the usual pure-torch batched NMS), and driven by
 torchvision's own pure-Python ``batched_nms`` (its per-category loop at this
 size). The header says which peer ran. ``box_iou`` is torchvision's pure-Python
-function either way. The RoI rows need torchvision's C++ ops and are left out without
-them. Every peer's result is checked equal to ours before timing.
+function either way. The RoI and deform_conv2d rows need torchvision's C++ ops and are
+left out without them. Every peer's result is checked equal to ours before timing.
 
 Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
 (above 1: we are faster).
@@ -29,7 +32,7 @@ Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
 Run from the repository root::
 
     .venv/bin/python benchmarks/detection_ops.py [--repeats N] [--min-time S] [--json PATH]
-        [--only batched_nms,nms,box_iou,roi_align,roi_pool] [--threads N]
+        [--only batched_nms,nms,box_iou,roi_align,roi_pool,deform_conv2d] [--threads N]
         [--peers-python .venv-peers/bin/python]
 """
 
@@ -55,7 +58,7 @@ import torch
 
 from trivium.vision import ops
 
-WORKLOADS = ["batched_nms", "nms", "box_iou", "roi_align", "roi_pool"]
+WORKLOADS = ["batched_nms", "nms", "box_iou", "roi_align", "roi_pool", "deform_conv2d"]
 IOU_THRESHOLD = 0.5
 
 
@@ -236,6 +239,40 @@ def roi_rows(workload: str, tv: Any, args, checks: list[str]) -> list[harness.Ro
     return rows
 
 
+def deform_conv_rows(tv: Any, args, checks: list[str]) -> list[harness.Row]:
+    """A DCNv2 layer, forward and forward + backward, against torchvision's C++ kernel."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 64, 64, 64, generator=g)
+    weight = torch.randn(64, 64, 3, 3, generator=g) * 0.05
+    offset = torch.randn(2, 18, 64, 64, generator=g) * 2
+    mask = torch.rand(2, 9, 64, 64, generator=g)
+    bias = torch.randn(64, generator=g)
+    label = "deform_conv2d, 2x64x64x64, 3x3, 64 out, with mask"
+
+    def forward(fn: Callable) -> Callable[[], torch.Tensor]:
+        return lambda: fn(x, offset, weight, bias, padding=(1, 1), mask=mask)
+
+    def both(fn: Callable) -> Callable[[], torch.Tensor]:
+        def run() -> torch.Tensor:
+            leaves = [t.clone().requires_grad_() for t in (x, offset, weight, mask)]
+            out = fn(leaves[0], leaves[1], leaves[2], bias, padding=(1, 1), mask=leaves[3])
+            out.sum().backward()
+            return torch.cat([t.grad.flatten() for t in leaves])
+
+        return run
+
+    rows = []
+    for direction, make in (("forward", forward), ("forward + backward", both)):
+        calls = {"ours": make(ops.deform_conv2d), "tv": make(tv.ops.deform_conv2d)}
+        check_close(f"{label} {direction}", calls["ours"](), calls["tv"](), checks)
+        sides = [harness.Side(name, fn) for name, fn in calls.items()]
+        timings = harness.measure(sides, args.repeats, args.min_time)
+        rows.append(
+            harness.row_from(f"{label}, {direction}", timings, "ours", "tv", "torchvision C++")
+        )
+    return rows
+
+
 def rerun_for_native_peers(argv: Sequence[str] | None, peers_python: str) -> None:
     """Run this script again under the peers' virtualenv, where torchvision's C++ ops load.
 
@@ -285,8 +322,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         if workload == "box_iou":
             run.rows += box_iou_rows(tv, args, run.checks)
-        elif workload in ("roi_align", "roi_pool"):
-            if native:
+        elif workload in ("roi_align", "roi_pool", "deform_conv2d"):
+            if native and workload == "deform_conv2d":
+                run.rows += deform_conv_rows(tv, args, run.checks)
+            elif native:
                 run.rows += roi_rows(workload, tv, args, run.checks)
             else:
                 print(f"{workload}: left out (torchvision's C++ ops do not load here)")
