@@ -419,6 +419,16 @@ def test_fake_kernels_give_shapes():
             "batch index",
         ),
         (
+            lambda x, r: ops.roi_align(x, r * torch.tensor([1.0, 1, float("inf"), 1, 1]), 2),
+            ValueError,
+            "finite",
+        ),
+        (
+            lambda x, r: ops.ps_roi_pool(x, r * torch.tensor([1.0, 1, float("nan"), 1, 1]), 2),
+            ValueError,
+            "finite",
+        ),
+        (
             lambda x, r: ops.roi_align(x, r - torch.tensor([1.0, 0, 0, 0, 0]), 2),
             ValueError,
             "batch index",

@@ -74,7 +74,13 @@ def _check_inputs(name: str, input: Tensor, rois: Tensor, pooled_height: int, po
 
 
 def _batch_index(rois: Tensor, batch_size: int) -> Tensor:
-    """The RoIs' batch indices (truncated, as torchvision's ``(int)``), checked in range."""
+    """The RoIs' batch indices (truncated, as torchvision's ``(int)``), checked in range.
+
+    Non-finite coordinates are refused too: the kernels would size their sampling
+    grids from them.
+    """
+    if rois.numel() and not bool(torch.isfinite(rois).all()):
+        raise ValueError("rois must be finite, got NaN or infinite coordinates")
     idx = rois[:, 0].to(torch.int64)
     if idx.numel() and (bool((idx < 0).any()) or bool((idx >= batch_size).any())):
         raise ValueError(
