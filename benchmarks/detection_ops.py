@@ -8,14 +8,23 @@ Workloads:
    boxes, random scores.
 2. ``nms``: the same boxes, one category.
 3. ``box_iou``: 1,000 x 1,000 float32 boxes.
+4. ``roi_align`` / ``roi_pool``: 1,000 RoIs (16 to 316 px boxes in an 800x1088 image)
+   over a 2x256x50x68 float32 feature map (stride 16), output 7x7, RoI Align with
+   ``sampling_ratio=2``; forward, and backward (the backward op on a fixed gradient).
+5. ``deform_conv2d``: a modulated 3x3 deformable convolution, 64 -> 64 channels over
+   2x64x64x64 with padding 1 (a DCNv2 layer of a detection backbone): forward, and
+   forward plus backward to input, offset, weight and mask.
 
-Peers: torchvision's C++ ``nms`` / ``batched_nms`` where its extension loads. Where
+Peers: torchvision's C++ ``nms`` / ``batched_nms`` where its extension loads (run
+with the peers' virtualenv, ``.venv-peers``, for that: the script re-runs itself
+there when torchvision's C++ ops do not load here and that virtualenv exists). Where
 it does not (a CUDA build beside a CPU torch), the NMS rows compare against a
 plain vectorised torch NMS (sort, then one IoU row per kept box), used two ways:
 over boxes offset by category (the usual pure-torch batched NMS), and driven by
 torchvision's own pure-Python ``batched_nms`` (its per-category loop at this
 size). The header says which peer ran. ``box_iou`` is torchvision's pure-Python
-function either way. Every peer's result is checked equal to ours before timing.
+function either way. The RoI and deform_conv2d rows need torchvision's C++ ops and are
+left out without them. Every peer's result is checked equal to ours before timing.
 
 Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
 (above 1: we are faster).
@@ -23,14 +32,25 @@ Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
 Run from the repository root::
 
     .venv/bin/python benchmarks/detection_ops.py [--repeats N] [--min-time S] [--json PATH]
-        [--only batched_nms,nms,box_iou] [--threads N]
+        [--only batched_nms,nms,box_iou,roi_align,roi_pool,deform_conv2d] [--threads N]
+        [--peers-python .venv-peers/bin/python]
 """
 
 from __future__ import annotations
 
+import os
+import site
+
+# Under the peers' virtualenv: trivium from the project's environment, on the path
+# before trivium imports.
+if os.environ.get("TRIVIUM_PROJECT_SITE"):
+    site.addsitedir(os.environ["TRIVIUM_PROJECT_SITE"])
+
 import argparse
 import sys
+import sysconfig
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import harness
@@ -38,7 +58,7 @@ import torch
 
 from trivium.vision import ops
 
-WORKLOADS = ["batched_nms", "nms", "box_iou"]
+WORKLOADS = ["batched_nms", "nms", "box_iou", "roi_align", "roi_pool", "deform_conv2d"]
 IOU_THRESHOLD = 0.5
 
 
@@ -160,9 +180,121 @@ def box_iou_rows(tv: Any, args, checks: list[str]) -> list[harness.Row]:
     return [harness.row_from(label, timings, "ours", "tv", "torchvision (Python)", target=1.0)]
 
 
+def roi_inputs(k: int = 1000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """A 2x256x50x68 feature map (stride 16 of 800x1088) and k [K, 5] RoIs of 16-316 px."""
+    g = torch.Generator().manual_seed(seed)
+    features = torch.randn(2, 256, 50, 68, generator=g)
+    xy = torch.rand(k, 2, generator=g) * torch.tensor([1088.0, 800.0])
+    wh = torch.rand(k, 2, generator=g) * 300 + 16
+    index = torch.randint(0, 2, (k, 1), generator=g).float()
+    return features, torch.cat((index, xy, xy + wh), dim=1)
+
+
+def check_close(label: str, ours: torch.Tensor, theirs: torch.Tensor, checks: list[str]) -> None:
+    diff = float((ours.double() - theirs.double()).abs().max()) if ours.numel() else 0.0
+    checks.append(f"{label}: max |ours - torchvision| = {diff:.1e}")
+
+
+def roi_rows(workload: str, tv: Any, args, checks: list[str]) -> list[harness.Row]:
+    """RoI Align or RoI Pool, forward and backward, against torchvision's C++ kernels."""
+    x, rois = roi_inputs()
+    n, c, h, w = x.shape
+    scale, size = 1 / 16, 7
+    ours_ops, their_ops = torch.ops.trivium, torch.ops.torchvision
+    grad = torch.randn(rois.shape[0], c, size, size, generator=torch.Generator().manual_seed(1))
+    if workload == "roi_align":
+        fwd_args = (x, rois, scale, size, size, 2, False)
+        bwd_args = (grad, rois, scale, size, size, n, c, h, w, 2, False)
+        forward = {
+            "ours": lambda: ours_ops.roi_align(*fwd_args),
+            "tv": lambda: their_ops.roi_align(*fwd_args),
+        }
+        backward = {
+            "ours": lambda: ours_ops.roi_align_backward(*bwd_args),
+            "tv": lambda: their_ops._roi_align_backward(*bwd_args),
+        }
+        label = "roi_align, 1000 RoIs, 256x50x68, 7x7, sampling_ratio 2"
+    else:
+        _, argmax = ours_ops.roi_pool(x, rois, scale, size, size)
+        _, tv_argmax = their_ops.roi_pool(x, rois, scale, size, size)
+        forward = {
+            "ours": lambda: ours_ops.roi_pool(x, rois, scale, size, size)[0],
+            "tv": lambda: their_ops.roi_pool(x, rois, scale, size, size)[0],
+        }
+        backward = {
+            "ours": lambda: ours_ops.roi_pool_backward(grad, rois, argmax, n, c, h, w),
+            "tv": lambda: their_ops._roi_pool_backward(
+                grad, rois, tv_argmax, scale, size, size, n, c, h, w
+            ),
+        }
+        label = "roi_pool, 1000 RoIs, 256x50x68, 7x7"
+    rows = []
+    for direction, calls in (("forward", forward), ("backward", backward)):
+        check_close(f"{label} {direction}", calls["ours"](), calls["tv"](), checks)
+        sides = [harness.Side(name, fn) for name, fn in calls.items()]
+        timings = harness.measure(sides, args.repeats, args.min_time)
+        rows.append(
+            harness.row_from(f"{label}, {direction}", timings, "ours", "tv", "torchvision C++")
+        )
+    return rows
+
+
+def deform_conv_rows(tv: Any, args, checks: list[str]) -> list[harness.Row]:
+    """A DCNv2 layer, forward and forward + backward, against torchvision's C++ kernel."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 64, 64, 64, generator=g)
+    weight = torch.randn(64, 64, 3, 3, generator=g) * 0.05
+    offset = torch.randn(2, 18, 64, 64, generator=g) * 2
+    mask = torch.rand(2, 9, 64, 64, generator=g)
+    bias = torch.randn(64, generator=g)
+    label = "deform_conv2d, 2x64x64x64, 3x3, 64 out, with mask"
+
+    def forward(fn: Callable) -> Callable[[], torch.Tensor]:
+        return lambda: fn(x, offset, weight, bias, padding=(1, 1), mask=mask)
+
+    def both(fn: Callable) -> Callable[[], torch.Tensor]:
+        def run() -> torch.Tensor:
+            leaves = [t.clone().requires_grad_() for t in (x, offset, weight, mask)]
+            out = fn(leaves[0], leaves[1], leaves[2], bias, padding=(1, 1), mask=leaves[3])
+            out.sum().backward()
+            return torch.cat([t.grad.flatten() for t in leaves])
+
+        return run
+
+    rows = []
+    for direction, make in (("forward", forward), ("forward + backward", both)):
+        calls = {"ours": make(ops.deform_conv2d), "tv": make(tv.ops.deform_conv2d)}
+        check_close(f"{label} {direction}", calls["ours"](), calls["tv"](), checks)
+        sides = [harness.Side(name, fn) for name, fn in calls.items()]
+        timings = harness.measure(sides, args.repeats, args.min_time)
+        rows.append(
+            harness.row_from(f"{label}, {direction}", timings, "ours", "tv", "torchvision C++")
+        )
+    return rows
+
+
+def rerun_for_native_peers(argv: Sequence[str] | None, peers_python: str) -> None:
+    """Run this script again under the peers' virtualenv, where torchvision's C++ ops load.
+
+    Does nothing when already re-run or when that Python is absent.
+    """
+    python = Path(peers_python)
+    if os.environ.get("TRIVIUM_PROJECT_SITE") or not peers_python or not python.exists():
+        return
+    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
+    args = list(sys.argv[1:] if argv is None else argv)
+    sys.stdout.flush()
+    os.execve(str(python), [str(python), str(Path(__file__).resolve()), *args], env)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = harness.benchmark_parser(__doc__.splitlines()[0], WORKLOADS, threads=1)
+    parser.add_argument(
+        "--peers-python",
+        default=".venv-peers/bin/python",
+        help="the peers' virtualenv, where torchvision's C++ ops load ('' : stay here)",
+    )
     return harness.parse_benchmark_args(parser, WORKLOADS, argv)
 
 
@@ -173,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = harness.Session(args)
     tv = harness.peers.import_torchvision()
     native = tv is not None and torchvision_native(tv)
+    if not native:
+        rerun_for_native_peers(argv, args.peers_python)
     peer = (
         "torchvision C++ nms"
         if native
@@ -188,6 +322,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         if workload == "box_iou":
             run.rows += box_iou_rows(tv, args, run.checks)
+        elif workload in ("roi_align", "roi_pool", "deform_conv2d"):
+            if native and workload == "deform_conv2d":
+                run.rows += deform_conv_rows(tv, args, run.checks)
+            elif native:
+                run.rows += roi_rows(workload, tv, args, run.checks)
+            else:
+                print(f"{workload}: left out (torchvision's C++ ops do not load here)")
         else:
             run.rows += nms_rows(workload, tv, native, args, run.checks)
     return run.report()

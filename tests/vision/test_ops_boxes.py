@@ -121,3 +121,45 @@ def test_bad_input_raises():
         ops.clip_boxes_to_image(boxes, (10,))
     with pytest.raises(ValueError, match="boxes must have shape"):
         ops.remove_small_boxes(torch.zeros(4, 3), 1.0)
+
+
+@pytest.mark.parametrize("fn", ["distance_box_iou", "complete_box_iou"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int64])
+def test_distance_and_complete_box_iou(tv_ops, fn, dtype):
+    a, b = make_boxes(2, 30, dtype=dtype, seed=9), make_boxes(2, 25, dtype=dtype, seed=10)
+    ours, theirs = getattr(ops, fn)(a, b), getattr(tv_ops, fn)(a, b)
+    assert ours.shape == (2, 30, 25)
+    assert_same(ours, theirs)
+    assert_same(getattr(ops, fn)(a, b, eps=1e-3), getattr(tv_ops, fn)(a, b, eps=1e-3))
+
+
+@pytest.mark.parametrize("fn", ["distance_box_iou", "complete_box_iou"])
+def test_distance_and_complete_box_iou_gradients(tv_ops, fn):
+    a, b = make_boxes(6, dtype=torch.float64, seed=11), make_boxes(5, dtype=torch.float64, seed=12)
+    grads = []
+    for lib in (ops, tv_ops):
+        x, y = a.clone().requires_grad_(), b.clone().requires_grad_()
+        (getattr(lib, fn)(x, y) * torch.arange(5.0, dtype=torch.float64)).sum().backward()
+        grads.append((x.grad, y.grad))
+    torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.float32])
+def test_masks_to_boxes(tv_ops, dtype):
+    g = torch.Generator().manual_seed(13)
+    masks = torch.zeros(6, 20, 30, dtype=dtype)
+    for i in range(5):
+        y, x = torch.randint(0, 15, (2,), generator=g).tolist()
+        masks[i, y : y + 1 + i, x : x + 2 * i + 1] = 1  # mask 0 is one pixel; mask 5 is empty
+    masks[3, 19, 29] = 1  # a stray pixel in the corner
+    got = ops.masks_to_boxes(masks)
+    assert_same(got, tv_ops.masks_to_boxes(masks))
+    assert got[5].tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert_same(ops.masks_to_boxes(masks[:0]), tv_ops.masks_to_boxes(masks[:0]))
+
+
+def test_masks_to_boxes_rejects_bad_input():
+    with pytest.raises(ValueError, match=r"\[N, H, W\]"):
+        ops.masks_to_boxes(torch.ones(4, 4))
+    with pytest.raises(TypeError, match="masks must be a tensor"):
+        ops.masks_to_boxes([[1]])

@@ -187,3 +187,39 @@ def test_generalized_box_iou_loss_rejects_bad_input():
         ops.generalized_box_iou_loss(torch.zeros(1, 4), torch.zeros(1, 4), reduction="max")
     with pytest.raises(ValueError, match="4 coordinates"):
         ops.generalized_box_iou_loss(torch.zeros(1, 3), torch.zeros(1, 3))
+
+
+@pytest.mark.parametrize("name", ["distance_box_iou_loss", "complete_box_iou_loss"])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_distance_and_complete_box_iou_loss_equal_torchvision(name, reduction):
+    tv = require_torchvision()
+    g = torch.Generator().manual_seed(1)
+    xy = torch.rand(200, 2, generator=g, dtype=torch.float64) * 50
+    wh = torch.rand(200, 2, generator=g, dtype=torch.float64) * 30 + 0.1
+    a = torch.cat([xy, xy + wh], dim=1)
+    b = a + torch.randn(200, 4, generator=g, dtype=torch.float64) * 10
+    b[:5] = a[:5]
+    results = []
+    for fn in (getattr(ops, name), getattr(tv.ops, name)):
+        x, y = a.clone().requires_grad_(), b.clone().requires_grad_()
+        loss = fn(x, y, reduction=reduction)
+        loss.sum().backward()
+        results.append((loss.detach(), x.grad, y.grad))
+    torch.testing.assert_close(results[0], results[1], rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["distance_box_iou_loss", "complete_box_iou_loss"])
+def test_distance_and_complete_box_iou_loss_dtypes_and_empty(name):
+    tv = require_torchvision()
+    a = torch.tensor([[0, 0, 4, 4], [1, 1, 3, 5]])
+    b = torch.tensor([[1, 0, 5, 3], [0, 0, 2, 2]])
+    for x, y in ((a, b), (a.half(), b.half()), (a[:0].float(), b[:0].float())):
+        for reduction in ("none", "mean"):
+            ours = getattr(ops, name)(x, y, reduction=reduction)
+            theirs = getattr(tv.ops, name)(x, y, reduction=reduction)
+            assert ours.dtype == theirs.dtype
+            torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="reduction must be"):
+        getattr(ops, name)(a, b, reduction="max")
+    with pytest.raises(ValueError, match="4 coordinates"):
+        getattr(ops, name)(a[:, :3], b[:, :3])

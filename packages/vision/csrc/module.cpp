@@ -26,6 +26,7 @@
 
 #include "jpeg_codec.h"
 #include "nms.h"
+#include "roi.h"
 #include "png_codec.h"
 #include "resample.h"
 #include "webp_codec.h"
@@ -473,6 +474,123 @@ py::array_t<int64_t> py_nms(const py::array& boxes, const py::array& order_in, d
     throw py::type_error("boxes must be float32 or float64");
 }
 
+// RoI Align / RoI Pool (roi.h). Arrays are C-contiguous float32 or float64, all of one
+// type: input [N, C, H, W] or grad [K, C, PH, PW], rois [K, 5] (batch indices checked by
+// the caller). The work runs on `threads` threads with the GIL released.
+template <typename T>
+using carray = py::array_t<T, py::array::c_style>;
+
+template <typename T>
+const T* typed(const py::array& a, const char* name, int ndim) {
+    if (!py::isinstance<carray<T>>(a) || a.ndim() != ndim) {
+        throw py::type_error(std::string(name) + " must be a C-contiguous " +
+                             std::to_string(ndim) + "D array of the input's dtype");
+    }
+    return static_cast<const T*>(a.data());
+}
+
+RoiShape roi_shape(const py::array& rois, int64_t n, int64_t c, int64_t h, int64_t w, int64_t ph,
+                   int64_t pw) {
+    if (rois.ndim() != 2 || rois.shape(1) != 5) throw py::value_error("rois must be [K, 5]");
+    return {n, c, h, w, static_cast<int64_t>(rois.shape(0)), ph, pw};
+}
+
+template <typename T>
+py::array roi_align_fwd(const py::array& input, const py::array& rois, double spatial_scale,
+                        int64_t ph, int64_t pw, int64_t sampling_ratio, bool aligned, int threads) {
+    const T* in = typed<T>(input, "input", 4);
+    const T* r = typed<T>(rois, "rois", 2);
+    const RoiShape s = roi_shape(rois, input.shape(0), input.shape(1), input.shape(2), input.shape(3), ph, pw);
+    carray<T> out({s.k, s.c, ph, pw});
+    T* o = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        roi_align_forward<T>(in, r, s, spatial_scale, sampling_ratio, aligned, o, threads);
+    }
+    return out;
+}
+
+template <typename T>
+py::array roi_align_bwd(const py::array& grad, const py::array& rois, double spatial_scale,
+                        int64_t sampling_ratio, bool aligned, int64_t n, int64_t h, int64_t w,
+                        int threads) {
+    const T* g = typed<T>(grad, "grad", 4);
+    const T* r = typed<T>(rois, "rois", 2);
+    const RoiShape s = roi_shape(rois, n, grad.shape(1), h, w, grad.shape(2), grad.shape(3));
+    carray<T> out({n, s.c, h, w});
+    T* o = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        std::fill(o, o + n * s.c * h * w, T(0));
+        roi_align_backward<T>(g, r, s, spatial_scale, sampling_ratio, aligned, o, threads);
+    }
+    return out;
+}
+
+template <typename T>
+py::tuple roi_pool_fwd(const py::array& input, const py::array& rois, double spatial_scale,
+                       int64_t ph, int64_t pw, int threads) {
+    const T* in = typed<T>(input, "input", 4);
+    const T* r = typed<T>(rois, "rois", 2);
+    const RoiShape s = roi_shape(rois, input.shape(0), input.shape(1), input.shape(2), input.shape(3), ph, pw);
+    carray<T> out({s.k, s.c, ph, pw});
+    carray<int64_t> argmax({s.k, s.c, ph, pw});
+    T* o = out.mutable_data();
+    int64_t* a = argmax.mutable_data();
+    {
+        py::gil_scoped_release release;
+        roi_pool_forward<T>(in, r, s, spatial_scale, o, a, threads);
+    }
+    return py::make_tuple(out, argmax);
+}
+
+template <typename T>
+py::array roi_pool_bwd(const py::array& grad, const py::array& rois, const py::array& argmax_in,
+                       int64_t n, int64_t h, int64_t w, int threads) {
+    const T* g = typed<T>(grad, "grad", 4);
+    const T* r = typed<T>(rois, "rois", 2);
+    const RoiShape s = roi_shape(rois, n, grad.shape(1), h, w, grad.shape(2), grad.shape(3));
+    if (!py::isinstance<carray<int64_t>>(argmax_in) || argmax_in.size() != grad.size()) {
+        throw py::type_error("argmax must be a C-contiguous int64 array shaped as grad");
+    }
+    const auto* a = static_cast<const int64_t*>(argmax_in.data());
+    carray<T> out({n, s.c, h, w});
+    T* o = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        std::fill(o, o + n * s.c * h * w, T(0));
+        roi_pool_backward<T>(g, r, a, s, o, threads);
+    }
+    return out;
+}
+
+bool is_double(const py::array& a) { return py::isinstance<py::array_t<double>>(a); }
+
+void register_roi(py::module_& m) {
+    m.def("roi_align_forward", [](const py::array& input, const py::array& rois, double scale,
+                                  int64_t ph, int64_t pw, int64_t sr, bool aligned, int threads) {
+        return is_double(input) ? roi_align_fwd<double>(input, rois, scale, ph, pw, sr, aligned, threads)
+                                : roi_align_fwd<float>(input, rois, scale, ph, pw, sr, aligned, threads);
+    });
+    m.def("roi_align_backward", [](const py::array& grad, const py::array& rois, double scale,
+                                   int64_t sr, bool aligned, int64_t n, int64_t h, int64_t w,
+                                   int threads) {
+        return is_double(grad) ? roi_align_bwd<double>(grad, rois, scale, sr, aligned, n, h, w, threads)
+                               : roi_align_bwd<float>(grad, rois, scale, sr, aligned, n, h, w, threads);
+    });
+    m.def("roi_pool_forward", [](const py::array& input, const py::array& rois, double scale,
+                                 int64_t ph, int64_t pw, int threads) {
+        return is_double(input) ? roi_pool_fwd<double>(input, rois, scale, ph, pw, threads)
+                                : roi_pool_fwd<float>(input, rois, scale, ph, pw, threads);
+    });
+    m.def("roi_pool_backward", [](const py::array& grad, const py::array& rois,
+                                  const py::array& argmax, int64_t n, int64_t h, int64_t w,
+                                  int threads) {
+        return is_double(grad) ? roi_pool_bwd<double>(grad, rois, argmax, n, h, w, threads)
+                               : roi_pool_bwd<float>(grad, rois, argmax, n, h, w, threads);
+    });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -499,6 +617,7 @@ PYBIND11_MODULE(_C, m) {
     register_resample(m);
     m.def("nms", &py_nms, py::arg("boxes"), py::arg("order"), py::arg("iou_threshold"),
           py::arg("classes") = py::none(), py::arg("ascending") = false);
+    register_roi(m);
     m.attr("jpeg_version") = JPEG_LIB_VERSION;
 #ifdef LIBJPEG_TURBO_VERSION_NUMBER
     constexpr int turbo = LIBJPEG_TURBO_VERSION_NUMBER;  // e.g. 3001003 for 3.1.3

@@ -27,7 +27,10 @@ __all__ = [
     "box_convert",
     "box_iou",
     "clip_boxes_to_image",
+    "complete_box_iou",
+    "distance_box_iou",
     "generalized_box_iou",
+    "masks_to_boxes",
     "nms",
     "remove_small_boxes",
 ]
@@ -191,6 +194,116 @@ def generalized_box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
     enclosing_h = _upcast(torch.maximum(a[..., 3], b[..., 3]) - torch.minimum(a[..., 1], b[..., 1]))
     area = enclosing_w.clamp(min=0) * enclosing_h.clamp(min=0)
     return iou - (area - union) / area
+
+
+def _diou_iou(boxes1: Tensor, boxes2: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    """``(distance IoU, IoU)`` of every pair, in torchvision's arithmetic."""
+    iou = box_iou(boxes1, boxes2)
+    a, b = boxes1[..., :, None, :], boxes2[..., None, :, :]
+    whi = _upcast(torch.max(a[..., 2:], b[..., 2:]) - torch.min(a[..., :2], b[..., :2])).clamp(
+        min=0
+    )
+    diagonal_squared = (whi[..., 0] ** 2) + (whi[..., 1] ** 2) + eps
+    x_p = (boxes1[..., 0] + boxes1[..., 2]) / 2
+    y_p = (boxes1[..., 1] + boxes1[..., 3]) / 2
+    x_g = (boxes2[..., 0] + boxes2[..., 2]) / 2
+    y_g = (boxes2[..., 1] + boxes2[..., 3]) / 2
+    centers_squared = (_upcast(x_p[..., None] - x_g[..., None, :]) ** 2) + (
+        _upcast(y_p[..., None] - y_g[..., None, :]) ** 2
+    )
+    return iou - centers_squared / diagonal_squared, iou
+
+
+def distance_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tensor:
+    """Distance IoU of every pair of ``"xyxy"`` boxes: ``[..., N, M]``, as torchvision's.
+
+    IoU less the squared distance between the centres over the squared diagonal of
+    the smallest enclosing box (``eps`` added to the diagonal).
+
+    Args:
+        boxes1: [..., N, 4] boxes.
+        boxes2: [..., M, 4] boxes.
+        eps: guards the division.
+
+    Example:
+        >>> import torch
+        >>> a = torch.tensor([[0.0, 0.0, 1.0, 1.0]])
+        >>> round(distance_box_iou(a, torch.tensor([[1.0, 0.0, 2.0, 1.0]])).item(), 4)
+        -0.2
+    """
+    _check_boxes(boxes1, "boxes1")
+    _check_boxes(boxes2, "boxes2")
+    boxes1, boxes2 = _upcast(boxes1), _upcast(boxes2)
+    return _diou_iou(boxes1, boxes2, eps)[0]
+
+
+def complete_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tensor:
+    """Complete IoU of every pair of ``"xyxy"`` boxes: ``[..., N, M]``, as torchvision's.
+
+    Distance IoU less ``alpha * v``, ``v`` the squared difference of the aspect
+    angles (``4 / pi^2 * (atan(w1 / h1) - atan(w2 / h2))^2``) and ``alpha = v / (1 -
+    IoU + v + eps)``, taken as a constant for the gradient.
+
+    Args:
+        boxes1: [..., N, 4] boxes.
+        boxes2: [..., M, 4] boxes.
+        eps: guards the divisions.
+
+    Example:
+        >>> import torch
+        >>> a = torch.tensor([[0.0, 0.0, 1.0, 1.0]])
+        >>> round(complete_box_iou(a, torch.tensor([[0.0, 0.0, 2.0, 1.0]])).item(), 4)
+        0.4468
+    """
+    _check_boxes(boxes1, "boxes1")
+    _check_boxes(boxes2, "boxes2")
+    boxes1, boxes2 = _upcast(boxes1), _upcast(boxes2)
+    diou, iou = _diou_iou(boxes1, boxes2, eps)
+    w_pred = boxes1[..., None, 2] - boxes1[..., None, 0]
+    h_pred = boxes1[..., None, 3] - boxes1[..., None, 1]
+    w_gt = boxes2[..., None, :, 2] - boxes2[..., None, :, 0]
+    h_gt = boxes2[..., None, :, 3] - boxes2[..., None, :, 1]
+    v = (4 / (torch.pi**2)) * torch.pow(torch.atan(w_pred / h_pred) - torch.atan(w_gt / h_gt), 2)
+    with torch.no_grad():
+        alpha = v / (1 - iou + v + eps)
+    return diou - alpha * v
+
+
+def masks_to_boxes(masks: Tensor) -> Tensor:
+    """The ``"xyxy"`` box around each mask, as torchvision's: [N, 4] float32.
+
+    ``x2`` / ``y2`` are the last column / row that is set (inclusive), so a
+    one-pixel mask gives ``x1 == x2``; an empty mask gives ``[0, 0, 0, 0]``.
+
+    Args:
+        masks: [N, H, W]; any nonzero value is inside.
+
+    Example:
+        >>> import torch
+        >>> m = torch.zeros(1, 4, 5, dtype=torch.bool)
+        >>> m[0, 1:3, 2:5] = True
+        >>> masks_to_boxes(m).tolist()
+        [[2.0, 1.0, 4.0, 2.0]]
+    """
+    if not isinstance(masks, Tensor):
+        raise TypeError(f"masks must be a tensor, got {type(masks).__name__}")
+    if masks.numel() == 0:
+        return torch.zeros((0, 4), device=masks.device, dtype=torch.float)
+    if masks.dim() != 3:
+        raise ValueError(f"masks must have shape [N, H, W], got {list(masks.shape)}")
+    _, h, w = masks.shape
+    inside = masks.bool()
+    rows = inside.any(dim=2)
+    cols = inside.any(dim=1)
+    empty = ~rows.any(dim=1)
+    rows_f, cols_f = rows.float(), cols.float()
+    y1 = rows_f.argmax(dim=1)
+    x1 = cols_f.argmax(dim=1)
+    y2 = (h - 1) - rows_f.flip(dims=[1]).argmax(dim=1)
+    x2 = (w - 1) - cols_f.flip(dims=[1]).argmax(dim=1)
+    boxes = torch.stack([x1, y1, x2, y2], dim=1).float()
+    boxes[empty] = 0
+    return boxes
 
 
 def clip_boxes_to_image(boxes: Tensor, size: tuple[int, int]) -> Tensor:

@@ -41,13 +41,7 @@ def generalized_box_iou_loss(
         >>> round(float(generalized_box_iou_loss(a, b)), 3)  # IoU 0, hull 3, union 2
         1.333
     """
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
-    if boxes1.shape[-1:] != (4,) or boxes2.shape[-1:] != (4,):
-        raise ValueError(
-            f"boxes must have 4 coordinates in the last dimension, got {tuple(boxes1.shape)} "
-            f"and {tuple(boxes2.shape)}"
-        )
+    check_loss_inputs(boxes1, boxes2, reduction)
     if not boxes1.is_floating_point():
         boxes1 = boxes1.float()
     if not boxes2.is_floating_point():
@@ -58,8 +52,32 @@ def generalized_box_iou_loss(
     x1g, y1g, x2g, y2g = boxes2.unbind(dim=-1)
     hull = (torch.max(x2, x2g) - torch.min(x1, x1g)) * (torch.max(y2, y2g) - torch.min(y1, y1g))
     loss = 1 - (iou - (hull - union) / (hull + eps))
+    return reduce_loss(loss, reduction)
+
+
+def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    """``loss`` reduced as torchvision's box losses do (the mean of none is 0, with a graph).
+
+    Example:
+        >>> import torch
+        >>> reduce_loss(torch.tensor([1.0, 3.0]), "mean").item()
+        2.0
+    """
     if reduction == "mean":
         return loss.mean() if loss.numel() > 0 else 0.0 * loss.sum()
     if reduction == "sum":
         return loss.sum()
-    return loss
+    if reduction == "none":
+        return loss
+    raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def check_loss_inputs(boxes1: Tensor, boxes2: Tensor, reduction: str) -> None:
+    """The reduction and box shapes the box losses accept."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    if boxes1.shape[-1:] != (4,) or boxes2.shape[-1:] != (4,):
+        raise ValueError(
+            f"boxes must have 4 coordinates in the last dimension, got {tuple(boxes1.shape)} "
+            f"and {tuple(boxes2.shape)}"
+        )
