@@ -48,6 +48,7 @@ from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_ii
 from trivium.audio.functional.mulaw import mu_law_decoding, mu_law_encoding
 from trivium.audio.functional.pitch import detect_pitch_frequency
 from trivium.audio.functional.resampling import pitch_shift, resample, sinc_resample_kernel, speed
+from trivium.audio.functional.sox_effects import dither, flanger, phaser
 from trivium.audio.functional.spectral import (
     DB_to_amplitude,
     amplitude_to_DB,
@@ -60,6 +61,7 @@ from trivium.audio.functional.spectral import (
     spectral_centroid,
     spectrogram,
 )
+from trivium.audio.functional.vad import vad
 
 __all__ = [
     "DB_to_amplitude",
@@ -80,11 +82,13 @@ __all__ = [
     "deemph_biquad",
     "deemphasis",
     "detect_pitch_frequency",
+    "dither",
     "edit_distance",
     "equalizer_biquad",
     "fade",
     "fftconvolve",
     "filtfilt",
+    "flanger",
     "frechet_distance",
     "gain",
     "griffinlim",
@@ -103,6 +107,7 @@ __all__ = [
     "mvdr_weights_souden",
     "overdrive",
     "phase_vocoder",
+    "phaser",
     "pitch_shift",
     "preemphasis",
     "psd",
@@ -116,4 +121,5 @@ __all__ = [
     "spectrogram",
     "speed",
     "treble_biquad",
+    "vad",
 ]

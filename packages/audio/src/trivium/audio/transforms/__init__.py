@@ -18,7 +18,7 @@ Example:
 """
 
 from trivium.audio.transforms.base import CallTransform
-from trivium.audio.transforms.effects import AddNoise, Fade, Vol
+from trivium.audio.transforms.effects import AddNoise, Fade, Vad, Vol
 from trivium.audio.transforms.filtering import (
     PSD,
     RTFMVDR,
@@ -82,5 +82,6 @@ __all__ = [
     "SpeedPerturbation",
     "TimeMasking",
     "TimeStretch",
+    "Vad",
     "Vol",
 ]
