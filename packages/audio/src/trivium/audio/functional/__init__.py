@@ -9,6 +9,7 @@ Example:
     torch.Size([1, 129, 63])
 """
 
+from trivium.audio.functional.alignment import TokenSpan, forced_align, merge_tokens
 from trivium.audio.functional.beamforming import (
     apply_beamforming,
     mvdr_weights_rtf,
@@ -65,6 +66,7 @@ from trivium.audio.functional.vad import vad
 
 __all__ = [
     "DB_to_amplitude",
+    "TokenSpan",
     "add_noise",
     "allpass_biquad",
     "amplitude_to_DB",
@@ -89,6 +91,7 @@ __all__ = [
     "fftconvolve",
     "filtfilt",
     "flanger",
+    "forced_align",
     "frechet_distance",
     "gain",
     "griffinlim",
@@ -101,6 +104,7 @@ __all__ = [
     "mask_along_axis",
     "mask_along_axis_iid",
     "melscale_fbanks",
+    "merge_tokens",
     "mu_law_decoding",
     "mu_law_encoding",
     "mvdr_weights_rtf",
