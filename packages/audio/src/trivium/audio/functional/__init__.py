@@ -49,6 +49,7 @@ from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_ii
 from trivium.audio.functional.mulaw import mu_law_decoding, mu_law_encoding
 from trivium.audio.functional.pitch import detect_pitch_frequency
 from trivium.audio.functional.resampling import pitch_shift, resample, sinc_resample_kernel, speed
+from trivium.audio.functional.rnnt import rnnt_loss
 from trivium.audio.functional.sox_effects import dither, flanger, phaser
 from trivium.audio.functional.spectral import (
     DB_to_amplitude,
@@ -117,6 +118,7 @@ __all__ = [
     "psd",
     "resample",
     "riaa_biquad",
+    "rnnt_loss",
     "rtf_evd",
     "rtf_power",
     "sinc_resample_kernel",

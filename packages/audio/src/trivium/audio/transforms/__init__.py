@@ -35,6 +35,7 @@ from trivium.audio.transforms.filtering import (
 from trivium.audio.transforms.masking import FrequencyMasking, SpecAugment, TimeMasking
 from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
 from trivium.audio.transforms.resample import PitchShift, Resample, Speed, SpeedPerturbation
+from trivium.audio.transforms.rnnt import RNNTLoss
 from trivium.audio.transforms.spectral import (
     LFCC,
     MFCC,
@@ -72,6 +73,7 @@ __all__ = [
     "MuLawEncoding",
     "PitchShift",
     "Preemphasis",
+    "RNNTLoss",
     "Resample",
     "SlidingWindowCmn",
     "SoudenMVDR",
