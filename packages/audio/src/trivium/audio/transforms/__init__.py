@@ -20,6 +20,7 @@ Example:
 from trivium.audio.transforms.base import CallTransform
 from trivium.audio.transforms.effects import AddNoise, Fade, Vad, Vol
 from trivium.audio.transforms.filtering import (
+    MVDR,
     PSD,
     RTFMVDR,
     ComputeDeltas,
@@ -52,6 +53,7 @@ from trivium.audio.transforms.spectral import (
 __all__ = [
     "LFCC",
     "MFCC",
+    "MVDR",
     "PSD",
     "RTFMVDR",
     "AddNoise",
