@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -78,7 +79,7 @@ def _check_rnnt(
         raise ValueError(f"blank must be within [0, {logits.shape[-1]}) or negative, got {blank}")
 
 
-def _sweep(into_t: Tensor, into_u: Tensor, start: Tensor, floor: float) -> Tensor:
+def _sweep(into_t: Tensor, into_u: Tensor, start: Tensor) -> Tensor:
     """``x[t, u] = logaddexp(x[t-1, u] + into_t[t, u], x[t, u-1] + into_u[t, u])`` over
     ``[B, T, S]``, ``x[0, 0] = start``, one anti-diagonal at a time."""
     batch, frames, states = into_t.shape
@@ -88,24 +89,23 @@ def _sweep(into_t: Tensor, into_u: Tensor, start: Tensor, floor: float) -> Tenso
     u = d - t  # [diagonals, T]: the cell (t, d - t)
     on_lattice = (u >= 0) & (u < states)
     u_safe = u.clamp(0, states - 1)
-    skewed_t = torch.where(on_lattice, into_t[:, t, u_safe], floor)  # [B, diagonals, T]
-    skewed_u = torch.where(on_lattice, into_u[:, t, u_safe], floor)
-    x = torch.full((batch, frames), floor, dtype=into_t.dtype, device=device)
-    x[:, 0] = start
-    diagonals = [x]
-    edge = x.new_full((batch, 1), floor)
-    for k in range(1, frames + states - 1):
-        x = torch.logaddexp(torch.cat([edge, x[:, :-1]], 1) + skewed_t[:, k], x + skewed_u[:, k])
-        diagonals.append(torch.where(on_lattice[k], x, floor))
-        x = diagonals[-1]
-    skewed = torch.stack(diagonals, 1)
+    # Skewed onto the diagonals, [diagonals, B, T]; -inf off the lattice keeps x -inf there.
+    skewed_t = torch.where(on_lattice, into_t[:, t, u_safe], -math.inf).transpose(0, 1)
+    skewed_u = torch.where(on_lattice, into_u[:, t, u_safe], -math.inf).transpose(0, 1)
+    skewed_t, skewed_u = skewed_t.contiguous(), skewed_u.contiguous()
+    # Row k holds diagonal k at columns 1..T behind a -inf column: column t reads t - 1.
+    x = torch.full((len(d), batch, frames + 1), -math.inf, dtype=into_t.dtype, device=device)
+    x[0, :, 1] = start
+    for k in range(1, len(d)):
+        before = x[k - 1]
+        torch.logaddexp(before[:, :-1] + skewed_t[k], before[:, 1:] + skewed_u[k], out=x[k, :, 1:])
     cells = t[:, None] + torch.arange(states, device=device)  # [T, S]: the diagonal t + u
-    return skewed[:, cells, t[:, None].expand(-1, states)]
+    return x[cells, :, t[:, None].expand(-1, states) + 1].permute(2, 0, 1)
 
 
-def _shifted(grid: Tensor, dt: int, du: int, floor: float) -> Tensor:
-    """``grid[:, t - dt, u - du]``, ``floor`` where that falls outside."""
-    out = torch.full_like(grid, floor)
+def _shifted(grid: Tensor, dt: int, du: int) -> Tensor:
+    """``grid[:, t - dt, u - du]``, -inf where that falls outside."""
+    out = torch.full_like(grid, -math.inf)
     frames, states = grid.shape[1], grid.shape[2]
     out[:, max(dt, 0) : frames + min(dt, 0), max(du, 0) : states + min(du, 0)] = grid[
         :, max(-dt, 0) : frames - max(dt, 0), max(-du, 0) : states - max(du, 0)
@@ -113,14 +113,14 @@ def _shifted(grid: Tensor, dt: int, du: int, floor: float) -> Tensor:
     return out
 
 
-def _reversed(grid: Tensor, last_t: Tensor, last_u: Tensor, floor: float) -> Tensor:
-    """Each item's lattice ``[0, last_t] x [0, last_u]`` read backwards, ``floor`` beyond it."""
+def _reversed(grid: Tensor, last_t: Tensor, last_u: Tensor) -> Tensor:
+    """Each item's lattice ``[0, last_t] x [0, last_u]`` read backwards, -inf beyond it."""
     t = last_t[:, None] - torch.arange(grid.shape[1], device=grid.device)  # [B, T]
     u = last_u[:, None] - torch.arange(grid.shape[2], device=grid.device)  # [B, S]
     inside = (t >= 0)[:, :, None] & (u >= 0)[:, None, :]
     items = torch.arange(grid.shape[0], device=grid.device)[:, None, None]
     values = grid[items, t.clamp(min=0)[:, :, None], u.clamp(min=0)[:, None, :]]
-    return torch.where(inside, values, floor)
+    return torch.where(inside, values, -math.inf)
 
 
 def _lattice(
@@ -128,28 +128,21 @@ def _lattice(
 ) -> tuple[Tensor, ...]:
     """Skip and emit log probabilities ``[B, T, U + 1]``, alpha, beta and the costs ``[B]``."""
     batch, frames, states = log_probs.shape[:3]
-    # A large finite floor instead of -inf: no inf - inf off the lattice.
-    floor = torch.finfo(log_probs.dtype).min / 8
     skip = log_probs[..., blank]  # move to the next frame
     labels = targets[:, : states - 1].long().clamp(0, log_probs.shape[-1] - 1)
     index = labels[:, None, :, None].expand(-1, frames, -1, 1)
-    emit = torch.full_like(skip, floor)  # emit the next label (none from u = U)
+    emit = torch.full_like(skip, -math.inf)  # emit the next label (none from u = U)
     emit[..., :-1] = log_probs[:, :, :-1].gather(-1, index).squeeze(-1)
     start = torch.zeros(batch, dtype=log_probs.dtype, device=log_probs.device)
-    alpha = _sweep(_shifted(skip, 1, 0, floor), _shifted(emit, 0, 1, floor), start, floor)
+    alpha = _sweep(_shifted(skip, 1, 0), _shifted(emit, 0, 1), start)
     last_t, last_u = logit_lengths.long() - 1, target_lengths.long()
     items = torch.arange(batch, device=log_probs.device)
     final_skip = skip[items, last_t, last_u]
     costs = -(alpha[items, last_t, last_u] + final_skip)
     # beta runs the same sweep on each item's lattice reversed; the edge weights sit on
     # the cell the move leaves, which reversed is the cell it enters.
-    beta_rev = _sweep(
-        _reversed(skip, last_t, last_u, floor),
-        _reversed(emit, last_t, last_u, floor),
-        final_skip,
-        floor,
-    )
-    beta = _reversed(beta_rev, last_t, last_u, floor)
+    beta_rev = _sweep(_reversed(skip, last_t, last_u), _reversed(emit, last_t, last_u), final_skip)
+    beta = _reversed(beta_rev, last_t, last_u)
     return skip, emit, alpha, beta, costs
 
 
@@ -161,16 +154,15 @@ def _gradients(
     skip, emit, alpha, beta, costs = _lattice(
         log_probs, targets, logit_lengths, target_lengths, blank
     )
-    floor = torch.finfo(log_probs.dtype).min / 8
     batch, frames, states = skip.shape
     base = alpha + costs[:, None, None]
     last_t, last_u = logit_lengths.long() - 1, target_lengths.long()
     items = torch.arange(batch, device=skip.device)
     # The posterior of each move: alpha + its weight + beta after it, over the total.
-    beta_after_skip = _shifted(beta, -1, 0, floor)
+    beta_after_skip = _shifted(beta, -1, 0)
     beta_after_skip[items, last_t, last_u] = 0.0  # the final blank ends the lattice
     through_skip = torch.exp(base + skip + beta_after_skip)
-    through_emit = torch.exp(base + emit + _shifted(beta, 0, -1, floor))
+    through_emit = torch.exp(base + emit + _shifted(beta, 0, -1))
     valid = (torch.arange(frames, device=skip.device) <= last_t[:, None])[:, :, None] & (
         torch.arange(states, device=skip.device) <= last_u[:, None]
     )[:, None, :]
@@ -183,7 +175,7 @@ def _gradients(
     emitted = grad[:, :, :-1].gather(-1, labels[:, None, :, None].expand(-1, frames, -1, 1))
     emitted = emitted - through_emit[:, :, :-1, None]
     grad[:, :, :-1].scatter_(-1, labels[:, None, :, None].expand(-1, frames, -1, 1), emitted)
-    return costs, grad * valid[..., None]
+    return costs, grad.mul_(valid[..., None])
 
 
 class _RNNTLoss(torch.autograd.Function):
