@@ -25,6 +25,7 @@ __all__ = ["TokenSpan", "forced_align", "merge_tokens"]
 
 _FLOATS = (torch.float16, torch.float32, torch.float64)
 _INTS = (torch.int32, torch.int64)
+_CHUNK = 256  # frames whose back pointers are found together
 
 
 def _check_align(log_probs: Tensor, targets: Tensor, blank: int) -> None:
@@ -95,23 +96,30 @@ def _viterbi(emissions: np.ndarray, target: np.ndarray, blank: int) -> np.ndarra
     labels[1::2] = target
     scores = emissions[:, labels]  # [T, S]
     # A skip over a blank (state s - 2 to s) only between two different labels.
-    no_skip = np.full(states, -np.inf, dtype=scores.dtype)
-    no_skip[3::2] = np.where(target[1:] != target[:-1], 0, -np.inf)
-    alpha = np.full(states + 2, -np.inf, dtype=scores.dtype)  # two -inf states in front
-    alpha[2:4] = scores[0, :2]
+    skip = np.zeros(states, dtype=bool)
+    skip[3::2] = target[1:] != target[:-1]
+    no_skip = np.where(skip, 0, -np.inf).astype(scores.dtype)
+    # Rows of alpha with two -inf states in front: state s reads s, s - 1 and s - 2.
+    rows = np.full((_CHUNK + 1, states + 2), -np.inf, dtype=scores.dtype)
+    rows[0, 2:4] = scores[0, :2]
     # Back pointers: one state back (a step), two (a skip, which wins), or none.
     stepped = np.zeros((frames, states), dtype=bool)
     skipped = np.zeros((frames, states), dtype=bool)
     best, jump = (np.empty(states, dtype=scores.dtype) for _ in range(2))
-    for t in range(1, frames):
-        stay, step = alpha[2:], alpha[1:-1]
-        np.greater(step, stay, out=stepped[t])
-        np.maximum(step, stay, out=best)
-        np.add(alpha[:-2], no_skip, out=jump)
-        np.greater(jump, best, out=skipped[t])  # a skip wins only over both others
-        np.maximum(best, jump, out=best)
-        np.add(best, scores[t], out=alpha[2:])
-    alpha = alpha[2:]
+    for first in range(1, frames, _CHUNK):
+        count = min(_CHUNK, frames - first)
+        for i in range(count):
+            before = rows[i]
+            np.maximum(before[2:], before[1:-1], out=best)
+            np.add(before[:-2], no_skip, out=jump)
+            np.maximum(best, jump, out=best)
+            np.add(best, scores[first + i], out=rows[i + 1, 2:])
+        # The moves taken, from the same values, for the chunk at once.
+        stays, steps, jumps = rows[:count, 2:], rows[:count, 1:-1], rows[:count, :-2]
+        stepped[first : first + count] = steps > stays
+        skipped[first : first + count] = skip & (jumps > steps) & (jumps > stays)
+        rows[0] = rows[count]
+    alpha = rows[0, 2:]
     state = states - 1 if alpha[-1] > alpha[-2] else states - 2
     path = np.empty(frames, dtype=np.int64)
     for t in range(frames - 1, -1, -1):
