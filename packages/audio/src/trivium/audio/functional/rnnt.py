@@ -252,6 +252,9 @@ def rnnt_loss(
     if blank < 0:
         blank = logits.shape[-1] + blank
     _check_rnnt(logits, targets, logit_lengths, target_lengths, blank)
+    targets, logit_lengths, target_lengths = (
+        v.to(logits.device) for v in (targets, logit_lengths, target_lengths)
+    )
     costs = _RNNTLoss.apply(
         logits, targets, logit_lengths, target_lengths, blank, clamp, fused_log_softmax
     )
