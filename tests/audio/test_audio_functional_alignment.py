@@ -186,3 +186,14 @@ def test_merge_tokens_equals_torchaudio() -> None:
         F.merge_tokens(paths, scores)
     with pytest.raises(ValueError, match="same length"):
         F.merge_tokens(paths[0], scores[0, :-1])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
+def test_cuda_matches_cpu() -> None:
+    log_probs = random_log_probs(200, 12, seed=5)
+    targets = torch.randint(1, 12, (1, 40), generator=torch.Generator().manual_seed(6))
+    paths, scores = F.forced_align(log_probs.cuda(), targets.cuda())
+    assert paths.device.type == scores.device.type == "cuda"
+    expected = F.forced_align(log_probs, targets)
+    assert torch.equal(paths.cpu(), expected[0]) and torch.equal(scores.cpu(), expected[1])

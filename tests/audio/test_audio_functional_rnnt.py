@@ -168,3 +168,17 @@ B2_T4_U3_D3_GRADS = [
     0.094381, -0.104707, -0.108934, 0.213642, -0.369844, 0.180118, 0.189726, 0.025714,
     -0.079462, 0.053748, 0.122328, -0.238789, 0.116460, -0.598687, 0.302203, 0.296484,
 ]  # fmt: skip
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
+def test_cuda_matches_cpu() -> None:
+    logits, targets, logit_lengths, target_lengths = random_case(4, dtype=torch.float32)
+    leaf = logits.cuda().requires_grad_()
+    loss = F.rnnt_loss(leaf, targets.cuda(), logit_lengths.cuda(), target_lengths.cuda())
+    loss.backward()
+    cpu_leaf = logits.clone().requires_grad_()
+    expected = F.rnnt_loss(cpu_leaf, targets, logit_lengths, target_lengths)
+    expected.backward()
+    torch.testing.assert_close(loss.cpu(), expected, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(leaf.grad.cpu(), cpu_leaf.grad, atol=1e-5, rtol=1e-4)

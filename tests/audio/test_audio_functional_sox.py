@@ -169,3 +169,19 @@ def test_vad_transform_equals_torchaudio(peer, speech: torch.Tensor) -> None:
     kwargs = {"trigger_level": 6.0, "pre_trigger_time": 0.05}
     ours = T.Vad(16000, **kwargs)(x)
     assert torch.equal(ours, peer.transforms.Vad(16000, **kwargs)(x))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
+def test_cuda_matches_cpu(speech: torch.Tensor) -> None:
+    x = noise(2, 2, 3000) * 0.8
+    for fn in (
+        lambda v: F.flanger(v, 8000, regen=40.0),
+        lambda v: F.phaser(v, 8000),
+        lambda v: F.dither(v, "TPDF", True),
+    ):
+        out = fn(x.cuda())
+        assert out.device.type == "cuda"
+        torch.testing.assert_close(out.cpu(), fn(x), atol=1e-5, rtol=1e-5)
+    lead = _with_lead(speech, 0.7)
+    assert F.vad(lead.cuda(), 16000).shape == F.vad(lead, 16000).shape

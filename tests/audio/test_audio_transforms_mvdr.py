@@ -86,3 +86,14 @@ def test_mvdr_is_differentiable_in_the_mask() -> None:
     out = T.MVDR(solution="stv_power")(spec, mask, 1 - mask)
     out.abs().sum().backward()
     assert mask.grad is not None and torch.isfinite(mask.grad).all() and mask.grad.abs().sum() > 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
+def test_cuda_matches_cpu() -> None:
+    specgram, mask, _ = scene(3, torch.cdouble)
+    module = T.MVDR(solution="stv_power", online=True)
+    out = module.cuda()(specgram.cuda(), mask.cuda(), 1 - mask.cuda())
+    assert out.device.type == "cuda"
+    expected = T.MVDR(solution="stv_power", online=True)(specgram, mask, 1 - mask)
+    torch.testing.assert_close(out.cpu(), expected, atol=1e-8, rtol=1e-6)
