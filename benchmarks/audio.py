@@ -50,6 +50,14 @@ Workloads (inputs built at start-up from the real speech in ``tests/assets/audio
    one 1 s signal, against ``scipy.signal.lfilter`` (float32, along the time axis) and
    ``torchaudio.functional.lfilter`` (its C++ kernel where it loads, else its torch
    loop); and ``lowpass_biquad`` against torchaudio's.
+7. ``align``: ``forced_align`` of random ``[1, T, 32]`` log probabilities to random
+   labels (2,000 frames and 400 labels; 10,000 frames and 300 labels) against
+   torchaudio's C++ ``forced_align``.
+8. ``rnnt``: ``rnnt_loss`` and its backward over ``[8, 150, 31, 128]`` logits (half the
+   items shorter in frames and labels) against torchaudio's C++ loss.
+
+   torchaudio's C++ ops load only in the peers' virtualenv: as for ``ffmpeg``, the
+   script runs itself again there when these workloads are asked for.
 
 The batches are real speech (tests/assets/audio, tiled to length). torchaudio comes
 from ``tests/peers.py``; where it does not import the script says so and the
@@ -65,7 +73,7 @@ code (threads wait for each other at every barrier): compare ``--threads 1`` the
 Run from the repository root::
 
     .venv/bin/python benchmarks/audio.py [--repeats N] [--min-time S] [--json PATH]
-        [--threads N] [--only mel,resample,load,wav,ffmpeg]
+        [--threads N] [--only mel,resample,load,wav,ffmpeg,filters,align,rnnt]
         [--peers-python .venv-peers/bin/python]
 """
 
@@ -554,6 +562,82 @@ def bench_filters(
     return rows
 
 
+def _native_op(call: Callable[[], Any]) -> str | None:
+    """None when torchaudio's C++ op runs ``call``, else why not."""
+    try:
+        call()
+    except Exception as error:  # the extension is missing or a stub: the row says so
+        return f"torchaudio's C++ op does not run here ({type(error).__name__})"
+    return None
+
+
+def bench_align(
+    torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
+    """Workload 7: CTC forced_align against torchaudio's C++ op."""
+    rows = []
+    module = torchaudio[0]
+    for frames, labels in ((2_000, 400), (10_000, 300)):
+        g = torch.Generator().manual_seed(frames)
+        log_probs = torch.randn(1, frames, 32, generator=g).log_softmax(-1)
+        targets = torch.randint(1, 32, (1, labels), generator=g, dtype=torch.int32)
+        sides = [harness.Side("ours", lambda lp=log_probs, t=targets: AF.forced_align(lp, t))]
+        peer = torchaudio
+        if module is not None:
+            theirs = lambda lp=log_probs, t=targets: module.functional.forced_align(lp, t)  # noqa: E731
+            why = _native_op(theirs)
+            if why is None:
+                sides.append(harness.Side("torchaudio", theirs))
+                same = torch.equal(AF.forced_align(log_probs, targets)[0], theirs()[0])
+                checks.append(f"forced_align {frames} frames: paths equal torchaudio's: {same}")
+            else:
+                peer = (None, why)
+        timings = harness.measure(sides, repeats, min_time)
+        workload = f"forced_align, {frames:,} frames x 32 classes, {labels} labels"
+        rows.append(torchaudio_row(workload, timings, peer))
+    return rows
+
+
+def bench_rnnt(
+    torchaudio: harness.Peer, repeats: int, min_time: float, checks: list[str]
+) -> list[harness.Row]:
+    """Workload 8: rnnt_loss forward and backward against torchaudio's C++ op."""
+    g = torch.Generator().manual_seed(0)
+    batch, frames, labels, classes = 8, 150, 30, 128
+    logits = torch.randn(batch, frames, labels + 1, classes, generator=g).requires_grad_()
+    targets = torch.randint(0, classes - 1, (batch, labels), generator=g, dtype=torch.int32)
+    logit_lengths = torch.full((batch,), frames, dtype=torch.int32)
+    logit_lengths[1::2] = frames - 20
+    target_lengths = torch.full((batch,), labels, dtype=torch.int32)
+    target_lengths[1::2] = labels - 5
+
+    def step(loss_fn: Callable[..., torch.Tensor]) -> Callable[[], torch.Tensor]:
+        def run() -> torch.Tensor:
+            logits.grad = None
+            loss = loss_fn(logits, targets, logit_lengths, target_lengths)
+            loss.backward()
+            return logits.grad
+
+        return run
+
+    sides = [harness.Side("ours", step(AF.rnnt_loss))]
+    module, status = torchaudio
+    if module is not None:
+        theirs = step(module.functional.rnnt_loss)
+        why = _native_op(theirs)
+        if why is None:
+            sides.append(harness.Side("torchaudio", theirs))
+            ours_grad = step(AF.rnnt_loss)().clone()
+            checks.append(
+                compare("rnnt_loss gradient vs torchaudio", ours_grad.numpy(), theirs().numpy())
+            )
+        else:
+            module, status = None, why
+    timings = harness.measure(sides, repeats, min_time)
+    workload = f"rnnt_loss + backward, {batch} x {frames} frames x {labels + 1} x {classes} classes"
+    return [torchaudio_row(workload, timings, (module, status))]
+
+
 WORKLOADS = {
     "mel": bench_mel,
     "resample": bench_resample,
@@ -561,6 +645,8 @@ WORKLOADS = {
     "wav": bench_wav,
     "ffmpeg": bench_ffmpeg,
     "filters": bench_filters,
+    "align": bench_align,
+    "rnnt": bench_rnnt,
 }
 
 
@@ -586,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run every workload, print machine info and the table, optionally write JSON."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    if "ffmpeg" in args.only:
+    if {"ffmpeg", "align", "rnnt"} & set(args.only):
         harness.rerun_under_peers(__file__, FFMPEG_PEER_MODULES, args.peers_python, argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)

@@ -9,6 +9,7 @@ Example:
     torch.Size([1, 129, 63])
 """
 
+from trivium.audio.functional.alignment import TokenSpan, forced_align, merge_tokens
 from trivium.audio.functional.beamforming import (
     apply_beamforming,
     mvdr_weights_rtf,
@@ -48,6 +49,8 @@ from trivium.audio.functional.masking import mask_along_axis, mask_along_axis_ii
 from trivium.audio.functional.mulaw import mu_law_decoding, mu_law_encoding
 from trivium.audio.functional.pitch import detect_pitch_frequency
 from trivium.audio.functional.resampling import pitch_shift, resample, sinc_resample_kernel, speed
+from trivium.audio.functional.rnnt import rnnt_loss
+from trivium.audio.functional.sox_effects import dither, flanger, phaser
 from trivium.audio.functional.spectral import (
     DB_to_amplitude,
     amplitude_to_DB,
@@ -60,9 +63,11 @@ from trivium.audio.functional.spectral import (
     spectral_centroid,
     spectrogram,
 )
+from trivium.audio.functional.vad import vad
 
 __all__ = [
     "DB_to_amplitude",
+    "TokenSpan",
     "add_noise",
     "allpass_biquad",
     "amplitude_to_DB",
@@ -80,11 +85,14 @@ __all__ = [
     "deemph_biquad",
     "deemphasis",
     "detect_pitch_frequency",
+    "dither",
     "edit_distance",
     "equalizer_biquad",
     "fade",
     "fftconvolve",
     "filtfilt",
+    "flanger",
+    "forced_align",
     "frechet_distance",
     "gain",
     "griffinlim",
@@ -97,17 +105,20 @@ __all__ = [
     "mask_along_axis",
     "mask_along_axis_iid",
     "melscale_fbanks",
+    "merge_tokens",
     "mu_law_decoding",
     "mu_law_encoding",
     "mvdr_weights_rtf",
     "mvdr_weights_souden",
     "overdrive",
     "phase_vocoder",
+    "phaser",
     "pitch_shift",
     "preemphasis",
     "psd",
     "resample",
     "riaa_biquad",
+    "rnnt_loss",
     "rtf_evd",
     "rtf_power",
     "sinc_resample_kernel",
@@ -116,4 +127,5 @@ __all__ = [
     "spectrogram",
     "speed",
     "treble_biquad",
+    "vad",
 ]

@@ -18,8 +18,9 @@ Example:
 """
 
 from trivium.audio.transforms.base import CallTransform
-from trivium.audio.transforms.effects import AddNoise, Fade, Vol
+from trivium.audio.transforms.effects import AddNoise, Fade, Vad, Vol
 from trivium.audio.transforms.filtering import (
+    MVDR,
     PSD,
     RTFMVDR,
     ComputeDeltas,
@@ -35,6 +36,7 @@ from trivium.audio.transforms.filtering import (
 from trivium.audio.transforms.masking import FrequencyMasking, SpecAugment, TimeMasking
 from trivium.audio.transforms.mulaw import MuLawDecoding, MuLawEncoding
 from trivium.audio.transforms.resample import PitchShift, Resample, Speed, SpeedPerturbation
+from trivium.audio.transforms.rnnt import RNNTLoss
 from trivium.audio.transforms.spectral import (
     LFCC,
     MFCC,
@@ -51,6 +53,7 @@ from trivium.audio.transforms.spectral import (
 __all__ = [
     "LFCC",
     "MFCC",
+    "MVDR",
     "PSD",
     "RTFMVDR",
     "AddNoise",
@@ -72,6 +75,7 @@ __all__ = [
     "MuLawEncoding",
     "PitchShift",
     "Preemphasis",
+    "RNNTLoss",
     "Resample",
     "SlidingWindowCmn",
     "SoudenMVDR",
@@ -82,5 +86,6 @@ __all__ = [
     "SpeedPerturbation",
     "TimeMasking",
     "TimeStretch",
+    "Vad",
     "Vol",
 ]

@@ -1,4 +1,4 @@
-"""Waveform effects: ``Fade``, ``Vol`` and ``AddNoise`` (torchaudio's).
+"""Waveform effects: ``Fade``, ``Vol``, ``AddNoise`` and ``Vad`` (torchaudio's).
 
 Example:
     >>> import torch
@@ -15,10 +15,11 @@ from typing import Any
 from torch import Tensor
 
 from trivium.audio.functional.effects import FADE_SHAPES, add_noise, fade, gain
+from trivium.audio.functional.vad import vad
 from trivium.audio.transforms.base import CallTransform
 from trivium.core.transform import Transform
 
-__all__ = ["AddNoise", "Fade", "Vol"]
+__all__ = ["AddNoise", "Fade", "Vad", "Vol"]
 
 
 class Fade(Transform):
@@ -95,3 +96,58 @@ class AddNoise(CallTransform):
     ) -> Tensor:
         """Mix ``noise`` into ``waveform`` at ``snr`` dB."""
         return add_noise(waveform, noise, snr, lengths)
+
+
+class Vad(Transform):
+    """Trim silence and quiet noise from the front of a recording (SoX's ``vad``).
+
+    Takes :func:`~trivium.audio.functional.vad`'s parameters (after the waveform) and
+    applies it to ``[time]`` or ``[channels, time]`` (the channels trimmed together).
+
+    Example:
+        >>> import torch
+        >>> Vad(16000)(torch.zeros(2, 16000)).shape
+        torch.Size([2, 0])
+    """
+
+    def __init__(
+        self,
+        sample_rate: int,
+        trigger_level: float = 7.0,
+        trigger_time: float = 0.25,
+        search_time: float = 1.0,
+        allowed_gap: float = 0.25,
+        pre_trigger_time: float = 0.0,
+        boot_time: float = 0.35,
+        noise_up_time: float = 0.1,
+        noise_down_time: float = 0.01,
+        noise_reduction_amount: float = 1.35,
+        measure_freq: float = 20.0,
+        measure_duration: float | None = None,
+        measure_smooth_time: float = 0.4,
+        hp_filter_freq: float = 50.0,
+        lp_filter_freq: float = 6000.0,
+        hp_lifter_freq: float = 150.0,
+        lp_lifter_freq: float = 2000.0,
+    ) -> None:
+        super().__init__()
+        self.sample_rate = sample_rate
+        self.trigger_level, self.trigger_time = trigger_level, trigger_time
+        self.search_time, self.allowed_gap = search_time, allowed_gap
+        self.pre_trigger_time, self.boot_time = pre_trigger_time, boot_time
+        self.noise_up_time, self.noise_down_time = noise_up_time, noise_down_time
+        self.noise_reduction_amount = noise_reduction_amount
+        self.measure_freq, self.measure_duration = measure_freq, measure_duration
+        self.measure_smooth_time = measure_smooth_time
+        self.hp_filter_freq, self.lp_filter_freq = hp_filter_freq, lp_filter_freq
+        self.hp_lifter_freq, self.lp_lifter_freq = hp_lifter_freq, lp_lifter_freq
+
+    def transform(self, inpt: Tensor, params: dict[str, Any]) -> Tensor:
+        """The waveform from its detected start."""
+        return vad(
+            inpt, self.sample_rate, self.trigger_level, self.trigger_time, self.search_time,
+            self.allowed_gap, self.pre_trigger_time, self.boot_time, self.noise_up_time,
+            self.noise_down_time, self.noise_reduction_amount, self.measure_freq,
+            self.measure_duration, self.measure_smooth_time, self.hp_filter_freq,
+            self.lp_filter_freq, self.hp_lifter_freq, self.lp_lifter_freq,
+        )  # fmt: skip

@@ -1,5 +1,6 @@
 """Filter transforms, as torchaudio's: ``ComputeDeltas``, ``Preemphasis``, ``Deemphasis``,
-``SlidingWindowCmn``, ``SpectralCentroid``, ``Loudness``, ``Convolve``, ``FFTConvolve``.
+``SlidingWindowCmn``, ``SpectralCentroid``, ``Loudness``, ``Convolve``, ``FFTConvolve``,
+and beamforming: ``PSD``, ``MVDR``, ``SoudenMVDR``, ``RTFMVDR``.
 
 Example:
     >>> import torch
@@ -9,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -21,6 +23,7 @@ from trivium.audio.transforms.spectral import WindowFn, _set_stft
 from trivium.core.transform import Transform
 
 __all__ = [
+    "MVDR",
     "PSD",
     "ComputeDeltas",
     "Convolve",
@@ -285,3 +288,100 @@ class RTFMVDR(CallTransform):
             rtf, psd_n, reference_channel, diagonal_loading, diag_eps, eps
         )
         return beamforming.apply_beamforming(weights, specgram)
+
+
+MVDR_SOLUTIONS = ("ref_channel", "stv_evd", "stv_power")
+
+
+class MVDR(CallTransform):
+    """MVDR beamforming from time-frequency masks: ``mvdr(specgram, mask_s, mask_n=None)``
+    (torchaudio's ``MVDR`` module).
+
+    The speech and noise PSD matrices come from the masks (``mask_n`` defaults to
+    ``1 - mask_s``, with a warning); the weights from Souden's formula
+    (``solution="ref_channel"``) or from a steering vector, the principal eigenvector
+    (``"stv_evd"``) or power iterations (``"stv_power"``) of the speech PSD. With
+    ``online``, each call's PSD matrices are merged with the previous calls' (weighted by
+    the masks' sums; kept in the buffers ``psd_s``, ``psd_n``, ``mask_sum_s``,
+    ``mask_sum_n``). Computes in complex128; returns the input's dtype.
+
+    Args:
+        ref_channel: the reference channel.
+        solution: ``"ref_channel"``, ``"stv_evd"`` or ``"stv_power"``.
+        multi_mask: the masks are ``[..., channel, freq, time]``, averaged over channels.
+        diag_loading: regularise the noise PSD by ``diag_eps`` times its trace.
+        diag_eps: the diagonal loading's factor.
+        online: update the PSD matrices recursively from call to call.
+
+    Example:
+        >>> import torch
+        >>> specgram = torch.randn(3, 5, 20, dtype=torch.cfloat)
+        >>> mask = torch.rand(5, 20)
+        >>> MVDR(solution="stv_power")(specgram, mask, 1 - mask).shape
+        torch.Size([5, 20])
+    """
+
+    def __init__(
+        self,
+        ref_channel: int = 0,
+        solution: str = "ref_channel",
+        multi_mask: bool = False,
+        diag_loading: bool = True,
+        diag_eps: float = 1e-7,
+        online: bool = False,
+    ) -> None:
+        super().__init__()
+        if solution not in MVDR_SOLUTIONS:
+            raise ValueError(f"solution must be one of {list(MVDR_SOLUTIONS)}, got {solution!r}")
+        self.ref_channel, self.solution, self.multi_mask = ref_channel, solution, multi_mask
+        self.diag_loading, self.diag_eps, self.online = diag_loading, diag_eps, online
+        for name in ("psd_s", "psd_n", "mask_sum_s", "mask_sum_n"):
+            self.register_buffer(name, torch.zeros(1))  # 1-D: no call seen yet
+
+    def _weights(self, psd_s: Tensor, psd_n: Tensor) -> Tensor:
+        """The beamforming weights ``[..., freq, channel]`` by ``solution``."""
+        loading = (self.diag_loading, self.diag_eps)
+        if self.solution == "ref_channel":
+            return beamforming.mvdr_weights_souden(psd_s, psd_n, self.ref_channel, *loading)
+        if self.solution == "stv_evd":
+            rtf = beamforming.rtf_evd(psd_s)
+        else:
+            rtf = beamforming.rtf_power(psd_s, psd_n, self.ref_channel, 3, *loading)
+        return beamforming.mvdr_weights_rtf(rtf, psd_n, self.ref_channel, *loading)
+
+    def _merged(self, psd: Tensor, mask: Tensor, which: str) -> Tensor:
+        """``psd`` merged into the running PSD ``which`` (torchaudio's recursive update)."""
+        mask_sum = mask.sum(dim=-1)
+        previous, previous_sum = getattr(self, f"psd_{which}"), getattr(self, f"mask_sum_{which}")
+        if previous.ndim > 1:
+            total = previous_sum + mask_sum
+            psd = (
+                previous * (previous_sum / total)[..., None, None]
+                + psd * (1 / total)[..., None, None]
+            )
+            mask_sum = total
+        setattr(self, f"psd_{which}", psd)
+        setattr(self, f"mask_sum_{which}", mask_sum)
+        return psd
+
+    def forward(self, specgram: Tensor, mask_s: Tensor, mask_n: Tensor | None = None) -> Tensor:
+        """The enhanced single-channel spectrogram ``[..., freq, time]``."""
+        if specgram.ndim < 3:
+            raise ValueError(
+                f"specgram must be at least 3-D (..., channel, freq, time), got {specgram.shape}"
+            )
+        if not specgram.is_complex():
+            raise ValueError(f"specgram must be complex (cfloat or cdouble), got {specgram.dtype}")
+        if mask_n is None:
+            warnings.warn(
+                "``mask_n`` is not provided, use ``1 - mask_s`` as ``mask_n``.", stacklevel=2
+            )
+            mask_n = 1 - mask_s
+        if self.multi_mask:
+            mask_s, mask_n = mask_s.mean(dim=-3), mask_n.mean(dim=-3)
+        work = specgram.to(torch.cdouble)
+        psd_s, psd_n = beamforming.psd(work, mask_s), beamforming.psd(work, mask_n)
+        if self.online:
+            psd_s, psd_n = self._merged(psd_s, mask_s, "s"), self._merged(psd_n, mask_n, "n")
+        weights = self._weights(psd_s, psd_n)
+        return beamforming.apply_beamforming(weights, work).to(specgram.dtype)
