@@ -17,7 +17,7 @@ Example:
 """
 
 from trivium.core import RandomApply, RandomChoice, RandomOrder, Transform
-from trivium.vision.transforms import box_kernels, functional
+from trivium.vision.transforms import functional
 from trivium.vision.transforms._base import Compose, ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms.auto_augment import (
@@ -132,7 +132,6 @@ __all__ = [
     "ToImage",
     "Transform",
     "TrivialAugmentWide",
-    "box_kernels",
     "functional",
     "register_kernel",
 ]

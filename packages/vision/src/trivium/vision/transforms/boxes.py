@@ -24,7 +24,7 @@ import torch
 from trivium.core import Transform
 from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
-from trivium.vision.transforms.box_kernels import (
+from trivium.vision.transforms.functional.geometry import (
     _convert,
     clamp_bounding_boxes,
     convert_bounding_box_format,

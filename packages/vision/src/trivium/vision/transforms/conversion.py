@@ -29,7 +29,7 @@ from trivium.vision.transforms._base import (
     _as_image_tensor,
     _leaf_kinds,
 )
-from trivium.vision.transforms._dispatch import register_passthrough
+from trivium.vision.transforms._dispatch import _register_passthrough as register_passthrough
 from trivium.vision.transforms._image import check_image, is_pil
 from trivium.vision.transforms._scriptable import NormalizeModule, ToDtypeModule
 from trivium.vision.transforms.functional.conversion import (

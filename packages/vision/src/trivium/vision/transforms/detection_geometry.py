@@ -29,23 +29,21 @@ import torch
 from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
-from trivium.vision.transforms._dispatch import register_kernel
-from trivium.vision.transforms.box_kernels import (
+from trivium.vision.transforms._dispatch import _register_transform_kernel as register_kernel
+from trivium.vision.transforms.functional.geometry import (
+    _check_fill_channels,
     _resize_typed_boxes,
     convert_bounding_box_format,
     crop_bounding_boxes,
-    pad_bounding_boxes,
-)
-from trivium.vision.transforms.functional.geometry import (
-    _check_fill_channels,
-    crop,
+    crop_image,
     interpolation_mode,
-    pad,
+    pad_bounding_boxes,
+    pad_image,
     parse_fill,
-    resize,
+    resize_image,
 )
+from trivium.vision.transforms.functional.warp import _mask_as_image, _mask_back
 from trivium.vision.transforms.interpolation import InterpolationMode
-from trivium.vision.transforms.warp_box_kernels import _mask_as_image, _mask_back
 
 __all__ = ["RandomIoUCrop", "RandomShortestSize", "RandomZoomOut"]
 
@@ -152,7 +150,7 @@ class RandomZoomOut(ImageTransform):
         if params["padding"] is None:
             return inpt
         _check_fill_channels(type(self).__name__, self._image_fill, inpt.shape[-3])
-        return pad(inpt, params["padding"], self._image_fill)
+        return pad_image(inpt, params["padding"], self._image_fill)
 
 
 @register_kernel(RandomZoomOut, tv_tensors.BoundingBoxes)
@@ -375,7 +373,7 @@ class RandomIoUCrop(ImageTransform):
         """Crop one image tensor (or return it when the draw left the sample as is)."""
         if not params:
             return inpt
-        return crop(inpt, params["top"], params["left"], params["height"], params["width"])
+        return crop_image(inpt, params["top"], params["left"], params["height"], params["width"])
 
 
 @register_kernel(RandomIoUCrop, tv_tensors.BoundingBoxes)
@@ -457,7 +455,7 @@ class RandomShortestSize(ImageTransform):
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         """Resize one image tensor to the drawn size."""
-        return resize(inpt, params["size"], self.interpolation, antialias=self.antialias)
+        return resize_image(inpt, params["size"], self.interpolation, antialias=self.antialias)
 
 
 @register_kernel(RandomShortestSize, tv_tensors.BoundingBoxes)
@@ -473,5 +471,5 @@ def _shortest_size_mask(
 ) -> tv_tensors.Mask:
     size = params["size"]
     return _mask_op(
-        mask, lambda x: resize(x, size, InterpolationMode.NEAREST), "RandomShortestSize"
+        mask, lambda x: resize_image(x, size, InterpolationMode.NEAREST), "RandomShortestSize"
     )

@@ -27,34 +27,32 @@ from trivium.core.tracing import is_tracing
 from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
-from trivium.vision.transforms._dispatch import register_kernel
+from trivium.vision.transforms._dispatch import _register_transform_kernel as register_kernel
 from trivium.vision.transforms._image import check_image, eager_cpu, image_where
 from trivium.vision.transforms._scriptable import CenterCropModule, PadModule, ResizeModule
-from trivium.vision.transforms.box_kernels import (
-    _resize_typed_boxes,
-    center_crop_bounding_boxes,
-    crop_bounding_boxes,
-    horizontal_flip_bounding_boxes,
-    pad_bounding_boxes,
-    resized_crop_bounding_boxes,
-    vertical_flip_bounding_boxes,
-)
 from trivium.vision.transforms.functional.geometry import (
     _center_crop_image,
     _check_fill_channels,
     _flip,
     _pad_image,
     _resize_image,
+    _resize_typed_boxes,
     _resized_crops_each,
+    center_crop_bounding_boxes,
     compute_resized_output_size,
     crop_batched,
-    five_crop,
+    crop_bounding_boxes,
+    five_crop_image,
+    horizontal_flip_bounding_boxes,
     interpolation_mode,
+    pad_bounding_boxes,
     parse_fill,
     parse_padding,
     parse_size,
     resized_crop_batched,
-    ten_crop,
+    resized_crop_bounding_boxes,
+    ten_crop_image,
+    vertical_flip_bounding_boxes,
 )
 from trivium.vision.transforms.interpolation import InterpolationMode
 
@@ -316,7 +314,7 @@ class FiveCrop(ImageTransform):
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> tuple[torch.Tensor, ...]:
         """Crop one image tensor (see the class docstring)."""
         self._check(inpt)
-        return five_crop(inpt, self.size)
+        return five_crop_image(inpt, self.size)
 
     def _check(self, inpt: torch.Tensor) -> None:
         name = type(self).__name__
@@ -343,7 +341,7 @@ class TenCrop(FiveCrop):
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> tuple[torch.Tensor, ...]:
         """Crop one image tensor (see the class docstring)."""
         self._check(inpt)
-        return ten_crop(inpt, self.size, self.vertical_flip)
+        return ten_crop_image(inpt, self.size, self.vertical_flip)
 
 
 # Flips.

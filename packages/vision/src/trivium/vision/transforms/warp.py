@@ -38,7 +38,7 @@ from trivium.core.tracing import is_tracing
 from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import ImageTransform
-from trivium.vision.transforms._dispatch import register_kernel
+from trivium.vision.transforms._dispatch import _register_transform_kernel as register_kernel
 from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
@@ -51,23 +51,21 @@ from trivium.vision.transforms.functional.warp import (
     _apply_grid,
     _perspective_grid,
     _warp_affine,
-    affine,
-    elastic,
+    affine_bounding_boxes,
+    affine_image,
+    affine_mask,
+    elastic_bounding_boxes,
+    elastic_image,
+    elastic_mask,
+    perspective_bounding_boxes,
     perspective_coefficients,
-    rotate,
+    perspective_mask,
+    rotate_bounding_boxes,
+    rotate_image,
+    rotate_mask,
 )
 from trivium.vision.transforms.geometry import _where_per_image
 from trivium.vision.transforms.interpolation import InterpolationMode
-from trivium.vision.transforms.warp_box_kernels import (
-    affine_bounding_boxes,
-    affine_mask,
-    elastic_bounding_boxes,
-    elastic_mask,
-    perspective_bounding_boxes,
-    perspective_mask,
-    rotate_bounding_boxes,
-    rotate_mask,
-)
 
 __all__ = ["ElasticTransform", "RandomAffine", "RandomPerspective", "RandomRotation"]
 
@@ -218,7 +216,7 @@ class RandomRotation(_Warp):
         warped = self._warp_thetas(inpt, params)
         if warped is not None:
             return warped
-        return rotate(
+        return rotate_image(
             inpt, params["angle"], self.interpolation, self.expand, self.center, self.fill
         )
 
@@ -321,7 +319,7 @@ class RandomAffine(_Warp):
         warped = self._warp_thetas(inpt, params)
         if warped is not None:
             return warped
-        return affine(
+        return affine_image(
             inpt,
             params["angle"],
             params["translate"],
@@ -572,7 +570,7 @@ class ElasticTransform(_Warp):
             displacement = self._displacement(
                 torch.cat(noise) if isinstance(noise, tuple) else noise
             )
-        return elastic(inpt, displacement, self.interpolation, self.fill)
+        return elastic_image(inpt, displacement, self.interpolation, self.fill)
 
 
 # Boxes and masks: the warps move them with the image (registered in the kernel registry).

@@ -1,0 +1,217 @@
+"""The functionals dispatch on the input's type as torchvision v2's do (``F.resize(boxes)``...).
+
+Every functional is compared with torchvision's on the same Image / Video / Mask /
+BoundingBoxes, and a user's own tv_tensor type is registered and sent through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from peers import require_torchvision
+
+from trivium.vision import transforms as T
+from trivium.vision import tv_tensors
+from trivium.vision.transforms import functional as F
+
+H, W = 23, 31
+TYPES = ("image", "video", "mask", "boxes")
+
+
+def _inputs(kind: str, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    if kind == "image":
+        return torch.randint(0, 256, (3, H, W), dtype=torch.uint8, generator=g)
+    if kind == "video":
+        return torch.randint(0, 256, (2, 3, H, W), dtype=torch.uint8, generator=g)
+    if kind == "mask":
+        return torch.randint(0, 4, (H, W), dtype=torch.uint8, generator=g)
+    xy = torch.rand(5, 2, generator=g) * torch.tensor([W - 8.0, H - 8.0])
+    return torch.cat((xy, xy + 1 + torch.rand(5, 2, generator=g) * 6), dim=1)
+
+
+def _typed(ns: Any, kind: str, data: torch.Tensor) -> Any:
+    """``data`` as ``ns.tv_tensors``' type for ``kind`` (ours or torchvision's)."""
+    if kind == "boxes":
+        return ns.tv_tensors.BoundingBoxes(data, format="XYXY", canvas_size=(H, W))
+    return {"image": ns.tv_tensors.Image, "video": ns.tv_tensors.Video, "mask": ns.tv_tensors.Mask}[
+        kind
+    ](data)
+
+
+class _Ours:
+    tv_tensors = tv_tensors
+
+
+DISPLACEMENT = (torch.rand(1, H, W, 2, generator=torch.Generator().manual_seed(3)) - 0.5) * 0.2
+GEOMETRY: list[tuple[str, dict[str, Any]]] = [
+    ("resize", {"size": [17, 40]}),
+    ("resize", {"size": 15, "max_size": 30}),
+    ("crop", {"top": 3, "left": -2, "height": 12, "width": 20}),
+    ("center_crop", {"output_size": [11, 35]}),
+    ("resized_crop", {"top": 2, "left": 4, "height": 15, "width": 20, "size": [30, 24]}),
+    ("pad", {"padding": [2, 3, 4, 1]}),
+    ("horizontal_flip", {}),
+    ("vertical_flip", {}),
+    ("rotate", {"angle": 30.0}),
+    ("rotate", {"angle": -50.0, "expand": True}),
+    ("affine", {"angle": 20.0, "translate": [3, -2], "scale": 0.9, "shear": [8.0, 0.0]}),
+    (
+        "perspective",
+        {
+            "startpoints": [[0, 0], [30, 0], [30, 22], [0, 22]],
+            "endpoints": [[2, 1], [28, 0], [30, 20], [1, 22]],
+        },
+    ),
+    ("elastic", {"displacement": DISPLACEMENT}),
+]
+
+
+@pytest.mark.parametrize("kind", TYPES)
+@pytest.mark.parametrize(
+    ("name", "kwargs"), GEOMETRY, ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_geometry_functionals_match_torchvision(name: str, kwargs: dict, kind: str) -> None:
+    tv = require_torchvision()
+    data = _inputs(kind)
+    expected = getattr(tv.transforms.v2.functional, name)(_typed(tv, kind, data), **kwargs)
+    out = getattr(F, name)(_typed(_Ours, kind, data), **kwargs)
+    assert type(out).__name__ == type(expected).__name__
+    assert isinstance(out, tv_tensors.TVTensor)
+    plain_out, plain_expected = out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor)
+    assert plain_out.shape == plain_expected.shape and plain_out.dtype == plain_expected.dtype
+    if kind == "boxes" and kwargs.get("expand"):
+        # Our canvas is the rotated image's (torchvision's box canvas can differ from its
+        # image's by a pixel); the boxes within a pixel of torchvision's.
+        assert out.canvas_size == F.rotate(torch.zeros(1, H, W), **kwargs).shape[-2:]
+        torch.testing.assert_close(plain_out, plain_expected, atol=1.0, rtol=0)
+    elif kind == "boxes":
+        assert out.canvas_size == tuple(expected.canvas_size)
+        torch.testing.assert_close(plain_out, plain_expected, atol=1e-4, rtol=0)
+    elif kind == "mask" or name not in ("rotate", "affine", "perspective", "elastic"):
+        assert torch.equal(plain_out, plain_expected)
+    else:  # bilinear warps of uint8: off by one at rounding ties at most
+        assert (plain_out.int() - plain_expected.int()).abs().max() <= 1
+
+
+COLOUR: list[tuple[str, dict[str, Any]]] = [
+    ("adjust_brightness", {"brightness_factor": 1.3}),
+    ("adjust_contrast", {"contrast_factor": 0.6}),
+    ("adjust_saturation", {"saturation_factor": 1.7}),
+    ("adjust_hue", {"hue_factor": 0.2}),
+    ("adjust_gamma", {"gamma": 0.8}),
+    ("adjust_sharpness", {"sharpness_factor": 2.0}),
+    ("invert", {}),
+    ("posterize", {"bits": 3}),
+    ("solarize", {"threshold": 100}),
+    ("autocontrast", {}),
+    ("equalize", {}),
+    ("gaussian_blur", {"kernel_size": [3, 5], "sigma": [1.0, 0.7]}),
+    ("to_dtype", {"dtype": torch.float32, "scale": True}),
+    ("erase", {"i": 2, "j": 3, "h": 5, "w": 6, "v": torch.tensor(7, dtype=torch.uint8)}),
+]
+
+
+@pytest.mark.parametrize("kind", ["image", "video"])
+@pytest.mark.parametrize(("name", "kwargs"), COLOUR, ids=lambda v: v if isinstance(v, str) else "")
+def test_image_functionals_match_torchvision(name: str, kwargs: dict, kind: str) -> None:
+    tv = require_torchvision()
+    data = _inputs(kind)
+    expected = getattr(tv.transforms.v2.functional, name)(_typed(tv, kind, data), **kwargs)
+    out = getattr(F, name)(_typed(_Ours, kind, data), **kwargs)
+    assert type(out).__name__ == type(expected).__name__
+    plain_out, plain_expected = out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor)
+    assert plain_out.dtype == plain_expected.dtype
+    torch.testing.assert_close(plain_out, plain_expected, atol=1, rtol=0)
+    # A plain tensor is an image: the same kernel, untyped.
+    plain = getattr(F, name)(data, **kwargs)
+    assert type(plain) is torch.Tensor and torch.equal(plain, plain_out)
+
+
+def test_normalize_and_to_dtype_of_masks_and_boxes_as_torchvision() -> None:
+    tv = require_torchvision()
+    img = _inputs("image").float() / 255
+    expected = tv.transforms.v2.functional.normalize(tv.tv_tensors.Image(img), [0.5] * 3, [0.2] * 3)
+    out = F.normalize(tv_tensors.Image(img), [0.5] * 3, [0.2] * 3)
+    assert type(out) is tv_tensors.Image
+    torch.testing.assert_close(out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+    for kind in ("mask", "boxes"):
+        data = _inputs(kind)
+        ours = F.to_dtype(_typed(_Ours, kind, data), torch.int64, scale=True)
+        theirs = tv.transforms.v2.functional.to_dtype(_typed(tv, kind, data), torch.int64, True)
+        assert torch.equal(ours.as_subclass(torch.Tensor), theirs.as_subclass(torch.Tensor))
+
+
+def _kernel_names(namespace: Any) -> set[str]:
+    suffixes = ("_image", "_video", "_mask", "_bounding_boxes")
+    return {n for n in dir(namespace) if n.endswith(suffixes) and not n.startswith("_")}
+
+
+def test_kernel_names_are_torchvisions() -> None:
+    tvF = require_torchvision().transforms.v2.functional
+    ours = _kernel_names(F) - {"rgb_to_grayscale_video"}  # the image kernel, as a video kernel
+    assert ours <= _kernel_names(tvF), sorted(ours - _kernel_names(tvF))
+    # Every functional with a kernel here has torchvision's kernel names for the same types.
+    for name in ("resize", "crop", "center_crop", "resized_crop", "pad", "rotate", "affine"):
+        for suffix in ("image", "video", "mask", "bounding_boxes"):
+            assert f"{name}_{suffix}" in ours
+
+
+class Points(tv_tensors.TVTensor):
+    """A user's type: [N, 2] (x, y) points on a canvas of ``canvas_width`` columns."""
+
+
+def _register_points() -> None:
+    @T.register_kernel(F.resize, Points)
+    def _resize_points(points: Points, size: list[int], **kwargs: Any) -> Points:
+        scale = torch.tensor([size[1] / 10, size[0] / 10])  # the tests' canvas is 10 x 10
+        return tv_tensors.wrap(points.as_subclass(torch.Tensor) * scale, like=points)
+
+    @T.register_kernel("horizontal_flip", Points)
+    def _flip_points(points: Points) -> Points:
+        out = points.as_subclass(torch.Tensor).clone()
+        out[:, 0] = 10 - out[:, 0]
+        return tv_tensors.wrap(out, like=points)
+
+
+def test_a_users_type_goes_to_its_kernel() -> None:
+    _register_points()
+    pts = torch.tensor([[1.0, 2.0], [5.0, 5.0]]).as_subclass(Points)
+    out = F.resize(pts, [20, 30])
+    assert type(out) is Points and out.tolist() == [[3.0, 4.0], [15.0, 10.0]]
+    flipped = F.horizontal_flip(pts)
+    assert type(flipped) is Points and flipped.tolist() == [[9.0, 2.0], [5.0, 5.0]]
+    # A subclass of the user's type finds its base's kernel (the MRO).
+    sub = type("MorePoints", (Points,), {})
+    assert type(F.resize(pts.as_subclass(sub), [10, 10])) is sub
+
+
+def test_a_type_without_a_kernel_raises() -> None:
+    class Other(tv_tensors.TVTensor):
+        pass
+
+    x = torch.zeros(3, 4, 4).as_subclass(Other)
+    with pytest.raises(TypeError, match=r"F\.resize has no kernel for Other"):
+        F.resize(x, [2, 2])  # never the plain-tensor kernel
+    with pytest.raises(TypeError, match=r"F\.adjust_hue has no kernel for Mask"):
+        F.adjust_hue(tv_tensors.Mask(torch.zeros(4, 4)), 0.1)
+
+
+@pytest.mark.parametrize(
+    ("functional", "cls", "error"),
+    [
+        (F.resize, tv_tensors.Mask, ValueError),  # the library's own type
+        (F.resize, torch.Tensor, TypeError),  # not a TVTensor
+        (lambda x: x, Points, ValueError),  # not a functional
+        ("no_such_functional", Points, ValueError),
+        (len, Points, ValueError),  # a callable that is no functional
+    ],
+)
+def test_register_kernel_rejects_bad_arguments(
+    functional: Callable | str, cls: type, error: type
+) -> None:
+    with pytest.raises(error, match="register_kernel"):
+        T.register_kernel(functional, cls)
