@@ -215,3 +215,59 @@ def test_register_kernel_rejects_bad_arguments(
 ) -> None:
     with pytest.raises(error, match="register_kernel"):
         T.register_kernel(functional, cls)
+
+
+# Transforms call the functionals: a user's kernel runs inside them too.
+
+
+def test_a_users_type_goes_through_the_transforms() -> None:
+    _register_points()
+    img = torch.zeros(3, 10, 10)
+    pts = torch.tensor([[1.0, 2.0], [5.0, 5.0]]).as_subclass(Points)
+    out_img, out_pts = T.Resize([20, 30])(img, pts)
+    assert out_img.shape == (3, 20, 30)
+    assert type(out_pts) is Points and out_pts.tolist() == [[3.0, 4.0], [15.0, 10.0]]
+    _, flipped = T.RandomHorizontalFlip(p=1.0)(img, {"points": pts})
+    assert type(flipped["points"]) is Points and flipped["points"].tolist() == [
+        [9.0, 2.0],
+        [5.0, 5.0],
+    ]
+    _, kept = T.RandomHorizontalFlip(p=0.0)(img, pts)
+    assert kept.tolist() == pts.tolist()
+
+
+def test_a_transform_without_a_kernel_for_a_type_raises_or_passes_it_through() -> None:
+    _register_points()
+    img = torch.zeros(3, 10, 10)
+    pts = torch.tensor([[1.0, 2.0]]).as_subclass(Points)
+    # Geometry whose functional has no kernel for Points: the points would be left behind.
+    with pytest.raises(TypeError, match="CenterCrop has no kernel for Points"):
+        T.CenterCrop(4)(img, pts)
+    with pytest.raises(TypeError, match="RandomRotation has no kernel for Points"):
+        T.RandomRotation(30)(img, pts)
+    # Colour and dtype transforms leave them where they are.
+    for t in (T.ColorJitter(brightness=0.5), T.Normalize([0.5], [0.5]), T.GaussianBlur(3)):
+        _, out = t(img, pts)
+        assert out is pts
+
+
+@pytest.mark.parametrize(
+    ("transform", "functional", "args"),
+    [
+        (T.Resize(15, max_size=40), F.resize, (15,)),
+        (T.CenterCrop([9, 40]), F.center_crop, ([9, 40],)),
+        (T.Pad([1, 2, 3, 4]), F.pad, ([1, 2, 3, 4],)),
+        (T.RandomVerticalFlip(p=1.0), F.vertical_flip, ()),
+    ],
+)
+@pytest.mark.parametrize("kind", ["mask", "boxes"])
+def test_transforms_move_boxes_and_masks_as_their_functional(
+    transform: torch.nn.Module, functional: Callable, args: tuple, kind: str
+) -> None:
+    data = _typed(_Ours, kind, _inputs(kind))
+    kwargs = {"max_size": 40} if functional is F.resize else {}
+    expected = functional(data, *args, **kwargs)
+    _, out = transform(tv_tensors.Image(_inputs("image")), data)
+    assert type(out) is type(data) and torch.equal(out, expected)
+    if kind == "boxes":
+        assert out.canvas_size == expected.canvas_size

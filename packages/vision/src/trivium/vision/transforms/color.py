@@ -25,10 +25,8 @@ from torch import nn
 
 from trivium.core.tracing import is_tracing
 from trivium.core.transform import check_probability
-from trivium.vision import tv_tensors
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
-from trivium.vision.transforms._dispatch import _register_passthrough as register_passthrough
 from trivium.vision.transforms._image import bits_view, check_image, eager_cpu, image_where
 from trivium.vision.transforms._switch import switch
 from trivium.vision.transforms.functional.color import (
@@ -74,6 +72,8 @@ class Grayscale(ImageTransform):
         torch.Size([2, 3, 8, 8])
     """
 
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+
     def __init__(self, num_output_channels: int = 1) -> None:
         super().__init__()
         if num_output_channels not in (1, 3):
@@ -103,6 +103,8 @@ class _ScriptableGrayscale(nn.Module):
 
 class _RandomOp(ImageTransform):
     """Apply ``_op`` with probability ``p`` (per image when ``per_sample=True``)."""
+
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
 
     _channels: tuple[int, ...] | None = None
     _per_image_params = ("apply",)
@@ -400,6 +402,8 @@ class ColorJitter(ImageTransform):
         torch.Size([3, 8, 8])
     """
 
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+
     _OPS = ("brightness", "contrast", "saturation", "hue")
     _per_image_params = _OPS
     _cpu_chunk_values = 2 * 3 * 224 * 224  # ~40 passes of small ops: 2 images per call
@@ -478,6 +482,8 @@ class GaussianBlur(ImageTransform):
         torch.Size([4, 3, 16, 16])
     """
 
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+
     _per_image_params = ("sigma",)
     # The depthwise convolutions vectorise across the chunk's N x C channels: 4 images.
     _cpu_chunk_values = 4 * 3 * 224 * 224
@@ -526,4 +532,3 @@ class GaussianBlur(ImageTransform):
 
 
 # Colour changes leave boxes and masks where they are.
-register_passthrough((Grayscale, _RandomOp, ColorJitter, GaussianBlur), (tv_tensors.TVTensor,))
