@@ -18,7 +18,7 @@ from trivium.vision import tv_tensors
 from trivium.vision.transforms import functional as F
 
 H, W = 23, 31
-TYPES = ("image", "video", "mask", "boxes")
+TYPES = ("image", "video", "mask", "boxes", "keypoints")
 
 
 def _inputs(kind: str, seed: int = 0) -> torch.Tensor:
@@ -29,6 +29,8 @@ def _inputs(kind: str, seed: int = 0) -> torch.Tensor:
         return torch.randint(0, 256, (2, 3, H, W), dtype=torch.uint8, generator=g)
     if kind == "mask":
         return torch.randint(0, 4, (H, W), dtype=torch.uint8, generator=g)
+    if kind == "keypoints":  # polygons of 3 points, some on the edges
+        return torch.rand(4, 3, 2, generator=g) * torch.tensor([W - 1.0, H - 1.0])
     xy = torch.rand(5, 2, generator=g) * torch.tensor([W - 8.0, H - 8.0])
     return torch.cat((xy, xy + 1 + torch.rand(5, 2, generator=g) * 6), dim=1)
 
@@ -37,6 +39,8 @@ def _typed(ns: Any, kind: str, data: torch.Tensor) -> Any:
     """``data`` as ``ns.tv_tensors``' type for ``kind`` (ours or torchvision's)."""
     if kind == "boxes":
         return ns.tv_tensors.BoundingBoxes(data, format="XYXY", canvas_size=(H, W))
+    if kind == "keypoints":
+        return ns.tv_tensors.KeyPoints(data, canvas_size=(H, W))
     return {"image": ns.tv_tensors.Image, "video": ns.tv_tensors.Video, "mask": ns.tv_tensors.Mask}[
         kind
     ](data)
@@ -83,12 +87,12 @@ def test_geometry_functionals_match_torchvision(name: str, kwargs: dict, kind: s
     assert isinstance(out, tv_tensors.TVTensor)
     plain_out, plain_expected = out.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor)
     assert plain_out.shape == plain_expected.shape and plain_out.dtype == plain_expected.dtype
-    if kind == "boxes" and kwargs.get("expand"):
+    if kind in ("boxes", "keypoints") and kwargs.get("expand"):
         # Our canvas is the rotated image's (torchvision's box canvas can differ from its
         # image's by a pixel); the boxes within a pixel of torchvision's.
         assert out.canvas_size == F.rotate(torch.zeros(1, H, W), **kwargs).shape[-2:]
         torch.testing.assert_close(plain_out, plain_expected, atol=1.0, rtol=0)
-    elif kind == "boxes":
+    elif kind in ("boxes", "keypoints"):
         assert out.canvas_size == tuple(expected.canvas_size)
         torch.testing.assert_close(plain_out, plain_expected, atol=1e-4, rtol=0)
     elif kind == "mask" or name not in ("rotate", "affine", "perspective", "elastic"):
@@ -146,7 +150,7 @@ def test_normalize_and_to_dtype_of_masks_and_boxes_as_torchvision() -> None:
 
 
 def _kernel_names(namespace: Any) -> set[str]:
-    suffixes = ("_image", "_video", "_mask", "_bounding_boxes")
+    suffixes = ("_image", "_video", "_mask", "_bounding_boxes", "_keypoints")
     return {n for n in dir(namespace) if n.endswith(suffixes) and not n.startswith("_")}
 
 
@@ -156,7 +160,7 @@ def test_kernel_names_are_torchvisions() -> None:
     assert ours <= _kernel_names(tvF), sorted(ours - _kernel_names(tvF))
     # Every functional with a kernel here has torchvision's kernel names for the same types.
     for name in ("resize", "crop", "center_crop", "resized_crop", "pad", "rotate", "affine"):
-        for suffix in ("image", "video", "mask", "bounding_boxes"):
+        for suffix in ("image", "video", "mask", "bounding_boxes", "keypoints"):
             assert f"{name}_{suffix}" in ours
 
 
@@ -271,3 +275,91 @@ def test_transforms_move_boxes_and_masks_as_their_functional(
     assert type(out) is type(data) and torch.equal(out, expected)
     if kind == "boxes":
         assert out.canvas_size == expected.canvas_size
+
+
+# KeyPoints: a new type is one file of kernels (functional/keypoints.py).
+
+
+@pytest.mark.parametrize(
+    "name", ["horizontal_flip", "vertical_flip", "resize", "crop", "pad", "affine", "rotate"]
+)
+def test_integer_keypoints_match_torchvision(name: str) -> None:
+    tv = require_torchvision()
+    data = torch.randint(-3, 40, (6, 2))
+    args = {
+        "horizontal_flip": {},
+        "vertical_flip": {},
+        "resize": {"size": [40, 17]},
+        "crop": {"top": 2, "left": 5, "height": 10, "width": 12},
+        "pad": {"padding": [3, 1]},
+        "affine": {"angle": 15.0, "translate": [2, 1], "scale": 1.1, "shear": [3.0, 0.0]},
+        "rotate": {"angle": 33.0},
+    }[name]
+    ours = getattr(F, name)(tv_tensors.KeyPoints(data, canvas_size=(H, W)), **args)
+    theirs = getattr(tv.transforms.v2.functional, name)(
+        tv.tv_tensors.KeyPoints(data, canvas_size=(H, W)), **args
+    )
+    assert ours.dtype == theirs.dtype and ours.canvas_size == tuple(theirs.canvas_size)
+    assert torch.equal(ours.as_subclass(torch.Tensor), theirs.as_subclass(torch.Tensor))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v2: v2.Resize([40, 20]),
+        lambda v2: v2.CenterCrop([15, 40]),
+        lambda v2: v2.Pad([2, 5]),
+        lambda v2: v2.RandomHorizontalFlip(p=1.0),
+        lambda v2: v2.RandomVerticalFlip(p=1.0),
+        lambda v2: v2.ClampKeyPoints(),
+    ],
+)
+def test_keypoints_through_the_transforms_as_torchvision(make: Callable) -> None:
+    tv = require_torchvision()
+    data = _inputs("keypoints") * 1.2 - 1  # some off the canvas
+    img = _inputs("image")
+    _, ours = make(T)(tv_tensors.Image(img), tv_tensors.KeyPoints(data, canvas_size=(H, W)))
+    _, theirs = make(tv.transforms.v2)(
+        tv.tv_tensors.Image(img), tv.tv_tensors.KeyPoints(data, canvas_size=(H, W))
+    )
+    assert type(ours) is tv_tensors.KeyPoints and ours.canvas_size == tuple(theirs.canvas_size)
+    torch.testing.assert_close(
+        ours.as_subclass(torch.Tensor), theirs.as_subclass(torch.Tensor), atol=1e-5, rtol=0
+    )
+
+
+def test_sanitize_keypoints_as_torchvision() -> None:
+    tv = require_torchvision()
+    data = _inputs("keypoints") * 1.3 - 2  # rows of 3 points, some leaving the canvas
+    labels = torch.arange(data.shape[0])
+    ours = T.SanitizeKeyPoints(labels_getter="default")(
+        {"points": tv_tensors.KeyPoints(data, canvas_size=(H, W)), "labels": labels}
+    )
+    theirs = tv.transforms.v2.SanitizeKeyPoints(labels_getter="default")(
+        {"points": tv.tv_tensors.KeyPoints(data, canvas_size=(H, W)), "labels": labels}
+    )
+    assert 0 < len(ours["labels"]) < len(labels)
+    assert torch.equal(ours["labels"], theirs["labels"])
+    assert torch.equal(
+        ours["points"].as_subclass(torch.Tensor), theirs["points"].as_subclass(torch.Tensor)
+    )
+    plain, valid = F.sanitize_keypoints(data, canvas_size=(H, W))
+    tv_plain, tv_valid = tv.transforms.v2.functional.sanitize_keypoints(data, canvas_size=(H, W))
+    assert torch.equal(plain, tv_plain) and torch.equal(valid, tv_valid)
+    with pytest.raises(ValueError, match="canvas_size"):
+        F.clamp_keypoints(data)
+
+
+def test_keypoints_move_with_random_geometry() -> None:
+    # A point on a bright pixel lands on the bright pixel of the warped image.
+    img = torch.zeros(1, 41, 41)
+    img[0, 10, 30] = 1.0
+    points = tv_tensors.KeyPoints([[30.0, 10.0]], canvas_size=(41, 41))
+    g = torch.Generator().manual_seed(0)
+    for t in (
+        T.RandomRotation(40, generator=g),
+        T.RandomAffine(20, translate=(0.1, 0.1), generator=g),
+    ):
+        out_img, out_points = t(tv_tensors.Image(img), points)
+        y, x = divmod(int(out_img.as_subclass(torch.Tensor).argmax()), 41)
+        assert abs(out_points[0, 0].item() - x) <= 1 and abs(out_points[0, 1].item() - y) <= 1

@@ -29,8 +29,10 @@ from trivium.vision.transforms.auto_augment import (
 )
 from trivium.vision.transforms.boxes import (
     ClampBoundingBoxes,
+    ClampKeyPoints,
     ConvertBoundingBoxFormat,
     SanitizeBoundingBoxes,
+    SanitizeKeyPoints,
 )
 from trivium.vision.transforms.color import (
     ColorJitter,
@@ -83,6 +85,7 @@ __all__ = [
     "AutoAugmentPolicy",
     "CenterCrop",
     "ClampBoundingBoxes",
+    "ClampKeyPoints",
     "ColorJitter",
     "Compose",
     "ConvertBoundingBoxFormat",
@@ -127,6 +130,7 @@ __all__ = [
     "RandomZoomOut",
     "Resize",
     "SanitizeBoundingBoxes",
+    "SanitizeKeyPoints",
     "TenCrop",
     "ToDtype",
     "ToImage",

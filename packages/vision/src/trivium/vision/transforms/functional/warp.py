@@ -652,20 +652,18 @@ def _affine_args(
     )
 
 
-def _affine_with_expand(
+def _affine_move(
     owner: str,
-    bounding_boxes: torch.Tensor,
-    format: Any,
-    canvas_size: Any,
+    size: tuple[int, int],
     angle: Any,
     translate: Any,
     scale: Any,
     shear: Any,
     center: Any,
     expand: bool,
-    clamping_mode: str | None,
-) -> tuple[torch.Tensor, tuple[int, int]]:
-    size = _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode)
+) -> tuple[Any, tuple[int, int]]:
+    """The map of points ([K, 2] -> [K, 2]) under ``affine`` of a ``size`` canvas, and the
+    canvas it lands on (the image kernel's with ``expand``)."""
     angle, translate, scale, shear, center = _affine_args(
         owner, angle, translate, scale, shear, center
     )
@@ -696,6 +694,24 @@ def _affine_with_expand(
             moved = moved - torch.tensor(shift, dtype=points.dtype, device=points.device)
         return moved
 
+    return move, out_size
+
+
+def _affine_with_expand(
+    owner: str,
+    bounding_boxes: torch.Tensor,
+    format: Any,
+    canvas_size: Any,
+    angle: Any,
+    translate: Any,
+    scale: Any,
+    shear: Any,
+    center: Any,
+    expand: bool,
+    clamping_mode: str | None,
+) -> tuple[torch.Tensor, tuple[int, int]]:
+    size = _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode)
+    move, out_size = _affine_move(owner, size, angle, translate, scale, shear, center, expand)
     boxes = _warp_boxes(owner, bounding_boxes, format, out_size, clamping_mode, move)
     return boxes, out_size
 
