@@ -363,3 +363,13 @@ def test_keypoints_move_with_random_geometry() -> None:
         out_img, out_points = t(tv_tensors.Image(img), points)
         y, x = divmod(int(out_img.as_subclass(torch.Tensor).argmax()), 41)
         assert abs(out_points[0, 0].item() - x) <= 1 and abs(out_points[0, 1].item() - y) <= 1
+
+
+def test_the_functionals_compile_in_one_graph() -> None:
+    def chain(x: torch.Tensor) -> torch.Tensor:
+        return F.adjust_brightness(F.resize(F.horizontal_flip(x), [8, 8]), 1.2)
+
+    x = torch.rand(3, 16, 12, generator=torch.Generator().manual_seed(0))
+    compiled = torch.compile(chain, fullgraph=True, backend="eager")  # the dispatch is traced
+    expected = F.adjust_brightness_image(F.resize_image(x.flip(-1), [8, 8]), 1.2)
+    torch.testing.assert_close(compiled(x), expected)
