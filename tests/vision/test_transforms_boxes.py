@@ -9,7 +9,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from trivium.vision import transforms as O
 from trivium.vision import tv_tensors as T
-from trivium.vision.transforms import box_kernels as K
+from trivium.vision.transforms import functional as K
 
 tv = import_torchvision()
 needs_tv = pytest.mark.skipif(tv is None, reason="torchvision is not installed")
@@ -313,22 +313,6 @@ def test_geometry_without_a_box_kernel_raises() -> None:
         O.FiveCrop(10)(_ours("XYXY", torch.float32))
     with pytest.raises(ValueError, match="per_sample"):
         O.RandomHorizontalFlip(per_sample=True)(_ours("XYXY", torch.float32))
-
-
-def test_register_kernel_for_a_new_type() -> None:
-    class Points(T.TVTensor):
-        pass
-
-    @O.register_kernel(O.RandomHorizontalFlip, Points)
-    def _flip_points(transform, points, params):  # type: ignore[no-untyped-def]
-        out = _plain(points).clone()
-        if params["flip"]:
-            out[:, 0] = 10 - out[:, 0]
-        return T.wrap(out, like=points)
-
-    pts = torch.tensor([[1.0, 2.0]]).as_subclass(Points)
-    _, out = O.RandomHorizontalFlip(p=1.0)(torch.zeros(3, 4, 10), pts)
-    assert type(out) is Points and out.tolist() == [[9.0, 2.0]]
 
 
 class _Detection(Dataset):

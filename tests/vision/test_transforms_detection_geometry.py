@@ -27,7 +27,7 @@ def make_sample(seed: int = 0, name: str = "XYXY", n: int = 6, big: bool = False
     xyxy = torch.cat((xy, xy + wh), dim=1).clamp(max=torch.tensor([W, H, W, H]))
     boxes = tv_tensors.BoundingBoxes(xyxy, format="XYXY", canvas_size=(H, W))
     if name != "XYXY":
-        from trivium.vision.transforms.box_kernels import convert_bounding_box_format
+        from trivium.vision.transforms.functional import convert_bounding_box_format
 
         boxes = convert_bounding_box_format(boxes, new_format=name)
     masks = torch.zeros(n, H, W, dtype=torch.uint8)

@@ -7,7 +7,7 @@ import torch
 from peers import require_torchvision
 
 from trivium.vision.transforms import functional as F
-from trivium.vision.transforms import warp_box_kernels as K
+from trivium.vision.transforms import functional as K
 
 FORMATS = ["XYXY", "XYWH", "CXCYWH"]
 H, W = 37, 53

@@ -1,4 +1,4 @@
-"""Typed tensors for detection samples: ``Image``, ``Video``, ``Mask``, ``BoundingBoxes``.
+"""Typed tensors for detection samples: images, videos, masks, boxes and key points.
 
 The same names and semantics as ``torchvision.tv_tensors``: each is a
 ``torch.Tensor`` subclass whose type tells a transform how to treat it (an image
@@ -35,6 +35,7 @@ __all__ = [
     "BoundingBoxFormat",
     "BoundingBoxes",
     "Image",
+    "KeyPoints",
     "Mask",
     "TVTensor",
     "Video",
@@ -300,9 +301,7 @@ def _as_canvas_size(canvas_size: Any) -> tuple[int, int]:
         or len(canvas_size) != 2
         or not all(isinstance(s, int) and not isinstance(s, bool) for s in canvas_size)
     ):
-        raise TypeError(
-            f"BoundingBoxes: canvas_size must be (height, width) as two ints, got {canvas_size!r}"
-        )
+        raise TypeError(f"canvas_size must be (height, width) as two ints, got {canvas_size!r}")
     return (int(canvas_size[0]), int(canvas_size[1]))
 
 
@@ -415,6 +414,81 @@ class BoundingBoxes(TVTensor):
         return self._make_repr(
             format=self.format, canvas_size=self.canvas_size, clamping_mode=self.clamping_mode
         )
+
+
+class KeyPoints(TVTensor):
+    """Points ``[..., 2]`` (x, y) on an image of ``canvas_size`` (height, width).
+
+    As ``torchvision.tv_tensors.KeyPoints``: any leading shape (``[N, 2]`` points,
+    ``[N_polygons, N_points, 2]`` polygons, ``[N_skeletons, N_bones, 2, 2]``
+    skeletons); a 1-D input is one point. Geometry transforms move them with the image.
+
+    Example:
+        >>> k = KeyPoints([[1, 2], [3, 4]], canvas_size=(10, 20))
+        >>> k.shape, k.canvas_size
+        (torch.Size([2, 2]), (10, 20))
+    """
+
+    canvas_size: tuple[int, int]
+
+    @classmethod
+    def _wrap(
+        cls, tensor: torch.Tensor, *, canvas_size: tuple[int, int], check_dims: bool = True
+    ) -> KeyPoints:
+        if check_dims:
+            if tensor.ndim == 1:
+                tensor = tensor.unsqueeze(0)
+            elif tensor.ndim == 0 or tensor.shape[-1] != 2:
+                raise ValueError(
+                    f"KeyPoints: expected a tensor of shape [..., 2], got {tuple(tensor.shape)}"
+                )
+        points = tensor.as_subclass(cls)
+        points.canvas_size = _as_canvas_size(canvas_size)
+        return points
+
+    @classmethod
+    def wrap(  # type: ignore[override]
+        cls, tensor: torch.Tensor, like: KeyPoints, **kwargs: Any
+    ) -> KeyPoints:
+        """``tensor`` as key points with the canvas of ``like`` (or ``canvas_size=``).
+
+        Example:
+            >>> import torch
+            >>> k = KeyPoints([[0, 0]], canvas_size=(4, 4))
+            >>> KeyPoints.wrap(torch.ones(1, 2), like=k, canvas_size=(8, 8)).canvas_size
+            (8, 8)
+        """
+        return cls._wrap(tensor, canvas_size=kwargs.get("canvas_size", like.canvas_size))
+
+    def __new__(
+        cls,
+        data: Any,
+        *,
+        canvas_size: tuple[int, int],
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | int | None = None,
+        requires_grad: bool | None = None,
+    ) -> KeyPoints:
+        tensor = cls._to_tensor(data, dtype, device, requires_grad)
+        return cls._wrap(tensor, canvas_size=canvas_size)
+
+    @classmethod
+    def _wrap_output(
+        cls, output: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
+    ) -> Any:
+        # The canvas comes from the first KeyPoints among the arguments.
+        flat, _ = tree_flatten((tuple(args), dict(kwargs or {})))
+        like = next(x for x in flat if isinstance(x, KeyPoints))
+        if isinstance(output, torch.Tensor) and not isinstance(output, KeyPoints):
+            return KeyPoints._wrap(output, canvas_size=like.canvas_size, check_dims=False)
+        if isinstance(output, (tuple, list)):  # chunk(), unbind()
+            return type(output)(
+                KeyPoints._wrap(p, canvas_size=like.canvas_size, check_dims=False) for p in output
+            )
+        return output
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
+        return self._make_repr(canvas_size=self.canvas_size)
 
 
 @torch.compiler.disable

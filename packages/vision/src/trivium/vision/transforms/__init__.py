@@ -17,7 +17,7 @@ Example:
 """
 
 from trivium.core import RandomApply, RandomChoice, RandomOrder, Transform
-from trivium.vision.transforms import box_kernels, functional
+from trivium.vision.transforms import functional
 from trivium.vision.transforms._base import Compose, ImageTransform
 from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms.auto_augment import (
@@ -29,8 +29,10 @@ from trivium.vision.transforms.auto_augment import (
 )
 from trivium.vision.transforms.boxes import (
     ClampBoundingBoxes,
+    ClampKeyPoints,
     ConvertBoundingBoxFormat,
     SanitizeBoundingBoxes,
+    SanitizeKeyPoints,
 )
 from trivium.vision.transforms.color import (
     ColorJitter,
@@ -83,6 +85,7 @@ __all__ = [
     "AutoAugmentPolicy",
     "CenterCrop",
     "ClampBoundingBoxes",
+    "ClampKeyPoints",
     "ColorJitter",
     "Compose",
     "ConvertBoundingBoxFormat",
@@ -127,12 +130,12 @@ __all__ = [
     "RandomZoomOut",
     "Resize",
     "SanitizeBoundingBoxes",
+    "SanitizeKeyPoints",
     "TenCrop",
     "ToDtype",
     "ToImage",
     "Transform",
     "TrivialAugmentWide",
-    "box_kernels",
     "functional",
     "register_kernel",
 ]

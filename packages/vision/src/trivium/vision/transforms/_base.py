@@ -47,7 +47,7 @@ from trivium.core import transform as _core
 from trivium.core.tracing import is_tracing
 from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
-from trivium.vision.transforms._dispatch import apply_kernel, is_image_type
+from trivium.vision.transforms._dispatch import get_kernel, is_image_type
 from trivium.vision.transforms._image import (
     eager_cpu,
     is_image,
@@ -89,8 +89,7 @@ class ImageTransform(Transform):
         """Transform every leaf of the sample ``inputs`` with one draw of parameters.
 
         Images go through ``transform``; boxes, masks and other tv_tensors through
-        the kernel registered for this transform and their type (see
-        :mod:`trivium.vision.transforms._dispatch`); the rest passes through.
+        :meth:`transform_tv_tensor`; the rest passes through.
 
         Example:
             >>> import torch
@@ -135,7 +134,7 @@ class ImageTransform(Transform):
             if kind == _IMAGE:
                 outputs.append(self._output(x, t, next(done)))
             elif kind == _TYPED:
-                outputs.append(apply_kernel(self, x, params))
+                outputs.append(self.transform_tv_tensor(x, params))
             else:
                 outputs.append(x)
         return rebuild(outputs)
@@ -160,6 +159,67 @@ class ImageTransform(Transform):
             tensor(2.)
         """
         return self.make_params(images)
+
+    # Whether tv_tensors that are not images (boxes, masks, a user's types) pass through
+    # unchanged: True for the transforms that leave geometry alone (colour, dtype). A
+    # geometry transform raises TypeError for a type its functional has no kernel for:
+    # boxes left where they were while the image moves would be silently wrong.
+    _passthrough_tv_tensors: bool = False
+
+    def transform_tv_tensor(self, inpt: tv_tensors.TVTensor, params: dict[str, Any]) -> Any:
+        """Transform ``inpt``, a tv_tensor that is not an image, with this call's ``params``.
+
+        A geometry transform overrides it to call its functional with the drawn
+        parameters (``self._call_kernel(F.resize, inpt, ...)``), so boxes, masks and a
+        user's own types go to the kernel registered for their type (see
+        :func:`~trivium.vision.transforms.register_kernel`). The default passes ``inpt``
+        through when :attr:`_passthrough_tv_tensors`, else raises ``TypeError``.
+
+        Example:
+            >>> import torch
+            >>> from trivium.vision import tv_tensors
+            >>> from trivium.vision.transforms import functional as F
+            >>> class Flip(ImageTransform):
+            ...     def transform(self, inpt, params):
+            ...         return F.horizontal_flip_image(inpt)
+            ...     def transform_tv_tensor(self, inpt, params):
+            ...         return self._call_kernel(F.horizontal_flip, inpt)
+            >>> boxes = tv_tensors.BoundingBoxes([[0, 0, 1, 1]], format="XYXY", canvas_size=(4, 4))
+            >>> Flip()(torch.zeros(3, 4, 4), boxes)[1].tolist()
+            [[3, 0, 4, 1]]
+        """
+        if self._passthrough_tv_tensors:
+            return inpt
+        raise self._no_kernel(inpt)
+
+    def _has_kernel(self, functional: Any, inpt: Any) -> bool:
+        """Whether ``functional`` has a kernel for ``inpt``'s type.
+
+        False: ``inpt`` passes through (:attr:`_passthrough_tv_tensors`); without a
+        kernel otherwise: ``TypeError``.
+        """
+        try:
+            get_kernel(functional, type(inpt))
+        except TypeError:
+            if self._passthrough_tv_tensors:
+                return False
+            raise self._no_kernel(inpt) from None
+        return True
+
+    def _call_kernel(self, functional: Any, inpt: Any, *args: Any, **kwargs: Any) -> Any:
+        """``functional(inpt, *args, **kwargs)``, checked by :meth:`_has_kernel` first."""
+        if not self._has_kernel(functional, inpt):
+            return inpt
+        return functional(inpt, *args, **kwargs)
+
+    def _no_kernel(self, inpt: Any) -> TypeError:
+        name = type(inpt).__name__
+        return TypeError(
+            f"{type(self).__name__} has no kernel for {name}: it would leave the {name} "
+            f"unchanged while the image changes. Register one for the transform's "
+            f"functional with trivium.vision.transforms.register_kernel, or drop it from "
+            f"the sample"
+        )
 
     def _output(self, original: Any, tensor: torch.Tensor, out: Any) -> Any:
         """What ``forward`` returns for ``original`` (``tensor`` as given to ``transform``)."""

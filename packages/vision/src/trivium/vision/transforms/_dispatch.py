@@ -1,142 +1,190 @@
-"""The kernel registry: which function a transform applies to each type of input.
+"""The kernel registry: which kernel a functional applies to each type of input.
 
-Every transform's ``forward`` (:class:`~trivium.vision.transforms.ImageTransform`)
-flattens the sample and hands each leaf to :func:`apply_kernel`, which picks by the
-leaf's type, as ``torchvision.transforms.v2`` does:
+As in ``torchvision.transforms.v2``, every public functional
+(:func:`~trivium.vision.transforms.functional.resize`, ``horizontal_flip``, ...) looks
+up the kernel registered for the type of its input, walking the type's MRO:
 
-* images (plain tensors ``[..., C, H, W]``, ``tv_tensors.Image``/``Video``, PIL
-  images) go to the transform's ``transform`` method, the image kernel;
-* other tv_tensors (``BoundingBoxes``, ``Mask``, or a new ``TVTensor`` subclass) go
-  to the kernel registered for the pair (transform class, input type) with
-  :func:`register_kernel`; the transform's base classes and the input's base
-  classes are searched too. A transform without one raises a ``TypeError``: boxes
-  a geometry transform left unmoved would be silently wrong. Transforms that leave
-  geometry alone (the colour ones) register :func:`passthrough`;
-* everything else (labels, strings, 1-D/2-D plain tensors) passes through.
+* a plain tensor goes to the image kernel (``resize_image``), as do
+  ``tv_tensors.Image`` and ``Video`` (``resize_video``), which come back typed;
+* ``BoundingBoxes`` and ``Mask`` go to their kernels (``resize_bounding_boxes``,
+  ``resize_mask``), which read the metadata (``format``, ``canvas_size``) they need;
+* a user's own ``TVTensor`` subclass goes to the kernel registered for it with
+  :func:`register_kernel`, called with the tv_tensor itself and the functional's
+  arguments as keywords. A ``TVTensor`` without a kernel raises ``TypeError`` (a
+  functional never falls back to the plain-tensor kernel for it).
 
-A kernel registered for a transform class is called as ``kernel(transform, inpt,
-params)`` with the params ``make_params`` drew for the sample, and returns the
-transformed input, keeping its type (``tv_tensors.wrap``). The registry also holds
-kernels keyed by a functional: :func:`get_kernel` finds them the same way.
+Transforms draw their parameters and call the same functionals (see
+:meth:`~trivium.vision.transforms.ImageTransform.transform_tv_tensor`), so a kernel
+registered here also runs inside ``Resize``, ``RandomHorizontalFlip``, ...
 
-Example: a box kernel for a new transform, registered next to it::
+Example: a kernel of ``F.horizontal_flip`` for a new tv_tensor type::
 
     >>> import torch
     >>> from trivium.vision import tv_tensors
-    >>> from trivium.vision.transforms import ImageTransform
-    >>> class ShiftRight(ImageTransform):
-    ...     def transform(self, inpt, params):
-    ...         return torch.roll(inpt, 1, dims=-1)
-    >>> @register_kernel(ShiftRight, tv_tensors.BoundingBoxes)
-    ... def _shift_right_boxes(transform, boxes, params):
-    ...     out = boxes.as_subclass(torch.Tensor) + torch.tensor([1, 0, 1, 0])
-    ...     return tv_tensors.wrap(out, like=boxes)
-    >>> boxes = tv_tensors.BoundingBoxes([[0, 0, 2, 2]], format="XYXY", canvas_size=(4, 4))
-    >>> img, target = ShiftRight()(torch.zeros(3, 4, 4), {"boxes": boxes, "labels": [1]})
-    >>> target["boxes"].tolist(), target["labels"]
-    ([[1, 0, 3, 2]], [1])
+    >>> from trivium.vision.transforms import functional as F
+    >>> class Points(tv_tensors.TVTensor):  # [N, 2] (x, y) on a 10-pixel-wide image
+    ...     pass
+    >>> @register_kernel(F.horizontal_flip, Points)
+    ... def _flip_points(points, **kwargs):
+    ...     out = points.as_subclass(torch.Tensor).clone()
+    ...     out[:, 0] = 10 - out[:, 0]
+    ...     return tv_tensors.wrap(out, like=points)
+    >>> F.horizontal_flip(torch.tensor([[1.0, 2.0]]).as_subclass(Points)).tolist()
+    [[9.0, 2.0]]
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from trivium.vision import tv_tensors
 
-__all__ = ["get_kernel", "is_image_type", "passthrough", "register_kernel", "register_passthrough"]
+__all__ = ["get_kernel", "is_image_type", "register_kernel"]
 
-# (transform class or functional, input type) -> kernel.
-_KERNELS: dict[tuple[Any, type], Callable[..., Any]] = {}
+# functional -> {input type -> kernel}
+_KERNEL_REGISTRY: dict[Callable[..., Any], dict[type, Callable[..., Any]]] = {}
+
+# The tv_tensor types of trivium.vision.tv_tensors: their kernels are the library's.
+_BUILTIN_TYPES = frozenset(
+    obj
+    for obj in vars(tv_tensors).values()
+    if isinstance(obj, type) and issubclass(obj, tv_tensors.TVTensor)
+)
 
 
-def register_kernel(owner: Any, input_type: type) -> Callable[[Callable], Callable]:
-    """Decorator: register the kernel ``owner`` applies to inputs of ``input_type``.
+def _wrapped(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """``kernel`` of plain tensors, called on a tv_tensor: unwrapped in, re-typed out."""
 
-    ``owner`` is a transform class (the kernel is called as ``kernel(transform,
-    inpt, params)``) or a functional (called as the functional is). Registering a
-    pair twice replaces the kernel.
+    @functools.wraps(kernel)
+    def wrapper(inpt: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        # Plain tensors in: a tv_tensor's __torch_function__ costs on every op.
+        out = kernel(inpt.as_subclass(torch.Tensor), *args, **kwargs)
+        if isinstance(out, (tuple, list)):  # five_crop / ten_crop
+            return type(out)(tv_tensors.wrap(o, like=inpt) for o in out)
+        return tv_tensors.wrap(out, like=inpt)
 
-    Example:
-        >>> import torch
-        >>> from trivium.vision import tv_tensors
-        >>> class Noop(torch.nn.Module):
-        ...     pass
-        >>> @register_kernel(Noop, tv_tensors.Mask)
-        ... def _noop_mask(transform, mask, params):
-        ...     return mask
-        >>> get_kernel(Noop, tv_tensors.Mask) is _noop_mask
-        True
+    return wrapper
+
+
+def _register_kernel_internal(
+    functional: Callable[..., Any], input_type: type, *, tv_tensor_wrapper: bool = True
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: the library's kernel of ``functional`` for ``input_type``.
+
+    With ``tv_tensor_wrapper`` a kernel for a tv_tensor type gets the plain tensor
+    and its result is wrapped like the input; without, it gets the tv_tensor (the box
+    kernels, which read ``format`` and ``canvas_size``).
     """
-    if not isinstance(input_type, type) or not issubclass(input_type, tv_tensors.TVTensor):
-        raise TypeError(
-            f"register_kernel: input_type must be a TVTensor subclass, got {input_type!r}"
-        )
-    if not callable(owner):
-        raise TypeError(
-            f"register_kernel: owner must be a transform class or a function, got {owner!r}"
-        )
+    registry = _KERNEL_REGISTRY.setdefault(functional, {})
 
-    def decorator(kernel: Callable) -> Callable:
-        _KERNELS[(owner, input_type)] = kernel
+    def decorator(kernel: Callable[..., Any]) -> Callable[..., Any]:
+        wrap = tv_tensor_wrapper and issubclass(input_type, tv_tensors.TVTensor)
+        registry[input_type] = _wrapped(kernel) if wrap else kernel
         return kernel
 
     return decorator
 
 
-def passthrough(transform: Any, inpt: Any, params: dict[str, Any]) -> Any:
-    """The kernel of a transform that leaves an input as it is (e.g. boxes under a colour change).
+def _functional_name(functional: Any) -> str:
+    return f"F.{getattr(functional, '__name__', repr(functional))}"
+
+
+def register_kernel(
+    functional: Callable[..., Any] | str, tv_tensor_cls: type
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: the kernel ``functional`` applies to inputs of a user's ``tv_tensor_cls``.
+
+    ``functional`` is a functional of :mod:`trivium.vision.transforms.functional` (or
+    its name); ``tv_tensor_cls`` a subclass of ``tv_tensors.TVTensor`` defined outside
+    the library (the library's own types have their kernels). The kernel is called as
+    ``kernel(inpt, **arguments)`` with the tv_tensor itself and the functional's
+    arguments by name, and returns the result (``tv_tensors.wrap(out, like=inpt)``
+    keeps the type). Transforms calling ``functional`` use it too. Registering a pair
+    again replaces the kernel.
 
     Example:
-        >>> passthrough(None, "boxes", {})
-        'boxes'
+        >>> import torch
+        >>> from trivium.vision import tv_tensors
+        >>> from trivium.vision.transforms import functional as F
+        >>> class Heatmap(tv_tensors.TVTensor):
+        ...     pass
+        >>> @register_kernel(F.resize, Heatmap)
+        ... def _resize_heatmap(heatmap, size, **kwargs):
+        ...     out = F.resize(heatmap.as_subclass(torch.Tensor), size, antialias=False)
+        ...     return tv_tensors.wrap(out, like=heatmap)
+        >>> F.resize(torch.zeros(1, 4, 4).as_subclass(Heatmap), [2, 2]).shape
+        torch.Size([1, 2, 2])
     """
+    if isinstance(functional, str):
+        name = functional
+        functional = next((f for f in _KERNEL_REGISTRY if f.__name__ == name), None)
+        if functional is None:
+            raise ValueError(
+                f"register_kernel: {name!r} is not a functional of "
+                "trivium.vision.transforms.functional that dispatches on its input"
+            )
+    if not callable(functional) or functional not in _KERNEL_REGISTRY:
+        raise ValueError(
+            f"register_kernel: functional must be a functional of "
+            f"trivium.vision.transforms.functional that dispatches on its input, got {functional!r}"
+        )
+    if not (isinstance(tv_tensor_cls, type) and issubclass(tv_tensor_cls, tv_tensors.TVTensor)):
+        raise TypeError(
+            f"register_kernel: tv_tensor_cls must be a TVTensor subclass, got {tv_tensor_cls!r}"
+        )
+    if tv_tensor_cls in _BUILTIN_TYPES:
+        raise ValueError(
+            f"register_kernel: tv_tensor_cls must be a type of your own; "
+            f"{tv_tensor_cls.__name__} already has the library's kernels"
+        )
+    return _register_kernel_internal(functional, tv_tensor_cls, tv_tensor_wrapper=False)
+
+
+def _passthrough(inpt: Any, *args: Any, **kwargs: Any) -> Any:
     return inpt
 
 
-def register_passthrough(owners: tuple[Any, ...], input_types: tuple[type, ...]) -> None:
-    """Register :func:`passthrough` for every pair of ``owners`` and ``input_types``.
+def get_kernel(
+    functional: Callable[..., Any], input_type: type, *, allow_passthrough: bool = False
+) -> Callable[..., Any]:
+    """The kernel of ``functional`` for ``input_type`` (the nearest type of its MRO).
+
+    A ``TVTensor`` type never reaches the plain-tensor kernel. With no kernel:
+    a kernel returning its input when ``allow_passthrough``, else ``TypeError``.
 
     Example:
         >>> import torch
         >>> from trivium.vision import tv_tensors
-        >>> class Tint(torch.nn.Module):
-        ...     pass
-        >>> register_passthrough((Tint,), (tv_tensors.BoundingBoxes, tv_tensors.Mask))
-        >>> get_kernel(Tint, tv_tensors.Mask) is passthrough
-        True
+        >>> from trivium.vision.transforms import functional as F
+        >>> get_kernel(F.resize, torch.Tensor).__name__
+        'resize_image'
+        >>> get_kernel(F.adjust_hue, tv_tensors.Mask)
+        Traceback (most recent call last):
+        ...
+        TypeError: F.adjust_hue has no kernel for Mask: ...
     """
-    for owner in owners:
-        for input_type in input_types:
-            register_kernel(owner, input_type)(passthrough)
-
-
-def get_kernel(owner: Any, input_type: type) -> Callable[..., Any] | None:
-    """The kernel registered for ``owner`` and ``input_type`` or their base classes, or None.
-
-    The most derived owner wins, then the most derived input type.
-
-    Example:
-        >>> import torch
-        >>> from trivium.vision import tv_tensors
-        >>> class Blur(torch.nn.Module):
-        ...     pass
-        >>> class StrongBlur(Blur):
-        ...     pass
-        >>> register_passthrough((Blur,), (tv_tensors.TVTensor,))
-        >>> get_kernel(StrongBlur, tv_tensors.BoundingBoxes) is passthrough
-        True
-        >>> get_kernel(torch.nn.Module, tv_tensors.Mask) is None
-        True
-    """
-    owners = owner.__mro__ if isinstance(owner, type) else (owner,)
-    types = [t for t in input_type.__mro__ if issubclass(t, tv_tensors.TVTensor)]
-    for o in owners:
-        for t in types:
-            kernel = _KERNELS.get((o, t))
-            if kernel is not None:
-                return kernel
-    return None
+    registry = _KERNEL_REGISTRY.get(functional)
+    if registry is None:
+        raise ValueError(f"{_functional_name(functional)} has no registered kernels")
+    kernel = registry.get(input_type)
+    if kernel is not None:
+        return kernel
+    for cls in input_type.__mro__:
+        if cls in registry:
+            return registry[cls]
+        if cls is tv_tensors.TVTensor:
+            break  # a tv_tensor of a new type is not a plain image
+    if allow_passthrough:
+        return _passthrough
+    supported = ", ".join(sorted(t.__name__ for t in registry))
+    raise TypeError(
+        f"{_functional_name(functional)} has no kernel for {input_type.__name__}: it takes "
+        f"{supported}. Register one with trivium.vision.transforms.register_kernel"
+    )
 
 
 def is_image_type(inpt: Any) -> bool:
@@ -149,25 +197,3 @@ def is_image_type(inpt: Any) -> bool:
         (True, False)
     """
     return isinstance(inpt, (tv_tensors.Image, tv_tensors.Video))
-
-
-def apply_kernel(transform: Any, inpt: Any, params: dict[str, Any]) -> Any:
-    """Apply ``transform``'s kernel for the tv_tensor ``inpt`` (not an image), or raise.
-
-    Example:
-        >>> import torch
-        >>> from trivium.vision import tv_tensors
-        >>> mask = tv_tensors.Mask(torch.zeros(2, 2))
-        >>> apply_kernel(torch.nn.Identity(), mask, {})
-        Traceback (most recent call last):
-        ...
-        TypeError: Identity has no kernel for Mask: ...
-    """
-    kernel = get_kernel(type(transform), type(inpt))
-    if kernel is None:
-        raise TypeError(
-            f"{type(transform).__name__} has no kernel for {type(inpt).__name__}: it would "
-            f"leave the {type(inpt).__name__} unchanged while the image changes. Register one "
-            f"with trivium.vision.transforms.register_kernel, or drop it from the sample"
-        )
-    return kernel(transform, inpt, params)

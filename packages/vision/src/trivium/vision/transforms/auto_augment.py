@@ -379,32 +379,32 @@ class _AutoAugmentBase(ImageTransform):
             shear = (degrees, zero) if name == "ShearX" else (zero, degrees)
             if tensor:
                 shear = torch.stack(shear).view(1, 2)
-            return F.affine(img, 0.0, [0.0, 0.0], 1.0, shear, center=[0.0, 0.0], **geometry)
+            return F.affine_image(img, 0.0, [0.0, 0.0], 1.0, shear, center=[0.0, 0.0], **geometry)
         if name in ("TranslateX", "TranslateY"):
             pixels = magnitude.trunc() if tensor else float(int(magnitude))
             shift = (pixels, zero) if name == "TranslateX" else (zero, pixels)
             translate = torch.stack(shift).view(1, 2) if tensor else list(shift)
-            return F.affine(img, 0.0, translate, 1.0, [0.0, 0.0], **geometry)
+            return F.affine_image(img, 0.0, translate, 1.0, [0.0, 0.0], **geometry)
         if name == "Rotate":
-            return F.rotate(img, magnitude, **geometry)
+            return F.rotate_image(img, magnitude, **geometry)
         if name == "Brightness":
-            return F.adjust_brightness(img, 1.0 + magnitude)
+            return F.adjust_brightness_image(img, 1.0 + magnitude)
         if name == "Color":
-            return F.adjust_saturation(img, 1.0 + magnitude)
+            return F.adjust_saturation_image(img, 1.0 + magnitude)
         if name == "Contrast":
-            return F.adjust_contrast(img, 1.0 + magnitude)
+            return F.adjust_contrast_image(img, 1.0 + magnitude)
         if name == "Sharpness":
-            return F.adjust_sharpness(img, 1.0 + magnitude)
+            return F.adjust_sharpness_image(img, 1.0 + magnitude)
         if name == "Posterize":
-            return F.posterize(img, magnitude if tensor else int(magnitude))
+            return F.posterize_image(img, magnitude if tensor else int(magnitude))
         if name == "Solarize":
-            return F.solarize(img, _bound(img) * magnitude)
+            return F.solarize_image(img, _bound(img) * magnitude)
         if name == "AutoContrast":
-            return F.autocontrast(img)
+            return F.autocontrast_image(img)
         if name == "Equalize":
-            return F.equalize(img)
+            return F.equalize_image(img)
         if name == "Invert":
-            return F.invert(img)
+            return F.invert_image(img)
         raise ValueError(f"{type(self).__name__}: no operation named {name!r}")
 
     # Eager draws (Python numbers from the generator).

@@ -24,14 +24,21 @@ import torch
 from trivium.core import Transform
 from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
-from trivium.vision.transforms.box_kernels import (
+from trivium.vision.transforms.functional.geometry import (
     _convert,
     clamp_bounding_boxes,
     convert_bounding_box_format,
 )
+from trivium.vision.transforms.functional.keypoints import clamp_keypoints, sanitize_keypoints
 from trivium.vision.tv_tensors import BoundingBoxFormat, _as_format
 
-__all__ = ["ClampBoundingBoxes", "ConvertBoundingBoxFormat", "SanitizeBoundingBoxes"]
+__all__ = [
+    "ClampBoundingBoxes",
+    "ClampKeyPoints",
+    "ConvertBoundingBoxFormat",
+    "SanitizeBoundingBoxes",
+    "SanitizeKeyPoints",
+]
 
 
 class ConvertBoundingBoxFormat(Transform):
@@ -134,6 +141,21 @@ def _labels_getter(labels_getter: Any) -> Callable[[Any], Any]:
     )
 
 
+def _labels_of(labels: Any) -> tuple[torch.Tensor, ...]:
+    """What a labels getter returned, as a tuple of tensors (none for None)."""
+    if labels is None:
+        return ()
+    labels = (labels,) if isinstance(labels, torch.Tensor) else labels
+    if not isinstance(labels, (tuple, list)) or not all(
+        isinstance(x, torch.Tensor) for x in labels
+    ):
+        raise ValueError(
+            f"labels_getter: labels must be a tensor, a tuple of tensors or None, "
+            f"got {type(labels).__name__}"
+        )
+    return tuple(labels)
+
+
 def _valid_boxes(boxes: tv_tensors.BoundingBoxes, min_size: float, min_area: float) -> torch.Tensor:
     """Which boxes are at least ``min_size`` wide and high, of ``min_area``, on the canvas."""
     xyxy = _convert(boxes.as_subclass(torch.Tensor).clone(), boxes.format, BoundingBoxFormat.XYXY)
@@ -190,7 +212,7 @@ class SanitizeBoundingBoxes(Transform):
     def forward(self, *inputs: Any) -> Any:
         """Drop the invalid boxes and their labels and masks (see the class docstring)."""
         flat, rebuild = flatten_inputs(self, inputs)
-        labels = self._labels(inputs if len(inputs) > 1 else inputs[0])
+        labels = _labels_of(self._get_labels(inputs if len(inputs) > 1 else inputs[0]))
         boxes = _the_boxes(flat)
         for label in labels:
             if label.shape[0] != boxes.shape[0]:
@@ -200,20 +222,6 @@ class SanitizeBoundingBoxes(Transform):
                 )
         params = {"valid": _valid_boxes(boxes, self.min_size, self.min_area), "labels": labels}
         return rebuild([self.transform(x, params) for x in flat])
-
-    def _labels(self, sample: Any) -> tuple[torch.Tensor, ...]:
-        labels = self._get_labels(sample)
-        if labels is None:
-            return ()
-        labels = (labels,) if isinstance(labels, torch.Tensor) else labels
-        if not isinstance(labels, (tuple, list)) or not all(
-            isinstance(x, torch.Tensor) for x in labels
-        ):
-            raise ValueError(
-                f"SanitizeBoundingBoxes: labels must be a tensor, a tuple of tensors or None, "
-                f"got {type(labels).__name__}"
-            )
-        return tuple(labels)
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
         """Keep the valid rows of boxes, masks and labels; other inputs pass through.
@@ -242,3 +250,84 @@ def _the_boxes(flat: list[Any]) -> tv_tensors.BoundingBoxes:
             f"found {len(found)}"
         )
     return found[0]
+
+
+class ClampKeyPoints(Transform):
+    """Clamp the sample's ``KeyPoints`` into their canvas (torchvision v2's ``ClampKeyPoints``).
+
+    Example:
+        >>> from trivium.vision import tv_tensors
+        >>> points = tv_tensors.KeyPoints([[-3, 2], [12, 5]], canvas_size=(8, 10))
+        >>> ClampKeyPoints()(points).tolist()
+        [[0, 2], [9, 5]]
+    """
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Clamp one input if it holds key points, else return it unchanged.
+
+        Example:
+            >>> ClampKeyPoints().transform("label", {})
+            'label'
+        """
+        if not isinstance(inpt, tv_tensors.KeyPoints):
+            return inpt
+        return clamp_keypoints(inpt)
+
+
+class SanitizeKeyPoints(Transform):
+    """Drop the key points (or rows of them: polygons, skeletons) that leave the canvas.
+
+    The labels found by ``labels_getter`` lose the same rows: None (the default, as
+    torchvision's), "default" (a "labels" key of the sample's dict, or of the target
+    of an (image, target) pair) or a callable returning a tensor or a tuple of them.
+    The sample holds exactly one ``KeyPoints``.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision import tv_tensors
+        >>> points = tv_tensors.KeyPoints([[1, 1], [9, 2]], canvas_size=(8, 8))
+        >>> out = SanitizeKeyPoints(labels_getter="default")(
+        ...     {"points": points, "labels": torch.tensor([5, 6])})
+        >>> out["points"].tolist(), out["labels"].tolist()
+        ([[1, 1]], [5])
+    """
+
+    def __init__(self, labels_getter: Callable[[Any], Any] | str | None = None) -> None:
+        super().__init__()
+        self.labels_getter = labels_getter
+        self._get_labels = _labels_getter(labels_getter)
+
+    def forward(self, *inputs: Any) -> Any:
+        """Drop the points off the canvas and their labels (see the class docstring)."""
+        flat, rebuild = flatten_inputs(self, inputs)
+        labels = _labels_of(self._get_labels(inputs if len(inputs) > 1 else inputs[0]))
+        found = [x for x in flat if isinstance(x, tv_tensors.KeyPoints)]
+        if len(found) != 1:
+            raise ValueError(
+                f"SanitizeKeyPoints: the sample must hold exactly one KeyPoints, found {len(found)}"
+            )
+        points = found[0]
+        for label in labels:
+            if label.shape[0] != points.shape[0]:
+                raise ValueError(
+                    f"SanitizeKeyPoints: {points.shape[0]} rows of key points but labels of "
+                    f"shape {tuple(label.shape)}; they must match"
+                )
+        _, valid = sanitize_keypoints(points)
+        params = {"valid": valid, "labels": labels}
+        return rebuild([self.transform(x, params) for x in flat])
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Keep the valid rows of key points and labels; other inputs pass through.
+
+        Example:
+            >>> import torch
+            >>> SanitizeKeyPoints().transform("img", {"valid": torch.tensor([True]), "labels": ()})
+            'img'
+        """
+        is_label = any(inpt is label for label in params["labels"])
+        if is_label:
+            return inpt[params["valid"]]
+        if isinstance(inpt, tv_tensors.KeyPoints):
+            return tv_tensors.wrap(inpt.as_subclass(torch.Tensor)[params["valid"]], like=inpt)
+        return inpt

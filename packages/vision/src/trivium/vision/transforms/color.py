@@ -25,10 +25,8 @@ from torch import nn
 
 from trivium.core.tracing import is_tracing
 from trivium.core.transform import check_probability
-from trivium.vision import tv_tensors
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
-from trivium.vision.transforms._dispatch import register_passthrough
 from trivium.vision.transforms._image import bits_view, check_image, eager_cpu, image_where
 from trivium.vision.transforms._switch import switch
 from trivium.vision.transforms.functional.color import (
@@ -74,6 +72,8 @@ class Grayscale(ImageTransform):
         torch.Size([2, 3, 8, 8])
     """
 
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+
     def __init__(self, num_output_channels: int = 1) -> None:
         super().__init__()
         if num_output_channels not in (1, 3):
@@ -84,7 +84,7 @@ class Grayscale(ImageTransform):
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         check_image(type(self).__name__, inpt, channels=(1, 3))
-        return F.rgb_to_grayscale(inpt, num_output_channels=self.num_output_channels)
+        return F.rgb_to_grayscale_image(inpt, num_output_channels=self.num_output_channels)
 
     def __prepare_scriptable__(self) -> nn.Module:
         return _ScriptableGrayscale(self.num_output_channels)
@@ -98,11 +98,13 @@ class _ScriptableGrayscale(nn.Module):
         self.num_output_channels = num_output_channels
 
     def forward(self, img: torch.Tensor) -> torch.Tensor:
-        return F.rgb_to_grayscale(img, self.num_output_channels)
+        return F.rgb_to_grayscale_image(img, self.num_output_channels)
 
 
 class _RandomOp(ImageTransform):
     """Apply ``_op`` with probability ``p`` (per image when ``per_sample=True``)."""
+
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
 
     _channels: tuple[int, ...] | None = None
     _per_image_params = ("apply",)
@@ -208,7 +210,7 @@ class RandomGrayscale(_RandomOpInto):
         super().__init__(p, per_sample=per_sample, generator=generator)
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
-        return F.rgb_to_grayscale(img, num_output_channels=img.shape[-3])
+        return F.rgb_to_grayscale_image(img, num_output_channels=img.shape[-3])
 
     def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
         return _by_chunks(_grayscale_into, img, out)
@@ -224,7 +226,7 @@ class RandomInvert(_RandomOpInto):
     """
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
-        return F.invert(img)
+        return F.invert_image(img)
 
     def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
         return _invert_into(img, out)  # one pass: no chunks needed
@@ -251,7 +253,7 @@ class RandomPosterize(_RandomOpInto):
         self.bits = _check_posterize_bits("RandomPosterize", bits)
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
-        return F.posterize(img, self.bits)
+        return F.posterize_image(img, self.bits)
 
     def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
         if img.is_floating_point():  # four passes: a few images at a time stay in cache
@@ -287,7 +289,7 @@ class RandomSolarize(_RandomOpInto):
         self.threshold = float(threshold)
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
-        return F.solarize(img, self.threshold)
+        return F.solarize_image(img, self.threshold)
 
     def _op_into(self, img: torch.Tensor, out: torch.Tensor) -> object:
         threshold = _check_solarize_threshold("solarize", img, self.threshold)
@@ -326,7 +328,7 @@ class RandomAdjustSharpness(_RandomOp):
         self.sharpness_factor = float(sharpness_factor)
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
-        return F.adjust_sharpness(img, self.sharpness_factor)
+        return F.adjust_sharpness_image(img, self.sharpness_factor)
 
 
 class RandomAutocontrast(_RandomOp):
@@ -342,7 +344,7 @@ class RandomAutocontrast(_RandomOp):
     _channels = (1, 3)
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
-        return F.autocontrast(img)
+        return F.autocontrast_image(img)
 
 
 class RandomEqualize(_RandomOp):
@@ -355,7 +357,7 @@ class RandomEqualize(_RandomOp):
     """
 
     def _op(self, img: torch.Tensor) -> torch.Tensor:
-        return F.equalize(img)
+        return F.equalize_image(img)
 
 
 def _jitter_range(
@@ -399,6 +401,8 @@ class ColorJitter(ImageTransform):
         >>> t(torch.rand(3, 8, 8)).shape
         torch.Size([3, 8, 8])
     """
+
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
 
     _OPS = ("brightness", "contrast", "saturation", "hue")
     _per_image_params = _OPS
@@ -478,6 +482,8 @@ class GaussianBlur(ImageTransform):
         torch.Size([4, 3, 16, 16])
     """
 
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+
     _per_image_params = ("sigma",)
     # The depthwise convolutions vectorise across the chunk's N x C channels: 4 images.
     _cpu_chunk_values = 4 * 3 * 224 * 224
@@ -522,8 +528,7 @@ class GaussianBlur(ImageTransform):
         return {"sigma": sigma if tensors else [float(sigma)] * 2}
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        return F.gaussian_blur(inpt, list(self.kernel_size), params["sigma"])
+        return F.gaussian_blur_image(inpt, list(self.kernel_size), params["sigma"])
 
 
 # Colour changes leave boxes and masks where they are.
-register_passthrough((Grayscale, _RandomOp, ColorJitter, GaussianBlur), (tv_tensors.TVTensor,))

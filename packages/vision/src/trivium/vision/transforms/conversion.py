@@ -29,7 +29,6 @@ from trivium.vision.transforms._base import (
     _as_image_tensor,
     _leaf_kinds,
 )
-from trivium.vision.transforms._dispatch import register_passthrough
 from trivium.vision.transforms._image import check_image, is_pil
 from trivium.vision.transforms._scriptable import NormalizeModule, ToDtypeModule
 from trivium.vision.transforms.functional.conversion import (
@@ -126,6 +125,8 @@ class ToDtype(_TensorOut):
         ('Image', 1.0, torch.int64)
     """
 
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+
     def __init__(
         self, dtype: torch.dtype | dict[type | str, torch.dtype | None], scale: bool = False
     ) -> None:
@@ -216,6 +217,8 @@ class Normalize(_TensorOut):
         >>> Normalize(mean=[0.5], std=[0.25])(torch.ones(1, 1, 1)).item()
         2.0
     """
+
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
 
     def __init__(self, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> None:
         super().__init__()
@@ -356,4 +359,3 @@ class Lambda(Transform):
 
 
 # Normalising or casting an image leaves boxes and masks where they are.
-register_passthrough((ToDtype, Normalize), (tv_tensors.TVTensor,))

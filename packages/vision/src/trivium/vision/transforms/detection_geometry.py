@@ -28,24 +28,18 @@ import torch
 
 from trivium.core.transform import check_probability
 from trivium.vision import tv_tensors
+from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
-from trivium.vision.transforms._dispatch import register_kernel
-from trivium.vision.transforms.box_kernels import (
-    _resize_typed_boxes,
-    convert_bounding_box_format,
-    crop_bounding_boxes,
-    pad_bounding_boxes,
-)
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
-    crop,
+    convert_bounding_box_format,
+    crop_image,
     interpolation_mode,
-    pad,
+    pad_image,
     parse_fill,
-    resize,
+    resize_image,
 )
 from trivium.vision.transforms.interpolation import InterpolationMode
-from trivium.vision.transforms.warp_box_kernels import _mask_as_image, _mask_back
 
 __all__ = ["RandomIoUCrop", "RandomShortestSize", "RandomZoomOut"]
 
@@ -56,18 +50,6 @@ def _is_number(x: Any) -> bool:
 
 def _plain(inpt: torch.Tensor) -> torch.Tensor:
     return inpt.as_subclass(torch.Tensor)
-
-
-def _moved_boxes(boxes: tv_tensors.BoundingBoxes, kernel: Any, *args: Any) -> Any:
-    """``kernel(plain boxes, format, *args, clamping_mode=...)`` -> (boxes, canvas), re-typed."""
-    out, canvas = kernel(_plain(boxes), boxes.format, *args, clamping_mode=boxes.clamping_mode)
-    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
-
-
-def _mask_op(mask: tv_tensors.Mask, op: Any, owner: str) -> tv_tensors.Mask:
-    """``op`` applied to ``mask`` seen as a uint8 or floating image, back in its dtype."""
-    img, squeeze = _mask_as_image(owner, _plain(mask))
-    return tv_tensors.wrap(_mask_back(op(img), _plain(mask), squeeze), like=mask)
 
 
 # RandomZoomOut.
@@ -152,28 +134,14 @@ class RandomZoomOut(ImageTransform):
         if params["padding"] is None:
             return inpt
         _check_fill_channels(type(self).__name__, self._image_fill, inpt.shape[-3])
-        return pad(inpt, params["padding"], self._image_fill)
+        return pad_image(inpt, params["padding"], self._image_fill)
 
-
-@register_kernel(RandomZoomOut, tv_tensors.BoundingBoxes)
-def _zoom_out_boxes(
-    t: RandomZoomOut, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    if params["padding"] is None:
-        return boxes
-    return _moved_boxes(boxes, pad_bounding_boxes, boxes.canvas_size, params["padding"])
-
-
-@register_kernel(RandomZoomOut, tv_tensors.Mask)
-def _zoom_out_mask(t: RandomZoomOut, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
-    if params["padding"] is None:
-        return mask
-    left, top, right, bottom = params["padding"]
-
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.pad(x, [left, right, top, bottom], value=t._mask_fill)
-
-    return _mask_op(mask, op, "RandomZoomOut")
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks (the mask fill) and a user's types: ``F.pad`` onto the canvas."""
+        if not self._has_kernel(F.pad, inpt) or params["padding"] is None:
+            return inpt
+        fill = self._mask_fill if isinstance(inpt, tv_tensors.Mask) else None
+        return F.pad(inpt, params["padding"], fill)
 
 
 # RandomIoUCrop.
@@ -375,29 +343,20 @@ class RandomIoUCrop(ImageTransform):
         """Crop one image tensor (or return it when the draw left the sample as is)."""
         if not params:
             return inpt
-        return crop(inpt, params["top"], params["left"], params["height"], params["width"])
+        return crop_image(inpt, params["top"], params["left"], params["height"], params["width"])
 
-
-@register_kernel(RandomIoUCrop, tv_tensors.BoundingBoxes)
-def _iou_crop_boxes(
-    t: RandomIoUCrop, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    if not params:
-        return boxes
-    crop_box = (params["top"], params["left"], params["height"], params["width"])
-    out = _moved_boxes(boxes, crop_bounding_boxes, *crop_box)
-    plain = _plain(out).clone()
-    if plain.shape[:-1] == params["is_within_crop_area"].shape:
-        plain[~params["is_within_crop_area"]] = 0  # degenerate: SanitizeBoundingBoxes drops them
-    return tv_tensors.wrap(plain, like=out)
-
-
-@register_kernel(RandomIoUCrop, tv_tensors.Mask)
-def _iou_crop_mask(t: RandomIoUCrop, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
-    if not params:
-        return mask
-    top, left, h, w = params["top"], params["left"], params["height"], params["width"]
-    return tv_tensors.wrap(_plain(mask)[..., top : top + h, left : left + w], like=mask)
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes (those outside the crop made degenerate), masks, a user's types: ``F.crop``."""
+        if not self._has_kernel(F.crop, inpt) or not params:
+            return inpt
+        out = F.crop(inpt, params["top"], params["left"], params["height"], params["width"])
+        if not isinstance(out, tv_tensors.BoundingBoxes):
+            return out
+        plain = out.as_subclass(torch.Tensor).clone()
+        if plain.shape[:-1] == params["is_within_crop_area"].shape:
+            # Degenerate boxes: SanitizeBoundingBoxes drops them.
+            plain[~params["is_within_crop_area"]] = 0
+        return tv_tensors.wrap(plain, like=out)
 
 
 # RandomShortestSize.
@@ -457,21 +416,10 @@ class RandomShortestSize(ImageTransform):
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         """Resize one image tensor to the drawn size."""
-        return resize(inpt, params["size"], self.interpolation, antialias=self.antialias)
+        return resize_image(inpt, params["size"], self.interpolation, antialias=self.antialias)
 
-
-@register_kernel(RandomShortestSize, tv_tensors.BoundingBoxes)
-def _shortest_size_boxes(
-    t: RandomShortestSize, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    return _resize_typed_boxes(boxes, params["size"])
-
-
-@register_kernel(RandomShortestSize, tv_tensors.Mask)
-def _shortest_size_mask(
-    t: RandomShortestSize, mask: tv_tensors.Mask, params: dict[str, Any]
-) -> tv_tensors.Mask:
-    size = params["size"]
-    return _mask_op(
-        mask, lambda x: resize(x, size, InterpolationMode.NEAREST), "RandomShortestSize"
-    )
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks (nearest) and a user's types: ``F.resize`` to the drawn size."""
+        return self._call_kernel(
+            F.resize, inpt, params["size"], self.interpolation, antialias=self.antialias
+        )

@@ -146,6 +146,6 @@ class RandomErasing(ImageTransform):
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         if isinstance(params["h"], int) and params["h"] * params["w"] == 0:
             return inpt
-        return F.erase(
+        return F.erase_image(
             inpt, params["i"], params["j"], params["h"], params["w"], params["v"], self.inplace
         )

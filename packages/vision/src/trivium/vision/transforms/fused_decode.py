@@ -441,8 +441,8 @@ class DecodeRandomResizedCrop(_FusedDecode):
         return DecodePlan(data, box, eighths, size, jpeg)
 
     def _unfused(self, image: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
-        region = F.crop(image, *plan.box)
-        return F.resize(
+        region = F.crop_image(image, *plan.box)
+        return F.resize_image(
             region, list(plan.size), self.crop.interpolation, antialias=self.crop.antialias
         )
 
@@ -523,7 +523,7 @@ class DecodeResize(_FusedDecode):
         return DecodePlan(data, (0, 0, height, width), eighths, size, jpeg)
 
     def _unfused(self, image: torch.Tensor, plan: DecodePlan) -> torch.Tensor:
-        return F.resize(
+        return F.resize_image(
             image, list(plan.size), self.resize.interpolation, antialias=self.resize.antialias
         )
 

@@ -25,20 +25,10 @@ from torch import nn
 
 from trivium.core.tracing import is_tracing
 from trivium.core.transform import check_probability
-from trivium.vision import tv_tensors
+from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
-from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms._image import check_image, eager_cpu, image_where
 from trivium.vision.transforms._scriptable import CenterCropModule, PadModule, ResizeModule
-from trivium.vision.transforms.box_kernels import (
-    _resize_typed_boxes,
-    center_crop_bounding_boxes,
-    crop_bounding_boxes,
-    horizontal_flip_bounding_boxes,
-    pad_bounding_boxes,
-    resized_crop_bounding_boxes,
-    vertical_flip_bounding_boxes,
-)
 from trivium.vision.transforms.functional.geometry import (
     _center_crop_image,
     _check_fill_channels,
@@ -48,13 +38,13 @@ from trivium.vision.transforms.functional.geometry import (
     _resized_crops_each,
     compute_resized_output_size,
     crop_batched,
-    five_crop,
+    five_crop_image,
     interpolation_mode,
     parse_fill,
     parse_padding,
     parse_size,
     resized_crop_batched,
-    ten_crop,
+    ten_crop_image,
 )
 from trivium.vision.transforms.interpolation import InterpolationMode
 
@@ -223,6 +213,12 @@ class Resize(ImageTransform):
     def __prepare_scriptable__(self) -> nn.Module:
         return ResizeModule(self.size, self.interpolation.value, self.max_size, self.antialias)
 
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes (new canvas), masks (nearest) and a user's types: ``F.resize``."""
+        return self._call_kernel(
+            F.resize, inpt, self.size, self.interpolation, self.max_size, self.antialias
+        )
+
 
 # Deterministic crops and padding.
 
@@ -249,6 +245,10 @@ class CenterCrop(ImageTransform):
 
     def __prepare_scriptable__(self) -> nn.Module:
         return CenterCropModule(self.size)
+
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks and a user's types: ``F.center_crop``."""
+        return self._call_kernel(F.center_crop, inpt, self.size)
 
 
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric")
@@ -299,6 +299,11 @@ class Pad(ImageTransform):
     def __prepare_scriptable__(self) -> nn.Module:
         return PadModule(self.padding, self.fill, self.padding_mode)
 
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks (zeros where padding adds pixels) and a user's types: ``F.pad``."""
+        padding = _torchvision_padding(self.padding)
+        return self._call_kernel(F.pad, inpt, padding, None, self.padding_mode)
+
 
 class FiveCrop(ImageTransform):
     """The four corner crops and the center crop of ``size``, as a tuple of 5 images.
@@ -316,7 +321,7 @@ class FiveCrop(ImageTransform):
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> tuple[torch.Tensor, ...]:
         """Crop one image tensor (see the class docstring)."""
         self._check(inpt)
-        return five_crop(inpt, self.size)
+        return five_crop_image(inpt, self.size)
 
     def _check(self, inpt: torch.Tensor) -> None:
         name = type(self).__name__
@@ -343,7 +348,7 @@ class TenCrop(FiveCrop):
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> tuple[torch.Tensor, ...]:
         """Crop one image tensor (see the class docstring)."""
         self._check(inpt)
-        return ten_crop(inpt, self.size, self.vertical_flip)
+        return ten_crop_image(inpt, self.size, self.vertical_flip)
 
 
 # Flips.
@@ -374,6 +379,13 @@ class _RandomFlip(ImageTransform):
         if isinstance(flip, torch.Tensor):
             return _flip_per_image(inpt, flip, self._dim)
         return _flip(inpt, self._dim) if flip else inpt
+
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks and a user's types: ``F.horizontal_flip`` / ``F.vertical_flip``."""
+        flip = F.horizontal_flip if self._dim == -1 else F.vertical_flip
+        if not self._has_kernel(flip, inpt) or not _scalar(params["flip"]):
+            return inpt
+        return flip(inpt)
 
 
 class RandomHorizontalFlip(_RandomFlip):
@@ -481,6 +493,16 @@ class RandomCrop(ImageTransform):
         if isinstance(top, torch.Tensor):
             return crop_batched(inpt, top, left, crop_h, crop_w)
         return inpt[..., top : top + crop_h, left : left + crop_w]
+
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks and a user's types: ``F.pad`` by the drawn padding, then ``F.crop``."""
+        if not self._has_kernel(F.crop, inpt):
+            return inpt
+        if any(params["padding"]):
+            padding = _torchvision_padding(params["padding"])
+            inpt = self._call_kernel(F.pad, inpt, padding, None, self.padding_mode)
+        top, left = _scalar(params["top"]), _scalar(params["left"])
+        return F.crop(inpt, top, left, *self.size)
 
 
 def _check_range(owner: str, name: str, value: Any) -> tuple[float, float]:
@@ -685,11 +707,12 @@ class RandomResizedCrop(ImageTransform):
             box, self.size[0], self.size[1], self.interpolation.value, self.antialias
         )
 
-
-# Boxes and masks: the kernels ImageTransform.forward dispatches BoundingBoxes and Mask
-# to (see trivium.vision.transforms._dispatch). Boxes move with the box kernels of
-# torchvision v2; masks take the image's geometry with nearest-neighbour resampling
-# and zeros where padding adds pixels.
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks (nearest) and a user's types: ``F.resized_crop`` of the drawn box."""
+        top, left, h, w = (_scalar(v) for v in params["box"])
+        return self._call_kernel(
+            F.resized_crop, inpt, top, left, h, w, self.size, self.interpolation, self.antialias
+        )
 
 
 def _scalar(value: Any) -> Any:
@@ -697,155 +720,7 @@ def _scalar(value: Any) -> Any:
     return value.item() if isinstance(value, torch.Tensor) else value
 
 
-def _moved_boxes(
-    boxes: tv_tensors.BoundingBoxes, kernel: Callable[..., Any], *args: Any
-) -> tv_tensors.BoundingBoxes:
-    """``kernel(plain boxes, format, *args, clamping_mode=...)`` -> (boxes, canvas), re-typed."""
-    out, canvas = kernel(
-        boxes.as_subclass(torch.Tensor), boxes.format, *args, clamping_mode=boxes.clamping_mode
-    )
-    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
-
-
-def _mask_op(
-    mask: tv_tensors.Mask, op: Callable[[torch.Tensor], torch.Tensor], *, resamples: bool = False
-) -> tv_tensors.Mask:
-    """``op`` applied to ``mask`` seen as an image ``[..., C, H, W]`` (a 2-D mask gets C = 1).
-
-    ``resamples``: ``op`` interpolates, so bool and wide integer masks go through
-    uint8 / float64 (exact for labels below 2**53) and come back in their dtype.
-    """
-    x = mask.as_subclass(torch.Tensor)
-    flat = x.ndim < 3
-    if flat:
-        x = x.unsqueeze(0)
-    dtype = x.dtype
-    if resamples and dtype == torch.bool:
-        x = x.to(torch.uint8)
-    elif resamples and not (dtype == torch.uint8 or dtype.is_floating_point):
-        x = x.to(torch.float64)
-    out = op(x).to(dtype)
-    return tv_tensors.wrap(out.squeeze(0) if flat else out, like=mask)
-
-
-def _resize_mask(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    return _resize_image(x, height, width, InterpolationMode.NEAREST.value, False)
-
-
-@register_kernel(_RandomFlip, tv_tensors.Mask)
-def _flip_mask(transform: _RandomFlip, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
-    if not _scalar(params["flip"]):
-        return mask
-    return _mask_op(mask, lambda x: x.flip(transform._dim))
-
-
-@register_kernel(_RandomFlip, tv_tensors.BoundingBoxes)
-def _flip_boxes(
-    transform: _RandomFlip, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    if not _scalar(params["flip"]):
-        return boxes
-    flip = horizontal_flip_bounding_boxes if transform._dim == -1 else vertical_flip_bounding_boxes
-    out = flip(boxes.as_subclass(torch.Tensor), boxes.format, boxes.canvas_size)
-    return tv_tensors.wrap(out, like=boxes)
-
-
-@register_kernel(Resize, tv_tensors.BoundingBoxes)
-def _resize_boxes(
-    transform: Resize, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    return _resize_typed_boxes(boxes, transform.size, transform.max_size)
-
-
-@register_kernel(Resize, tv_tensors.Mask)
-def _resize_mask_kernel(
-    transform: Resize, mask: tv_tensors.Mask, params: dict[str, Any]
-) -> tv_tensors.Mask:
-    h, w = transform.output_size(mask.shape[-2], mask.shape[-1])
-    return _mask_op(mask, lambda x: _resize_mask(x, h, w), resamples=True)
-
-
-@register_kernel(CenterCrop, tv_tensors.BoundingBoxes)
-def _center_crop_boxes(
-    transform: CenterCrop, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    return _moved_boxes(boxes, center_crop_bounding_boxes, boxes.canvas_size, transform.size)
-
-
-@register_kernel(CenterCrop, tv_tensors.Mask)
-def _center_crop_mask(
-    transform: CenterCrop, mask: tv_tensors.Mask, params: dict[str, Any]
-) -> tv_tensors.Mask:
-    return _mask_op(mask, lambda x: _center_crop_image(x, transform.size[0], transform.size[1]))
-
-
-@register_kernel(Pad, tv_tensors.BoundingBoxes)
-def _pad_boxes(
-    transform: Pad, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    left, right, top, bottom = transform.padding
-    return _moved_boxes(
-        boxes,
-        pad_bounding_boxes,
-        boxes.canvas_size,
-        [left, top, right, bottom],
-        transform.padding_mode,
-    )
-
-
-@register_kernel(Pad, tv_tensors.Mask)
-def _pad_mask(transform: Pad, mask: tv_tensors.Mask, params: dict[str, Any]) -> tv_tensors.Mask:
-    return _mask_op(mask, lambda x: _pad_image(x, transform.padding, None, transform.padding_mode))
-
-
-@register_kernel(RandomCrop, tv_tensors.BoundingBoxes)
-def _random_crop_boxes(
-    transform: RandomCrop, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    left, right, top, bottom = params["padding"]
-    if any(params["padding"]):
-        boxes = _moved_boxes(
-            boxes,
-            pad_bounding_boxes,
-            boxes.canvas_size,
-            [left, top, right, bottom],
-            transform.padding_mode,
-        )
-    crop = (_scalar(params["top"]), _scalar(params["left"]), *transform.size)
-    return _moved_boxes(boxes, crop_bounding_boxes, *crop)
-
-
-@register_kernel(RandomCrop, tv_tensors.Mask)
-def _random_crop_mask(
-    transform: RandomCrop, mask: tv_tensors.Mask, params: dict[str, Any]
-) -> tv_tensors.Mask:
-    padding, top, left = params["padding"], _scalar(params["top"]), _scalar(params["left"])
-    crop_h, crop_w = transform.size
-
-    def op(x: torch.Tensor) -> torch.Tensor:
-        if any(padding):
-            x = _pad_image(x, padding, None, transform.padding_mode)
-        return x[..., top : top + crop_h, left : left + crop_w]
-
-    return _mask_op(mask, op)
-
-
-@register_kernel(RandomResizedCrop, tv_tensors.BoundingBoxes)
-def _random_resized_crop_boxes(
-    transform: RandomResizedCrop, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    top, left, h, w = (_scalar(v) for v in params["box"])
-    return _moved_boxes(boxes, resized_crop_bounding_boxes, top, left, h, w, transform.size)
-
-
-@register_kernel(RandomResizedCrop, tv_tensors.Mask)
-def _random_resized_crop_mask(
-    transform: RandomResizedCrop, mask: tv_tensors.Mask, params: dict[str, Any]
-) -> tv_tensors.Mask:
-    top, left, h, w = (_scalar(v) for v in params["box"])
-    size = transform.size
-
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return _resize_mask(x[..., top : top + h, left : left + w], size[0], size[1])
-
-    return _mask_op(mask, op, resamples=True)
+def _torchvision_padding(padding: list[int]) -> list[int]:
+    """Padding [left, right, top, bottom] (torch's order) as [left, top, right, bottom]."""
+    left, right, top, bottom = padding
+    return [left, top, right, bottom]

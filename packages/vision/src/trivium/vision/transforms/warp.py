@@ -36,9 +36,8 @@ import torch
 
 from trivium.core.tracing import is_tracing
 from trivium.core.transform import check_probability
-from trivium.vision import tv_tensors
+from trivium.vision.transforms import functional as F
 from trivium.vision.transforms._base import ImageTransform
-from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms._image import check_image, eager_cpu
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
@@ -51,23 +50,13 @@ from trivium.vision.transforms.functional.warp import (
     _apply_grid,
     _perspective_grid,
     _warp_affine,
-    affine,
-    elastic,
+    affine_image,
+    elastic_image,
     perspective_coefficients,
-    rotate,
+    rotate_image,
 )
 from trivium.vision.transforms.geometry import _where_per_image
 from trivium.vision.transforms.interpolation import InterpolationMode
-from trivium.vision.transforms.warp_box_kernels import (
-    affine_bounding_boxes,
-    affine_mask,
-    elastic_bounding_boxes,
-    elastic_mask,
-    perspective_bounding_boxes,
-    perspective_mask,
-    rotate_bounding_boxes,
-    rotate_mask,
-)
 
 __all__ = ["ElasticTransform", "RandomAffine", "RandomPerspective", "RandomRotation"]
 
@@ -218,8 +207,15 @@ class RandomRotation(_Warp):
         warped = self._warp_thetas(inpt, params)
         if warped is not None:
             return warped
-        return rotate(
+        return rotate_image(
             inpt, params["angle"], self.interpolation, self.expand, self.center, self.fill
+        )
+
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes (new canvas with ``expand``), masks and a user's types: ``F.rotate``."""
+        angle = _number(params["angle"])
+        return self._call_kernel(
+            F.rotate, inpt, angle, self.interpolation, self.expand, self.center, fill=0
         )
 
 
@@ -321,7 +317,7 @@ class RandomAffine(_Warp):
         warped = self._warp_thetas(inpt, params)
         if warped is not None:
             return warped
-        return affine(
+        return affine_image(
             inpt,
             params["angle"],
             params["translate"],
@@ -330,6 +326,17 @@ class RandomAffine(_Warp):
             self.interpolation,
             self.fill,
             self.center,
+        )
+
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks and a user's types: ``F.affine`` with the drawn parameters."""
+        return self._call_kernel(
+            F.affine,
+            inpt,
+            **_affine_args(params),
+            interpolation=self.interpolation,
+            fill=0,
+            center=self.center,
         )
 
 
@@ -402,6 +409,15 @@ class RandomPerspective(_Warp):
         grid = _perspective_grid(params["coefficients"].to(dtype), inpt.shape[-1], inpt.shape[-2])
         out = _apply_grid(inpt, grid, self.interpolation.value, self.fill)
         return out if apply is True or one else _where_per_image(apply, out, inpt)
+
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks and a user's types: ``F.perspective`` by the drawn coefficients."""
+        coefficients = _perspective_coefficients(params)
+        if not self._has_kernel(F.perspective, inpt) or coefficients is None:
+            return inpt
+        return F.perspective(
+            inpt, None, None, self.interpolation, fill=0, coefficients=coefficients
+        )
 
 
 def _one_cpu_image(apply: Any, img: torch.Tensor) -> bool:
@@ -572,12 +588,20 @@ class ElasticTransform(_Warp):
             displacement = self._displacement(
                 torch.cat(noise) if isinstance(noise, tuple) else noise
             )
-        return elastic(inpt, displacement, self.interpolation, self.fill)
+        return elastic_image(inpt, displacement, self.interpolation, self.fill)
+
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks and a user's types: ``F.elastic`` by the drawn displacement."""
+        if not self._has_kernel(F.elastic, inpt):
+            return inpt
+        displacement = _elastic_displacement(self, params)
+        return F.elastic(inpt, displacement, self.interpolation, fill=0)
 
 
-# Boxes and masks: the warps move them with the image (registered in the kernel registry).
-# A sample with boxes or masks is one image (per_sample=False), so the params are one draw:
-# Python numbers, or one-element tensors under torch.compile.
+# Boxes, masks and a user's types: the warps call their functional with the drawn
+# parameters. A sample with boxes or masks is one image (per_sample=False), so the params
+# are one draw: Python numbers, or one-element tensors under torch.compile. Masks get 0
+# where the warp brings in pixels from outside.
 
 
 def _number(value: Any) -> float:
@@ -590,38 +614,6 @@ def _numbers(value: Any) -> list[float]:
     return [float(v) for v in value]
 
 
-def _plain(inpt: torch.Tensor) -> torch.Tensor:
-    return inpt.as_subclass(torch.Tensor)
-
-
-def _box_meta(boxes: tv_tensors.BoundingBoxes) -> dict[str, Any]:
-    return {
-        "format": boxes.format,
-        "canvas_size": boxes.canvas_size,
-        "clamping_mode": boxes.clamping_mode,
-    }
-
-
-@register_kernel(RandomRotation, tv_tensors.BoundingBoxes)
-def _rotation_boxes(
-    t: RandomRotation, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    out, size = rotate_bounding_boxes(
-        _plain(boxes),
-        angle=_number(params["angle"]),
-        expand=t.expand,
-        center=t.center,
-        **_box_meta(boxes),
-    )
-    return tv_tensors.wrap(out, like=boxes, canvas_size=size)
-
-
-@register_kernel(RandomRotation, tv_tensors.Mask)
-def _rotation_mask(t: RandomRotation, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
-    out = rotate_mask(_plain(mask), _number(params["angle"]), t.expand, t.center, fill=0)
-    return tv_tensors.wrap(out, like=mask)
-
-
 def _affine_args(params: dict[str, Any]) -> dict[str, Any]:
     return {
         "angle": _number(params["angle"]),
@@ -629,22 +621,6 @@ def _affine_args(params: dict[str, Any]) -> dict[str, Any]:
         "scale": _number(params["scale"]),
         "shear": _numbers(params["shear"]),
     }
-
-
-@register_kernel(RandomAffine, tv_tensors.BoundingBoxes)
-def _affine_boxes(
-    t: RandomAffine, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    out = affine_bounding_boxes(
-        _plain(boxes), center=t.center, **_affine_args(params), **_box_meta(boxes)
-    )
-    return tv_tensors.wrap(out, like=boxes)
-
-
-@register_kernel(RandomAffine, tv_tensors.Mask)
-def _affine_mask(t: RandomAffine, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
-    out = affine_mask(_plain(mask), fill=0, center=t.center, **_affine_args(params))
-    return tv_tensors.wrap(out, like=mask)
 
 
 def _perspective_coefficients(params: dict[str, Any]) -> list[float] | None:
@@ -655,50 +631,9 @@ def _perspective_coefficients(params: dict[str, Any]) -> list[float] | None:
     return _numbers(params["coefficients"][0])
 
 
-@register_kernel(RandomPerspective, tv_tensors.BoundingBoxes)
-def _perspective_boxes(
-    t: RandomPerspective, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    coefficients = _perspective_coefficients(params)
-    if coefficients is None:
-        return boxes
-    out = perspective_bounding_boxes(
-        _plain(boxes),
-        startpoints=None,
-        endpoints=None,
-        coefficients=coefficients,
-        **_box_meta(boxes),
-    )
-    return tv_tensors.wrap(out, like=boxes)
-
-
-@register_kernel(RandomPerspective, tv_tensors.Mask)
-def _perspective_mask(t: RandomPerspective, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
-    coefficients = _perspective_coefficients(params)
-    if coefficients is None:
-        return mask
-    out = perspective_mask(_plain(mask), None, None, fill=0, coefficients=coefficients)
-    return tv_tensors.wrap(out, like=mask)
-
-
 def _elastic_displacement(t: ElasticTransform, params: dict[str, Any]) -> torch.Tensor:
     displacement = params.get("displacement")
     if displacement is None:
         noise = params["noise"]
         displacement = t._displacement(torch.cat(noise) if isinstance(noise, tuple) else noise)
     return displacement
-
-
-@register_kernel(ElasticTransform, tv_tensors.BoundingBoxes)
-def _elastic_boxes(
-    t: ElasticTransform, boxes: tv_tensors.BoundingBoxes, params: dict[str, Any]
-) -> tv_tensors.BoundingBoxes:
-    displacement = _elastic_displacement(t, params)
-    out = elastic_bounding_boxes(_plain(boxes), displacement=displacement, **_box_meta(boxes))
-    return tv_tensors.wrap(out, like=boxes)
-
-
-@register_kernel(ElasticTransform, tv_tensors.Mask)
-def _elastic_mask(t: ElasticTransform, mask: tv_tensors.Mask, params: dict[str, Any]) -> Any:
-    out = elastic_mask(_plain(mask), _elastic_displacement(t, params), fill=0)
-    return tv_tensors.wrap(out, like=mask)

@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 import torch
 
+from trivium.vision import tv_tensors
+from trivium.vision.transforms._dispatch import _register_kernel_internal, get_kernel
 from trivium.vision.transforms._image import check_image, eager_cpu, image_where
 from trivium.vision.transforms.functional.conversion import (
     _max_value,
@@ -32,16 +34,38 @@ from trivium.vision.transforms.functional.conversion import (
 
 __all__ = [
     "adjust_brightness",
+    "adjust_brightness_image",
+    "adjust_brightness_video",
     "adjust_contrast",
+    "adjust_contrast_image",
+    "adjust_contrast_video",
     "adjust_gamma",
+    "adjust_gamma_image",
+    "adjust_gamma_video",
     "adjust_hue",
+    "adjust_hue_image",
+    "adjust_hue_video",
     "adjust_saturation",
+    "adjust_saturation_image",
+    "adjust_saturation_video",
     "autocontrast",
+    "autocontrast_image",
+    "autocontrast_video",
     "equalize",
+    "equalize_image",
+    "equalize_video",
     "invert",
+    "invert_image",
+    "invert_video",
     "posterize",
+    "posterize_image",
+    "posterize_video",
     "rgb_to_grayscale",
+    "rgb_to_grayscale_image",
+    "rgb_to_grayscale_video",
     "solarize",
+    "solarize_image",
+    "solarize_video",
     "to_grayscale",
 ]
 
@@ -176,7 +200,7 @@ def _gray(img: torch.Tensor) -> torch.Tensor:
     return r.mul(0.2989).add_(g, alpha=0.587).add_(b, alpha=0.114).unsqueeze(-3)
 
 
-def rgb_to_grayscale(img: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
+def rgb_to_grayscale_image(img: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
     """Convert RGB to grayscale with ITU-R 601-2 weights (as torchvision and Pillow ``"L"``).
 
     ``L = 0.2989 R + 0.587 G + 0.114 B``; integer results are truncated like
@@ -186,7 +210,7 @@ def rgb_to_grayscale(img: torch.Tensor, num_output_channels: int = 1) -> torch.T
     Example:
         >>> import torch
         >>> img = torch.tensor([255, 0, 0], dtype=torch.uint8).view(3, 1, 1)
-        >>> rgb_to_grayscale(img).flatten().tolist()
+        >>> rgb_to_grayscale_image(img).flatten().tolist()
         [76]
     """
     if img.dim() < 3:
@@ -234,16 +258,12 @@ def _grayscale_into(img: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return out[:, 1:].copy_(out[:, :1].expand_as(out[:, 1:]))
 
 
-# torchvision v1 name for the same kernel.
-to_grayscale = rgb_to_grayscale
-
-
-def adjust_brightness(img: torch.Tensor, brightness_factor: Factor) -> torch.Tensor:
+def adjust_brightness_image(img: torch.Tensor, brightness_factor: Factor) -> torch.Tensor:
     """Multiply by ``brightness_factor`` (0 gives black, 1 the original), then clamp.
 
     Example:
         >>> import torch
-        >>> adjust_brightness(torch.full((3, 1, 1), 0.4), 2.0).flatten().tolist()
+        >>> adjust_brightness_image(torch.full((3, 1, 1), 0.4), 2.0).flatten().tolist()
         [0.800000011920929, 0.800000011920929, 0.800000011920929]
     """
     check_image("adjust_brightness", img, channels=(1, 3))
@@ -252,13 +272,13 @@ def adjust_brightness(img: torch.Tensor, brightness_factor: Factor) -> torch.Ten
     return out if img.is_floating_point() else out.to(img.dtype)
 
 
-def adjust_contrast(img: torch.Tensor, contrast_factor: Factor) -> torch.Tensor:
+def adjust_contrast_image(img: torch.Tensor, contrast_factor: Factor) -> torch.Tensor:
     """Blend with the mean gray level of each image (0 gives a flat gray image).
 
     Example:
         >>> import torch
         >>> img = torch.tensor([0.0, 1.0]).view(1, 1, 2)
-        >>> adjust_contrast(img, 0.5).flatten().tolist()
+        >>> adjust_contrast_image(img, 0.5).flatten().tolist()
         [0.25, 0.75]
     """
     check_image("adjust_contrast", img, channels=(1, 3))
@@ -275,13 +295,13 @@ def adjust_contrast(img: torch.Tensor, contrast_factor: Factor) -> torch.Tensor:
     return _blend(img, mean, f)
 
 
-def adjust_saturation(img: torch.Tensor, saturation_factor: Factor) -> torch.Tensor:
+def adjust_saturation_image(img: torch.Tensor, saturation_factor: Factor) -> torch.Tensor:
     """Blend with the grayscale image (0 gives gray, 1 the original); 1 channel is unchanged.
 
     Example:
         >>> import torch
         >>> img = torch.tensor([200, 100, 0], dtype=torch.uint8).view(3, 1, 1)
-        >>> adjust_saturation(img, 0.0).flatten().tolist()
+        >>> adjust_saturation_image(img, 0.0).flatten().tolist()
         [118, 118, 118]
     """
     check_image("adjust_saturation", img, channels=(1, 3))
@@ -326,7 +346,7 @@ def _rotate_hue(img: torch.Tensor, turns: Factor) -> torch.Tensor:
     return ramp.mul_(delta.unsqueeze(-3)).neg_().add_(maxc.unsqueeze(-3))
 
 
-def adjust_hue(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
+def adjust_hue_image(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
     """Rotate the hue by ``hue_factor`` turns (in [-0.5, 0.5]) in HSV space.
 
     A 1-channel image is returned unchanged (as torchvision and Pillow do).
@@ -334,7 +354,7 @@ def adjust_hue(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
     Example:
         >>> import torch
         >>> red = torch.tensor([1.0, 0.0, 0.0]).view(3, 1, 1)
-        >>> adjust_hue(red, 1 / 3).flatten().round(decimals=4).tolist()  # red -> green
+        >>> adjust_hue_image(red, 1 / 3).flatten().round(decimals=4).tolist()  # red -> green
         [0.0, 1.0, 0.0]
     """
     check_image("adjust_hue", img, channels=(1, 3))
@@ -349,12 +369,12 @@ def adjust_hue(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
     return _truncate(rotated.mul_(_to_int_scale(img.dtype) / _bound(img)), img.dtype)
 
 
-def adjust_gamma(img: torch.Tensor, gamma: float, gain: float = 1.0) -> torch.Tensor:
+def adjust_gamma_image(img: torch.Tensor, gamma: float, gain: float = 1.0) -> torch.Tensor:
     """Gamma correction ``gain * img ** gamma`` on the [0, 1] scale.
 
     Example:
         >>> import torch
-        >>> adjust_gamma(torch.full((1, 1, 1), 0.25), 0.5).item()
+        >>> adjust_gamma_image(torch.full((1, 1, 1), 0.25), 0.5).item()
         0.5
     """
     check_image("adjust_gamma", img)
@@ -366,12 +386,12 @@ def adjust_gamma(img: torch.Tensor, gamma: float, gain: float = 1.0) -> torch.Te
     return _from_float(out, img.dtype)
 
 
-def invert(img: torch.Tensor) -> torch.Tensor:
+def invert_image(img: torch.Tensor) -> torch.Tensor:
     """Invert the colors: ``max - img`` (255 for uint8, 65535 for uint16), ``1 - img`` for floats.
 
     Example:
         >>> import torch
-        >>> invert(torch.tensor([0, 200], dtype=torch.uint8).view(1, 1, 2)).flatten().tolist()
+        >>> invert_image(torch.tensor([0, 200], dtype=torch.uint8).view(1, 1, 2)).flatten().tolist()
         [255, 55]
     """
     check_image("invert", img)
@@ -390,7 +410,7 @@ def _invert_into(img: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return torch.bitwise_xor(img, _max_value(img.dtype), out=out)
 
 
-def posterize(img: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
+def posterize_image(img: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
     """Keep the ``bits`` most significant bits of every channel (0 <= bits <= 8).
 
     ``bits`` may be a tensor (one value, or one per image of the flattened batch).
@@ -398,7 +418,7 @@ def posterize(img: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
 
     Example:
         >>> import torch
-        >>> posterize(torch.tensor([255, 100], dtype=torch.uint8).view(1, 1, 2), 2).flatten()
+        >>> posterize_image(torch.tensor([255, 100], dtype=torch.uint8).view(1, 1, 2), 2).flatten()
         tensor([192,  64], dtype=torch.uint8)
     """
     check_image("posterize", img)
@@ -439,14 +459,14 @@ def _posterize_into(img: torch.Tensor, out: torch.Tensor, bits: int) -> torch.Te
     return torch.bitwise_and(img, mask, out=out)
 
 
-def solarize(img: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor:
+def solarize_image(img: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor:
     """Invert every value at or above ``threshold`` (on the image's scale: 255, 65535 or 1.0).
 
     ``threshold`` may be a tensor (one value, or one per image of the flattened batch).
 
     Example:
         >>> import torch
-        >>> solarize(torch.tensor([10, 200], dtype=torch.uint8).view(1, 1, 2), 128).flatten()
+        >>> solarize_image(torch.tensor([10, 200], dtype=torch.uint8).view(1, 1, 2), 128).flatten()
         tensor([10, 55], dtype=torch.uint8)
     """
     check_image("solarize", img)
@@ -528,13 +548,13 @@ def _by_chunks(
     return out
 
 
-def autocontrast(img: torch.Tensor) -> torch.Tensor:
+def autocontrast_image(img: torch.Tensor) -> torch.Tensor:
     """Stretch every channel of every image to the full range [0, max].
 
     Example:
         >>> import torch
         >>> img = torch.tensor([50, 100, 150], dtype=torch.uint8).view(1, 1, 3)
-        >>> autocontrast(img).flatten().tolist()
+        >>> autocontrast_image(img).flatten().tolist()
         [0, 127, 255]
     """
     check_image("autocontrast", img, channels=(1, 3))
@@ -551,7 +571,7 @@ def autocontrast(img: torch.Tensor) -> torch.Tensor:
     return ((x - low) / scale).clamp_(0.0, bound).to(img.dtype)
 
 
-def equalize(img: torch.Tensor) -> torch.Tensor:
+def equalize_image(img: torch.Tensor) -> torch.Tensor:
     """Histogram equalization of every channel, with Pillow's lookup table (``ImageOps.equalize``).
 
     Floating and uint16 images are equalized on their uint8 quantization (uint16: the
@@ -561,7 +581,7 @@ def equalize(img: torch.Tensor) -> torch.Tensor:
     Example:
         >>> import torch
         >>> img = torch.tensor([10, 20], dtype=torch.uint8).repeat_interleave(256).view(1, 16, 32)
-        >>> equalize(img).unique().tolist()
+        >>> equalize_image(img).unique().tolist()
         [0, 255]
     """
     check_image("equalize", img)
@@ -596,3 +616,193 @@ def _equalize_lut(hist: torch.Tensor, num_pixels: int) -> torch.Tensor:
     lut = (shifted + step // 2).div(step.clamp(min=1), rounding_mode="floor").clamp_(0, 255)
     identity = torch.arange(256, device=hist.device).expand_as(lut)
     return torch.where(step == 0, identity, lut).to(torch.uint8)
+
+
+# The functionals: one per operation, dispatching on the type of the input.
+
+
+def rgb_to_grayscale(inpt: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
+    """Convert RGB to grayscale with ITU-R 601-2 weights (as torchvision and Pillow ``"L"``).
+
+    ``L = 0.2989 R + 0.587 G + 0.114 B``; integer results are truncated like
+    torchvision's. A 1-channel input is copied (or repeated to 3 channels).
+    TorchScript-compatible.
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([255, 0, 0], dtype=torch.uint8).view(3, 1, 1)
+        >>> rgb_to_grayscale(img).flatten().tolist()
+        [76]
+    """
+    kernel = get_kernel(rgb_to_grayscale, type(inpt))
+    return kernel(inpt, num_output_channels=num_output_channels)
+
+
+def adjust_brightness(inpt: torch.Tensor, brightness_factor: Factor) -> torch.Tensor:
+    """Multiply by ``brightness_factor`` (0 gives black, 1 the original), then clamp.
+
+    Example:
+        >>> import torch
+        >>> adjust_brightness(torch.full((3, 1, 1), 0.4), 2.0).flatten().tolist()
+        [0.800000011920929, 0.800000011920929, 0.800000011920929]
+    """
+    kernel = get_kernel(adjust_brightness, type(inpt))
+    return kernel(inpt, brightness_factor=brightness_factor)
+
+
+def adjust_contrast(inpt: torch.Tensor, contrast_factor: Factor) -> torch.Tensor:
+    """Blend with the mean gray level of each image (0 gives a flat gray image).
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([0.0, 1.0]).view(1, 1, 2)
+        >>> adjust_contrast(img, 0.5).flatten().tolist()
+        [0.25, 0.75]
+    """
+    kernel = get_kernel(adjust_contrast, type(inpt))
+    return kernel(inpt, contrast_factor=contrast_factor)
+
+
+def adjust_saturation(inpt: torch.Tensor, saturation_factor: Factor) -> torch.Tensor:
+    """Blend with the grayscale image (0 gives gray, 1 the original); 1 channel is unchanged.
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([200, 100, 0], dtype=torch.uint8).view(3, 1, 1)
+        >>> adjust_saturation(img, 0.0).flatten().tolist()
+        [118, 118, 118]
+    """
+    kernel = get_kernel(adjust_saturation, type(inpt))
+    return kernel(inpt, saturation_factor=saturation_factor)
+
+
+def adjust_hue(inpt: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
+    """Rotate the hue by ``hue_factor`` turns (in [-0.5, 0.5]) in HSV space.
+
+    A 1-channel image is returned unchanged (as torchvision and Pillow do).
+
+    Example:
+        >>> import torch
+        >>> red = torch.tensor([1.0, 0.0, 0.0]).view(3, 1, 1)
+        >>> adjust_hue(red, 1 / 3).flatten().round(decimals=4).tolist()  # red -> green
+        [0.0, 1.0, 0.0]
+    """
+    kernel = get_kernel(adjust_hue, type(inpt))
+    return kernel(inpt, hue_factor=hue_factor)
+
+
+def adjust_gamma(inpt: torch.Tensor, gamma: float, gain: float = 1.0) -> torch.Tensor:
+    """Gamma correction ``gain * img ** gamma`` on the [0, 1] scale.
+
+    Example:
+        >>> import torch
+        >>> adjust_gamma(torch.full((1, 1, 1), 0.25), 0.5).item()
+        0.5
+    """
+    kernel = get_kernel(adjust_gamma, type(inpt))
+    return kernel(inpt, gamma=gamma, gain=gain)
+
+
+def invert(inpt: torch.Tensor) -> torch.Tensor:
+    """Invert the colors: ``max - img`` (255 for uint8, 65535 for uint16), ``1 - img`` for floats.
+
+    Example:
+        >>> import torch
+        >>> invert(torch.tensor([0, 200], dtype=torch.uint8).view(1, 1, 2)).flatten().tolist()
+        [255, 55]
+    """
+    kernel = get_kernel(invert, type(inpt))
+    return kernel(inpt)
+
+
+def posterize(inpt: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
+    """Keep the ``bits`` most significant bits of every channel (0 <= bits <= 8).
+
+    ``bits`` may be a tensor (one value, or one per image of the flattened batch).
+    The bits are the dtype's (uint16 keeps the top ``bits`` of 16), as torchvision.
+
+    Example:
+        >>> import torch
+        >>> posterize(torch.tensor([255, 100], dtype=torch.uint8).view(1, 1, 2), 2).flatten()
+        tensor([192,  64], dtype=torch.uint8)
+    """
+    kernel = get_kernel(posterize, type(inpt))
+    return kernel(inpt, bits=bits)
+
+
+def solarize(inpt: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor:
+    """Invert every value at or above ``threshold`` (on the image's scale: 255, 65535 or 1.0).
+
+    ``threshold`` may be a tensor (one value, or one per image of the flattened batch).
+
+    Example:
+        >>> import torch
+        >>> solarize(torch.tensor([10, 200], dtype=torch.uint8).view(1, 1, 2), 128).flatten()
+        tensor([10, 55], dtype=torch.uint8)
+    """
+    kernel = get_kernel(solarize, type(inpt))
+    return kernel(inpt, threshold=threshold)
+
+
+def autocontrast(inpt: torch.Tensor) -> torch.Tensor:
+    """Stretch every channel of every image to the full range [0, max].
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([50, 100, 150], dtype=torch.uint8).view(1, 1, 3)
+        >>> autocontrast(img).flatten().tolist()
+        [0, 127, 255]
+    """
+    kernel = get_kernel(autocontrast, type(inpt))
+    return kernel(inpt)
+
+
+def equalize(inpt: torch.Tensor) -> torch.Tensor:
+    """Histogram equalization of every channel, with Pillow's lookup table (``ImageOps.equalize``).
+
+    Floating and uint16 images are equalized on their uint8 quantization (uint16: the
+    high byte, and the result is ``255 << 8`` at most), as torchvision does. The whole
+    batch is done at once: one histogram per channel via ``scatter_add``, no Python loop.
+
+    Example:
+        >>> import torch
+        >>> img = torch.tensor([10, 20], dtype=torch.uint8).repeat_interleave(256).view(1, 16, 32)
+        >>> equalize(img).unique().tolist()
+        [0, 255]
+    """
+    kernel = get_kernel(equalize, type(inpt))
+    return kernel(inpt)
+
+
+# The video kernels are the image kernels: a video is a batch of images [..., T, C, H, W].
+rgb_to_grayscale_video = rgb_to_grayscale_image
+adjust_brightness_video = adjust_brightness_image
+adjust_contrast_video = adjust_contrast_image
+adjust_saturation_video = adjust_saturation_image
+adjust_hue_video = adjust_hue_image
+adjust_gamma_video = adjust_gamma_image
+invert_video = invert_image
+posterize_video = posterize_image
+solarize_video = solarize_image
+autocontrast_video = autocontrast_image
+equalize_video = equalize_image
+
+
+for _functional, _kernel in (
+    (rgb_to_grayscale, rgb_to_grayscale_image),
+    (adjust_brightness, adjust_brightness_image),
+    (adjust_contrast, adjust_contrast_image),
+    (adjust_saturation, adjust_saturation_image),
+    (adjust_hue, adjust_hue_image),
+    (adjust_gamma, adjust_gamma_image),
+    (invert, invert_image),
+    (posterize, posterize_image),
+    (solarize, solarize_image),
+    (autocontrast, autocontrast_image),
+    (equalize, equalize_image),
+):
+    for _type in (torch.Tensor, tv_tensors.Image, tv_tensors.Video):
+        _register_kernel_internal(_functional, _type)(_kernel)
+
+# torchvision v1 name for the same functional.
+to_grayscale = rgb_to_grayscale

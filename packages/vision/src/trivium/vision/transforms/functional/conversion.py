@@ -16,9 +16,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from trivium.vision import tv_tensors
+from trivium.vision.transforms._dispatch import _register_kernel_internal, get_kernel
 from trivium.vision.transforms._image import is_pil, pil_to_tensor
 
-__all__ = ["normalize", "to_dtype", "to_image"]
+__all__ = [
+    "normalize",
+    "normalize_image",
+    "normalize_video",
+    "to_dtype",
+    "to_dtype_image",
+    "to_dtype_video",
+    "to_image",
+]
 
 
 def to_image(inpt: Any) -> torch.Tensor:
@@ -105,7 +115,7 @@ def _to_dtype_image(img: torch.Tensor, dtype: torch.dtype, scale: bool) -> torch
     return img.to(dtype).bitwise_left_shift_(bits_out - bits_in)
 
 
-def to_dtype(
+def to_dtype_image(
     img: torch.Tensor, dtype: torch.dtype = torch.float32, scale: bool = False
 ) -> torch.Tensor:
     """Convert to ``dtype``; ``scale`` also maps the value range (uint8 [0, 255] <-> float [0, 1]).
@@ -116,9 +126,10 @@ def to_dtype(
 
     Example:
         >>> import torch
-        >>> to_dtype(torch.tensor([[[0, 255]]], dtype=torch.uint8), torch.float32, scale=True)
+        >>> to_dtype_image(torch.tensor([[[0, 255]]], dtype=torch.uint8), torch.float32, scale=True)
         tensor([[[0., 1.]]])
-        >>> to_dtype(torch.tensor([[[258, 65535]]], dtype=torch.uint16), torch.uint8, scale=True)
+        >>> img16 = torch.tensor([[[258, 65535]]], dtype=torch.uint16)
+        >>> to_dtype_image(img16, torch.uint8, scale=True)
         tensor([[[  1, 255]]], dtype=torch.uint8)
     """
     if not isinstance(img, torch.Tensor):
@@ -242,14 +253,14 @@ def check_normalize_args(owner: str, mean: Any, std: Any) -> tuple[list[float], 
     return mean_f, std_f
 
 
-def normalize(
+def normalize_image(
     img: torch.Tensor, mean: Sequence[float], std: Sequence[float], inplace: bool = False
 ) -> torch.Tensor:
     """``(img - mean) / std`` per channel, on a floating image ``[..., C, H, W]``.
 
     Example:
         >>> import torch
-        >>> normalize(torch.ones(2, 1, 1), [0.5, 0.0], [0.5, 2.0]).view(-1).tolist()
+        >>> normalize_image(torch.ones(2, 1, 1), [0.5, 0.0], [0.5, 2.0]).view(-1).tolist()
         [1.0, 0.5]
     """
     mean_f, std_f = check_normalize_args("normalize", mean, std)
@@ -271,3 +282,62 @@ def normalize(
                 f"normalize: {name} has {len(values)} values but the image has {channels} channels"
             )
     return _normalize_image(img, mean_f, std_f, inplace)
+
+
+# The functionals: one per operation, dispatching on the type of the input.
+
+
+def to_dtype(
+    inpt: torch.Tensor, dtype: torch.dtype = torch.float32, scale: bool = False
+) -> torch.Tensor:
+    """Convert to ``dtype``; ``scale`` also maps the value range (uint8 [0, 255] <-> float [0, 1]).
+
+    Float to integer maps ``1.0`` to the max value and truncates; integer to float
+    divides by the max value (255, 65535); between integer dtypes the value bits are
+    shifted, so uint16 to uint8 keeps the high byte (torchvision's rules).
+
+    Example:
+        >>> import torch
+        >>> to_dtype(torch.tensor([[[0, 255]]], dtype=torch.uint8), torch.float32, scale=True)
+        tensor([[[0., 1.]]])
+        >>> to_dtype(torch.tensor([[[258, 65535]]], dtype=torch.uint16), torch.uint8, scale=True)
+        tensor([[[  1, 255]]], dtype=torch.uint8)
+    """
+    kernel = get_kernel(to_dtype, type(inpt))
+    return kernel(inpt, dtype=dtype, scale=scale)
+
+
+def normalize(
+    inpt: torch.Tensor, mean: Sequence[float], std: Sequence[float], inplace: bool = False
+) -> torch.Tensor:
+    """``(img - mean) / std`` per channel, on a floating image ``[..., C, H, W]``.
+
+    Example:
+        >>> import torch
+        >>> normalize(torch.ones(2, 1, 1), [0.5, 0.0], [0.5, 2.0]).view(-1).tolist()
+        [1.0, 0.5]
+    """
+    kernel = get_kernel(normalize, type(inpt))
+    return kernel(inpt, mean=mean, std=std, inplace=inplace)
+
+
+# The video kernels are the image kernels: a video is a batch of images [..., T, C, H, W].
+to_dtype_video = to_dtype_image
+normalize_video = normalize_image
+
+
+for _functional, _kernel in (
+    (to_dtype, to_dtype_image),
+    (normalize, normalize_image),
+):
+    for _type in (torch.Tensor, tv_tensors.Image, tv_tensors.Video):
+        _register_kernel_internal(_functional, _type)(_kernel)
+
+
+def _to_dtype_tensor(inpt: torch.Tensor, dtype: torch.dtype = torch.float32, **kwargs: Any) -> Any:
+    """Masks and boxes change dtype without scaling (torchvision v2's rule)."""
+    return inpt.to(dtype)
+
+
+for _type in (tv_tensors.Mask, tv_tensors.BoundingBoxes):
+    _register_kernel_internal(to_dtype, _type)(_to_dtype_tensor)

@@ -14,9 +14,16 @@ from __future__ import annotations
 
 import torch
 
+from trivium.vision import tv_tensors
+from trivium.vision.transforms._dispatch import _register_kernel_internal, get_kernel
 from trivium.vision.transforms._image import check_image, eager_cpu, image_where
 
-__all__ = ["erase", "erase_mask"]
+__all__ = [
+    "erase",
+    "erase_image",
+    "erase_mask",
+    "erase_video",
+]
 
 Coord = int | torch.Tensor
 
@@ -41,7 +48,7 @@ def erase_mask(
     return inside.unsqueeze(-3)
 
 
-def erase(
+def erase_image(
     img: torch.Tensor,
     i: Coord,
     j: Coord,
@@ -60,7 +67,7 @@ def erase(
     Example:
         >>> import torch
         >>> img = torch.zeros(2, 1, 3, 3)
-        >>> out = erase(img, torch.tensor([0, 1]), torch.tensor([0, 1]),
+        >>> out = erase_image(img, torch.tensor([0, 1]), torch.tensor([0, 1]),
         ...             torch.tensor([1, 2]), torch.tensor([1, 2]), torch.tensor(1.0))
         >>> out.sum(dim=(1, 2, 3)).tolist()
         [1.0, 4.0]
@@ -86,3 +93,43 @@ def erase(
     values = v.to(device=img.device, dtype=img.dtype).expand_as(img)
     erased = image_where(mask, values, img)
     return img.copy_(erased) if inplace else erased
+
+
+# The functionals: one per operation, dispatching on the type of the input.
+
+
+def erase(
+    inpt: torch.Tensor,
+    i: Coord,
+    j: Coord,
+    h: Coord,
+    w: Coord,
+    v: torch.Tensor,
+    inplace: bool = False,
+) -> torch.Tensor:
+    """Set ``img[..., i:i + h, j:j + w]`` to ``v`` (as torchvision's ``erase``).
+
+    With ints, ``v`` broadcasts to ``[..., C, h, w]``. With tensors of one box
+    per image (shape ``[N]`` for ``N`` images in the flattened batch), ``v``
+    broadcasts to the whole ``[..., C, H, W]`` image and only the boxes take it.
+    Values are cast to the image's dtype as a slice assignment would.
+
+    Example:
+        >>> import torch
+        >>> img = torch.zeros(2, 1, 3, 3)
+        >>> out = erase(img, torch.tensor([0, 1]), torch.tensor([0, 1]),
+        ...             torch.tensor([1, 2]), torch.tensor([1, 2]), torch.tensor(1.0))
+        >>> out.sum(dim=(1, 2, 3)).tolist()
+        [1.0, 4.0]
+    """
+    kernel = get_kernel(erase, type(inpt))
+    return kernel(inpt, i=i, j=j, h=h, w=w, v=v, inplace=inplace)
+
+
+# The video kernels are the image kernels: a video is a batch of images [..., T, C, H, W].
+erase_video = erase_image
+
+
+for _functional, _kernel in ((erase, erase_image),):
+    for _type in (torch.Tensor, tv_tensors.Image, tv_tensors.Video):
+        _register_kernel_internal(_functional, _type)(_kernel)

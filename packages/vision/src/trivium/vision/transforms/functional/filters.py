@@ -18,10 +18,19 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as nnf
 
+from trivium.vision import tv_tensors
+from trivium.vision.transforms._dispatch import _register_kernel_internal, get_kernel
 from trivium.vision.transforms._image import check_image
 from trivium.vision.transforms.functional.color import _bound, per_image_factor
 
-__all__ = ["adjust_sharpness", "gaussian_blur"]
+__all__ = [
+    "adjust_sharpness",
+    "adjust_sharpness_image",
+    "adjust_sharpness_video",
+    "gaussian_blur",
+    "gaussian_blur_image",
+    "gaussian_blur_video",
+]
 
 
 def _pair_kernel_size(kernel_size: int | Sequence[int]) -> tuple[int, int]:
@@ -69,7 +78,7 @@ def _kernel_1d(size: int, sigma: torch.Tensor) -> torch.Tensor:
     return pdf / pdf.sum(-1, keepdim=True)
 
 
-def gaussian_blur(
+def gaussian_blur_image(
     img: torch.Tensor,
     kernel_size: int | Sequence[int],
     sigma: float | Sequence[float] | torch.Tensor | None = None,
@@ -84,7 +93,7 @@ def gaussian_blur(
         >>> import torch
         >>> img = torch.zeros(1, 5, 5)
         >>> img[0, 2, 2] = 1.0
-        >>> out = gaussian_blur(img, [3, 3], [1.0, 1.0])
+        >>> out = gaussian_blur_image(img, [3, 3], [1.0, 1.0])
         >>> round(out.sum().item(), 4), bool(out[0, 2, 2] < 1)
         (1.0, True)
     """
@@ -123,7 +132,9 @@ def gaussian_blur(
     return x.reshape((*batch_shape, channels, height, width))
 
 
-def adjust_sharpness(img: torch.Tensor, sharpness_factor: float | torch.Tensor) -> torch.Tensor:
+def adjust_sharpness_image(
+    img: torch.Tensor, sharpness_factor: float | torch.Tensor
+) -> torch.Tensor:
     """Blend with a smoothed copy (0: smooth, 1: original, 2: sharper), as torchvision/Pillow.
 
     The smoothing kernel is ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13``; the border
@@ -133,7 +144,7 @@ def adjust_sharpness(img: torch.Tensor, sharpness_factor: float | torch.Tensor) 
         >>> import torch
         >>> img = torch.zeros(1, 5, 5)
         >>> img[0, 2, 2] = 1.0
-        >>> round(adjust_sharpness(img, 0.0)[0, 2, 2].item(), 4)  # 5/13
+        >>> round(adjust_sharpness_image(img, 0.0)[0, 2, 2].item(), 4)  # 5/13
         0.3846
     """
     check_image("adjust_sharpness", img, channels=(1, 3))
@@ -158,3 +169,59 @@ def adjust_sharpness(img: torch.Tensor, sharpness_factor: float | torch.Tensor) 
     out[..., 1:-1, 1:-1] = blended
     out = out.clamp_(0.0, _bound(img))
     return out.to(img.dtype).reshape(img.shape)
+
+
+# The functionals: one per operation, dispatching on the type of the input.
+
+
+def gaussian_blur(
+    inpt: torch.Tensor,
+    kernel_size: int | Sequence[int],
+    sigma: float | Sequence[float] | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Blur with a Gaussian kernel (torchvision's taps and reflect padding), separably.
+
+    ``kernel_size`` is ``[kx, ky]`` (odd); ``sigma`` is ``[sx, sy]``, one number,
+    ``None`` (``0.3 * ((k - 1) * 0.5 - 1) + 0.8`` per axis, as torchvision) or a
+    tensor with one sigma (or one ``(sx, sy)`` row) per image of the flattened batch.
+
+    Example:
+        >>> import torch
+        >>> img = torch.zeros(1, 5, 5)
+        >>> img[0, 2, 2] = 1.0
+        >>> out = gaussian_blur(img, [3, 3], [1.0, 1.0])
+        >>> round(out.sum().item(), 4), bool(out[0, 2, 2] < 1)
+        (1.0, True)
+    """
+    kernel = get_kernel(gaussian_blur, type(inpt))
+    return kernel(inpt, kernel_size=kernel_size, sigma=sigma)
+
+
+def adjust_sharpness(inpt: torch.Tensor, sharpness_factor: float | torch.Tensor) -> torch.Tensor:
+    """Blend with a smoothed copy (0: smooth, 1: original, 2: sharper), as torchvision/Pillow.
+
+    The smoothing kernel is ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13``; the border
+    pixels are kept. ``sharpness_factor`` may hold one value per image.
+
+    Example:
+        >>> import torch
+        >>> img = torch.zeros(1, 5, 5)
+        >>> img[0, 2, 2] = 1.0
+        >>> round(adjust_sharpness(img, 0.0)[0, 2, 2].item(), 4)  # 5/13
+        0.3846
+    """
+    kernel = get_kernel(adjust_sharpness, type(inpt))
+    return kernel(inpt, sharpness_factor=sharpness_factor)
+
+
+# The video kernels are the image kernels: a video is a batch of images [..., T, C, H, W].
+gaussian_blur_video = gaussian_blur_image
+adjust_sharpness_video = adjust_sharpness_image
+
+
+for _functional, _kernel in (
+    (gaussian_blur, gaussian_blur_image),
+    (adjust_sharpness, adjust_sharpness_image),
+):
+    for _type in (torch.Tensor, tv_tensors.Image, tv_tensors.Video):
+        _register_kernel_internal(_functional, _type)(_kernel)

@@ -22,22 +22,59 @@ from torch.nn.functional import grid_sample, interpolate
 from torch.nn.functional import pad as torch_pad
 
 from trivium.core.tracing import is_tracing
+from trivium.vision import tv_tensors
+from trivium.vision.transforms._dispatch import _register_kernel_internal, get_kernel
 from trivium.vision.transforms._image import bits_view, check_image, eager_cpu, image_where
 from trivium.vision.transforms.functional.conversion import _max_value
 from trivium.vision.transforms.interpolation import InterpolationMode
+from trivium.vision.tv_tensors import BoundingBoxFormat, _as_format
 
 __all__ = [
     "center_crop",
+    "center_crop_bounding_boxes",
+    "center_crop_image",
+    "center_crop_mask",
+    "center_crop_video",
+    "clamp_bounding_boxes",
+    "convert_bounding_box_format",
     "crop",
     "crop_batched",
+    "crop_bounding_boxes",
+    "crop_image",
+    "crop_mask",
+    "crop_video",
     "five_crop",
+    "five_crop_image",
+    "five_crop_video",
     "horizontal_flip",
+    "horizontal_flip_bounding_boxes",
+    "horizontal_flip_image",
+    "horizontal_flip_mask",
+    "horizontal_flip_video",
     "pad",
+    "pad_bounding_boxes",
+    "pad_image",
+    "pad_mask",
+    "pad_video",
     "resize",
+    "resize_bounding_boxes",
+    "resize_image",
+    "resize_mask",
+    "resize_video",
     "resized_crop",
     "resized_crop_batched",
+    "resized_crop_bounding_boxes",
+    "resized_crop_image",
+    "resized_crop_mask",
+    "resized_crop_video",
     "ten_crop",
+    "ten_crop_image",
+    "ten_crop_video",
     "vertical_flip",
+    "vertical_flip_bounding_boxes",
+    "vertical_flip_image",
+    "vertical_flip_mask",
+    "vertical_flip_video",
 ]
 
 _PIL_CODES = {
@@ -235,7 +272,7 @@ def _resize_image(
     return x.reshape(out_shape)
 
 
-def resize(
+def resize_image(
     img: torch.Tensor,
     size: int | Sequence[int] | None,
     interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
@@ -248,7 +285,7 @@ def resize(
 
     Example:
         >>> import torch
-        >>> resize(torch.zeros(3, 30, 40, dtype=torch.uint8), 15).shape
+        >>> resize_image(torch.zeros(3, 30, 40, dtype=torch.uint8), 15).shape
         torch.Size([3, 15, 20])
     """
     check_image("resize", img)
@@ -291,14 +328,14 @@ def _crop_image(img: torch.Tensor, top: int, left: int, height: int, width: int)
     return img[..., top:bottom, left:right]
 
 
-def crop(img: torch.Tensor, top: int, left: int, height: int, width: int) -> torch.Tensor:
+def crop_image(img: torch.Tensor, top: int, left: int, height: int, width: int) -> torch.Tensor:
     """Crop the box (top, left, height, width); parts outside the image are zero.
 
     Inside the image the result is a view (no copy).
 
     Example:
         >>> import torch
-        >>> crop(torch.arange(16.0).view(1, 4, 4), 1, 1, 2, 2)
+        >>> crop_image(torch.arange(16.0).view(1, 4, 4), 1, 1, 2, 2)
         tensor([[[ 5.,  6.],
                  [ 9., 10.]]])
     """
@@ -328,12 +365,12 @@ def _center_crop_image(img: torch.Tensor, crop_h: int, crop_w: int) -> torch.Ten
     return img[..., top : top + crop_h, left : left + crop_w]
 
 
-def center_crop(img: torch.Tensor, output_size: int | Sequence[int]) -> torch.Tensor:
+def center_crop_image(img: torch.Tensor, output_size: int | Sequence[int]) -> torch.Tensor:
     """Crop the center ``output_size`` (``[h, w]`` or one int); pads with zeros if larger.
 
     Example:
         >>> import torch
-        >>> center_crop(torch.arange(16.0).view(1, 4, 4), 2)
+        >>> center_crop_image(torch.arange(16.0).view(1, 4, 4), 2)
         tensor([[[ 5.,  6.],
                  [ 9., 10.]]])
     """
@@ -342,7 +379,7 @@ def center_crop(img: torch.Tensor, output_size: int | Sequence[int]) -> torch.Te
     return _center_crop_image(img, crop_h, crop_w)
 
 
-def resized_crop(
+def resized_crop_image(
     img: torch.Tensor,
     top: int,
     left: int,
@@ -356,20 +393,22 @@ def resized_crop(
 
     Example:
         >>> import torch
-        >>> resized_crop(torch.zeros(3, 50, 60), 5, 5, 20, 30, [8, 8]).shape
+        >>> resized_crop_image(torch.zeros(3, 50, 60), 5, 5, 20, 30, [8, 8]).shape
         torch.Size([3, 8, 8])
     """
-    return resize(crop(img, top, left, height, width), size, interpolation, antialias=antialias)
+    return resize_image(
+        crop_image(img, top, left, height, width), size, interpolation, antialias=antialias
+    )
 
 
-def five_crop(
+def five_crop_image(
     img: torch.Tensor, size: int | Sequence[int]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Corner and center crops: (top-left, top-right, bottom-left, bottom-right, center).
 
     Example:
         >>> import torch
-        >>> [tuple(c.shape) for c in five_crop(torch.zeros(1, 5, 5), 2)][0]
+        >>> [tuple(c.shape) for c in five_crop_image(torch.zeros(1, 5, 5), 2)][0]
         (1, 2, 2)
     """
     check_image("five_crop", img)
@@ -388,18 +427,18 @@ def five_crop(
     )
 
 
-def ten_crop(
+def ten_crop_image(
     img: torch.Tensor, size: int | Sequence[int], vertical_flip: bool = False
 ) -> tuple[torch.Tensor, ...]:
     """:func:`five_crop` of the image, then of its flip (horizontal unless ``vertical_flip``).
 
     Example:
         >>> import torch
-        >>> len(ten_crop(torch.zeros(3, 8, 8), 4))
+        >>> len(ten_crop_image(torch.zeros(3, 8, 8), 4))
         10
     """
     flipped = _flip(img, -2 if vertical_flip else -1)
-    return five_crop(img, size) + five_crop(flipped, size)
+    return five_crop_image(img, size) + five_crop_image(flipped, size)
 
 
 # Padding.
@@ -444,7 +483,7 @@ def _pad_image(
     return img.index_select(-2, rows).index_select(-1, cols)
 
 
-def pad(
+def pad_image(
     img: torch.Tensor,
     padding: int | Sequence[int],
     fill: float | Sequence[float] | None = None,
@@ -458,7 +497,7 @@ def pad(
 
     Example:
         >>> import torch
-        >>> pad(torch.tensor([[[1.0, 2.0, 3.0]]]), [2, 0], padding_mode="reflect")
+        >>> pad_image(torch.tensor([[[1.0, 2.0, 3.0]]]), [2, 0], padding_mode="reflect")
         tensor([[[3., 2., 1., 2., 3., 2., 1.]]])
     """
     check_image("pad", img)
@@ -478,24 +517,24 @@ def pad(
 # Flips.
 
 
-def horizontal_flip(img: torch.Tensor) -> torch.Tensor:
+def horizontal_flip_image(img: torch.Tensor) -> torch.Tensor:
     """Mirror left-right.
 
     Example:
         >>> import torch
-        >>> horizontal_flip(torch.tensor([[[1, 2, 3]]], dtype=torch.uint8))
+        >>> horizontal_flip_image(torch.tensor([[[1, 2, 3]]], dtype=torch.uint8))
         tensor([[[3, 2, 1]]], dtype=torch.uint8)
     """
     check_image("horizontal_flip", img)
     return _flip(img, -1)
 
 
-def vertical_flip(img: torch.Tensor) -> torch.Tensor:
+def vertical_flip_image(img: torch.Tensor) -> torch.Tensor:
     """Mirror top-bottom.
 
     Example:
         >>> import torch
-        >>> vertical_flip(torch.tensor([[[1.0], [2.0]]]))
+        >>> vertical_flip_image(torch.tensor([[[1.0], [2.0]]]))
         tensor([[[2.],
                  [1.]]])
     """
@@ -651,7 +690,7 @@ def _resized_crops_each(
         >>> img = torch.randint(0, 256, (2, 3, 32, 32), dtype=torch.uint8)
         >>> t, l, h, w = (torch.tensor(v) for v in ([0, 4], [2, 0], [16, 20], [24, 18]))
         >>> out = _resized_crops_each(img, t, l, h, w, [8, 8])
-        >>> torch.equal(out[1], resized_crop(img[1], 4, 0, 20, 18, [8, 8]))
+        >>> torch.equal(out[1], resized_crop_image(img[1], 4, 0, 20, 18, [8, 8]))
         True
     """
     x, boxes, mode, (out_h, out_w) = _box_batch(
@@ -776,3 +815,862 @@ def resized_crop_batched(
             out = out.clamp_(0, _max_value(dtype))
         out = out.round_().to(dtype)
     return out.reshape((*shape[:-2], out_h, out_w))
+
+
+# Bounding boxes: the geometry of the image kernels applied to boxes (torchvision v2's
+# box kernels: plain boxes with their format and canvas size in, moved boxes out).
+
+Format = BoundingBoxFormat | str
+_XYXY, _XYWH, _CXCYWH = BoundingBoxFormat.XYXY, BoundingBoxFormat.XYWH, BoundingBoxFormat.CXCYWH
+_CLAMPING_MODES = ("soft", "hard", None)
+
+
+def _is_plain(inpt: Any) -> bool:
+    return isinstance(inpt, torch.Tensor) and not isinstance(inpt, tv_tensors.TVTensor)
+
+
+def _check_boxes(owner: str, boxes: Any) -> None:
+    if not isinstance(boxes, torch.Tensor):
+        raise TypeError(f"{owner}: expected boxes as a tensor, got {type(boxes).__name__}")
+    if boxes.ndim == 0 or boxes.shape[-1] != 4:
+        raise ValueError(f"{owner}: expected boxes [..., 4], got shape {tuple(boxes.shape)}")
+
+
+# Format conversion (torchvision's integer rounding: floor halves, truncating casts).
+
+
+def _xywh_to_xyxy(boxes: torch.Tensor) -> torch.Tensor:
+    boxes[..., 2:] += boxes[..., :2]
+    return boxes
+
+
+def _xyxy_to_xywh(boxes: torch.Tensor) -> torch.Tensor:
+    boxes[..., 2:] -= boxes[..., :2]
+    return boxes
+
+
+def _half(t: torch.Tensor) -> torch.Tensor:
+    return t.div(2, rounding_mode=None if t.is_floating_point() else "floor")
+
+
+def _xywh_to_cxcywh(boxes: torch.Tensor) -> torch.Tensor:
+    boxes[..., :2] += _half(boxes[..., 2:])
+    return boxes
+
+
+def _xyxy_to_cxcywh(boxes: torch.Tensor) -> torch.Tensor:
+    boxes[..., 2:] -= boxes[..., :2]
+    boxes[..., :2] = _half(boxes[..., :2] * 2 + boxes[..., 2:])
+    return boxes
+
+
+def _cxcywh_to_xyxy(boxes: torch.Tensor) -> torch.Tensor:
+    # Integer boxes are computed in float and truncated, as torchvision.
+    out = boxes.float() if not boxes.is_floating_point() else boxes
+    out[..., :2] -= out[..., 2:] / 2
+    out[..., 2:] += out[..., :2]
+    return out.to(boxes.dtype)
+
+
+def _cxcywh_to_xywh(boxes: torch.Tensor) -> torch.Tensor:
+    if boxes.is_floating_point():
+        boxes[..., :2] -= boxes[..., 2:] / 2
+        return boxes
+    # Integer: the two-step CXCYWH -> XYXY -> XYWH, so truncation keeps x2 and y2.
+    return _xyxy_to_xywh(_cxcywh_to_xyxy(boxes))
+
+
+def _convert(boxes: torch.Tensor, old: BoundingBoxFormat, new: BoundingBoxFormat) -> torch.Tensor:
+    """``boxes`` (a copy the caller owns) from ``old`` to ``new`` format."""
+    if old == new:
+        return boxes
+    if (old, new) == (_XYWH, _CXCYWH):
+        return _xywh_to_cxcywh(boxes)
+    if (old, new) == (_CXCYWH, _XYWH):
+        return _cxcywh_to_xywh(boxes)
+    if old == _XYWH:
+        boxes = _xywh_to_xyxy(boxes)
+    elif old == _CXCYWH:
+        boxes = _cxcywh_to_xyxy(boxes)
+    if new == _XYWH:
+        return _xyxy_to_xywh(boxes)
+    if new == _CXCYWH:
+        return _xyxy_to_cxcywh(boxes)
+    return boxes
+
+
+def convert_bounding_box_format(
+    inpt: torch.Tensor,
+    old_format: Format | None = None,
+    new_format: Format | None = None,
+    inplace: bool = False,
+) -> torch.Tensor:
+    """Boxes in ``new_format``; ``old_format`` for a plain tensor, from the boxes' own otherwise.
+
+    Example:
+        >>> import torch
+        >>> convert_bounding_box_format(torch.tensor([[1, 2, 4, 6]]), "XYWH", "XYXY").tolist()
+        [[1, 2, 5, 8]]
+        >>> boxes = tv_tensors.BoundingBoxes([0, 0, 4, 2], format="XYXY", canvas_size=(8, 8))
+        >>> out = convert_bounding_box_format(boxes, new_format="CXCYWH")
+        >>> out.tolist(), out.format.value
+        ([[2, 1, 4, 2]], 'CXCYWH')
+    """
+    name = "convert_bounding_box_format"
+    if new_format is None:
+        raise TypeError(f"{name}() missing 1 required argument: 'new_format'")
+    new = _as_format(new_format)
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        if old_format is not None:
+            raise ValueError(f"{name}: old_format must not be given for BoundingBoxes inputs")
+        plain = inpt.as_subclass(torch.Tensor)
+        out = _convert(plain if inplace else plain.clone(), inpt.format, new)
+        return tv_tensors.wrap(out, like=inpt, format=new)
+    _check_boxes(name, inpt)
+    if not _is_plain(inpt):
+        raise TypeError(f"{name}: expected a plain tensor or BoundingBoxes, got {type(inpt)}")
+    if old_format is None:
+        raise ValueError(f"{name}: old_format is needed for a plain tensor")
+    return _convert(inpt if inplace else inpt.clone(), _as_format(old_format), new)
+
+
+def _clamp(
+    boxes: torch.Tensor,
+    format: BoundingBoxFormat,
+    canvas_size: tuple[int, int],
+    clamping_mode: str | None,
+) -> torch.Tensor:
+    # "soft" and "hard" are the same for axis-aligned boxes; None leaves them as they are.
+    if clamping_mode is None:
+        return boxes.clone()
+    dtype = boxes.dtype
+    xyxy = _convert(boxes.clone() if boxes.is_floating_point() else boxes.float(), format, _XYXY)
+    xyxy[..., 0::2].clamp_(min=0, max=canvas_size[1])
+    xyxy[..., 1::2].clamp_(min=0, max=canvas_size[0])
+    return _convert(xyxy, _XYXY, format).to(dtype)
+
+
+def clamp_bounding_boxes(
+    inpt: torch.Tensor,
+    format: Format | None = None,
+    canvas_size: tuple[int, int] | None = None,
+    clamping_mode: str | None = "auto",
+) -> torch.Tensor:
+    """Clamp boxes to their canvas (``format``/``canvas_size`` only for a plain tensor).
+
+    ``clamping_mode``: "soft" or "hard" clamp, None leaves the boxes unchanged,
+    "auto" (BoundingBoxes only) takes the boxes' own mode.
+
+    Example:
+        >>> import torch
+        >>> boxes = torch.tensor([[-5.0, 2.0, 12.0, 9.0]])
+        >>> clamp_bounding_boxes(boxes, "XYXY", (8, 10), "soft").tolist()
+        [[0.0, 2.0, 10.0, 8.0]]
+    """
+    name = "clamp_bounding_boxes"
+    if clamping_mode not in (*_CLAMPING_MODES, "auto"):
+        raise ValueError(
+            f"{name}: clamping_mode must be soft, hard, auto or None, got {clamping_mode!r}"
+        )
+    if isinstance(inpt, tv_tensors.BoundingBoxes):
+        if format is not None or canvas_size is not None:
+            raise ValueError(f"{name}: format and canvas_size must not be given for BoundingBoxes")
+        mode = inpt.clamping_mode if clamping_mode == "auto" else clamping_mode
+        out = _clamp(inpt.as_subclass(torch.Tensor), inpt.format, inpt.canvas_size, mode)
+        return tv_tensors.wrap(out, like=inpt)
+    _check_boxes(name, inpt)
+    if not _is_plain(inpt):
+        raise TypeError(f"{name}: expected a plain tensor or BoundingBoxes, got {type(inpt)}")
+    if format is None or canvas_size is None or clamping_mode == "auto":
+        raise ValueError(f"{name}: a plain tensor needs format, canvas_size and clamping_mode")
+    return _clamp(inpt, _as_format(format), tuple(canvas_size), clamping_mode)
+
+
+# Flips.
+
+
+def _flip_boxes(
+    boxes: torch.Tensor, fmt: BoundingBoxFormat, axis: int, extent: int
+) -> torch.Tensor:
+    # Mirror coordinate `axis` (0: x, 1: y) on [0, extent]: columns axis and axis + 2.
+    lo, hi = axis, axis + 2
+    out = boxes.clone().reshape(-1, 4)
+    if fmt == _XYXY:
+        out[:, [lo, hi]] = out[:, [hi, lo]].sub_(extent).neg_()
+    elif fmt == _XYWH:
+        out[:, lo].add_(out[:, hi]).sub_(extent).neg_()
+    else:  # CXCYWH: the centre moves, the size stays
+        out[:, lo].sub_(extent).neg_()
+    return out.reshape(boxes.shape)
+
+
+def horizontal_flip_bounding_boxes(
+    bounding_boxes: torch.Tensor, format: Format, canvas_size: tuple[int, int]
+) -> torch.Tensor:
+    """Boxes mirrored left-right on a canvas of ``canvas_size`` (height, width).
+
+    Example:
+        >>> import torch
+        >>> horizontal_flip_bounding_boxes(torch.tensor([[0, 0, 2, 3]]), "XYWH", (4, 10)).tolist()
+        [[8, 0, 2, 3]]
+    """
+    _check_boxes("horizontal_flip_bounding_boxes", bounding_boxes)
+    return _flip_boxes(bounding_boxes, _as_format(format), 0, canvas_size[1])
+
+
+def vertical_flip_bounding_boxes(
+    bounding_boxes: torch.Tensor, format: Format, canvas_size: tuple[int, int]
+) -> torch.Tensor:
+    """Boxes mirrored top-bottom on a canvas of ``canvas_size`` (height, width).
+
+    Example:
+        >>> import torch
+        >>> vertical_flip_bounding_boxes(torch.tensor([[0, 0, 2, 3]]), "XYXY", (4, 10)).tolist()
+        [[0, 1, 2, 4]]
+    """
+    _check_boxes("vertical_flip_bounding_boxes", bounding_boxes)
+    return _flip_boxes(bounding_boxes, _as_format(format), 1, canvas_size[0])
+
+
+# Resize, crop, pad.
+
+
+def _size_list(size: int | Sequence[int] | None) -> list[int] | None:
+    if size is None:
+        return None
+    return [int(size)] if isinstance(size, int) else [int(s) for s in size]
+
+
+def resize_bounding_boxes(
+    bounding_boxes: torch.Tensor,
+    canvas_size: tuple[int, int],
+    size: int | Sequence[int] | None,
+    max_size: int | None = None,
+    format: Format = BoundingBoxFormat.XYXY,
+    clamping_mode: str | None = "soft",
+) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Boxes scaled as :func:`~trivium.vision.transforms.functional.resize` scales the image.
+
+    ``size`` as ``Resize``'s (``[h, w]``, or one int for the smaller edge). Returns
+    the boxes and the new canvas size. Axis-aligned boxes stay inside a canvas they
+    were inside, so ``clamping_mode`` changes nothing here (kept for torchvision's
+    signature).
+
+    Example:
+        >>> import torch
+        >>> out, canvas = resize_bounding_boxes(torch.tensor([[4, 4, 8, 8]]), (16, 32), 8)
+        >>> out.tolist(), canvas
+        ([[2, 2, 4, 4]], (8, 16))
+    """
+    _check_boxes("resize_bounding_boxes", bounding_boxes)
+    _as_format(format)
+    old_h, old_w = canvas_size
+    new_h, new_w = compute_resized_output_size(old_h, old_w, _size_list(size), max_size)
+    if (new_h, new_w) == (old_h, old_w):
+        return bounding_boxes, (old_h, old_w)
+    ratios = torch.tensor([new_w / old_w, new_h / old_h] * 2, device=bounding_boxes.device)
+    return bounding_boxes.mul(ratios).to(bounding_boxes.dtype), (new_h, new_w)
+
+
+def _resize_typed_boxes(
+    boxes: tv_tensors.BoundingBoxes, size: int | Sequence[int] | None, max_size: int | None = None
+) -> tv_tensors.BoundingBoxes:
+    """:func:`resize_bounding_boxes` of ``BoundingBoxes``: its format, and the new canvas.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision import tv_tensors
+        >>> b = tv_tensors.BoundingBoxes(torch.tensor([[4, 4, 8, 8]]), format="XYXY",
+        ...                              canvas_size=(16, 32))
+        >>> out = _resize_typed_boxes(b, 8)
+        >>> out.tolist(), out.canvas_size
+        ([[2, 2, 4, 4]], (8, 16))
+    """
+    out, canvas = resize_bounding_boxes(
+        boxes.as_subclass(torch.Tensor),
+        boxes.canvas_size,
+        size,
+        max_size,
+        format=boxes.format,
+        clamping_mode=boxes.clamping_mode,
+    )
+    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+
+
+def _shift(boxes: torch.Tensor, format: BoundingBoxFormat, dx: int, dy: int) -> torch.Tensor:
+    """``boxes`` moved by (dx, dy): both corners in XYXY, the first point otherwise."""
+    shift = [dx, dy, dx, dy] if format == _XYXY else [dx, dy, 0, 0]
+    return boxes + torch.tensor(shift, dtype=boxes.dtype, device=boxes.device)
+
+
+def crop_bounding_boxes(
+    bounding_boxes: torch.Tensor,
+    format: Format,
+    top: int,
+    left: int,
+    height: int,
+    width: int,
+    clamping_mode: str | None = "soft",
+) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Boxes in the crop ``(top, left, height, width)``, clamped to it, and the crop's size.
+
+    Negative ``top``/``left`` mean the image was padded there (as torchvision).
+
+    Example:
+        >>> import torch
+        >>> out, canvas = crop_bounding_boxes(torch.tensor([[2, 2, 9, 9]]), "XYXY", 1, 3, 5, 5)
+        >>> out.tolist(), canvas
+        ([[0, 1, 5, 5]], (5, 5))
+    """
+    _check_boxes("crop_bounding_boxes", bounding_boxes)
+    fmt = _as_format(format)
+    moved = _shift(bounding_boxes, fmt, -int(left), -int(top))
+    canvas = (int(height), int(width))
+    return _clamp(moved, fmt, canvas, clamping_mode), canvas
+
+
+def _parse_padding(padding: int | Sequence[int]) -> list[int]:
+    """[left, right, top, bottom] from torchvision's 1-, 2- or 4-number padding."""
+    if isinstance(padding, int):
+        return [padding] * 4
+    if isinstance(padding, Sequence) and len(padding) in (1, 2, 4):
+        p = [int(v) for v in padding]
+        if len(p) == 1:
+            return p * 4
+        if len(p) == 2:
+            return [p[0], p[0], p[1], p[1]]
+        return [p[0], p[2], p[1], p[3]]
+    raise ValueError(
+        f"pad_bounding_boxes: padding must be an int or 1, 2 or 4 ints, got {padding!r}"
+    )
+
+
+def pad_bounding_boxes(
+    bounding_boxes: torch.Tensor,
+    format: Format,
+    canvas_size: tuple[int, int],
+    padding: int | Sequence[int],
+    padding_mode: str = "constant",
+    clamping_mode: str | None = "soft",
+) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Boxes on the image padded by ``padding`` (torchvision's order: left, top, right, bottom).
+
+    Only ``padding_mode="constant"``: reflected content has no boxes (as torchvision).
+
+    Example:
+        >>> import torch
+        >>> out, canvas = pad_bounding_boxes(torch.tensor([[0, 0, 2, 2]]), "XYXY", (4, 4), [1, 2])
+        >>> out.tolist(), canvas
+        ([[1, 2, 3, 4]], (8, 6))
+    """
+    _check_boxes("pad_bounding_boxes", bounding_boxes)
+    if padding_mode != "constant":
+        raise ValueError(
+            f"pad_bounding_boxes: padding_mode {padding_mode!r} is not supported with boxes "
+            f"(only 'constant')"
+        )
+    fmt = _as_format(format)
+    left, right, top, bottom = _parse_padding(padding)
+    moved = _shift(bounding_boxes, fmt, left, top)
+    canvas = (canvas_size[0] + top + bottom, canvas_size[1] + left + right)
+    return _clamp(moved, fmt, canvas, clamping_mode), canvas
+
+
+def center_crop_anchor(
+    crop_height: int, crop_width: int, height: int, width: int
+) -> tuple[int, int]:
+    """(top, left) of a ``crop_height`` x ``crop_width`` center crop of ``height`` x ``width``.
+
+    Negative where the crop is larger (the image is padded there).
+
+    Example:
+        >>> center_crop_anchor(4, 4, 10, 7)
+        (3, 2)
+    """
+    return round((height - crop_height) / 2.0), round((width - crop_width) / 2.0)
+
+
+def center_crop_bounding_boxes(
+    bounding_boxes: torch.Tensor,
+    format: Format,
+    canvas_size: tuple[int, int],
+    output_size: int | Sequence[int],
+    clamping_mode: str | None = "soft",
+) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Boxes in the center crop of ``output_size`` (``[h, w]`` or one int).
+
+    Example:
+        >>> import torch
+        >>> boxes = torch.tensor([[0, 0, 6, 6]])
+        >>> out, canvas = center_crop_bounding_boxes(boxes, "XYXY", (10, 10), 4)
+        >>> out.tolist(), canvas
+        ([[0, 0, 3, 3]], (4, 4))
+    """
+    size = _size_list(output_size) or []
+    crop_h, crop_w = (size[0], size[0]) if len(size) == 1 else (size[0], size[1])
+    top, left = center_crop_anchor(crop_h, crop_w, *canvas_size)
+    return crop_bounding_boxes(bounding_boxes, format, top, left, crop_h, crop_w, clamping_mode)
+
+
+def resized_crop_bounding_boxes(
+    bounding_boxes: torch.Tensor,
+    format: Format,
+    top: int,
+    left: int,
+    height: int,
+    width: int,
+    size: Sequence[int],
+    clamping_mode: str | None = "soft",
+) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Boxes in the crop ``(top, left, height, width)`` resized to ``size`` (``RandomResizedCrop``).
+
+    Example:
+        >>> import torch
+        >>> out, canvas = resized_crop_bounding_boxes(
+        ...     torch.tensor([[4.0, 4.0, 8.0, 8.0]]), "XYXY", 4, 4, 8, 8, [16, 16])
+        >>> out.tolist(), canvas
+        ([[0.0, 0.0, 8.0, 8.0]], (16, 16))
+    """
+    boxes, canvas = crop_bounding_boxes(
+        bounding_boxes, format, top, left, height, width, clamping_mode
+    )
+    return resize_bounding_boxes(boxes, canvas, size, format=format, clamping_mode=clamping_mode)
+
+
+# Masks: the image kernels on ``[..., H, W]`` label maps, nearest neighbour, zeros where
+# padding adds pixels.
+
+
+def _mask_op(mask: torch.Tensor, op: Any, *, resamples: bool = False) -> torch.Tensor:
+    """``op`` applied to ``mask`` seen as an image ``[..., C, H, W]`` (a 2-D mask gets C = 1).
+
+    ``resamples``: ``op`` interpolates, so bool and wide integer masks go through
+    uint8 / float64 (exact for labels below 2**53) and come back in their dtype.
+    """
+    if not isinstance(mask, torch.Tensor) or mask.ndim < 2:
+        shape = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"mask: expected a tensor [..., H, W], got {shape}")
+    flat = mask.ndim < 3
+    x = mask.unsqueeze(0) if flat else mask
+    dtype = x.dtype
+    if resamples and dtype == torch.bool:
+        x = x.to(torch.uint8)
+    elif resamples and not (dtype == torch.uint8 or dtype.is_floating_point):
+        x = x.to(torch.float64)
+    out = op(x).to(dtype)
+    return out.squeeze(0) if flat else out
+
+
+def resize_mask(
+    mask: torch.Tensor, size: int | Sequence[int] | None, max_size: int | None = None
+) -> torch.Tensor:
+    """``mask`` ``[..., H, W]`` resized as :func:`resize` resizes its image (nearest).
+
+    Example:
+        >>> import torch
+        >>> resize_mask(torch.tensor([[1, 2], [3, 4]]), [4, 4])[0].tolist()
+        [1, 1, 2, 2]
+    """
+    new_h, new_w = compute_resized_output_size(
+        mask.shape[-2], mask.shape[-1], _size_list(size), max_size
+    )
+    return _mask_op(
+        mask, lambda x: _resize_image(x, new_h, new_w, "nearest", False), resamples=True
+    )
+
+
+def horizontal_flip_mask(mask: torch.Tensor) -> torch.Tensor:
+    """``mask`` ``[..., H, W]`` mirrored left-right.
+
+    Example:
+        >>> import torch
+        >>> horizontal_flip_mask(torch.tensor([[1, 2]])).tolist()
+        [[2, 1]]
+    """
+    return _mask_op(mask, lambda x: _flip(x, -1))
+
+
+def vertical_flip_mask(mask: torch.Tensor) -> torch.Tensor:
+    """``mask`` ``[..., H, W]`` mirrored top-bottom.
+
+    Example:
+        >>> import torch
+        >>> vertical_flip_mask(torch.tensor([[1], [2]])).tolist()
+        [[2], [1]]
+    """
+    return _mask_op(mask, lambda x: _flip(x, -2))
+
+
+def crop_mask(mask: torch.Tensor, top: int, left: int, height: int, width: int) -> torch.Tensor:
+    """``mask`` ``[..., H, W]`` cropped to the box (top, left, height, width); zeros outside.
+
+    Example:
+        >>> import torch
+        >>> crop_mask(torch.arange(9).view(3, 3), 1, 1, 2, 2).tolist()
+        [[4, 5], [7, 8]]
+    """
+    return _mask_op(mask, lambda x: _crop_image(x, int(top), int(left), int(height), int(width)))
+
+
+def center_crop_mask(mask: torch.Tensor, output_size: int | Sequence[int]) -> torch.Tensor:
+    """``mask`` ``[..., H, W]`` center-cropped as :func:`center_crop` crops its image.
+
+    Example:
+        >>> import torch
+        >>> center_crop_mask(torch.arange(9).view(3, 3), 1).tolist()
+        [[4]]
+    """
+    crop_h, crop_w = parse_size("center_crop_mask", output_size, "output_size")
+    return _mask_op(mask, lambda x: _center_crop_image(x, crop_h, crop_w))
+
+
+def resized_crop_mask(
+    mask: torch.Tensor, top: int, left: int, height: int, width: int, size: Sequence[int]
+) -> torch.Tensor:
+    """``mask`` ``[..., H, W]`` cropped, then resized to ``size`` (nearest).
+
+    Example:
+        >>> import torch
+        >>> resized_crop_mask(torch.arange(9).view(3, 3), 1, 1, 1, 1, [2, 2]).tolist()
+        [[4, 4], [4, 4]]
+    """
+    return resize_mask(crop_mask(mask, top, left, height, width), list(size))
+
+
+def pad_mask(
+    mask: torch.Tensor,
+    padding: int | Sequence[int],
+    fill: float | None = None,
+    padding_mode: str = "constant",
+) -> torch.Tensor:
+    """``mask`` ``[..., H, W]`` padded as :func:`pad` pads its image (``fill``: 0 when None).
+
+    Example:
+        >>> import torch
+        >>> pad_mask(torch.tensor([[1, 2]]), [1, 0]).tolist()
+        [[0, 1, 2, 0]]
+    """
+    torch_padding = parse_padding("pad_mask", padding)
+    if padding_mode not in _PAD_MODES:
+        raise ValueError(
+            f"pad_mask: padding_mode must be one of {_PAD_MODES}, got {padding_mode!r}"
+        )
+    fill_values = parse_fill("pad_mask", fill)
+    return _mask_op(mask, lambda x: _pad_image(x, torch_padding, fill_values, padding_mode))
+
+
+# Boxes as tv_tensors: the box kernels with the metadata of BoundingBoxes.
+
+
+def _moved_boxes(
+    boxes: tv_tensors.BoundingBoxes, kernel: Any, *args: Any, **kwargs: Any
+) -> tv_tensors.BoundingBoxes:
+    """``kernel(plain boxes, format, *args, clamping_mode=...)`` -> (boxes, canvas), re-typed."""
+    out, canvas = kernel(
+        boxes.as_subclass(torch.Tensor),
+        boxes.format,
+        *args,
+        clamping_mode=boxes.clamping_mode,
+        **kwargs,
+    )
+    return tv_tensors.wrap(out, like=boxes, canvas_size=canvas)
+
+
+def _resize_boxes_dispatch(
+    inpt: tv_tensors.BoundingBoxes,
+    size: int | Sequence[int] | None,
+    max_size: int | None = None,
+    **kwargs: Any,
+) -> tv_tensors.BoundingBoxes:
+    out, canvas = resize_bounding_boxes(
+        inpt.as_subclass(torch.Tensor),
+        inpt.canvas_size,
+        size,
+        max_size,
+        format=inpt.format,
+        clamping_mode=inpt.clamping_mode,
+    )
+    return tv_tensors.wrap(out, like=inpt, canvas_size=canvas)
+
+
+def _horizontal_flip_boxes_dispatch(inpt: tv_tensors.BoundingBoxes) -> tv_tensors.BoundingBoxes:
+    out = horizontal_flip_bounding_boxes(
+        inpt.as_subclass(torch.Tensor), inpt.format, inpt.canvas_size
+    )
+    return tv_tensors.wrap(out, like=inpt)
+
+
+def _vertical_flip_boxes_dispatch(inpt: tv_tensors.BoundingBoxes) -> tv_tensors.BoundingBoxes:
+    out = vertical_flip_bounding_boxes(
+        inpt.as_subclass(torch.Tensor), inpt.format, inpt.canvas_size
+    )
+    return tv_tensors.wrap(out, like=inpt)
+
+
+def _crop_boxes_dispatch(
+    inpt: tv_tensors.BoundingBoxes, top: int, left: int, height: int, width: int
+) -> tv_tensors.BoundingBoxes:
+    return _moved_boxes(inpt, crop_bounding_boxes, top, left, height, width)
+
+
+def _center_crop_boxes_dispatch(
+    inpt: tv_tensors.BoundingBoxes, output_size: int | Sequence[int]
+) -> tv_tensors.BoundingBoxes:
+    return _moved_boxes(inpt, center_crop_bounding_boxes, inpt.canvas_size, output_size)
+
+
+def _resized_crop_boxes_dispatch(
+    inpt: tv_tensors.BoundingBoxes,
+    top: int,
+    left: int,
+    height: int,
+    width: int,
+    size: Sequence[int],
+    **kwargs: Any,
+) -> tv_tensors.BoundingBoxes:
+    return _moved_boxes(inpt, resized_crop_bounding_boxes, top, left, height, width, size)
+
+
+def _pad_boxes_dispatch(
+    inpt: tv_tensors.BoundingBoxes,
+    padding: int | Sequence[int],
+    padding_mode: str = "constant",
+    **kwargs: Any,
+) -> tv_tensors.BoundingBoxes:
+    return _moved_boxes(inpt, pad_bounding_boxes, inpt.canvas_size, padding, padding_mode)
+
+
+def _resize_mask_dispatch(
+    inpt: torch.Tensor, size: int | Sequence[int] | None, max_size: int | None = None, **kwargs: Any
+) -> torch.Tensor:
+    return resize_mask(inpt, size, max_size)
+
+
+def _resized_crop_mask_dispatch(
+    inpt: torch.Tensor,
+    top: int,
+    left: int,
+    height: int,
+    width: int,
+    size: Sequence[int],
+    **kwargs: Any,
+) -> torch.Tensor:
+    return resized_crop_mask(inpt, top, left, height, width, size)
+
+
+# The functionals: one per operation, dispatching on the type of the input.
+
+
+def resize(
+    inpt: torch.Tensor,
+    size: int | Sequence[int] | None,
+    interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
+    max_size: int | None = None,
+    antialias: bool | None = True,
+) -> torch.Tensor:
+    """Resize to ``size`` (``[h, w]``, or one int for the smaller edge, as torchvision).
+
+    Takes an image tensor ``[..., C, H, W]``, ``tv_tensors.Image``/``Video``, ``Mask``
+    (nearest) or ``BoundingBoxes`` (new ``canvas_size``); ``antialias`` applies to
+    bilinear and bicubic; an integer image is rounded and clamped.
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision import tv_tensors
+        >>> resize(torch.zeros(3, 30, 40, dtype=torch.uint8), 15).shape
+        torch.Size([3, 15, 20])
+        >>> resize(tv_tensors.BoundingBoxes([[4, 4, 8, 8]], format="XYXY", canvas_size=(16, 32)),
+        ...        8).canvas_size
+        (8, 16)
+    """
+    kernel = get_kernel(resize, type(inpt))
+    return kernel(
+        inpt, size=size, interpolation=interpolation, max_size=max_size, antialias=antialias
+    )
+
+
+def crop(inpt: torch.Tensor, top: int, left: int, height: int, width: int) -> torch.Tensor:
+    """Crop the box (top, left, height, width); parts outside the image are zero.
+
+    Inside the image the result is a view (no copy). Boxes are shifted onto the new canvas.
+
+    Example:
+        >>> import torch
+        >>> crop(torch.arange(16.0).view(1, 4, 4), 1, 1, 2, 2)
+        tensor([[[ 5.,  6.],
+                 [ 9., 10.]]])
+    """
+    kernel = get_kernel(crop, type(inpt))
+    return kernel(inpt, top=top, left=left, height=height, width=width)
+
+
+def center_crop(inpt: torch.Tensor, output_size: int | Sequence[int]) -> torch.Tensor:
+    """Crop the center ``output_size`` (``[h, w]`` or one int); pads with zeros if larger.
+
+    Example:
+        >>> import torch
+        >>> center_crop(torch.arange(16.0).view(1, 4, 4), 2)
+        tensor([[[ 5.,  6.],
+                 [ 9., 10.]]])
+    """
+    kernel = get_kernel(center_crop, type(inpt))
+    return kernel(inpt, output_size=output_size)
+
+
+def resized_crop(
+    inpt: torch.Tensor,
+    top: int,
+    left: int,
+    height: int,
+    width: int,
+    size: int | Sequence[int],
+    interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
+    antialias: bool | None = True,
+) -> torch.Tensor:
+    """Crop the box (top, left, height, width), then :func:`resize` it to ``size``.
+
+    Example:
+        >>> import torch
+        >>> resized_crop(torch.zeros(3, 50, 60), 5, 5, 20, 30, [8, 8]).shape
+        torch.Size([3, 8, 8])
+    """
+    kernel = get_kernel(resized_crop, type(inpt))
+    return kernel(
+        inpt,
+        top=top,
+        left=left,
+        height=height,
+        width=width,
+        size=size,
+        interpolation=interpolation,
+        antialias=antialias,
+    )
+
+
+def five_crop(
+    inpt: torch.Tensor, size: int | Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Corner and center crops: (top-left, top-right, bottom-left, bottom-right, center).
+
+    Example:
+        >>> import torch
+        >>> [tuple(c.shape) for c in five_crop(torch.zeros(1, 5, 5), 2)][0]
+        (1, 2, 2)
+    """
+    kernel = get_kernel(five_crop, type(inpt))
+    return kernel(inpt, size=size)
+
+
+def ten_crop(
+    inpt: torch.Tensor, size: int | Sequence[int], vertical_flip: bool = False
+) -> tuple[torch.Tensor, ...]:
+    """:func:`five_crop` of the image, then of its flip (horizontal unless ``vertical_flip``).
+
+    Example:
+        >>> import torch
+        >>> len(ten_crop(torch.zeros(3, 8, 8), 4))
+        10
+    """
+    kernel = get_kernel(ten_crop, type(inpt))
+    return kernel(inpt, size=size, vertical_flip=vertical_flip)
+
+
+def pad(
+    inpt: torch.Tensor,
+    padding: int | Sequence[int],
+    fill: float | Sequence[float] | None = None,
+    padding_mode: str = "constant",
+) -> torch.Tensor:
+    """Pad the borders (``padding``: int, [left/right, top/bottom] or [left, top, right, bottom]).
+
+    ``padding_mode``: ``"constant"`` (with ``fill``, a number or one per channel),
+    ``"edge"``, ``"reflect"`` (mirror without the edge pixel) or ``"symmetric"``
+    (mirror with it). Negative padding crops. Boxes move onto the padded canvas
+    (``"constant"`` only, as torchvision).
+
+    Example:
+        >>> import torch
+        >>> pad(torch.tensor([[[1.0, 2.0, 3.0]]]), [2, 0], padding_mode="reflect")
+        tensor([[[3., 2., 1., 2., 3., 2., 1.]]])
+    """
+    kernel = get_kernel(pad, type(inpt))
+    return kernel(inpt, padding=padding, fill=fill, padding_mode=padding_mode)
+
+
+def horizontal_flip(inpt: torch.Tensor) -> torch.Tensor:
+    """Mirror left-right (images, videos, masks, boxes).
+
+    Example:
+        >>> import torch
+        >>> horizontal_flip(torch.tensor([[[1, 2, 3]]], dtype=torch.uint8))
+        tensor([[[3, 2, 1]]], dtype=torch.uint8)
+    """
+    return get_kernel(horizontal_flip, type(inpt))(inpt)
+
+
+def vertical_flip(inpt: torch.Tensor) -> torch.Tensor:
+    """Mirror top-bottom (images, videos, masks, boxes).
+
+    Example:
+        >>> import torch
+        >>> vertical_flip(torch.tensor([[[1.0], [2.0]]]))
+        tensor([[[2.],
+                 [1.]]])
+    """
+    return get_kernel(vertical_flip, type(inpt))(inpt)
+
+
+# The video kernels are the image kernels: a video is a batch of images [..., T, C, H, W].
+resize_video = resize_image
+crop_video = crop_image
+center_crop_video = center_crop_image
+resized_crop_video = resized_crop_image
+five_crop_video = five_crop_image
+ten_crop_video = ten_crop_image
+pad_video = pad_image
+horizontal_flip_video = horizontal_flip_image
+vertical_flip_video = vertical_flip_image
+
+
+def _register_geometry_kernels() -> None:
+    image_kernels = {
+        resize: resize_image,
+        crop: crop_image,
+        center_crop: center_crop_image,
+        resized_crop: resized_crop_image,
+        five_crop: five_crop_image,
+        ten_crop: ten_crop_image,
+        pad: pad_image,
+        horizontal_flip: horizontal_flip_image,
+        vertical_flip: vertical_flip_image,
+    }
+    for functional, kernel in image_kernels.items():
+        for input_type in (torch.Tensor, tv_tensors.Image, tv_tensors.Video):
+            _register_kernel_internal(functional, input_type)(kernel)
+    masks = {
+        resize: _resize_mask_dispatch,
+        crop: crop_mask,
+        center_crop: center_crop_mask,
+        resized_crop: _resized_crop_mask_dispatch,
+        pad: pad_mask,
+        horizontal_flip: horizontal_flip_mask,
+        vertical_flip: vertical_flip_mask,
+    }
+    for functional, kernel in masks.items():
+        _register_kernel_internal(functional, tv_tensors.Mask)(kernel)
+    boxes = {
+        resize: _resize_boxes_dispatch,
+        crop: _crop_boxes_dispatch,
+        center_crop: _center_crop_boxes_dispatch,
+        resized_crop: _resized_crop_boxes_dispatch,
+        pad: _pad_boxes_dispatch,
+        horizontal_flip: _horizontal_flip_boxes_dispatch,
+        vertical_flip: _vertical_flip_boxes_dispatch,
+    }
+    for functional, kernel in boxes.items():
+        _register_kernel_internal(functional, tv_tensors.BoundingBoxes, tv_tensor_wrapper=False)(
+            kernel
+        )
+
+
+_register_geometry_kernels()
