@@ -22,7 +22,7 @@ import pytest
 import soundfile as sf
 import torch
 
-from trivium.audio import info, load, stream
+from trivium.audio import info, load
 from trivium.audio.io import _ffmpeg
 from trivium.core.errors import DecodeError, UnsupportedFormatError
 
@@ -550,16 +550,3 @@ def test_a_stream_copied_out_of_a_longer_file(
     assert abs(info(cut).num_frames - reference.shape[1]) <= 2048
     ranged, _ = load(cut, frame_offset=30001, num_frames=5000)
     assert rms(ranged.numpy() - reference[:, 30001:35001]) <= 0.02 * rms(reference)
-
-
-def test_stream_says_that_load_reads_these_formats(files: dict[str, Path]) -> None:
-    with pytest.raises(
-        UnsupportedFormatError, match=r"m4a: MP4/M4A/MOV is read through FFmpeg, by load"
-    ):
-        stream(files["aac-16k-1ch.m4a"], 4096)
-    # Ogg Opus: libsndfile streams it (at the rate the encoder was given).
-    chunks = list(stream(files["libopus-24k-1ch.opus"], 4096))
-    assert (
-        sum(c.shape[-1] for c in chunks)
-        == load(files["libopus-24k-1ch.opus"], backend="soundfile")[0].shape[-1]
-    )

@@ -410,8 +410,9 @@ def test_lossy_files_load_like_soundfile(kind: str, tmp_path: Path) -> None:
         # mpg123 after sf.read's seek to 0 differs from a fresh decoder by an ulp or so.
         np.testing.assert_allclose(waveform.numpy(), reference, rtol=0, atol=1e-6)
         assert sample_rate == sf.info(path).samplerate
+    # stream reads each file with the backend load picks (FFmpeg for Ogg Opus).
     chunks = torch.cat(list(stream(path, 4096)), -1)
-    torch.testing.assert_close(chunks, load(path, backend="soundfile")[0], rtol=0, atol=1e-6)
+    torch.testing.assert_close(chunks, load(path)[0], rtol=0, atol=1e-6)
     with sf.SoundFile(path) as f:  # a seek in a lossy stream decodes from an earlier frame
         f.seek(1000)
         ranged = f.read(2000, dtype="float32", always_2d=True).T
@@ -457,7 +458,8 @@ def test_truncated_file_without_a_length_gives_what_decodes(kind: str, tmp_path:
     assert 0 < reference.shape[1] < sf_reference(path).shape[1]
     assert waveform.shape == reference.shape
     np.testing.assert_allclose(waveform.numpy(), reference, rtol=0, atol=1e-6)
-    torch.testing.assert_close(torch.cat(list(stream(cut, 4096)), -1), waveform, rtol=0, atol=1e-6)
+    chunks = torch.cat(list(stream(cut, 4096)), -1)  # the backend load picks, as load
+    torch.testing.assert_close(chunks, load(cut)[0], rtol=0, atol=1e-6)
     # Cut inside the headers, nothing decodes: refused, naming the file.
     stub = tmp_path / f"stub{path.suffix}"
     stub.write_bytes(data[:60])

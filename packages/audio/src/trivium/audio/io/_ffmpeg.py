@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from types import ModuleType
@@ -38,10 +38,20 @@ from typing import IO, Any
 
 import numpy as np
 
+from trivium.audio.io._sources import rewinder
 from trivium.core.errors import DecodeError, EmptyInputError, UnsupportedFormatError
 from trivium.core.sources import check_path
 
-__all__ = ["CONTAINERS", "HEAD_BYTES", "INSTALL_HINT", "Container", "available", "sniff"]
+__all__ = [
+    "CONTAINERS",
+    "HEAD_BYTES",
+    "INSTALL_HINT",
+    "ChunkReader",
+    "Container",
+    "available",
+    "open_chunks",
+    "sniff",
+]
 
 #: What to install for the formats read here.
 INSTALL_HINT = "install PyAV, the 'ffmpeg' extra of trivium-audio: pip install 'av>=12'"
@@ -286,68 +296,73 @@ def _seekable(opened: _Opened) -> bool:
     return opened.container.format.name in _COUNTED and tick > 0 and tick.numerator == 1
 
 
-def _window(
-    opened: _Opened, first: int | None, start: int, stop: float, name: str
-) -> tuple[list[list[np.ndarray]], int, str]:
-    """The samples in ``[start, stop)``, as a list of pieces for each channel (views of
-    the frames' buffers), where the decode ended, and the decoder's sample format.
+@dataclass
+class _Cursor:
+    """Where a decode stands: the next frame's position (None: unknown until a frame
+    after a seek tells it) and the decoder's sample format (empty until the first frame)."""
 
-    ``first`` is the position of the first frame (None: read from its timestamp, after
-    a seek); later frames follow on by their lengths. This loop runs once per frame
-    (about every 1024 samples): it does the least it can per frame.
+    position: int | None
+    kind: str = ""
+
+
+def _frames(
+    opened: _Opened, cursor: _Cursor, start: int, stop: float, name: str
+) -> Iterator[list[np.ndarray]]:
+    """Each decoded frame's samples in ``[start, stop)``, one view of its buffer per
+    channel (frames holding none of them are skipped); ``cursor`` follows the decode.
+
+    This loop runs once per frame (about every 1024 samples): it does the least it can
+    per frame.
     """
     import av
 
-    channels, rate = opened.channels, opened.rate
-    pieces: list[list[np.ndarray]] = [[] for _ in range(channels)]
-    position, kind, dtype, planar = first, "", np.dtype(np.float32), True
+    rate, channels = opened.rate, opened.channels
+    dtype, planar = np.dtype(np.float32), True
     try:
         for frame in opened.container.decode(opened.stream):
-            count = frame.samples
+            count, position = frame.samples, cursor.position
             if position is None:
                 position = _position_after_seek(opened, frame, start)
-            if not kind:
-                kind, planar = frame.format.name, frame.format.is_planar
-                dtype = _DTYPES[kind.removesuffix("p")]
-            elif frame.format.name != kind or frame.sample_rate != rate:
+            if not cursor.kind:
+                cursor.kind, planar = frame.format.name, frame.format.is_planar
+                dtype = _DTYPES[cursor.kind.removesuffix("p")]
+            elif frame.format.name != cursor.kind or frame.sample_rate != rate:
                 raise DecodeError(
                     f"the sample format or rate changes mid-stream at sample {position}",
                     path=name,
                 )
+            cursor.position = position + count
             lo, hi = max(start - position, 0), min(stop - position, count)
-            if hi > lo and not _take(frame, planar, dtype, lo, hi, pieces):
-                raise DecodeError(
-                    f"the channel count changes mid-stream at sample {position}", path=name
-                )
-            position += count
-            if position >= stop:
-                break
+            if hi > lo:
+                views = _take(frame, planar, dtype, channels, lo, hi)
+                if views is None:
+                    raise DecodeError(
+                        f"the channel count changes mid-stream at sample {position}", path=name
+                    )
+                yield views
+            if cursor.position >= stop:
+                return
     except av.error.FFmpegError as e:
-        where = "" if position is None else f" after sample {position}"
+        where = "" if cursor.position is None else f" after sample {cursor.position}"
         raise DecodeError(
             f"corrupt or truncated audio data{where}: {_reason(e)}", path=name
         ) from None
-    return pieces, position or 0, kind or opened.stream.codec_context.format.name
 
 
 def _take(
-    frame: Any, planar: bool, dtype: np.dtype, lo: int, hi: int, pieces: list[list[np.ndarray]]
-) -> bool:
-    """Append samples ``lo:hi`` of each channel of ``frame`` to ``pieces`` (views of its
-    buffers); False if it holds another number of channels."""
-    planes, channels, size = frame.planes, len(pieces), dtype.itemsize
+    frame: Any, planar: bool, dtype: np.dtype, channels: int, lo: int, hi: int
+) -> list[np.ndarray] | None:
+    """Samples ``lo:hi`` of each channel of ``frame`` (views of its buffers); None if it
+    holds another number of channels."""
+    planes, size = frame.planes, dtype.itemsize
     if planar:
         if len(planes) != channels:
-            return False
-        for channel, plane in zip(pieces, planes, strict=True):
-            channel.append(np.frombuffer(plane, dtype, hi - lo, lo * size))
-        return True
+            return None
+        return [np.frombuffer(plane, dtype, hi - lo, lo * size) for plane in planes]
     if len(frame.layout.channels) != channels:
-        return False
+        return None
     interleaved = np.frombuffer(planes[0], dtype, (hi - lo) * channels, lo * channels * size)
-    for c, channel in enumerate(pieces):
-        channel.append(interleaved[c::channels])
-    return True
+    return [interleaved[c::channels] for c in range(channels)]
 
 
 def _position_after_seek(opened: _Opened, frame: Any, start: int) -> int:
@@ -364,26 +379,76 @@ class _Reseek(Exception):
     """A seek landed where positions cannot be told: decode from the start instead."""
 
 
-def _decode_range(
-    opened: _Opened, reopen: Callable[[], _Opened], start: int, count: int, name: str
-) -> tuple[list[list[np.ndarray]], int, str]:
-    """:func:`_window` of ``[start, start + count)`` (``count`` -1: to the end), seeking
-    where positions stay exact; closes the container."""
+def _ranged_frames(
+    opened: _Opened,
+    reopen: Callable[[], _Opened],
+    start: int,
+    stop: float,
+    name: str,
+    cursor: _Cursor,
+) -> Iterator[list[np.ndarray]]:
+    """:func:`_frames` of ``[start, stop)``, seeking where positions stay exact; closes
+    the container when done (or when closed), and refuses a counted file that decodes
+    shorter than it says."""
     import av
 
-    stop = math.inf if count < 0 else start + count
     try:
+        frames = None
         if start > _preroll(opened) and _seekable(opened):
             target = math.floor((start - _preroll(opened) + opened.origin) / opened.tick)
             try:
                 opened.container.seek(target, stream=opened.stream, backward=True)
-                return _window(opened, None, start, stop, name)
+                frames = _frames(opened, cursor, start, stop, name)
+                first = next(frames, None)  # a frame before the start, or _Reseek
+                if first is not None:
+                    yield first
             except (_Reseek, av.error.FFmpegError):  # a seek FFmpeg cannot do: start over
                 opened.container.close()
-                opened = reopen()
-        return _window(opened, 0, start, stop, name)
+                opened, frames, cursor.position, cursor.kind = reopen(), None, None, ""
+        if frames is None:
+            cursor.position = 0
+            frames = _frames(opened, cursor, start, stop, name)
+        yield from frames
+        end, wanted = cursor.position or 0, min(stop, opened.frames)
+        if opened.exact and end < wanted:
+            raise DecodeError(
+                f"truncated: the container holds {opened.frames} samples, decoded {end}",
+                path=name,
+            )
     finally:
         opened.container.close()
+
+
+def _decode_range(
+    opened: _Opened, reopen: Callable[[], _Opened], start: int, count: int, name: str
+) -> tuple[list[list[np.ndarray]], str]:
+    """The samples in ``[start, start + count)`` (``count`` -1: to the end), as a list of
+    pieces for each channel (views of the frames' buffers), and the decoder's sample
+    format; closes the container."""
+    stop = math.inf if count < 0 else start + count
+    cursor = _Cursor(None)
+    pieces: list[list[np.ndarray]] = [[] for _ in range(opened.channels)]
+    for views in _ranged_frames(opened, reopen, start, stop, name, cursor):
+        for channel, view in zip(pieces, views, strict=True):
+            channel.append(view)
+    return pieces, cursor.kind or opened.stream.codec_context.format.name
+
+
+def _output_dtype(kind: str, normalize: bool) -> np.dtype:
+    return np.dtype(np.float32) if normalize else _DTYPES[kind.removesuffix("p")]
+
+
+def _normalize(out: np.ndarray, kind: str, normalize: bool) -> None:
+    """Scale ``out`` (samples cast to float32) in place to [-1, 1] where ``normalize``
+    asks and the decoder gave integers: as libsndfile scales them (8-bit centred on 0
+    first, then a power of two)."""
+    offset, scale = (
+        _INTEGER_SCALES.get(kind.removesuffix("p"), (0, None)) if normalize else (0, None)
+    )
+    if offset:
+        np.subtract(out, np.float32(offset), out=out)
+    if scale is not None:
+        np.multiply(out, np.float32(scale), out=out)
 
 
 def _assemble(
@@ -391,23 +456,131 @@ def _assemble(
 ) -> np.ndarray:
     """One ``[channels, time]`` (or ``[time, channels]``) array of each channel's pieces.
 
-    ``normalize`` gives float32 in [-1, 1]: integer samples scaled by a power of two
-    (8-bit centred on 0 first), as libsndfile scales them; otherwise integer samples
-    keep their type and float ones are float32 or float64, as decoded.
+    ``normalize`` gives float32 in [-1, 1] (see :func:`_normalize`); otherwise integer
+    samples keep their type and float ones are float32 or float64, as decoded.
     """
     channels, total = len(pieces), sum(piece.size for piece in pieces[0])
-    base = kind.removesuffix("p")
-    offset, scale = _INTEGER_SCALES.get(base, (0, None)) if normalize else (0, None)
-    dtype = np.float32 if normalize else _DTYPES[base]
+    dtype = _output_dtype(kind, normalize)
     out = np.empty((channels, total) if channels_first else (total, channels), dtype)
     if total:
         for row, chunks in zip(out if channels_first else out.T, pieces, strict=True):
             np.concatenate(chunks, out=row, casting="unsafe")
-        if offset:
-            np.subtract(out, np.float32(offset), out=out)
-        if scale is not None:
-            np.multiply(out, np.float32(scale), out=out)
+        _normalize(out, kind, normalize)
     return out
+
+
+class ChunkReader:
+    """The samples of a range of the first audio stream, read a chunk at a time while
+    the container is demuxed and decoded packet by packet (for ``stream``).
+
+    It holds one decoded frame at most, besides the chunk being filled: the part of a
+    frame that does not fit a chunk is carried (as views of its buffers) to the next.
+    Made by :func:`open_chunks`.
+
+    Example:
+        >>> import io, av, numpy as np
+        >>> buf = io.BytesIO()
+        >>> with av.open(buf, "w", format="matroska") as out:
+        ...     stream = out.add_stream("pcm_s16le", rate=8000, layout="mono")
+        ...     samples = np.arange(10, dtype=np.int16)[None]
+        ...     frame = av.AudioFrame.from_ndarray(samples, "s16", "mono")
+        ...     frame.sample_rate = 8000
+        ...     out.mux(stream.encode(frame)); out.mux(stream.encode(None))
+        >>> reader = open_chunks(io.BytesIO(buf.getvalue()), "<bytes>", "Matroska", format=None,
+        ...     start=2, stop=math.inf, normalize=False, channels_first=True)
+        >>> reader.read(3), reader.read(100)
+        (array([[2, 3, 4]], dtype=int16), array([[5, 6, 7, 8, 9]], dtype=int16))
+        >>> reader.closed
+        True
+    """
+
+    def __init__(
+        self,
+        opened: _Opened,
+        frames: Iterator[list[np.ndarray]],
+        cursor: _Cursor,
+        normalize: bool,
+        channels_first: bool,
+    ) -> None:
+        self.sample_rate, self.num_channels = opened.rate, opened.channels
+        self.num_frames, self.exact = opened.frames, opened.exact
+        self._default_kind = opened.stream.codec_context.format.name
+        self._frames: Iterator[list[np.ndarray]] | None = frames
+        self._cursor = cursor
+        self._carry: list[np.ndarray] = []  # what is left of the last frame
+        self._normalize = normalize
+        self._channels_first = channels_first
+
+    @property
+    def closed(self) -> bool:
+        """Whether the decode has ended (the container is closed)."""
+        return self._frames is None and not self._carry
+
+    def read(self, count: int) -> np.ndarray:
+        """The next ``count`` frames, ``[channels, time]`` (or ``[time, channels]``);
+        fewer at the end of the range (then the container is closed)."""
+        out = np.empty(0)
+        filled = 0
+        while filled < count:
+            if not self._carry:
+                views = None if self._frames is None else next(self._frames, None)
+                if views is None:
+                    self._frames = None
+                    break
+                self._carry = views
+            if not filled:
+                out = self._allocate(count)
+            n = min(count - filled, self._carry[0].size)
+            rows = out if self._channels_first else out.T
+            for row, view in zip(rows, self._carry, strict=True):
+                np.copyto(row[filled : filled + n], view[:n], casting="unsafe")
+            self._carry = [view[n:] for view in self._carry] if n < self._carry[0].size else []
+            filled += n
+        if filled == 0:
+            return self._allocate(0)
+        if filled < count:
+            out = np.ascontiguousarray(out[:, :filled] if self._channels_first else out[:filled])
+        _normalize(out, self._cursor.kind, self._normalize)
+        return out
+
+    def _allocate(self, count: int) -> np.ndarray:
+        kind = self._cursor.kind or self._default_kind
+        shape = (self.num_channels, count) if self._channels_first else (count, self.num_channels)
+        return np.empty(shape, _output_dtype(kind, self._normalize))
+
+    def close(self) -> None:
+        """Close the container; reading gives nothing more."""
+        frames, self._frames, self._carry = self._frames, None, []
+        if frames is not None:
+            frames.close()  # type: ignore[attr-defined]
+
+
+def open_chunks(
+    src: str | IO[bytes],
+    name: str,
+    container: str,
+    *,
+    format: str | None,
+    start: int,
+    stop: float,
+    normalize: bool,
+    channels_first: bool,
+    reopen: Callable[[], str | IO[bytes]] | None = None,
+    buffer_size: int = 4096,
+    otherwise: Exception | None = None,
+) -> ChunkReader:
+    """A :class:`ChunkReader` of the samples ``[start, stop)`` of ``src`` (``stop``
+    ``math.inf``: to the end), seeking as :func:`decode` does; the header is read here.
+    Arguments as for :func:`decode` (``reopen`` None: ``src`` itself, rewound).
+    """
+    _import_av(name, container)
+    opened = _open(src, name, format, buffer_size, otherwise)
+    again = rewinder(src) if reopen is None else reopen
+    cursor = _Cursor(None)
+    frames = _ranged_frames(
+        opened, lambda: _open(again(), name, format, buffer_size, None), start, stop, name, cursor
+    )
+    return ChunkReader(opened, frames, cursor, normalize, channels_first)
 
 
 def decode(
@@ -455,18 +628,13 @@ def decode(
     """
     _import_av(name, container)
     opened = _open(src, name, format, buffer_size, otherwise)
-    pieces, end, kind = _decode_range(
+    pieces, kind = _decode_range(
         opened,
         lambda: _open(reopen(), name, format, buffer_size, None),
         frame_offset,
         num_frames,
         name,
     )
-    wanted = opened.frames if num_frames < 0 else min(frame_offset + num_frames, opened.frames)
-    if opened.exact and end < wanted:
-        raise DecodeError(
-            f"truncated: the container holds {opened.frames} samples, decoded {end}", path=name
-        )
     out = _assemble(pieces, kind, normalize, channels_first)
     return out, opened.rate
 
