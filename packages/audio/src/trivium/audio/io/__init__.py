@@ -1,7 +1,7 @@
 """Audio file I/O on soundfile (libsndfile): ``load``, ``save``, ``info`` and ``stream``.
 
-``load`` and ``info`` also read, through FFmpeg (``_ffmpeg``, PyAV: the ``ffmpeg``
-extra), what libsndfile does not: MP4 / M4A, Matroska / WebM, ADTS AAC, Ogg Opus and
+``load``, ``info`` and ``stream`` also read, through FFmpeg (``_ffmpeg``, PyAV: the
+``ffmpeg`` extra), what libsndfile does not: MP4 / M4A, Matroska / WebM, ADTS AAC, Ogg Opus and
 the audio of video files.
 
 Waveforms are ``[channels, time]`` tensors (``channels_first=True``, the default) and

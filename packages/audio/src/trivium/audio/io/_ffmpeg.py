@@ -317,36 +317,40 @@ def _frames(
     import av
 
     rate, channels = opened.rate, opened.channels
+    position, kind = cursor.position, cursor.kind
     dtype, planar = np.dtype(np.float32), True
     try:
         for frame in opened.container.decode(opened.stream):
-            count, position = frame.samples, cursor.position
+            count = frame.samples
             if position is None:
                 position = _position_after_seek(opened, frame, start)
-            if not cursor.kind:
-                cursor.kind, planar = frame.format.name, frame.format.is_planar
-                dtype = _DTYPES[cursor.kind.removesuffix("p")]
-            elif frame.format.name != cursor.kind or frame.sample_rate != rate:
+            if not kind:
+                kind, planar = frame.format.name, frame.format.is_planar
+                dtype, cursor.kind = _DTYPES[kind.removesuffix("p")], kind
+            elif frame.format.name != kind or frame.sample_rate != rate:
                 raise DecodeError(
                     f"the sample format or rate changes mid-stream at sample {position}",
                     path=name,
                 )
-            cursor.position = position + count
             lo, hi = max(start - position, 0), min(stop - position, count)
+            position += count
             if hi > lo:
                 views = _take(frame, planar, dtype, channels, lo, hi)
                 if views is None:
                     raise DecodeError(
-                        f"the channel count changes mid-stream at sample {position}", path=name
+                        f"the channel count changes mid-stream at sample {position - count}",
+                        path=name,
                     )
                 yield views
-            if cursor.position >= stop:
+            if position >= stop:
                 return
     except av.error.FFmpegError as e:
-        where = "" if cursor.position is None else f" after sample {cursor.position}"
+        where = "" if position is None else f" after sample {position}"
         raise DecodeError(
             f"corrupt or truncated audio data{where}: {_reason(e)}", path=name
         ) from None
+    finally:
+        cursor.position = position
 
 
 def _take(
@@ -428,9 +432,10 @@ def _decode_range(
     stop = math.inf if count < 0 else start + count
     cursor = _Cursor(None)
     pieces: list[list[np.ndarray]] = [[] for _ in range(opened.channels)]
+    appends = [channel.append for channel in pieces]
     for views in _ranged_frames(opened, reopen, start, stop, name, cursor):
-        for channel, view in zip(pieces, views, strict=True):
-            channel.append(view)
+        for append, view in zip(appends, views):  # noqa: B905 - _take gives each channel
+            append(view)
     return pieces, cursor.kind or opened.stream.codec_context.format.name
 
 
