@@ -13,6 +13,7 @@ import io
 import pickle
 import shutil
 import subprocess
+import sys
 import tracemalloc
 from collections import Counter
 from pathlib import Path
@@ -233,6 +234,22 @@ def test_damage_in_the_middle_raises_from_the_chunk_that_meets_it(
            str(video_only))  # fmt: skip
     with pytest.raises(DecodeError, match=r"video-only\.mp4: no audio stream \(the file holds"):
         stream(video_only, 1000)
+
+
+def test_without_pyav_the_error_says_what_to_install(files: dict[str, Path]) -> None:
+    script = (
+        "import sys; sys.modules['av'] = None\n"
+        "from trivium.audio import stream\n"
+        "from trivium.core.errors import UnsupportedFormatError\n"
+        "try:\n    stream(sys.argv[1], 1000)\n"
+        "except UnsupportedFormatError as e:\n    print(e)\n"
+    )
+    path = files["opus.webm"]
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+    )
+    assert run.stdout.startswith(f"{path}: Matroska/WebM is not supported without FFmpeg")
+    assert "pip install 'av>=12'" in run.stdout
 
 
 # ------------------------------------------------------------- DataLoader workers

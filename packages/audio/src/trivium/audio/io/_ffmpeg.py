@@ -46,10 +46,8 @@ __all__ = [
     "CONTAINERS",
     "HEAD_BYTES",
     "INSTALL_HINT",
-    "ChunkReader",
     "Container",
     "available",
-    "open_chunks",
     "sniff",
 ]
 
