@@ -1,6 +1,7 @@
 """Image classification models with torchvision's builders, module names and initialisation.
 
-The ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide ResNet): state
+Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
+ResNet), MobileNetV2, MobileNetV3 (large, small): state
 dicts load to and from ``torchvision.models`` of the same names with
 ``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
 downloaded). :class:`IntermediateLayerGetter` returns intermediate feature maps
@@ -26,6 +27,12 @@ from trivium.vision.models.fpn import (
     FeaturePyramidNetwork,
     LastLevelMaxPool,
     LastLevelP6P7,
+)
+from trivium.vision.models.mobilenetv2 import MobileNetV2, mobilenet_v2
+from trivium.vision.models.mobilenetv3 import (
+    MobileNetV3,
+    mobilenet_v3_large,
+    mobilenet_v3_small,
 )
 from trivium.vision.models.resnet import (
     BasicBlock,
@@ -62,12 +69,17 @@ __all__ = [
     "IntermediateLayerGetter",
     "LastLevelMaxPool",
     "LastLevelP6P7",
+    "MobileNetV2",
+    "MobileNetV3",
     "ResNet",
     "RetinaNet",
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
     "load_weights",
+    "mobilenet_v2",
+    "mobilenet_v3_large",
+    "mobilenet_v3_small",
     "resnet18",
     "resnet34",
     "resnet50",
