@@ -1,8 +1,8 @@
 """Image classification models with torchvision's builders, module names and initialisation.
 
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
-ResNet), MobileNetV2, MobileNetV3 (large, small): state
-dicts load to and from ``torchvision.models`` of the same names with
+ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L):
+state dicts load to and from ``torchvision.models`` of the same names with
 ``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
 downloaded). :class:`IntermediateLayerGetter` returns intermediate feature maps
 for detection backbones.
@@ -21,6 +21,20 @@ Example:
 """
 
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
+from trivium.vision.models.efficientnet import (
+    EfficientNet,
+    efficientnet_b0,
+    efficientnet_b1,
+    efficientnet_b2,
+    efficientnet_b3,
+    efficientnet_b4,
+    efficientnet_b5,
+    efficientnet_b6,
+    efficientnet_b7,
+    efficientnet_v2_l,
+    efficientnet_v2_m,
+    efficientnet_v2_s,
+)
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
 from trivium.vision.models.fpn import (
     ExtraFPNBlock,
@@ -64,6 +78,7 @@ __all__ = [
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
+    "EfficientNet",
     "ExtraFPNBlock",
     "FeaturePyramidNetwork",
     "IntermediateLayerGetter",
@@ -76,6 +91,17 @@ __all__ = [
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "efficientnet_b0",
+    "efficientnet_b1",
+    "efficientnet_b2",
+    "efficientnet_b3",
+    "efficientnet_b4",
+    "efficientnet_b5",
+    "efficientnet_b6",
+    "efficientnet_b7",
+    "efficientnet_v2_l",
+    "efficientnet_v2_m",
+    "efficientnet_v2_s",
     "load_weights",
     "mobilenet_v2",
     "mobilenet_v3_large",
