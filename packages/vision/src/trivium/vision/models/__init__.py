@@ -1,8 +1,8 @@
 """Image classification models with torchvision's builders, module names and initialisation.
 
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
-ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L):
-state dicts load to and from ``torchvision.models`` of the same names with
+ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
+RegNet (X and Y): state dicts load to and from ``torchvision.models`` of the same names with
 ``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
 downloaded). :class:`IntermediateLayerGetter` returns intermediate feature maps
 for detection backbones.
@@ -48,6 +48,24 @@ from trivium.vision.models.mobilenetv3 import (
     mobilenet_v3_large,
     mobilenet_v3_small,
 )
+from trivium.vision.models.regnet import (
+    RegNet,
+    regnet_x_1_6gf,
+    regnet_x_3_2gf,
+    regnet_x_8gf,
+    regnet_x_16gf,
+    regnet_x_32gf,
+    regnet_x_400mf,
+    regnet_x_800mf,
+    regnet_y_1_6gf,
+    regnet_y_3_2gf,
+    regnet_y_8gf,
+    regnet_y_16gf,
+    regnet_y_32gf,
+    regnet_y_128gf,
+    regnet_y_400mf,
+    regnet_y_800mf,
+)
 from trivium.vision.models.resnet import (
     BasicBlock,
     Bottleneck,
@@ -86,6 +104,7 @@ __all__ = [
     "LastLevelP6P7",
     "MobileNetV2",
     "MobileNetV3",
+    "RegNet",
     "ResNet",
     "RetinaNet",
     "RetinaNetClassificationHead",
@@ -106,6 +125,21 @@ __all__ = [
     "mobilenet_v2",
     "mobilenet_v3_large",
     "mobilenet_v3_small",
+    "regnet_x_1_6gf",
+    "regnet_x_3_2gf",
+    "regnet_x_8gf",
+    "regnet_x_16gf",
+    "regnet_x_32gf",
+    "regnet_x_400mf",
+    "regnet_x_800mf",
+    "regnet_y_1_6gf",
+    "regnet_y_3_2gf",
+    "regnet_y_8gf",
+    "regnet_y_16gf",
+    "regnet_y_32gf",
+    "regnet_y_128gf",
+    "regnet_y_400mf",
+    "regnet_y_800mf",
     "resnet18",
     "resnet34",
     "resnet50",
