@@ -4,7 +4,8 @@ Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y): state dicts load to and from ``torchvision.models`` of the same names with
 ``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
-downloaded). :class:`IntermediateLayerGetter` returns intermediate feature maps
+downloaded). ``CLASSIFICATION_FAMILIES`` names the builders of each family.
+:class:`IntermediateLayerGetter` returns intermediate feature maps
 for detection backbones.
 
 Detection: :class:`RetinaNet` (``retinanet_resnet50_fpn``, and the smaller
@@ -20,6 +21,7 @@ Example:
     torch.Size([1, 10])
 """
 
+from trivium.vision.models import efficientnet, regnet, resnet
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
 from trivium.vision.models.efficientnet import (
     EfficientNet,
@@ -92,7 +94,17 @@ from trivium.vision.models.retinanet import (
 )
 from trivium.vision.models.weights import load_weights
 
+# The classification builders by family, in the order torchvision's documentation lists them.
+CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
+    "ResNet": resnet.RESNET_BUILDERS,
+    "MobileNetV2": ("mobilenet_v2",),
+    "MobileNetV3": ("mobilenet_v3_large", "mobilenet_v3_small"),
+    "EfficientNet": efficientnet.EFFICIENTNET_BUILDERS,
+    "RegNet": regnet.REGNET_BUILDERS,
+}
+
 __all__ = [
+    "CLASSIFICATION_FAMILIES",
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
