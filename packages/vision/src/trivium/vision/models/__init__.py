@@ -2,11 +2,11 @@
 
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
-RegNet (X and Y): state dicts load to and from ``torchvision.models`` of the same names with
-``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
-downloaded). ``CLASSIFICATION_FAMILIES`` names the builders of each family.
-:class:`IntermediateLayerGetter` returns intermediate feature maps
-for detection backbones.
+RegNet (X and Y), ConvNeXt (tiny .. large): state dicts load to and from
+``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes a
+local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
+names the builders of each family. :class:`IntermediateLayerGetter` returns
+intermediate feature maps for detection backbones.
 
 Detection: :class:`RetinaNet` (``retinanet_resnet50_fpn``, and the smaller
 ``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) on a ResNet with a
@@ -21,8 +21,15 @@ Example:
     torch.Size([1, 10])
 """
 
-from trivium.vision.models import efficientnet, regnet, resnet
+from trivium.vision.models import convnext, efficientnet, regnet, resnet
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
+from trivium.vision.models.convnext import (
+    ConvNeXt,
+    convnext_base,
+    convnext_large,
+    convnext_small,
+    convnext_tiny,
+)
 from trivium.vision.models.efficientnet import (
     EfficientNet,
     efficientnet_b0,
@@ -101,6 +108,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "MobileNetV3": ("mobilenet_v3_large", "mobilenet_v3_small"),
     "EfficientNet": efficientnet.EFFICIENTNET_BUILDERS,
     "RegNet": regnet.REGNET_BUILDERS,
+    "ConvNeXt": convnext.CONVNEXT_BUILDERS,
 }
 
 __all__ = [
@@ -108,6 +116,7 @@ __all__ = [
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
+    "ConvNeXt",
     "EfficientNet",
     "ExtraFPNBlock",
     "FeaturePyramidNetwork",
@@ -122,6 +131,10 @@ __all__ = [
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "convnext_base",
+    "convnext_large",
+    "convnext_small",
+    "convnext_tiny",
     "efficientnet_b0",
     "efficientnet_b1",
     "efficientnet_b2",
