@@ -2,7 +2,7 @@
 
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
-RegNet (X and Y), ConvNeXt (tiny .. large): state dicts load to and from
+RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14): state dicts load to and from
 ``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes a
 local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
@@ -21,7 +21,7 @@ Example:
     torch.Size([1, 10])
 """
 
-from trivium.vision.models import convnext, efficientnet, regnet, resnet
+from trivium.vision.models import convnext, efficientnet, regnet, resnet, vision_transformer
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
 from trivium.vision.models.convnext import (
     ConvNeXt,
@@ -99,6 +99,14 @@ from trivium.vision.models.retinanet import (
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
 )
+from trivium.vision.models.vision_transformer import (
+    VisionTransformer,
+    vit_b_16,
+    vit_b_32,
+    vit_h_14,
+    vit_l_16,
+    vit_l_32,
+)
 from trivium.vision.models.weights import load_weights
 
 # The classification builders by family, in the order torchvision's documentation lists them.
@@ -109,6 +117,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "EfficientNet": efficientnet.EFFICIENTNET_BUILDERS,
     "RegNet": regnet.REGNET_BUILDERS,
     "ConvNeXt": convnext.CONVNEXT_BUILDERS,
+    "VisionTransformer": vision_transformer.VIT_BUILDERS,
 }
 
 __all__ = [
@@ -131,6 +140,7 @@ __all__ = [
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "VisionTransformer",
     "convnext_base",
     "convnext_large",
     "convnext_small",
@@ -177,6 +187,11 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "vit_b_16",
+    "vit_b_32",
+    "vit_h_14",
+    "vit_l_16",
+    "vit_l_32",
     "wide_resnet50_2",
     "wide_resnet101_2",
 ]
