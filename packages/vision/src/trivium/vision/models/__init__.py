@@ -2,9 +2,10 @@
 
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
-RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14): state dicts load to and from
-``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes a
-local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
+RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
+V2): state dicts load to and from ``torchvision.models`` of the same names with
+``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
+downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
 intermediate feature maps for detection backbones.
 
@@ -21,7 +22,14 @@ Example:
     torch.Size([1, 10])
 """
 
-from trivium.vision.models import convnext, efficientnet, regnet, resnet, vision_transformer
+from trivium.vision.models import (
+    convnext,
+    efficientnet,
+    regnet,
+    resnet,
+    swin_transformer,
+    vision_transformer,
+)
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
 from trivium.vision.models.convnext import (
     ConvNeXt,
@@ -99,6 +107,15 @@ from trivium.vision.models.retinanet import (
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
 )
+from trivium.vision.models.swin_transformer import (
+    SwinTransformer,
+    swin_b,
+    swin_s,
+    swin_t,
+    swin_v2_b,
+    swin_v2_s,
+    swin_v2_t,
+)
 from trivium.vision.models.vision_transformer import (
     VisionTransformer,
     vit_b_16,
@@ -118,6 +135,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "RegNet": regnet.REGNET_BUILDERS,
     "ConvNeXt": convnext.CONVNEXT_BUILDERS,
     "VisionTransformer": vision_transformer.VIT_BUILDERS,
+    "SwinTransformer": swin_transformer.SWIN_BUILDERS,
 }
 
 __all__ = [
@@ -140,6 +158,7 @@ __all__ = [
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "SwinTransformer",
     "VisionTransformer",
     "convnext_base",
     "convnext_large",
@@ -187,6 +206,12 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "swin_b",
+    "swin_s",
+    "swin_t",
+    "swin_v2_b",
+    "swin_v2_s",
+    "swin_v2_t",
     "vit_b_16",
     "vit_b_32",
     "vit_h_14",
