@@ -8,8 +8,8 @@ Workloads, each at every thread count of ``--threads`` (default 1 and 2):
    forward, cross-entropy, backward, SGD with momentum).
 3. one per other family, named after its builder (``mobilenet_v2``,
    ``mobilenet_v3_large``, ``efficientnet_b0``, ``efficientnet_v2_s``,
-   ``regnet_y_400mf``, ``convnext_tiny``, ``vit_b_16``, ``swin_t``): the same
-   forward as ``eval``.
+   ``regnet_y_400mf``, ``convnext_tiny``, ``vit_b_16``, ``swin_t``, ``maxvit_t``):
+   the same forward as ``eval``.
 
 Both models hold the same weights (torchvision's loads ours). The layers are the
 same ops, so what can differ is the memory layout: ours is timed as the vision
@@ -57,6 +57,7 @@ FORWARDS = {
     "convnext_tiny": ("convnext_tiny", "ConvNeXt-T"),
     "vit_b_16": ("vit_b_16", "ViT-B/16"),
     "swin_t": ("swin_t", "Swin-T"),
+    "maxvit_t": ("maxvit_t", "MaxViT-T"),
 }
 WORKLOADS = ["eval", "train", *list(FORWARDS)[1:]]
 

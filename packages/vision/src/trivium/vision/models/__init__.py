@@ -3,7 +3,7 @@
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
-V2): state dicts load to and from ``torchvision.models`` of the same names with
+V2), MaxViT-T: state dicts load to and from ``torchvision.models`` of the same names with
 ``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
 downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
@@ -59,6 +59,7 @@ from trivium.vision.models.fpn import (
     LastLevelMaxPool,
     LastLevelP6P7,
 )
+from trivium.vision.models.maxvit import MaxVit, maxvit_t
 from trivium.vision.models.mobilenetv2 import MobileNetV2, mobilenet_v2
 from trivium.vision.models.mobilenetv3 import (
     MobileNetV3,
@@ -136,6 +137,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "ConvNeXt": convnext.CONVNEXT_BUILDERS,
     "VisionTransformer": vision_transformer.VIT_BUILDERS,
     "SwinTransformer": swin_transformer.SWIN_BUILDERS,
+    "MaxVit": ("maxvit_t",),
 }
 
 __all__ = [
@@ -150,6 +152,7 @@ __all__ = [
     "IntermediateLayerGetter",
     "LastLevelMaxPool",
     "LastLevelP6P7",
+    "MaxVit",
     "MobileNetV2",
     "MobileNetV3",
     "RegNet",
@@ -176,6 +179,7 @@ __all__ = [
     "efficientnet_v2_m",
     "efficientnet_v2_s",
     "load_weights",
+    "maxvit_t",
     "mobilenet_v2",
     "mobilenet_v3_large",
     "mobilenet_v3_small",
