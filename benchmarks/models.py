@@ -1,4 +1,4 @@
-"""Speed of ``trivium.vision.models`` (ResNet) against torchvision's models, in one process.
+"""Speed of ``trivium.vision.models`` against torchvision's models, in one process.
 
 Workloads, each at every thread count of ``--threads`` (default 1 and 2):
 
@@ -6,6 +6,10 @@ Workloads, each at every thread count of ``--threads`` (default 1 and 2):
    3x224x224 float images.
 2. ``train``: one ResNet-18 training step on 16 random 3x128x128 images (zero_grad,
    forward, cross-entropy, backward, SGD with momentum).
+3. one per other family, named after its builder (``mobilenet_v2``,
+   ``mobilenet_v3_large``, ``efficientnet_b0``, ``efficientnet_v2_s``,
+   ``regnet_y_400mf``, ``convnext_tiny``, ``vit_b_16``, ``swin_t``, ``maxvit_t``):
+   the same forward as ``eval``.
 
 Both models hold the same weights (torchvision's loads ours). The layers are the
 same ops, so what can differ is the memory layout: ours is timed as the vision
@@ -42,7 +46,20 @@ from trivium.vision import models
 CL = torch.channels_last
 NCHW = torch.contiguous_format
 LAYOUTS = {"channels-last": CL, "contiguous": NCHW}
-WORKLOADS = ["eval", "train"]
+# The forward workloads (8x3x224x224, inference mode): workload -> (builder, label).
+FORWARDS = {
+    "eval": ("resnet50", "ResNet-50"),
+    "mobilenet_v2": ("mobilenet_v2", "MobileNetV2"),
+    "mobilenet_v3_large": ("mobilenet_v3_large", "MobileNetV3-Large"),
+    "efficientnet_b0": ("efficientnet_b0", "EfficientNet-B0"),
+    "efficientnet_v2_s": ("efficientnet_v2_s", "EfficientNetV2-S"),
+    "regnet_y_400mf": ("regnet_y_400mf", "RegNetY-400MF"),
+    "convnext_tiny": ("convnext_tiny", "ConvNeXt-T"),
+    "vit_b_16": ("vit_b_16", "ViT-B/16"),
+    "swin_t": ("swin_t", "Swin-T"),
+    "maxvit_t": ("maxvit_t", "MaxViT-T"),
+}
+WORKLOADS = ["eval", "train", *list(FORWARDS)[1:]]
 
 
 def in_layout(model: nn.Module, fmt: torch.memory_format) -> nn.Module:
@@ -80,9 +97,10 @@ def sides_for(
 ) -> tuple[str, dict[str, Callable[[], torch.Tensor]]]:
     """The workload's label and its calls: ours and torchvision's, in both layouts."""
     torch.manual_seed(0)
-    if workload == "eval":
-        ours, theirs = models.resnet50().eval(), tv.models.resnet50().eval()
-        x, label = torch.rand(8, 3, 224, 224), "ResNet-50 eval forward, 8x3x224x224"
+    if workload in FORWARDS:
+        builder, name = FORWARDS[workload]
+        ours, theirs = getattr(models, builder)().eval(), getattr(tv.models, builder)().eval()
+        x, label = torch.rand(8, 3, 224, 224), f"{name} eval forward, 8x3x224x224"
     else:
         ours, theirs = models.resnet18(), tv.models.resnet18()
         x, label = torch.rand(16, 3, 128, 128), "ResNet-18 training step, 16x3x128x128"
@@ -93,13 +111,13 @@ def sides_for(
         for tag, fmt in LAYOUTS.items():
             net, inp = in_layout(model, fmt), x.contiguous(memory_format=fmt)
             calls[f"{lib} {tag}"] = (
-                infer(net, inp) if workload == "eval" else train_step(net, inp, y)
+                infer(net, inp) if workload in FORWARDS else train_step(net, inp, y)
             )
     # The same result from the timed pair before timing it (first call: same weights).
     a, b = calls["ours channels-last"](), calls["torchvision contiguous"]()
     checks.append(
         f"{label}: max |ours channels-last - torchvision contiguous| = "
-        f"{float((a - b).abs().max()):.1e} ({'logits' if workload == 'eval' else 'loss'})"
+        f"{float((a - b).abs().max()):.1e} ({'logits' if workload in FORWARDS else 'loss'})"
     )
     return label, calls
 

@@ -67,7 +67,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         d,
         data_help="train/ and val/",
         corpus_dir="data/image_corpus",
-        model_help="a trivium.vision.models builder",
+        model_help=classification.model_help(),
     )
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing, help="0: off")
     p.add_argument("--mixup-alpha", type=float, default=d.mixup_alpha, help="0: no MixUp")

@@ -154,6 +154,23 @@ def test_killed_run_resumes_from_its_last_checkpoint(
     assert metrics["images"] == 16  # the val split of the tree: 2 classes x 8
 
 
+def test_a_mobilenet_trains_and_its_checkpoint_predicts(
+    tree: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """A non-ResNet family end to end: steps, the checkpoint, and the model rebuilt from it."""
+    run = config(tree, tmp_path, model="mobilenet_v3_small", opt="adamw", lr=1e-3)
+    assert train(run, show_progress=False, stop_after_steps=3) == {"stopped_at_step": 3}
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert state["step"] == 3 and state["config"]["model"] == "mobilenet_v3_small"
+    assert state["model"]["classifier.3.weight"].shape[0] == 2
+    pipeline = from_checkpoint(tmp_path / "checkpoint.pt")
+    assert type(pipeline.model).__name__ == "MobileNetV3"
+    image = tree / "val" / "vertical" / "000.jpg"
+    assert pipeline.predict(str(image))["label"] in ("horizontal", "vertical")
+    with pytest.raises(ValueError, match="unknown classification model 'retinanet_resnet50_fpn'"):
+        train(config(tree, tmp_path / "bad", model="retinanet_resnet50_fpn"), show_progress=False)
+
+
 def test_recipe_options_run(tree: pathlib.Path, tmp_path: pathlib.Path) -> None:
     """AdamW, warm-up, step schedule, auto-augment, AMP, channels-last and compile together."""
     run = config(

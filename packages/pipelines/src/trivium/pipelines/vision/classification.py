@@ -1,4 +1,7 @@
-"""Image classification: train a ResNet on an ImageFolder tree or its Parquet shards.
+"""Image classification: train a model on an ImageFolder tree or its Parquet shards.
+
+The model is any classification builder of :mod:`trivium.vision.models` (ResNet,
+MobileNet, EfficientNet, RegNet, ...: :func:`model_help` lists them).
 
 :func:`train` follows torchvision's classification reference recipe (SGD or AdamW,
 cosine schedule with warm-up, label smoothing, MixUp / CutMix, auto-augment, AMP,
@@ -123,13 +126,39 @@ class ClassificationConfig:
 # ---------------------------------------------------------------------------- pieces
 
 
+def model_help() -> str:
+    """What ``--model`` takes: the classification builders of :mod:`trivium.vision.models`,
+    by family.
+
+    Example:
+        >>> print(model_help())  # doctest: +ELLIPSIS
+        a trivium.vision.models classification builder: ResNet (resnet18, ...), ...
+    """
+    from trivium.vision.models import CLASSIFICATION_FAMILIES
+
+    families = ", ".join(f"{k} ({', '.join(v)})" for k, v in CLASSIFICATION_FAMILIES.items())
+    return f"a trivium.vision.models classification builder: {families}"
+
+
 def build_model(name: str, num_classes: int) -> nn.Module:
-    """A model of :mod:`trivium.vision.models` by name (``"resnet18"``, ``"resnet50"``, ...).
+    """A classification model of :mod:`trivium.vision.models` by builder name.
+
+    Any builder of ``trivium.vision.models.CLASSIFICATION_FAMILIES``: ``"resnet50"``,
+    ``"mobilenet_v3_large"``, ``"efficientnet_b0"``, ``"regnet_y_400mf"``, ...
 
     Example:
         >>> build_model("resnet18", 3).fc.out_features
         3
+        >>> build_model("retinanet_resnet50_fpn", 3)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown classification model 'retinanet_resnet50_fpn'; try one of [...]
     """
+    from trivium.vision.models import CLASSIFICATION_FAMILIES
+
+    names = [n for family in CLASSIFICATION_FAMILIES.values() for n in family]
+    if name not in names:
+        raise ValueError(f"unknown classification model {name!r}; try one of {names}")
     return model_builder(name)(num_classes=num_classes)
 
 

@@ -1,10 +1,13 @@
 """Image classification models with torchvision's builders, module names and initialisation.
 
-The ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide ResNet): state
-dicts load to and from ``torchvision.models`` of the same names with
+Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
+ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
+RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
+V2), MaxViT-T: state dicts load to and from ``torchvision.models`` of the same names with
 ``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
-downloaded). :class:`IntermediateLayerGetter` returns intermediate feature maps
-for detection backbones.
+downloaded). ``CLASSIFICATION_FAMILIES``
+names the builders of each family. :class:`IntermediateLayerGetter` returns
+intermediate feature maps for detection backbones.
 
 Detection: :class:`RetinaNet` (``retinanet_resnet50_fpn``, and the smaller
 ``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) on a ResNet with a
@@ -19,13 +22,67 @@ Example:
     torch.Size([1, 10])
 """
 
+from trivium.vision.models import (
+    convnext,
+    efficientnet,
+    regnet,
+    resnet,
+    swin_transformer,
+    vision_transformer,
+)
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
+from trivium.vision.models.convnext import (
+    ConvNeXt,
+    convnext_base,
+    convnext_large,
+    convnext_small,
+    convnext_tiny,
+)
+from trivium.vision.models.efficientnet import (
+    EfficientNet,
+    efficientnet_b0,
+    efficientnet_b1,
+    efficientnet_b2,
+    efficientnet_b3,
+    efficientnet_b4,
+    efficientnet_b5,
+    efficientnet_b6,
+    efficientnet_b7,
+    efficientnet_v2_l,
+    efficientnet_v2_m,
+    efficientnet_v2_s,
+)
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
 from trivium.vision.models.fpn import (
     ExtraFPNBlock,
     FeaturePyramidNetwork,
     LastLevelMaxPool,
     LastLevelP6P7,
+)
+from trivium.vision.models.maxvit import MaxVit, maxvit_t
+from trivium.vision.models.mobilenetv2 import MobileNetV2, mobilenet_v2
+from trivium.vision.models.mobilenetv3 import (
+    MobileNetV3,
+    mobilenet_v3_large,
+    mobilenet_v3_small,
+)
+from trivium.vision.models.regnet import (
+    RegNet,
+    regnet_x_1_6gf,
+    regnet_x_3_2gf,
+    regnet_x_8gf,
+    regnet_x_16gf,
+    regnet_x_32gf,
+    regnet_x_400mf,
+    regnet_x_800mf,
+    regnet_y_1_6gf,
+    regnet_y_3_2gf,
+    regnet_y_8gf,
+    regnet_y_16gf,
+    regnet_y_32gf,
+    regnet_y_128gf,
+    regnet_y_400mf,
+    regnet_y_800mf,
 )
 from trivium.vision.models.resnet import (
     BasicBlock,
@@ -51,23 +108,96 @@ from trivium.vision.models.retinanet import (
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
 )
+from trivium.vision.models.swin_transformer import (
+    SwinTransformer,
+    swin_b,
+    swin_s,
+    swin_t,
+    swin_v2_b,
+    swin_v2_s,
+    swin_v2_t,
+)
+from trivium.vision.models.vision_transformer import (
+    VisionTransformer,
+    vit_b_16,
+    vit_b_32,
+    vit_h_14,
+    vit_l_16,
+    vit_l_32,
+)
 from trivium.vision.models.weights import load_weights
 
+# The classification builders by family, in the order torchvision's documentation lists them.
+CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
+    "ResNet": resnet.RESNET_BUILDERS,
+    "MobileNetV2": ("mobilenet_v2",),
+    "MobileNetV3": ("mobilenet_v3_large", "mobilenet_v3_small"),
+    "EfficientNet": efficientnet.EFFICIENTNET_BUILDERS,
+    "RegNet": regnet.REGNET_BUILDERS,
+    "ConvNeXt": convnext.CONVNEXT_BUILDERS,
+    "VisionTransformer": vision_transformer.VIT_BUILDERS,
+    "SwinTransformer": swin_transformer.SWIN_BUILDERS,
+    "MaxVit": ("maxvit_t",),
+}
+
 __all__ = [
+    "CLASSIFICATION_FAMILIES",
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
+    "ConvNeXt",
+    "EfficientNet",
     "ExtraFPNBlock",
     "FeaturePyramidNetwork",
     "IntermediateLayerGetter",
     "LastLevelMaxPool",
     "LastLevelP6P7",
+    "MaxVit",
+    "MobileNetV2",
+    "MobileNetV3",
+    "RegNet",
     "ResNet",
     "RetinaNet",
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "SwinTransformer",
+    "VisionTransformer",
+    "convnext_base",
+    "convnext_large",
+    "convnext_small",
+    "convnext_tiny",
+    "efficientnet_b0",
+    "efficientnet_b1",
+    "efficientnet_b2",
+    "efficientnet_b3",
+    "efficientnet_b4",
+    "efficientnet_b5",
+    "efficientnet_b6",
+    "efficientnet_b7",
+    "efficientnet_v2_l",
+    "efficientnet_v2_m",
+    "efficientnet_v2_s",
     "load_weights",
+    "maxvit_t",
+    "mobilenet_v2",
+    "mobilenet_v3_large",
+    "mobilenet_v3_small",
+    "regnet_x_1_6gf",
+    "regnet_x_3_2gf",
+    "regnet_x_8gf",
+    "regnet_x_16gf",
+    "regnet_x_32gf",
+    "regnet_x_400mf",
+    "regnet_x_800mf",
+    "regnet_y_1_6gf",
+    "regnet_y_3_2gf",
+    "regnet_y_8gf",
+    "regnet_y_16gf",
+    "regnet_y_32gf",
+    "regnet_y_128gf",
+    "regnet_y_400mf",
+    "regnet_y_800mf",
     "resnet18",
     "resnet34",
     "resnet50",
@@ -80,6 +210,17 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "swin_b",
+    "swin_s",
+    "swin_t",
+    "swin_v2_b",
+    "swin_v2_s",
+    "swin_v2_t",
+    "vit_b_16",
+    "vit_b_32",
+    "vit_h_14",
+    "vit_l_16",
+    "vit_l_32",
     "wide_resnet50_2",
     "wide_resnet101_2",
 ]
