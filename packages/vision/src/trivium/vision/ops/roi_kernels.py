@@ -390,8 +390,7 @@ def _(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, a
     return input.new_empty(rois.shape[0], input.shape[1], pooled_height, pooled_width)
 
 
-@torch.library.custom_op("trivium::roi_align_backward", mutates_args=())
-def roi_align_backward_op(
+def _roi_align_backward_torch(
     grad: Tensor,
     rois: Tensor,
     spatial_scale: float,
@@ -405,40 +404,18 @@ def roi_align_backward_op(
     aligned: bool,
 ) -> Tensor:
     """The gradient of ``trivium::roi_align`` with respect to its input."""
-    return _roi_align_backward_torch(
-        grad,
-        rois,
-        spatial_scale,
-        pooled_height,
-        pooled_width,
-        batch_size,
-        channels,
-        height,
-        width,
-        sampling_ratio,
-        aligned,
-    )
-
-
-def _roi_align_backward_torch(
-    grad,
-    rois,
-    spatial_scale,
-    pooled_height,
-    pooled_width,
-    batch_size,
-    channels,
-    height,
-    width,
-    sampling_ratio,
-    aligned,
-):
     idx = _batch_index(rois, batch_size)
     ay, ax = _align_weights(
         rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned, height, width
     )
     shape = (batch_size, channels, height, width)
     return _separable_backward(grad, idx, ay, ax, shape).to(grad.dtype)
+
+
+# The op is the PyTorch implementation, which the CPU kernel also falls back on.
+roi_align_backward_op = torch.library.custom_op(
+    "trivium::roi_align_backward", _roi_align_backward_torch, mutates_args=()
+)
 
 
 @roi_align_backward_op.register_fake
