@@ -495,6 +495,22 @@ def _check_ps_channels(name: str, channels: int, pooled_height: int, pooled_widt
     )
 
 
+def _check_ps_inputs(
+    name: str, input: Tensor, rois: Tensor, pooled_height: int, pooled_width: int
+) -> None:
+    _check_inputs(name, input, rois, pooled_height, pooled_width)
+    _check_ps_channels(name, input.shape[1], pooled_height, pooled_width)
+
+
+def _ps_fake(
+    name: str, input: Tensor, rois: Tensor, pooled_height: int, pooled_width: int
+) -> Tensor:
+    """The checked, empty output of a position-sensitive op (for the fake tensors)."""
+    _check_ps_inputs(name, input, rois, pooled_height, pooled_width)
+    c = input.shape[1] // (pooled_height * pooled_width)
+    return input.new_empty(rois.shape[0], c, pooled_height, pooled_width)
+
+
 def _ps_align_weights(rois, spatial_scale, ph, pw, sampling_ratio, height, width):
     return _align_weights(rois, spatial_scale, ph, pw, sampling_ratio, True, height, width, True)
 
@@ -515,8 +531,7 @@ def ps_roi_align_op(
     sampling_ratio: int,
 ) -> Tensor:
     """Position-sensitive RoI Align as a custom op (see :func:`trivium.vision.ops.ps_roi_align`)."""
-    _check_inputs("ps_roi_align", input, rois, pooled_height, pooled_width)
-    _check_ps_channels("ps_roi_align", input.shape[1], pooled_height, pooled_width)
+    _check_ps_inputs("ps_roi_align", input, rois, pooled_height, pooled_width)
     n, _, h, w = input.shape
     idx = _batch_index(rois, n)
     ay, ax = _ps_align_weights(
@@ -533,10 +548,7 @@ def ps_roi_align_op(
 
 @ps_roi_align_op.register_fake
 def _(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
-    _check_inputs("ps_roi_align", input, rois, pooled_height, pooled_width)
-    _check_ps_channels("ps_roi_align", input.shape[1], pooled_height, pooled_width)
-    c = input.shape[1] // (pooled_height * pooled_width)
-    return input.new_empty(rois.shape[0], c, pooled_height, pooled_width)
+    return _ps_fake("ps_roi_align", input, rois, pooled_height, pooled_width)
 
 
 @torch.library.custom_op("trivium::ps_roi_align_backward", mutates_args=())
@@ -585,8 +597,7 @@ def ps_roi_pool_op(
     input: Tensor, rois: Tensor, spatial_scale: float, pooled_height: int, pooled_width: int
 ) -> Tensor:
     """Position-sensitive RoI Pool as a custom op (see :func:`trivium.vision.ops.ps_roi_pool`)."""
-    _check_inputs("ps_roi_pool", input, rois, pooled_height, pooled_width)
-    _check_ps_channels("ps_roi_pool", input.shape[1], pooled_height, pooled_width)
+    _check_ps_inputs("ps_roi_pool", input, rois, pooled_height, pooled_width)
     n, _, h, w = input.shape
     idx = _batch_index(rois, n)
     ay, ax = _ps_pool_weights(rois, spatial_scale, pooled_height, pooled_width, h, w)
@@ -595,10 +606,7 @@ def ps_roi_pool_op(
 
 @ps_roi_pool_op.register_fake
 def _(input, rois, spatial_scale, pooled_height, pooled_width):
-    _check_inputs("ps_roi_pool", input, rois, pooled_height, pooled_width)
-    _check_ps_channels("ps_roi_pool", input.shape[1], pooled_height, pooled_width)
-    c = input.shape[1] // (pooled_height * pooled_width)
-    return input.new_empty(rois.shape[0], c, pooled_height, pooled_width)
+    return _ps_fake("ps_roi_pool", input, rois, pooled_height, pooled_width)
 
 
 @torch.library.custom_op("trivium::ps_roi_pool_backward", mutates_args=())
