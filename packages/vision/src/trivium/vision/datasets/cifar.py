@@ -18,7 +18,7 @@ from trivium.core.errors import DatasetError
 from trivium.vision.datasets._readers import read_pickle_batch
 from trivium.vision.datasets.utils import (
     VisionDataset,
-    check_integrity,
+    _files_intact,
     download_resource,
     require_file,
 )
@@ -124,9 +124,8 @@ file or directory; pass download=True to fetch the dataset
         return len(self.data)
 
     def _check_integrity(self) -> bool:
-        return all(
-            check_integrity(os.path.join(self.root, self.base_folder, name), md5)
-            for name, md5 in self.train_list + self.test_list
+        return _files_intact(
+            os.path.join(self.root, self.base_folder), self.train_list + self.test_list
         )
 
     def download(self) -> None:

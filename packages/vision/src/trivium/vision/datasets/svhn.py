@@ -18,6 +18,7 @@ from trivium.core.errors import DatasetError
 from trivium.vision.datasets._readers import read_mat
 from trivium.vision.datasets.utils import (
     VisionDataset,
+    _files_intact,
     check_integrity,
     download_resource,
     require_file,
@@ -250,9 +251,8 @@ class STL10(_ArrayImages):
             self.labels = self.labels[indices]
 
     def _check_integrity(self) -> bool:
-        return all(
-            check_integrity(os.path.join(self.root, self.base_folder, name), md5)
-            for name, md5 in self.train_list + self.test_list
+        return _files_intact(
+            os.path.join(self.root, self.base_folder), self.train_list + self.test_list
         )
 
     def download(self) -> None:

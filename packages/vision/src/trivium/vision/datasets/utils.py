@@ -95,6 +95,17 @@ def verify_str_arg(value: Any, arg: str, valid_values: Iterable[str]) -> str:
     return value
 
 
+def _not_found(path: str, can_download: bool) -> PathNotFoundError:
+    """The error for a missing file or folder of a dataset, with the download hint if any."""
+    hint = "pass download=True to fetch the dataset" if can_download else None
+    return PathNotFoundError(f"{NO_SUCH_PATH}; {hint}" if hint else NO_SUCH_PATH, path=path)
+
+
+def _files_intact(folder: str | os.PathLike[str], files: Iterable[Sequence[str]]) -> bool:
+    """Whether every ``(name, md5)`` of ``files`` is in ``folder`` with that MD5."""
+    return all(check_integrity(os.path.join(folder, name), md5) for name, md5 in files)
+
+
 def require_file(
     path: str | os.PathLike[str], md5: str | None = None, *, can_download: bool = True
 ) -> str:
@@ -113,8 +124,7 @@ pass download=True to fetch the dataset
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
-        hint = "pass download=True to fetch the dataset" if can_download else None
-        raise PathNotFoundError(f"{NO_SUCH_PATH}; {hint}" if hint else NO_SUCH_PATH, path=path)
+        raise _not_found(path, can_download)
     if md5 is not None:
         actual = file_digest(path, "md5")
         if actual != md5.lower():
@@ -138,8 +148,7 @@ pass download=True to fetch the dataset
     """
     path = os.fspath(path)
     if not os.path.isdir(path):
-        hint = "pass download=True to fetch the dataset" if can_download else None
-        raise PathNotFoundError(f"{NO_SUCH_PATH}; {hint}" if hint else NO_SUCH_PATH, path=path)
+        raise _not_found(path, can_download)
     return path
 
 
