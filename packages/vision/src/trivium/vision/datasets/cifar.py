@@ -114,11 +114,7 @@ file or directory; pass download=True to fetch the dataset
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         image, target = Image.fromarray(self.data[index]), self.targets[index]
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
+        return self._transformed(image, target)
 
     def __len__(self) -> int:
         return len(self.data)

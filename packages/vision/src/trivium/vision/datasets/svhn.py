@@ -37,11 +37,7 @@ class _ArrayImages(VisionDataset):
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         image = Image.fromarray(np.transpose(self.data[index], (1, 2, 0)))
         target = None if self.labels is None else int(self.labels[index])
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
+        return self._transformed(image, target)
 
     def __len__(self) -> int:
         return len(self.data)

@@ -296,6 +296,17 @@ def pil_open(path: str | os.PathLike[str]) -> Image.Image:
     return image
 
 
+def _apply_each(
+    transform: Callable | None, target_transform: Callable | None, input: Any, target: Any
+) -> tuple[Any, Any]:
+    """``(transform(input), target_transform(target))``, each skipped where it is None."""
+    if transform is not None:
+        input = transform(input)
+    if target_transform is not None:
+        target = target_transform(target)
+    return input, target
+
+
 class StandardTransform:
     """``transform`` on the input and ``target_transform`` on the target (torchvision's).
 
@@ -311,11 +322,7 @@ class StandardTransform:
         self.target_transform = target_transform
 
     def __call__(self, input: Any, target: Any) -> tuple[Any, Any]:
-        if self.transform is not None:
-            input = self.transform(input)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return input, target
+        return _apply_each(self.transform, self.target_transform, input, target)
 
     def __repr__(self) -> str:
         body = [type(self).__name__]
@@ -367,6 +374,10 @@ class VisionDataset(Dataset):
 
     def __getitem__(self, index: int) -> Any:
         raise NotImplementedError
+
+    def _transformed(self, input: Any, target: Any) -> tuple[Any, Any]:
+        """``(input, target)`` through ``transform`` and ``target_transform`` as now set."""
+        return _apply_each(self.transform, self.target_transform, input, target)
 
     def __len__(self) -> int:
         raise NotImplementedError
