@@ -167,3 +167,19 @@ def test_dataloader_with_two_workers(tmp_path: Path, monkeypatch: pytest.MonkeyP
     )
     assert torch.equal(torch.cat(images), torch.from_numpy(ds.data).permute(0, 2, 3, 1))
     assert torch.cat(targets).tolist() == ds.labels.tolist()
+
+
+def test_svhn_transforms_as_torchvisions(
+    tv: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_svhn(tmp_path / "test_32x32.mat", 4)
+    table = dict(SVHN.split_list, test=["", "test_32x32.mat", _md5(tmp_path / "test_32x32.mat")])
+    for cls in (SVHN, tv.datasets.SVHN):
+        monkeypatch.setattr(cls, "split_list", table)
+    kwargs = {"transform": lambda im: np.asarray(im).sum(), "target_transform": lambda t: t * 2}
+    ours, theirs = SVHN(tmp_path, "test", **kwargs), tv.datasets.SVHN(tmp_path, "test", **kwargs)
+    assert [ours[i] for i in range(4)] == [theirs[i] for i in range(4)]
+    # The transforms are read at each access, as torchvision's: a later assignment counts.
+    ours.target_transform = theirs.target_transform = str
+    assert [ours[i] for i in range(4)] == [theirs[i] for i in range(4)]
+    assert isinstance(ours[0][1], str)

@@ -367,6 +367,24 @@ def test_modules():
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("RoIAlign", ((7, 7), 0.25, 2, True)),
+        ("RoIPool", (2, 0.5)),
+        ("PSRoIAlign", (3, 1.0, -1)),
+        ("PSRoIPool", ((2, 3), 0.125)),
+    ],
+)
+def test_module_options_and_repr_match_torchvision(name, args):
+    tv = require_torchvision()
+    ours, theirs = getattr(ops, name)(*args), getattr(tv.ops, name)(*args)
+    assert repr(ours) == repr(theirs)
+    assert vars(ours).keys() >= {"output_size", "spatial_scale"}
+    for key in ("output_size", "spatial_scale", "sampling_ratio", "aligned"):
+        assert getattr(ours, key, None) == getattr(theirs, key, None)
+
+
 def test_under_torch_compile_fullgraph():
     x, rois = _small()
 

@@ -18,7 +18,7 @@ from trivium.core.errors import DatasetError
 from trivium.vision.datasets._readers import read_pickle_batch
 from trivium.vision.datasets.utils import (
     VisionDataset,
-    check_integrity,
+    _files_intact,
     download_resource,
     require_file,
 )
@@ -114,19 +114,14 @@ file or directory; pass download=True to fetch the dataset
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         image, target = Image.fromarray(self.data[index]), self.targets[index]
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
+        return self._transformed(image, target)
 
     def __len__(self) -> int:
         return len(self.data)
 
     def _check_integrity(self) -> bool:
-        return all(
-            check_integrity(os.path.join(self.root, self.base_folder, name), md5)
-            for name, md5 in self.train_list + self.test_list
+        return _files_intact(
+            os.path.join(self.root, self.base_folder), self.train_list + self.test_list
         )
 
     def download(self) -> None:

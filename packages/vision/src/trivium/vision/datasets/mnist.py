@@ -252,11 +252,7 @@ class MNIST(VisionDataset):
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         image, target = self._image(index), self._target(index)
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
+        return self._transformed(image, target)
 
     def __len__(self) -> int:
         return len(self.data)

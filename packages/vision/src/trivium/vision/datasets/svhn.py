@@ -18,6 +18,7 @@ from trivium.core.errors import DatasetError
 from trivium.vision.datasets._readers import read_mat
 from trivium.vision.datasets.utils import (
     VisionDataset,
+    _files_intact,
     check_integrity,
     download_resource,
     require_file,
@@ -36,11 +37,7 @@ class _ArrayImages(VisionDataset):
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         image = Image.fromarray(np.transpose(self.data[index], (1, 2, 0)))
         target = None if self.labels is None else int(self.labels[index])
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return image, target
+        return self._transformed(image, target)
 
     def __len__(self) -> int:
         return len(self.data)
@@ -250,9 +247,8 @@ class STL10(_ArrayImages):
             self.labels = self.labels[indices]
 
     def _check_integrity(self) -> bool:
-        return all(
-            check_integrity(os.path.join(self.root, self.base_folder, name), md5)
-            for name, md5 in self.train_list + self.test_list
+        return _files_intact(
+            os.path.join(self.root, self.base_folder), self.train_list + self.test_list
         )
 
     def download(self) -> None:

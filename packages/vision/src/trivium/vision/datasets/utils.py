@@ -95,6 +95,17 @@ def verify_str_arg(value: Any, arg: str, valid_values: Iterable[str]) -> str:
     return value
 
 
+def _not_found(path: str, can_download: bool) -> PathNotFoundError:
+    """The error for a missing file or folder of a dataset, with the download hint if any."""
+    hint = "pass download=True to fetch the dataset" if can_download else None
+    return PathNotFoundError(f"{NO_SUCH_PATH}; {hint}" if hint else NO_SUCH_PATH, path=path)
+
+
+def _files_intact(folder: str | os.PathLike[str], files: Iterable[Sequence[str]]) -> bool:
+    """Whether every ``(name, md5)`` of ``files`` is in ``folder`` with that MD5."""
+    return all(check_integrity(os.path.join(folder, name), md5) for name, md5 in files)
+
+
 def require_file(
     path: str | os.PathLike[str], md5: str | None = None, *, can_download: bool = True
 ) -> str:
@@ -113,8 +124,7 @@ pass download=True to fetch the dataset
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
-        hint = "pass download=True to fetch the dataset" if can_download else None
-        raise PathNotFoundError(f"{NO_SUCH_PATH}; {hint}" if hint else NO_SUCH_PATH, path=path)
+        raise _not_found(path, can_download)
     if md5 is not None:
         actual = file_digest(path, "md5")
         if actual != md5.lower():
@@ -138,8 +148,7 @@ pass download=True to fetch the dataset
     """
     path = os.fspath(path)
     if not os.path.isdir(path):
-        hint = "pass download=True to fetch the dataset" if can_download else None
-        raise PathNotFoundError(f"{NO_SUCH_PATH}; {hint}" if hint else NO_SUCH_PATH, path=path)
+        raise _not_found(path, can_download)
     return path
 
 
@@ -287,6 +296,17 @@ def pil_open(path: str | os.PathLike[str]) -> Image.Image:
     return image
 
 
+def _apply_each(
+    transform: Callable | None, target_transform: Callable | None, input: Any, target: Any
+) -> tuple[Any, Any]:
+    """``(transform(input), target_transform(target))``, each skipped where it is None."""
+    if transform is not None:
+        input = transform(input)
+    if target_transform is not None:
+        target = target_transform(target)
+    return input, target
+
+
 class StandardTransform:
     """``transform`` on the input and ``target_transform`` on the target (torchvision's).
 
@@ -302,11 +322,7 @@ class StandardTransform:
         self.target_transform = target_transform
 
     def __call__(self, input: Any, target: Any) -> tuple[Any, Any]:
-        if self.transform is not None:
-            input = self.transform(input)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return input, target
+        return _apply_each(self.transform, self.target_transform, input, target)
 
     def __repr__(self) -> str:
         body = [type(self).__name__]
@@ -358,6 +374,10 @@ class VisionDataset(Dataset):
 
     def __getitem__(self, index: int) -> Any:
         raise NotImplementedError
+
+    def _transformed(self, input: Any, target: Any) -> tuple[Any, Any]:
+        """``(input, target)`` through ``transform`` and ``target_transform`` as now set."""
+        return _apply_each(self.transform, self.target_transform, input, target)
 
     def __len__(self) -> int:
         raise NotImplementedError

@@ -249,7 +249,22 @@ def ps_roi_pool(
     return ps_roi_pool_op(input, rois, float(spatial_scale), size[0], size[1])
 
 
-class RoIAlign(nn.Module):
+class _RoIModule(nn.Module):
+    """The options of a RoI module, shown by its ``repr`` as torchvision's are."""
+
+    _fields: tuple[str, ...] = ("output_size", "spatial_scale")
+
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.spatial_scale = spatial_scale
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)}" for name in self._fields)
+        return f"{self.__class__.__name__}({fields})"
+
+
+class RoIAlign(_RoIModule):
     """:func:`roi_align` as a module, as ``torchvision.ops.RoIAlign``.
 
     Args:
@@ -264,6 +279,8 @@ class RoIAlign(nn.Module):
         torch.Size([1, 3, 7, 7])
     """
 
+    _fields = ("output_size", "spatial_scale", "sampling_ratio", "aligned")
+
     def __init__(
         self,
         output_size: int | tuple[int, int],
@@ -271,9 +288,7 @@ class RoIAlign(nn.Module):
         sampling_ratio: int,
         aligned: bool = False,
     ) -> None:
-        super().__init__()
-        self.output_size = output_size
-        self.spatial_scale = spatial_scale
+        super().__init__(output_size, spatial_scale)
         self.sampling_ratio = sampling_ratio
         self.aligned = aligned
 
@@ -283,15 +298,8 @@ class RoIAlign(nn.Module):
             input, rois, self.output_size, self.spatial_scale, self.sampling_ratio, self.aligned
         )
 
-    def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__name__}(output_size={self.output_size}, "
-            f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio}, "
-            f"aligned={self.aligned})"
-        )
 
-
-class RoIPool(nn.Module):
+class RoIPool(_RoIModule):
     """:func:`roi_pool` as a module, as ``torchvision.ops.RoIPool``.
 
     Args:
@@ -304,23 +312,12 @@ class RoIPool(nn.Module):
         torch.Size([1, 1, 2, 2])
     """
 
-    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float) -> None:
-        super().__init__()
-        self.output_size = output_size
-        self.spatial_scale = spatial_scale
-
     def forward(self, input: Tensor, rois: Tensor | list[Tensor]) -> Tensor:
         """Pool ``rois`` from ``input`` (see :func:`roi_pool`)."""
         return roi_pool(input, rois, self.output_size, self.spatial_scale)
 
-    def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__name__}(output_size={self.output_size}, "
-            f"spatial_scale={self.spatial_scale})"
-        )
 
-
-class PSRoIAlign(nn.Module):
+class PSRoIAlign(_RoIModule):
     """:func:`ps_roi_align` as a module, as ``torchvision.ops.PSRoIAlign``.
 
     Args:
@@ -334,26 +331,20 @@ class PSRoIAlign(nn.Module):
         torch.Size([1, 1, 2, 2])
     """
 
+    _fields = ("output_size", "spatial_scale", "sampling_ratio")
+
     def __init__(
         self, output_size: int | tuple[int, int], spatial_scale: float, sampling_ratio: int
     ) -> None:
-        super().__init__()
-        self.output_size = output_size
-        self.spatial_scale = spatial_scale
+        super().__init__(output_size, spatial_scale)
         self.sampling_ratio = sampling_ratio
 
     def forward(self, input: Tensor, rois: Tensor | list[Tensor]) -> Tensor:
         """Pool ``rois`` from ``input`` (see :func:`ps_roi_align`)."""
         return ps_roi_align(input, rois, self.output_size, self.spatial_scale, self.sampling_ratio)
 
-    def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__name__}(output_size={self.output_size}, "
-            f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio})"
-        )
 
-
-class PSRoIPool(nn.Module):
+class PSRoIPool(_RoIModule):
     """:func:`ps_roi_pool` as a module, as ``torchvision.ops.PSRoIPool``.
 
     Args:
@@ -366,17 +357,6 @@ class PSRoIPool(nn.Module):
         torch.Size([1, 1, 2, 2])
     """
 
-    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float) -> None:
-        super().__init__()
-        self.output_size = output_size
-        self.spatial_scale = spatial_scale
-
     def forward(self, input: Tensor, rois: Tensor | list[Tensor]) -> Tensor:
         """Pool ``rois`` from ``input`` (see :func:`ps_roi_pool`)."""
         return ps_roi_pool(input, rois, self.output_size, self.spatial_scale)
-
-    def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__name__}(output_size={self.output_size}, "
-            f"spatial_scale={self.spatial_scale})"
-        )

@@ -390,8 +390,7 @@ def _(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, a
     return input.new_empty(rois.shape[0], input.shape[1], pooled_height, pooled_width)
 
 
-@torch.library.custom_op("trivium::roi_align_backward", mutates_args=())
-def roi_align_backward_op(
+def _roi_align_backward_torch(
     grad: Tensor,
     rois: Tensor,
     spatial_scale: float,
@@ -405,40 +404,18 @@ def roi_align_backward_op(
     aligned: bool,
 ) -> Tensor:
     """The gradient of ``trivium::roi_align`` with respect to its input."""
-    return _roi_align_backward_torch(
-        grad,
-        rois,
-        spatial_scale,
-        pooled_height,
-        pooled_width,
-        batch_size,
-        channels,
-        height,
-        width,
-        sampling_ratio,
-        aligned,
-    )
-
-
-def _roi_align_backward_torch(
-    grad,
-    rois,
-    spatial_scale,
-    pooled_height,
-    pooled_width,
-    batch_size,
-    channels,
-    height,
-    width,
-    sampling_ratio,
-    aligned,
-):
     idx = _batch_index(rois, batch_size)
     ay, ax = _align_weights(
         rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned, height, width
     )
     shape = (batch_size, channels, height, width)
     return _separable_backward(grad, idx, ay, ax, shape).to(grad.dtype)
+
+
+# The op is the PyTorch implementation, which the CPU kernel also falls back on.
+roi_align_backward_op = torch.library.custom_op(
+    "trivium::roi_align_backward", _roi_align_backward_torch, mutates_args=()
+)
 
 
 @roi_align_backward_op.register_fake
@@ -518,6 +495,22 @@ def _check_ps_channels(name: str, channels: int, pooled_height: int, pooled_widt
     )
 
 
+def _check_ps_inputs(
+    name: str, input: Tensor, rois: Tensor, pooled_height: int, pooled_width: int
+) -> None:
+    _check_inputs(name, input, rois, pooled_height, pooled_width)
+    _check_ps_channels(name, input.shape[1], pooled_height, pooled_width)
+
+
+def _ps_fake(
+    name: str, input: Tensor, rois: Tensor, pooled_height: int, pooled_width: int
+) -> Tensor:
+    """The checked, empty output of a position-sensitive op (for the fake tensors)."""
+    _check_ps_inputs(name, input, rois, pooled_height, pooled_width)
+    c = input.shape[1] // (pooled_height * pooled_width)
+    return input.new_empty(rois.shape[0], c, pooled_height, pooled_width)
+
+
 def _ps_align_weights(rois, spatial_scale, ph, pw, sampling_ratio, height, width):
     return _align_weights(rois, spatial_scale, ph, pw, sampling_ratio, True, height, width, True)
 
@@ -538,8 +531,7 @@ def ps_roi_align_op(
     sampling_ratio: int,
 ) -> Tensor:
     """Position-sensitive RoI Align as a custom op (see :func:`trivium.vision.ops.ps_roi_align`)."""
-    _check_inputs("ps_roi_align", input, rois, pooled_height, pooled_width)
-    _check_ps_channels("ps_roi_align", input.shape[1], pooled_height, pooled_width)
+    _check_ps_inputs("ps_roi_align", input, rois, pooled_height, pooled_width)
     n, _, h, w = input.shape
     idx = _batch_index(rois, n)
     ay, ax = _ps_align_weights(
@@ -556,10 +548,7 @@ def ps_roi_align_op(
 
 @ps_roi_align_op.register_fake
 def _(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
-    _check_inputs("ps_roi_align", input, rois, pooled_height, pooled_width)
-    _check_ps_channels("ps_roi_align", input.shape[1], pooled_height, pooled_width)
-    c = input.shape[1] // (pooled_height * pooled_width)
-    return input.new_empty(rois.shape[0], c, pooled_height, pooled_width)
+    return _ps_fake("ps_roi_align", input, rois, pooled_height, pooled_width)
 
 
 @torch.library.custom_op("trivium::ps_roi_align_backward", mutates_args=())
@@ -608,8 +597,7 @@ def ps_roi_pool_op(
     input: Tensor, rois: Tensor, spatial_scale: float, pooled_height: int, pooled_width: int
 ) -> Tensor:
     """Position-sensitive RoI Pool as a custom op (see :func:`trivium.vision.ops.ps_roi_pool`)."""
-    _check_inputs("ps_roi_pool", input, rois, pooled_height, pooled_width)
-    _check_ps_channels("ps_roi_pool", input.shape[1], pooled_height, pooled_width)
+    _check_ps_inputs("ps_roi_pool", input, rois, pooled_height, pooled_width)
     n, _, h, w = input.shape
     idx = _batch_index(rois, n)
     ay, ax = _ps_pool_weights(rois, spatial_scale, pooled_height, pooled_width, h, w)
@@ -618,10 +606,7 @@ def ps_roi_pool_op(
 
 @ps_roi_pool_op.register_fake
 def _(input, rois, spatial_scale, pooled_height, pooled_width):
-    _check_inputs("ps_roi_pool", input, rois, pooled_height, pooled_width)
-    _check_ps_channels("ps_roi_pool", input.shape[1], pooled_height, pooled_width)
-    c = input.shape[1] // (pooled_height * pooled_width)
-    return input.new_empty(rois.shape[0], c, pooled_height, pooled_width)
+    return _ps_fake("ps_roi_pool", input, rois, pooled_height, pooled_width)
 
 
 @torch.library.custom_op("trivium::ps_roi_pool_backward", mutates_args=())

@@ -201,14 +201,9 @@ def _gray(img: torch.Tensor) -> torch.Tensor:
 
 
 def rgb_to_grayscale_image(img: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
-    """Convert RGB to grayscale with ITU-R 601-2 weights (as torchvision and Pillow ``"L"``).
-
-    ``L = 0.2989 R + 0.587 G + 0.114 B``; integer results are truncated like
-    torchvision's. A 1-channel input is copied (or repeated to 3 channels).
-    TorchScript-compatible.
+    """The image kernel of :func:`rgb_to_grayscale`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> img = torch.tensor([255, 0, 0], dtype=torch.uint8).view(3, 1, 1)
         >>> rgb_to_grayscale_image(img).flatten().tolist()
         [76]
@@ -259,10 +254,9 @@ def _grayscale_into(img: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
 
 
 def adjust_brightness_image(img: torch.Tensor, brightness_factor: Factor) -> torch.Tensor:
-    """Multiply by ``brightness_factor`` (0 gives black, 1 the original), then clamp.
+    """The image kernel of :func:`adjust_brightness`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> adjust_brightness_image(torch.full((3, 1, 1), 0.4), 2.0).flatten().tolist()
         [0.800000011920929, 0.800000011920929, 0.800000011920929]
     """
@@ -273,10 +267,9 @@ def adjust_brightness_image(img: torch.Tensor, brightness_factor: Factor) -> tor
 
 
 def adjust_contrast_image(img: torch.Tensor, contrast_factor: Factor) -> torch.Tensor:
-    """Blend with the mean gray level of each image (0 gives a flat gray image).
+    """The image kernel of :func:`adjust_contrast`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> img = torch.tensor([0.0, 1.0]).view(1, 1, 2)
         >>> adjust_contrast_image(img, 0.5).flatten().tolist()
         [0.25, 0.75]
@@ -296,10 +289,9 @@ def adjust_contrast_image(img: torch.Tensor, contrast_factor: Factor) -> torch.T
 
 
 def adjust_saturation_image(img: torch.Tensor, saturation_factor: Factor) -> torch.Tensor:
-    """Blend with the grayscale image (0 gives gray, 1 the original); 1 channel is unchanged.
+    """The image kernel of :func:`adjust_saturation`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> img = torch.tensor([200, 100, 0], dtype=torch.uint8).view(3, 1, 1)
         >>> adjust_saturation_image(img, 0.0).flatten().tolist()
         [118, 118, 118]
@@ -347,12 +339,9 @@ def _rotate_hue(img: torch.Tensor, turns: Factor) -> torch.Tensor:
 
 
 def adjust_hue_image(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
-    """Rotate the hue by ``hue_factor`` turns (in [-0.5, 0.5]) in HSV space.
-
-    A 1-channel image is returned unchanged (as torchvision and Pillow do).
+    """The image kernel of :func:`adjust_hue`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> red = torch.tensor([1.0, 0.0, 0.0]).view(3, 1, 1)
         >>> adjust_hue_image(red, 1 / 3).flatten().round(decimals=4).tolist()  # red -> green
         [0.0, 1.0, 0.0]
@@ -370,10 +359,9 @@ def adjust_hue_image(img: torch.Tensor, hue_factor: Factor) -> torch.Tensor:
 
 
 def adjust_gamma_image(img: torch.Tensor, gamma: float, gain: float = 1.0) -> torch.Tensor:
-    """Gamma correction ``gain * img ** gamma`` on the [0, 1] scale.
+    """The image kernel of :func:`adjust_gamma`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> adjust_gamma_image(torch.full((1, 1, 1), 0.25), 0.5).item()
         0.5
     """
@@ -387,10 +375,9 @@ def adjust_gamma_image(img: torch.Tensor, gamma: float, gain: float = 1.0) -> to
 
 
 def invert_image(img: torch.Tensor) -> torch.Tensor:
-    """Invert the colors: ``max - img`` (255 for uint8, 65535 for uint16), ``1 - img`` for floats.
+    """The image kernel of :func:`invert`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> invert_image(torch.tensor([0, 200], dtype=torch.uint8).view(1, 1, 2)).flatten().tolist()
         [255, 55]
     """
@@ -411,13 +398,9 @@ def _invert_into(img: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
 
 
 def posterize_image(img: torch.Tensor, bits: int | torch.Tensor) -> torch.Tensor:
-    """Keep the ``bits`` most significant bits of every channel (0 <= bits <= 8).
-
-    ``bits`` may be a tensor (one value, or one per image of the flattened batch).
-    The bits are the dtype's (uint16 keeps the top ``bits`` of 16), as torchvision.
+    """The image kernel of :func:`posterize`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> posterize_image(torch.tensor([255, 100], dtype=torch.uint8).view(1, 1, 2), 2).flatten()
         tensor([192,  64], dtype=torch.uint8)
     """
@@ -460,12 +443,9 @@ def _posterize_into(img: torch.Tensor, out: torch.Tensor, bits: int) -> torch.Te
 
 
 def solarize_image(img: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor:
-    """Invert every value at or above ``threshold`` (on the image's scale: 255, 65535 or 1.0).
-
-    ``threshold`` may be a tensor (one value, or one per image of the flattened batch).
+    """The image kernel of :func:`solarize`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> solarize_image(torch.tensor([10, 200], dtype=torch.uint8).view(1, 1, 2), 128).flatten()
         tensor([10, 55], dtype=torch.uint8)
     """
@@ -549,10 +529,9 @@ def _by_chunks(
 
 
 def autocontrast_image(img: torch.Tensor) -> torch.Tensor:
-    """Stretch every channel of every image to the full range [0, max].
+    """The image kernel of :func:`autocontrast`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> img = torch.tensor([50, 100, 150], dtype=torch.uint8).view(1, 1, 3)
         >>> autocontrast_image(img).flatten().tolist()
         [0, 127, 255]
@@ -572,14 +551,9 @@ def autocontrast_image(img: torch.Tensor) -> torch.Tensor:
 
 
 def equalize_image(img: torch.Tensor) -> torch.Tensor:
-    """Histogram equalization of every channel, with Pillow's lookup table (``ImageOps.equalize``).
-
-    Floating and uint16 images are equalized on their uint8 quantization (uint16: the
-    high byte, and the result is ``255 << 8`` at most), as torchvision does. The whole
-    batch is done at once: one histogram per channel via ``scatter_add``, no Python loop.
+    """The image kernel of :func:`equalize`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> img = torch.tensor([10, 20], dtype=torch.uint8).repeat_interleave(256).view(1, 16, 32)
         >>> equalize_image(img).unique().tolist()
         [0, 255]

@@ -57,15 +57,9 @@ def erase_image(
     v: torch.Tensor,
     inplace: bool = False,
 ) -> torch.Tensor:
-    """Set ``img[..., i:i + h, j:j + w]`` to ``v`` (as torchvision's ``erase``).
-
-    With ints, ``v`` broadcasts to ``[..., C, h, w]``. With tensors of one box
-    per image (shape ``[N]`` for ``N`` images in the flattened batch), ``v``
-    broadcasts to the whole ``[..., C, H, W]`` image and only the boxes take it.
-    Values are cast to the image's dtype as a slice assignment would.
+    """The image kernel of :func:`erase`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> img = torch.zeros(2, 1, 3, 3)
         >>> out = erase_image(img, torch.tensor([0, 1]), torch.tensor([0, 1]),
         ...             torch.tensor([1, 2]), torch.tensor([1, 2]), torch.tensor(1.0))

@@ -83,14 +83,9 @@ def gaussian_blur_image(
     kernel_size: int | Sequence[int],
     sigma: float | Sequence[float] | torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Blur with a Gaussian kernel (torchvision's taps and reflect padding), separably.
-
-    ``kernel_size`` is ``[kx, ky]`` (odd); ``sigma`` is ``[sx, sy]``, one number,
-    ``None`` (``0.3 * ((k - 1) * 0.5 - 1) + 0.8`` per axis, as torchvision) or a
-    tensor with one sigma (or one ``(sx, sy)`` row) per image of the flattened batch.
+    """The image kernel of :func:`gaussian_blur`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> img = torch.zeros(1, 5, 5)
         >>> img[0, 2, 2] = 1.0
         >>> out = gaussian_blur_image(img, [3, 3], [1.0, 1.0])
@@ -135,13 +130,9 @@ def gaussian_blur_image(
 def adjust_sharpness_image(
     img: torch.Tensor, sharpness_factor: float | torch.Tensor
 ) -> torch.Tensor:
-    """Blend with a smoothed copy (0: smooth, 1: original, 2: sharper), as torchvision/Pillow.
-
-    The smoothing kernel is ``[[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13``; the border
-    pixels are kept. ``sharpness_factor`` may hold one value per image.
+    """The image kernel of :func:`adjust_sharpness`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> img = torch.zeros(1, 5, 5)
         >>> img[0, 2, 2] = 1.0
         >>> round(adjust_sharpness_image(img, 0.0)[0, 2, 2].item(), 4)  # 5/13

@@ -366,10 +366,9 @@ def _center_crop_image(img: torch.Tensor, crop_h: int, crop_w: int) -> torch.Ten
 
 
 def center_crop_image(img: torch.Tensor, output_size: int | Sequence[int]) -> torch.Tensor:
-    """Crop the center ``output_size`` (``[h, w]`` or one int); pads with zeros if larger.
+    """The image kernel of :func:`center_crop`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> center_crop_image(torch.arange(16.0).view(1, 4, 4), 2)
         tensor([[[ 5.,  6.],
                  [ 9., 10.]]])
@@ -389,10 +388,9 @@ def resized_crop_image(
     interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
     antialias: bool | None = True,
 ) -> torch.Tensor:
-    """Crop the box (top, left, height, width), then :func:`resize` it to ``size``.
+    """The image kernel of :func:`resized_crop`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> resized_crop_image(torch.zeros(3, 50, 60), 5, 5, 20, 30, [8, 8]).shape
         torch.Size([3, 8, 8])
     """
@@ -404,10 +402,9 @@ def resized_crop_image(
 def five_crop_image(
     img: torch.Tensor, size: int | Sequence[int]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Corner and center crops: (top-left, top-right, bottom-left, bottom-right, center).
+    """The image kernel of :func:`five_crop`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> [tuple(c.shape) for c in five_crop_image(torch.zeros(1, 5, 5), 2)][0]
         (1, 2, 2)
     """
@@ -430,10 +427,9 @@ def five_crop_image(
 def ten_crop_image(
     img: torch.Tensor, size: int | Sequence[int], vertical_flip: bool = False
 ) -> tuple[torch.Tensor, ...]:
-    """:func:`five_crop` of the image, then of its flip (horizontal unless ``vertical_flip``).
+    """The image kernel of :func:`ten_crop`, which documents the arguments.
 
     Example:
-        >>> import torch
         >>> len(ten_crop_image(torch.zeros(3, 8, 8), 4))
         10
     """
