@@ -197,10 +197,12 @@ def test_bad_settings_and_data_raise_clear_errors(tmp_path: pathlib.Path) -> Non
         ClassificationConfig(opt="lamb")
     with pytest.raises(DatasetError, match="no 'train' split"):
         train(config(tmp_path, tmp_path / "run"), show_progress=False)
-    with pytest.raises(ValueError, match="unknown model"):
-        from trivium.pipelines.vision.classification import build_model
+    from trivium.pipelines.vision.classification import build_model
 
-        build_model("vit_h_14", 2)
+    with pytest.raises(ValueError, match="unknown classification model 'vit_z_99'"):
+        build_model("vit_z_99", 2)
+    with pytest.raises(ValueError, match="unknown classification model 'retinanet_resnet50_fpn'"):
+        build_model("retinanet_resnet50_fpn", 2)
 
 
 def test_torchrun_ddp_two_processes_share_the_epoch(
