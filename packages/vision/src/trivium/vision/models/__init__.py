@@ -53,12 +53,6 @@ from trivium.vision.models.efficientnet import (
     efficientnet_v2_s,
 )
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
-from trivium.vision.models.fpn import (
-    ExtraFPNBlock,
-    FeaturePyramidNetwork,
-    LastLevelMaxPool,
-    LastLevelP6P7,
-)
 from trivium.vision.models.maxvit import MaxVit, maxvit_t
 from trivium.vision.models.mobilenetv2 import MobileNetV2, mobilenet_v2
 from trivium.vision.models.mobilenetv3 import (
@@ -126,6 +120,12 @@ from trivium.vision.models.vision_transformer import (
     vit_l_32,
 )
 from trivium.vision.models.weights import load_weights
+from trivium.vision.ops.feature_pyramid_network import (
+    ExtraFPNBlock,
+    FeaturePyramidNetwork,
+    LastLevelMaxPool,
+    LastLevelP6P7,
+)
 
 # The classification builders by family, in the order torchvision's documentation lists them.
 CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {

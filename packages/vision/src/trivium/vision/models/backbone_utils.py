@@ -1,7 +1,7 @@
 """Detection backbones: a ResNet with an FPN on top, as torchvision's ``backbone_utils``.
 
 :func:`resnet_fpn_backbone` builds the ResNet, freezes its first layers and adds a
-:class:`~trivium.vision.models.fpn.FeaturePyramidNetwork`; the result is a
+:class:`~trivium.vision.ops.feature_pyramid_network.FeaturePyramidNetwork`; the result is a
 :class:`BackboneWithFPN` whose state dict keys are torchvision's (``body.layer1...``,
 ``fpn.inner_blocks...``). ``weights=`` takes a local file path or a state dict of
 the ResNet (nothing is downloaded).
@@ -23,9 +23,13 @@ from torch import Tensor, nn
 
 from trivium.vision.models import resnet
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
-from trivium.vision.models.fpn import ExtraFPNBlock, FeaturePyramidNetwork, LastLevelMaxPool
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import FrozenBatchNorm2d
+from trivium.vision.ops.feature_pyramid_network import (
+    ExtraFPNBlock,
+    FeaturePyramidNetwork,
+    LastLevelMaxPool,
+)
 
 __all__ = ["BackboneWithFPN", "resnet_fpn_backbone"]
 

@@ -34,7 +34,6 @@ from torch import Tensor, nn
 from trivium.vision.models import resnet
 from trivium.vision.models.backbone_utils import _resnet_fpn_extractor, _validate_trainable_layers
 from trivium.vision.models.detection_transform import GeneralizedRCNNTransform
-from trivium.vision.models.fpn import LastLevelP6P7, conv_norm_activation
 from trivium.vision.models.weights import Weights, load_weights
 from trivium.vision.ops import (
     AnchorGenerator,
@@ -47,6 +46,7 @@ from trivium.vision.ops import (
     generalized_box_iou_loss,
     sigmoid_focal_loss,
 )
+from trivium.vision.ops.feature_pyramid_network import LastLevelP6P7, conv_norm_activation
 from trivium.vision.ops.misc import UpgradesStateDict
 
 __all__ = [
@@ -510,7 +510,7 @@ class RetinaNet(nn.Module):
     Example:
         >>> import torch
         >>> from trivium.vision.models.backbone_utils import resnet_fpn_backbone
-        >>> from trivium.vision.models.fpn import LastLevelP6P7
+        >>> from trivium.vision.ops.feature_pyramid_network import LastLevelP6P7
         >>> backbone = resnet_fpn_backbone(backbone_name="resnet18", weights=None,
         ...     returned_layers=[2, 3, 4], extra_blocks=LastLevelP6P7(256, 256))
         >>> model = RetinaNet(backbone, num_classes=2, min_size=64, max_size=64)

@@ -47,6 +47,7 @@ from trivium.vision.ops.boxes import (
 from trivium.vision.ops.deform_conv import DeformConv2d, deform_conv2d
 from trivium.vision.ops.diou_loss import complete_box_iou_loss, distance_box_iou_loss
 from trivium.vision.ops.drop_block import DropBlock2d, DropBlock3d, drop_block2d, drop_block3d
+from trivium.vision.ops.feature_pyramid_network import FeaturePyramidNetwork
 from trivium.vision.ops.focal_loss import sigmoid_focal_loss
 from trivium.vision.ops.giou_loss import generalized_box_iou_loss
 from trivium.vision.ops.image_list import ImageList
@@ -80,6 +81,7 @@ __all__ = [
     "DeformConv2d",
     "DropBlock2d",
     "DropBlock3d",
+    "FeaturePyramidNetwork",
     "FrozenBatchNorm2d",
     "ImageList",
     "LevelMapper",

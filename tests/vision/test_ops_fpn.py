@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
-from trivium.vision.models.fpn import (
+from trivium.vision.ops.feature_pyramid_network import (
     ExtraFPNBlock,
     FeaturePyramidNetwork,
     LastLevelMaxPool,
