@@ -9,7 +9,8 @@ downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
 intermediate feature maps for detection backbones.
 
-Detection: :class:`RetinaNet` (``retinanet_resnet50_fpn``, and the smaller
+Detection (also in :mod:`~trivium.vision.models.detection`): :class:`RetinaNet`
+(``retinanet_resnet50_fpn``, and the smaller
 ``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) on a ResNet with a
 :class:`FeaturePyramidNetwork` (``resnet_fpn_backbone``), with torchvision's
 state dict names.
@@ -22,12 +23,16 @@ Example:
     torch.Size([1, 10])
 """
 
-from trivium.vision.models import (
+# The subpackages are attributes, as torchvision.models.detection is.
+from trivium.vision.models import (  # noqa: F401
     convnext,
+    detection,
     efficientnet,
     regnet,
     resnet,
+    segmentation,
     swin_transformer,
+    video,
     vision_transformer,
 )
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
@@ -37,6 +42,15 @@ from trivium.vision.models.convnext import (
     convnext_large,
     convnext_small,
     convnext_tiny,
+)
+from trivium.vision.models.detection.retinanet import (
+    RetinaNet,
+    RetinaNetClassificationHead,
+    RetinaNetHead,
+    RetinaNetRegressionHead,
+    retinanet_resnet18_fpn,
+    retinanet_resnet34_fpn,
+    retinanet_resnet50_fpn,
 )
 from trivium.vision.models.efficientnet import (
     EfficientNet,
@@ -92,15 +106,6 @@ from trivium.vision.models.resnet import (
     resnext101_64x4d,
     wide_resnet50_2,
     wide_resnet101_2,
-)
-from trivium.vision.models.retinanet import (
-    RetinaNet,
-    RetinaNetClassificationHead,
-    RetinaNetHead,
-    RetinaNetRegressionHead,
-    retinanet_resnet18_fpn,
-    retinanet_resnet34_fpn,
-    retinanet_resnet50_fpn,
 )
 from trivium.vision.models.swin_transformer import (
     SwinTransformer,

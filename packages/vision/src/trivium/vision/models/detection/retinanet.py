@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from trivium.vision.models import resnet
 from trivium.vision.models.backbone_utils import _resnet_fpn_extractor, _validate_trainable_layers
-from trivium.vision.models.detection_transform import GeneralizedRCNNTransform
+from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
 from trivium.vision.models.weights import Weights, load_weights
 from trivium.vision.ops import (
     AnchorGenerator,

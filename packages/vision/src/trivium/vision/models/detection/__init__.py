@@ -1,0 +1,36 @@
+"""Object detection models with torchvision's builders, module names and state dict keys.
+
+``trivium.vision.models.detection`` is the home of what ``torchvision.models.detection``
+holds: :class:`RetinaNet` and its builders, and :class:`GeneralizedRCNNTransform`
+(the resize-and-normalise step every detector shares).
+
+Example:
+    >>> import torch
+    >>> from trivium.vision.models.detection import retinanet_resnet18_fpn
+    >>> model = retinanet_resnet18_fpn(num_classes=3, weights_backbone=None).eval()
+    >>> out = model([torch.rand(3, 64, 64)])
+    >>> sorted(out[0])
+    ['boxes', 'labels', 'scores']
+"""
+
+from trivium.vision.models.detection.retinanet import (
+    RetinaNet,
+    RetinaNetClassificationHead,
+    RetinaNetHead,
+    RetinaNetRegressionHead,
+    retinanet_resnet18_fpn,
+    retinanet_resnet34_fpn,
+    retinanet_resnet50_fpn,
+)
+from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
+
+__all__ = [
+    "GeneralizedRCNNTransform",
+    "RetinaNet",
+    "RetinaNetClassificationHead",
+    "RetinaNetHead",
+    "RetinaNetRegressionHead",
+    "retinanet_resnet18_fpn",
+    "retinanet_resnet34_fpn",
+    "retinanet_resnet50_fpn",
+]
