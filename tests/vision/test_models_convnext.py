@@ -21,6 +21,7 @@ from torch import nn
 
 from trivium.vision import models
 from trivium.vision.models.convnext import CONVNEXT_BUILDERS, CNBlockConfig
+from trivium.vision.ops import StochasticDepth
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -61,7 +62,7 @@ def test_torchvision_state_dict_loads_strict_and_gives_same_output(tv):
 
 def test_stochastic_depth_rises_to_the_last_block():
     model = models.convnext_tiny()
-    probs = [m.p for m in model.modules() if isinstance(m, models._layers.StochasticDepth)]
+    probs = [m.p for m in model.modules() if isinstance(m, StochasticDepth)]
     assert len(probs) == 18 and probs[0] == 0.0 and probs[-1] == pytest.approx(0.1)
 
 

@@ -19,6 +19,7 @@ from model_parity import (
 
 from trivium.vision import models
 from trivium.vision.models.efficientnet import EFFICIENTNET_BUILDERS
+from trivium.vision.ops import StochasticDepth, stochastic_depth
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -60,7 +61,7 @@ def test_training_step_matches_torchvision(tv, name):
 
 def test_stochastic_depth_rises_over_the_blocks_and_drops_rows_in_training():
     model = models.efficientnet_b0(stochastic_depth_prob=0.4)
-    probs = [m.p for m in model.modules() if isinstance(m, models._layers.StochasticDepth)]
+    probs = [m.p for m in model.modules() if isinstance(m, StochasticDepth)]
     assert probs[0] == 0.0 and probs == sorted(probs) and probs[-1] == pytest.approx(0.4 * 15 / 16)
     block = model.features[2][1]  # a residual block
     x = torch.randn(64, 24, 4, 4)
@@ -94,7 +95,7 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="stride"):
         models.efficientnet.MBConv(cnf, 0.0, torch.nn.BatchNorm2d)
     with pytest.raises(ValueError, match="drop probability"):
-        models._layers.stochastic_depth(torch.ones(2), 1.5, "row")
+        stochastic_depth(torch.ones(2), 1.5, "row")
 
 
 def test_torch_compile_matches_eager():

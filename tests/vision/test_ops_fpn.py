@@ -9,13 +9,13 @@ import torch
 from torch import nn
 
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
+from trivium.vision.ops import FrozenBatchNorm2d
 from trivium.vision.ops.feature_pyramid_network import (
     ExtraFPNBlock,
     FeaturePyramidNetwork,
     LastLevelMaxPool,
     LastLevelP6P7,
 )
-from trivium.vision.ops import FrozenBatchNorm2d
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -22,14 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from trivium.vision.models._layers import (
-    Conv2dNormActivation,
-    Permute,
-    StochasticDepth,
-    build_classifier,
-    with_weights_doc,
-)
+from trivium.vision.models._utils import build_classifier, with_weights_doc
 from trivium.vision.models.weights import Weights
+from trivium.vision.ops import Conv2dNormActivation, Permute, StochasticDepth
 
 CONVNEXT_BUILDERS = ("convnext_tiny", "convnext_small", "convnext_base", "convnext_large")
 __all__ = ["CONVNEXT_BUILDERS", "CNBlock", "CNBlockConfig", "ConvNeXt", "LayerNorm2d"]

@@ -25,15 +25,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from trivium.vision.models._layers import (
-    Conv2dNormActivation,
-    SqueezeExcitation,
-    StochasticDepth,
-    build_classifier,
-    make_divisible,
-    with_weights_doc,
-)
+from trivium.vision.models._utils import build_classifier, make_divisible, with_weights_doc
 from trivium.vision.models.weights import Weights
+from trivium.vision.ops import Conv2dNormActivation, SqueezeExcitation, StochasticDepth
 
 EFFICIENTNET_BUILDERS = tuple(f"efficientnet_b{i}" for i in range(8)) + tuple(
     f"efficientnet_v2_{s}" for s in "sml"

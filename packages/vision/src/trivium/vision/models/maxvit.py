@@ -25,14 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from trivium.vision.models._layers import (
-    Conv2dNormActivation,
-    SqueezeExcitation,
-    StochasticDepth,
-    build_classifier,
-    with_weights_doc,
-)
+from trivium.vision.models._utils import build_classifier, with_weights_doc
 from trivium.vision.models.weights import Weights
+from trivium.vision.ops import Conv2dNormActivation, SqueezeExcitation, StochasticDepth
 
 __all__ = [
     "MaxVit",

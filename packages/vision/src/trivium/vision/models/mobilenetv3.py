@@ -21,14 +21,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from trivium.vision.models._layers import (
-    Conv2dNormActivation,
-    SqueezeExcitation,
-    build_classifier,
-    make_divisible,
-    with_weights_doc,
-)
+from trivium.vision.models._utils import build_classifier, make_divisible, with_weights_doc
 from trivium.vision.models.weights import Weights
+from trivium.vision.ops import Conv2dNormActivation, SqueezeExcitation
 
 __all__ = [
     "InvertedResidual",

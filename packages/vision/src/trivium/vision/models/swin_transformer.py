@@ -25,14 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from trivium.vision.models._layers import (
-    MLP,
-    Permute,
-    StochasticDepth,
-    build_classifier,
-    with_weights_doc,
-)
+from trivium.vision.models._utils import build_classifier, with_weights_doc
 from trivium.vision.models.weights import Weights
+from trivium.vision.ops import MLP, Permute, StochasticDepth
 
 SWIN_BUILDERS = ("swin_t", "swin_s", "swin_b", "swin_v2_t", "swin_v2_s", "swin_v2_b")
 __all__ = [

@@ -27,13 +27,9 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor, nn
 
-from trivium.vision.models._layers import (
-    MLP,
-    Conv2dNormActivation,
-    build_classifier,
-    with_weights_doc,
-)
+from trivium.vision.models._utils import build_classifier, with_weights_doc
 from trivium.vision.models.weights import Weights, load_weights, override_named_param
+from trivium.vision.ops import MLP, Conv2dNormActivation
 
 VIT_BUILDERS = ("vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14")
 __all__ = [

@@ -41,7 +41,7 @@ def stochastic_depth(input: Tensor, p: float, mode: str, training: bool = True) 
     if p < 0.0 or p > 1.0:
         raise ValueError(f"drop probability has to be between 0 and 1, but got {p}")
     if mode not in ("batch", "row"):
-        raise ValueError(f"mode has to be either 'batch' or 'row', but got {mode!r}")
+        raise ValueError(f"mode has to be either 'batch' or 'row', but got {mode}")
     if not training or p == 0.0:
         return input
     survival_rate = 1.0 - p
