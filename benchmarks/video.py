@@ -86,9 +86,9 @@ import torch
 from harness import Row, Side, measure, row_from
 
 from trivium.vision.io import VideoClips, VideoReader
-from trivium.vision.io.video_backend import INDEX_CACHE
-from trivium.vision.io.video_ffmpeg import ffmpeg_binaries
-from trivium.vision.io.video_pyav import h264_unreferenced
+from trivium.vision.io.video.backend import INDEX_CACHE
+from trivium.vision.io.video.ffmpeg import ffmpeg_binaries
+from trivium.vision.io.video.pyav import h264_unreferenced
 
 ROOT = Path(__file__).resolve().parents[1]
 FPS = 30

@@ -16,8 +16,8 @@ import torch
 from vision.video_testclips import pyav_frames, pyav_keyframes
 
 from trivium.vision.io import VideoClips, VideoReader
-from trivium.vision.io.video_backend import INDEX_CACHE
-from trivium.vision.io.video_buffers import SHARED_POOL
+from trivium.vision.io.video.backend import INDEX_CACHE
+from trivium.vision.io.video.buffers import SHARED_POOL
 
 av = pytest.importorskip("av")
 
@@ -155,7 +155,7 @@ def test_a_batch_larger_than_the_pool_is_exact_and_left_alone(
 @pytest.fixture
 def seeks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The targets (ticks) of every demuxer seek the PyAV backend makes from now on."""
-    from trivium.vision.io import video_pyav
+    from trivium.vision.io.video import pyav as video_pyav
 
     made: list[int] = []
     original = video_pyav.PyAVBackend._seek

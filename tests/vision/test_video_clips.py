@@ -90,7 +90,7 @@ def test_cache_round_trip_and_invalidation(
         assert torch.equal(a, b)
     assert torch.equal(loaded.get_clip(4)[0], built.get_clip(4)[0])
     # A valid cache is used without opening any video...
-    from trivium.vision.io import video_clips
+    from trivium.vision.io.video import clips as video_clips
 
     with monkeypatch.context() as patch:
         patch.setattr(video_clips, "_index_video", lambda *a: pytest.fail("re-indexed"))
@@ -112,7 +112,7 @@ def test_get_clip_decodes_from_the_saved_index(
     videos: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No clip demuxes its whole video again: the reader is handed the saved index."""
-    from trivium.vision.io import video_pyav
+    from trivium.vision.io.video import pyav as video_pyav
 
     cache = tmp_path / "index.npz"
     VideoClips(videos, 8, 5, cache_path=cache)
@@ -127,7 +127,7 @@ def test_get_clip_decodes_from_the_saved_index(
 def test_cache_of_another_version_is_rebuilt(
     videos: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trivium.vision.io import video_clips
+    from trivium.vision.io.video import clips as video_clips
 
     cache = tmp_path / "index.npz"
     VideoClips(videos, 8, cache_path=cache)

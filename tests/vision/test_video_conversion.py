@@ -12,9 +12,9 @@ import torch
 from vision.video_testclips import pyav_frames
 
 from trivium.vision.io import VideoReader
-from trivium.vision.io.video_buffers import SHARED_POOL
-from trivium.vision.io.video_pyav import video_to_tensor
-from trivium.vision.io.video_swscale import FrameSizeError, RGBConverter
+from trivium.vision.io.video.buffers import SHARED_POOL
+from trivium.vision.io.video.pyav import video_to_tensor
+from trivium.vision.io.video.swscale import FrameSizeError, RGBConverter
 
 av = pytest.importorskip("av")
 

@@ -287,7 +287,7 @@ def test_random_access_with_skipped_frames_is_exact(
 @pytest.fixture
 def decoded_pts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The pts of every frame the PyAV backend's decoder gives from now on."""
-    from trivium.vision.io import video_pyav
+    from trivium.vision.io.video import pyav as video_pyav
 
     decoded: list[int] = []
     original = video_pyav.PyAVBackend._decoded
@@ -314,7 +314,7 @@ def test_h264_packets_left_out_are_those_ffmpeg_skips(tmp_path: Path) -> None:
     """The H.264 packets never sent to the decoder are those FFmpeg's NONREF decode skips."""
     import av
 
-    from trivium.vision.io.video_pyav import h264_unreferenced
+    from trivium.vision.io.video.pyav import h264_unreferenced
 
     path = encode_testsrc(tmp_path / "b.mp4", SKIPPING_ENCODES[0][2])
     with av.open(str(path)) as container:
@@ -601,8 +601,9 @@ def test_a_new_reader_of_an_indexed_file_does_not_demux_it_again(
 ) -> None:
     """The frame index is kept per file (path, size, mtime): changed files are indexed anew."""
     if backend == "ffmpeg":
-        pytest.importorskip("trivium.vision.io.video_ffmpeg")
-    from trivium.vision.io import video_ffmpeg, video_pyav
+        pytest.importorskip("trivium.vision.io.video.ffmpeg")
+    from trivium.vision.io.video import ffmpeg as video_ffmpeg
+    from trivium.vision.io.video import video_pyav
 
     owner, method = (
         (video_pyav.PyAVBackend, "_demux_index")

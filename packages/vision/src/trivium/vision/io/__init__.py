@@ -28,9 +28,9 @@ from trivium.vision.io.jpeg import SUPPORTED_SCALES, decode_jpeg, encode_jpeg, w
 from trivium.vision.io.orientation import apply_exif_orientation
 from trivium.vision.io.pillow import decode_avif, decode_heic
 from trivium.vision.io.png import decode_png, encode_png, write_png
-from trivium.vision.io.video_clips import RandomClipSampler, UniformClipSampler, VideoClips
-from trivium.vision.io.video_io import read_video, read_video_timestamps, write_video
-from trivium.vision.io.video_reader import VideoFrames, VideoReader
+from trivium.vision.io.video.clips import RandomClipSampler, UniformClipSampler, VideoClips
+from trivium.vision.io.video.read_write import read_video, read_video_timestamps, write_video
+from trivium.vision.io.video.reader import VideoFrames, VideoReader
 from trivium.vision.io.webp import decode_webp, encode_webp, write_webp
 
 __all__ = [

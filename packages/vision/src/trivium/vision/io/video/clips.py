@@ -39,9 +39,9 @@ from torch.utils.data import Dataset, Sampler
 from trivium.core.errors import DatasetError, DecodeWarning, PathNotFoundError
 from trivium.core.progress import progress
 from trivium.core.threads import parallel_map
-from trivium.vision.io.video_backend import FrameIndex
-from trivium.vision.io.video_io import read_audio_range
-from trivium.vision.io.video_reader import VideoReader
+from trivium.vision.io.video.backend import FrameIndex
+from trivium.vision.io.video.read_write import read_audio_range
+from trivium.vision.io.video.reader import VideoReader
 
 __all__ = ["RandomClipSampler", "UniformClipSampler", "VideoClips"]
 

@@ -48,7 +48,7 @@ import torch
 
 from trivium.core.errors import DecodeError
 from trivium.core.forking import ForkSafe, abandon
-from trivium.vision.io.video_backend import (
+from trivium.vision.io.video.backend import (
     Frame,
     FrameIndex,
     StreamInfo,
@@ -61,7 +61,7 @@ from trivium.vision.io.video_backend import (
     import_optional,
     source_name,
 )
-from trivium.vision.io.video_swscale import check_size
+from trivium.vision.io.video.swscale import check_size
 
 _AUDIO_CHUNK = 1024  # samples per yielded audio frame
 _PIPE_SIZE = 1 << 20  # bytes of pipe buffer asked for (the Linux default is 64 KiB)
@@ -229,7 +229,7 @@ class FFmpegBackend(ForkSafe, VideoBackend):
 
         See :meth:`_probe_index`, and :meth:`_scan_index` for a stream whose packets are
         not its frames; once per file in a process (see
-        :class:`~trivium.vision.io.video_backend.FrameIndexCache`).
+        :class:`~trivium.vision.io.video.backend.FrameIndexCache`).
         """
         read = self._scan_index if stream.name in self._scanned else self._probe_index
         return self._cached_index(stream, self.path, read)
@@ -239,10 +239,10 @@ class FFmpegBackend(ForkSafe, VideoBackend):
 
         Both backends then count and time the frames alike (the times are those of
         the decoder PyAV ships, see
-        :func:`~trivium.vision.io.video_backend.scanned_index`), and the scan is
+        :func:`~trivium.vision.io.video.backend.scanned_index`), and the scan is
         shared with PyAV readers of the same file. Needs PyAV (the ``video`` extra).
         """
-        from trivium.vision.io.video_pyav import PyAVBackend
+        from trivium.vision.io.video.pyav import PyAVBackend
 
         backend = PyAVBackend(self.path)
         try:

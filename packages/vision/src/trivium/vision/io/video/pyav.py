@@ -26,7 +26,7 @@ import torch
 
 from trivium.core.errors import DecodeError, PathNotFoundError
 from trivium.core.forking import ForkSafe, own_file
-from trivium.vision.io.video_backend import (
+from trivium.vision.io.video.backend import (
     Frame,
     FrameIndex,
     StreamInfo,
@@ -40,7 +40,7 @@ from trivium.vision.io.video_backend import (
     scanned_index,
     source_name,
 )
-from trivium.vision.io.video_swscale import RGBConverter
+from trivium.vision.io.video.swscale import RGBConverter
 
 # Decoders that honour ``skip_frame`` packet by packet and only drop frames that no
 # other frame references with it set to NONREF (checked against full decodes in tests).
@@ -97,7 +97,7 @@ def video_to_tensor(
 ) -> torch.Tensor:
     """A video frame as uint8 ``[C, H, W]`` RGB (a view of ``[H, W, 3]`` pixels).
 
-    Pass one :class:`~trivium.vision.io.video_swscale.RGBConverter` for every frame of
+    Pass one :class:`~trivium.vision.io.video.swscale.RGBConverter` for every frame of
     a stream: its swscale context is set up once and converts on this thread, into
     ``out`` (a C-contiguous ``[H, W, 3]`` uint8 array, e.g. a row of a batch) or a
     buffer it reuses. ``frame.to_ndarray(format=...)`` makes a fresh context per frame
@@ -264,7 +264,7 @@ class PyAVBackend(ForkSafe, VideoBackend):
         Reading it demuxes (no decoding), or for a stream whose packets are not its
         frames (MPEG-4 Part 2 with B-frames in AVI) decodes every frame
         (:meth:`_scan_index`), on a separate container, once per file in a process
-        (see :class:`~trivium.vision.io.video_backend.FrameIndexCache`).
+        (see :class:`~trivium.vision.io.video.backend.FrameIndexCache`).
         """
         path = self.path if isinstance(self._src, str | os.PathLike) else None
         read = self._scan_index if stream.name in self._scanned else self._demux_index
@@ -289,7 +289,7 @@ class PyAVBackend(ForkSafe, VideoBackend):
         """Decode every frame of the stream on a separate container and index what comes out.
 
         The frames are not converted; see
-        :func:`~trivium.vision.io.video_backend.scanned_index` for the times. One decode
+        :func:`~trivium.vision.io.video.backend.scanned_index` for the times. One decode
         thread: frame threads only hand frames about here (a 320x240 MPEG-4 AVI scans
         about 30 % faster on one thread than on FFmpeg's three on 2 CPUs, and at 720p
         within 10 % of the best).
@@ -365,7 +365,7 @@ class PyAVBackend(ForkSafe, VideoBackend):
         A decoder that starts here (``num_threads`` 0) gets one frame thread per CPU
         (:func:`random_access_threads`) instead of FFmpeg's one more.
 
-        When ``wanted`` is a :class:`~trivium.vision.io.video_backend.WantedFrames`
+        When ``wanted`` is a :class:`~trivium.vision.io.video.backend.WantedFrames`
         with a ``last`` pts, no packet is read once every wanted frame from ``start``
         to it has been sent: the decoder is drained, so the frames that its threads
         and the B-frame reordering would hold back come out without any later frame

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from trivium.core.errors import EncodeError
-from trivium.vision.io.video_backend import StreamNotFoundError, VideoSource, import_optional
-from trivium.vision.io.video_reader import VideoReader
+from trivium.vision.io.video.backend import StreamNotFoundError, VideoSource, import_optional
+from trivium.vision.io.video.reader import VideoReader
 
 __all__ = ["read_video", "read_video_timestamps", "write_video"]
 

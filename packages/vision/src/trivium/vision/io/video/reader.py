@@ -30,7 +30,7 @@ import torch
 
 from trivium.core.errors import DecodeError
 from trivium.core.forking import ForkSafe
-from trivium.vision.io.video_backend import (
+from trivium.vision.io.video.backend import (
     FrameIndex,
     StreamInfo,
     VideoBackend,
@@ -38,8 +38,8 @@ from trivium.vision.io.video_backend import (
     WantedFrames,
     find_stream,
 )
-from trivium.vision.io.video_buffers import SHARED_POOL
-from trivium.vision.io.video_swscale import FrameSizeError
+from trivium.vision.io.video.buffers import SHARED_POOL
+from trivium.vision.io.video.swscale import FrameSizeError
 
 __all__ = ["VideoFrames", "VideoReader", "open_backend"]
 
@@ -76,10 +76,10 @@ def open_backend(src: VideoSource, backend: str = "pyav", num_threads: int = 0) 
     if not isinstance(num_threads, int) or num_threads < 0:
         raise ValueError(f"num_threads must be an int >= 0, got {num_threads!r}")
     if backend == "pyav":
-        from trivium.vision.io.video_pyav import PyAVBackend
+        from trivium.vision.io.video.pyav import PyAVBackend
 
         return PyAVBackend(src, num_threads)
-    from trivium.vision.io.video_ffmpeg import FFmpegBackend
+    from trivium.vision.io.video.ffmpeg import FFmpegBackend
 
     return FFmpegBackend(src, num_threads)
 

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from trivium.vision.io.video_backend import import_optional
-from trivium.vision.io.video_buffers import SHARED_POOL
+from trivium.vision.io.video.backend import import_optional
+from trivium.vision.io.video.buffers import SHARED_POOL
 
 __all__ = ["FrameSizeError", "RGBConverter", "check_size"]
 
@@ -188,7 +188,7 @@ class RGBConverter:
     """Converts one stream's frames to uint8 ``[H, W, 3]`` RGB arrays.
 
     ``to_array(frame, out)`` writes into ``out`` (C-contiguous ``[H, W, 3]``) or, without
-    one, into a buffer from :data:`~trivium.vision.io.video_buffers.SHARED_POOL` that no
+    one, into a buffer from :data:`~trivium.vision.io.video.buffers.SHARED_POOL` that no
     earlier result still uses. Not thread-safe: one converter per decoding thread.
 
     Example:
