@@ -605,3 +605,32 @@ def test_scale_jitter_and_random_resize_draw_as_torchvision(photo: torch.Tensor,
         T.ScaleJitter(10)
     with pytest.raises(ValueError, match="RandomResize: min_size and max_size must be ints"):
         T.RandomResize(10, 10)
+
+
+# torch.compile: the random transforms draw from torch's default generator when traced.
+
+COMPILED = {
+    "GaussianNoise": lambda: T.GaussianNoise(sigma=0.2),
+    "RandomChannelPermutation": lambda: T.RandomChannelPermutation(per_sample=True),
+    "RandomPhotometricDistort": lambda: T.RandomPhotometricDistort(p=0.7, per_sample=True),
+    "RGB": lambda: T.RGB(),
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n == "RandomPhotometricDistort" else n
+        for n in sorted(COMPILED)
+    ],
+)
+def test_compiles_in_one_graph(name: str) -> None:
+    x = torch.rand(4, 3, 16, 16)
+    t = COMPILED[name]()
+    compiled = torch.compile(t, fullgraph=True, backend="eager")
+    torch.manual_seed(0)
+    out = compiled(x)
+    assert out.shape == x.shape and out.dtype == x.dtype
+    if name == "GaussianNoise":  # the same draws as the eager transform from the same seed
+        torch.manual_seed(0)
+        torch.testing.assert_close(out, t(x))

@@ -362,69 +362,6 @@ class RandomIoUCrop(ImageTransform):
 # RandomShortestSize.
 
 
-class RandomShortestSize(ImageTransform):
-    """Resize so the shorter side is one of ``min_size`` (drawn), the longer at most ``max_size``.
-
-    As torchvision's: the scale is ``min_size / shorter side``, lowered to
-    ``max_size / longer side`` if that is smaller; both sides are scaled and
-    truncated. Boxes and masks (nearest) follow.
-
-    Example:
-        >>> import torch
-        >>> t = RandomShortestSize([16, 20], max_size=30, generator=torch.Generator())
-        >>> t(torch.zeros(3, 10, 20)).shape  # either size would take the long side past 30
-        torch.Size([3, 15, 30])
-    """
-
-    def __init__(
-        self,
-        min_size: int | Sequence[int],
-        max_size: int | None = None,
-        interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
-        antialias: bool | None = True,
-        *,
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__(generator=generator)
-        name = type(self).__name__
-        sizes = [min_size] if isinstance(min_size, int) else min_size
-        if not (
-            isinstance(sizes, Sequence)
-            and len(sizes) > 0
-            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)
-        ):
-            raise ValueError(
-                f"{name}: min_size must be a positive int or a non-empty sequence of them, "
-                f"got {min_size!r}"
-            )
-        if max_size is not None and (
-            not isinstance(max_size, int) or isinstance(max_size, bool) or max_size <= 0
-        ):
-            raise ValueError(f"{name}: max_size must be None or a positive int, got {max_size!r}")
-        self.min_size = list(sizes)
-        self.max_size = max_size
-        self.interpolation = interpolation_mode(name, interpolation)
-        self.antialias = antialias
-
-    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
-        h, w = inputs[0].shape[-2], inputs[0].shape[-1]
-        min_size = self.min_size[int(self._randint(0, len(self.min_size), ()))]
-        r = min_size / min(h, w)
-        if self.max_size is not None:
-            r = min(r, self.max_size / max(h, w))
-        return {"size": [int(h * r), int(w * r)]}
-
-    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        """Resize one image tensor to the drawn size."""
-        return resize_image(inpt, params["size"], self.interpolation, antialias=self.antialias)
-
-    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
-        """Boxes, masks (nearest) and a user's types: ``F.resize`` to the drawn size."""
-        return self._call_kernel(
-            F.resize, inpt, params["size"], self.interpolation, antialias=self.antialias
-        )
-
-
 class _RandomSize(ImageTransform):
     """Resize the sample (images, boxes, masks) to a size drawn by ``make_params``."""
 
@@ -447,6 +384,57 @@ class _RandomSize(ImageTransform):
         return self._call_kernel(
             F.resize, inpt, params["size"], self.interpolation, antialias=self.antialias
         )
+
+
+class RandomShortestSize(_RandomSize):
+    """Resize so the shorter side is one of ``min_size`` (drawn), the longer at most ``max_size``.
+
+    As torchvision's: the scale is ``min_size / shorter side``, lowered to
+    ``max_size / longer side`` if that is smaller; both sides are scaled and
+    truncated. Boxes and masks (nearest) follow.
+
+    Example:
+        >>> import torch
+        >>> t = RandomShortestSize([16, 20], max_size=30, generator=torch.Generator())
+        >>> t(torch.zeros(3, 10, 20)).shape  # either size would take the long side past 30
+        torch.Size([3, 15, 30])
+    """
+
+    def __init__(
+        self,
+        min_size: int | Sequence[int],
+        max_size: int | None = None,
+        interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
+        antialias: bool | None = True,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(interpolation, antialias, generator)
+        name = type(self).__name__
+        sizes = [min_size] if isinstance(min_size, int) else min_size
+        if not (
+            isinstance(sizes, Sequence)
+            and len(sizes) > 0
+            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)
+        ):
+            raise ValueError(
+                f"{name}: min_size must be a positive int or a non-empty sequence of them, "
+                f"got {min_size!r}"
+            )
+        if max_size is not None and (
+            not isinstance(max_size, int) or isinstance(max_size, bool) or max_size <= 0
+        ):
+            raise ValueError(f"{name}: max_size must be None or a positive int, got {max_size!r}")
+        self.min_size = list(sizes)
+        self.max_size = max_size
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        h, w = inputs[0].shape[-2], inputs[0].shape[-1]
+        min_size = self.min_size[int(self._randint(0, len(self.min_size), ()))]
+        r = min_size / min(h, w)
+        if self.max_size is not None:
+            r = min(r, self.max_size / max(h, w))
+        return {"size": [int(h * r), int(w * r)]}
 
 
 class ScaleJitter(_RandomSize):
