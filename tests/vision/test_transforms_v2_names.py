@@ -329,6 +329,8 @@ def test_convert_image_dtype_matches_torchvision(photo: torch.Tensor, tv) -> Non
         t = T.ConvertImageDtype(dtype)
         assert torch.equal(t(photo), tv.transforms.v2.ConvertImageDtype(dtype)(photo))
         assert torch.equal(torch.jit.script(t)(photo), expected)
+    exported = torch.export.export(T.ConvertImageDtype(), (photo,)).module()
+    assert torch.equal(exported(photo), F.convert_image_dtype(photo))
     mask = tv_tensors.Mask(torch.ones(2, 2, dtype=torch.uint8))
     assert T.ConvertImageDtype()(photo, mask)[1] is mask  # images only, as torchvision's
     with pytest.raises(TypeError, match=r"ConvertImageDtype: dtype must be a torch\.dtype"):
@@ -455,7 +457,8 @@ def test_linear_transformation_matches_torchvision(tv) -> None:
     expected = tv.transforms.v2.LinearTransformation(matrix, mean)(img)
     torch.testing.assert_close(t(img), expected)
     torch.testing.assert_close(torch.jit.script(t)(img), expected)
-    mask = tv_tensors.Mask(torch.zeros(4, 5))
+    torch.testing.assert_close(torch.export.export(t, (img,)).module()(img), expected)
+    mask = tv_tensors.Mask(torch.ones(4, 5))
     assert t(tv_tensors.Image(img), mask)[1] is mask
     with pytest.raises(ValueError, match="transformation_matrix must be square"):
         T.LinearTransformation(torch.zeros(2, 3), torch.zeros(2))
