@@ -637,3 +637,12 @@ def test_compiles_in_one_graph(name: str) -> None:
     if name == "GaussianNoise":  # the same draws as the eager transform from the same seed
         torch.manual_seed(0)
         torch.testing.assert_close(out, t(x))
+
+
+def test_compiled_draw_is_shared_by_the_batch_without_per_sample() -> None:
+    same = torch.rand(1, 3, 16, 16).expand(4, 3, 16, 16).contiguous()
+    t = T.RandomChannelPermutation()
+    torch.manual_seed(1)
+    out = torch.compile(t, fullgraph=True, backend="eager")(same)
+    assert all(torch.equal(out[0], out[i]) for i in range(4))
+    assert sorted(out[0, :, 0, 0].tolist()) == sorted(same[0, :, 0, 0].tolist())
