@@ -107,6 +107,8 @@ SPECS: dict[str, Spec] = {
     "RandomShortestSize": Spec(lambda g, s: T.RandomShortestSize([40, 50], generator=g), 1),
     "RandomZoomOut": Spec(lambda g, s: T.RandomZoomOut(fill=0.2 * s, p=1.0, generator=g), 0),
     "RandomIoUCrop": Spec(lambda g, s: T.RandomIoUCrop(generator=g), 0, call=_with_boxes),
+    "ScaleJitter": Spec(lambda g, s: T.ScaleJitter((40, 40), generator=g), 1),
+    "RandomResize": Spec(lambda g, s: T.RandomResize(30, 50, generator=g), 1),
     # Warps.
     "RandomRotation": Spec(lambda g, s: T.RandomRotation(30, generator=g), 0),
     "RandomAffine": Spec(
@@ -124,6 +126,14 @@ SPECS: dict[str, Spec] = {
     ),
     "ColorJitter": Spec(lambda g, s: T.ColorJitter(0.4, 0.4, 0.4, 0.1, generator=g), 6),
     "GaussianBlur": Spec(lambda g, s: T.GaussianBlur(5, generator=g), 1),
+    "RGB": Spec(lambda g, s: T.RGB(), 0, lambda tv: tv.RGB()),
+    "RandomChannelPermutation": Spec(lambda g, s: T.RandomChannelPermutation(generator=g), 0),
+    # Each step truncates, as ColorJitter's.
+    "RandomPhotometricDistort": Spec(
+        lambda g, s: T.RandomPhotometricDistort(p=1.0, generator=g), 6
+    ),
+    # The noise truncated to levels, the float reference rounded: 1.5 levels apart at most.
+    "GaussianNoise": Spec(lambda g, s: T.GaussianNoise(generator=g), 2),
     "RandomAdjustSharpness": Spec(
         lambda g, s: T.RandomAdjustSharpness(2.0, 1.0),
         1,
@@ -158,6 +168,13 @@ SPECS: dict[str, Spec] = {
         lambda tv: tv.ToDtype(torch.uint8, scale=True),
     ),
     "ToImage": Spec(lambda g, s: T.ToImage(), 0, lambda tv: tv.ToImage()),
+    "ConvertImageDtype": Spec(
+        lambda g, s: T.ConvertImageDtype(torch.uint8),
+        0,
+        lambda tv: tv.ConvertImageDtype(torch.uint8),
+    ),
+    "ToPureTensor": Spec(lambda g, s: T.ToPureTensor(), 0, lambda tv: tv.ToPureTensor()),
+    "Identity": Spec(lambda g, s: T.Identity(), 0, lambda tv: tv.Identity()),
     "Compose": Spec(
         lambda g, s: T.Compose([T.RandomHorizontalFlip(generator=g), T.RandomCrop(28, generator=g)])
     ),
@@ -192,6 +209,13 @@ EXEMPT = {
     "DecodeCenterCrop": "takes encoded images (test_transforms_fused_decode.py)",
     "DecodeRandomResizedCrop": "takes encoded images (test_transforms_fused_decode.py)",
     "DecodeResize": "takes encoded images (test_transforms_fused_decode.py)",
+    "SetClampingMode": "transforms boxes only",
+    "ToTensor": "takes PIL images and arrays (test_transforms_v2_names.py)",
+    "ToPILImage": "makes PIL images; torchvision's rules have no mode for uint16",
+    "LinearTransformation": "a float matrix: the result is floating whatever the input",
+    "UniformTemporalSubsample": "takes videos [..., T, C, H, W] (test_transforms_v2_names.py)",
+    "JPEG": "takes integer images only: no float reference (12-bit JPEGs in "
+    "test_transforms_v2_names.py)",
 }
 
 
@@ -268,7 +292,7 @@ def _float_reference(spec: Spec, x: torch.Tensor, seed: int, name: str) -> Any:
 
 
 def _expected_dtype(name: str) -> torch.dtype:
-    if name == "ToDtype":
+    if name in ("ToDtype", "ConvertImageDtype"):
         return torch.uint8
     if name.startswith("ImageClassification"):
         return torch.float32

@@ -33,24 +33,40 @@ from trivium.vision.transforms.boxes import (
     ConvertBoundingBoxFormat,
     SanitizeBoundingBoxes,
     SanitizeKeyPoints,
+    SetClampingMode,
 )
 from trivium.vision.transforms.color import (
+    RGB,
     ColorJitter,
     GaussianBlur,
     Grayscale,
     RandomAdjustSharpness,
     RandomAutocontrast,
+    RandomChannelPermutation,
     RandomEqualize,
     RandomGrayscale,
     RandomInvert,
+    RandomPhotometricDistort,
     RandomPosterize,
     RandomSolarize,
 )
-from trivium.vision.transforms.conversion import Lambda, Normalize, PILToTensor, ToDtype, ToImage
+from trivium.vision.transforms.conversion import (
+    ConvertImageDtype,
+    Lambda,
+    Normalize,
+    PILToTensor,
+    ToDtype,
+    ToImage,
+    ToPILImage,
+    ToPureTensor,
+    ToTensor,
+)
 from trivium.vision.transforms.detection_geometry import (
     RandomIoUCrop,
+    RandomResize,
     RandomShortestSize,
     RandomZoomOut,
+    ScaleJitter,
 )
 from trivium.vision.transforms.erasing import RandomErasing
 from trivium.vision.transforms.fused_decode import (
@@ -70,8 +86,24 @@ from trivium.vision.transforms.geometry import (
     TenCrop,
 )
 from trivium.vision.transforms.interpolation import InterpolationMode
+from trivium.vision.transforms.misc import (
+    JPEG,
+    GaussianNoise,
+    Identity,
+    LinearTransformation,
+    UniformTemporalSubsample,
+)
 from trivium.vision.transforms.mixing import CutMix, MixUp
 from trivium.vision.transforms.presets import ImageClassificationEval, ImageClassificationTrain
+from trivium.vision.transforms.query import (
+    check_type,
+    get_bounding_boxes,
+    get_keypoints,
+    has_all,
+    has_any,
+    query_chw,
+    query_size,
+)
 from trivium.vision.transforms.warp import (
     ElasticTransform,
     RandomAffine,
@@ -80,6 +112,8 @@ from trivium.vision.transforms.warp import (
 )
 
 __all__ = [
+    "JPEG",
+    "RGB",
     "AugMix",
     "AutoAugment",
     "AutoAugmentPolicy",
@@ -89,6 +123,7 @@ __all__ = [
     "ColorJitter",
     "Compose",
     "ConvertBoundingBoxFormat",
+    "ConvertImageDtype",
     "CutMix",
     "DecodeCenterCrop",
     "DecodeRandomResizedCrop",
@@ -96,12 +131,15 @@ __all__ = [
     "ElasticTransform",
     "FiveCrop",
     "GaussianBlur",
+    "GaussianNoise",
     "Grayscale",
+    "Identity",
     "ImageClassificationEval",
     "ImageClassificationTrain",
     "ImageTransform",
     "InterpolationMode",
     "Lambda",
+    "LinearTransformation",
     "MixUp",
     "Normalize",
     "PILToTensor",
@@ -111,6 +149,7 @@ __all__ = [
     "RandomAffine",
     "RandomApply",
     "RandomAutocontrast",
+    "RandomChannelPermutation",
     "RandomChoice",
     "RandomCrop",
     "RandomEqualize",
@@ -121,7 +160,9 @@ __all__ = [
     "RandomIoUCrop",
     "RandomOrder",
     "RandomPerspective",
+    "RandomPhotometricDistort",
     "RandomPosterize",
+    "RandomResize",
     "RandomResizedCrop",
     "RandomRotation",
     "RandomShortestSize",
@@ -131,11 +172,24 @@ __all__ = [
     "Resize",
     "SanitizeBoundingBoxes",
     "SanitizeKeyPoints",
+    "ScaleJitter",
+    "SetClampingMode",
     "TenCrop",
     "ToDtype",
     "ToImage",
+    "ToPILImage",
+    "ToPureTensor",
+    "ToTensor",
     "Transform",
     "TrivialAugmentWide",
+    "UniformTemporalSubsample",
+    "check_type",
     "functional",
+    "get_bounding_boxes",
+    "get_keypoints",
+    "has_all",
+    "has_any",
+    "query_chw",
+    "query_size",
     "register_kernel",
 ]

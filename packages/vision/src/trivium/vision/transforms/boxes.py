@@ -25,11 +25,11 @@ from trivium.core import Transform
 from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms.functional.geometry import (
-    _convert,
     clamp_bounding_boxes,
     convert_bounding_box_format,
 )
 from trivium.vision.transforms.functional.keypoints import clamp_keypoints, sanitize_keypoints
+from trivium.vision.transforms.functional.misc import valid_boxes_mask
 from trivium.vision.tv_tensors import BoundingBoxFormat, _as_format
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "ConvertBoundingBoxFormat",
     "SanitizeBoundingBoxes",
     "SanitizeKeyPoints",
+    "SetClampingMode",
 ]
 
 
@@ -156,23 +157,6 @@ def _labels_of(labels: Any) -> tuple[torch.Tensor, ...]:
     return tuple(labels)
 
 
-def _valid_boxes(boxes: tv_tensors.BoundingBoxes, min_size: float, min_area: float) -> torch.Tensor:
-    """Which boxes are at least ``min_size`` wide and high, of ``min_area``, on the canvas."""
-    xyxy = _convert(boxes.as_subclass(torch.Tensor).clone(), boxes.format, BoundingBoxFormat.XYXY)
-    ws, hs = xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]
-    height, width = boxes.canvas_size
-    return (
-        (ws >= min_size)
-        & (hs >= min_size)
-        & (xyxy >= 0).all(dim=-1)
-        & (ws * hs >= min_area)
-        & (xyxy[:, 0] <= width)
-        & (xyxy[:, 2] <= width)
-        & (xyxy[:, 1] <= height)
-        & (xyxy[:, 3] <= height)
-    )
-
-
 class SanitizeBoundingBoxes(Transform):
     """Drop boxes smaller than ``min_size`` (width or height) or ``min_area``, or off the canvas.
 
@@ -220,7 +204,10 @@ class SanitizeBoundingBoxes(Transform):
                     f"SanitizeBoundingBoxes: {boxes.shape[0]} boxes but labels of shape "
                     f"{tuple(label.shape)}; they must match"
                 )
-        params = {"valid": _valid_boxes(boxes, self.min_size, self.min_area), "labels": labels}
+        valid = valid_boxes_mask(
+            boxes, boxes.format, boxes.canvas_size, self.min_size, self.min_area
+        )
+        params = {"valid": valid, "labels": labels}
         return rebuild([self.transform(x, params) for x in flat])
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
@@ -331,3 +318,38 @@ class SanitizeKeyPoints(Transform):
         if isinstance(inpt, tv_tensors.KeyPoints):
             return tv_tensors.wrap(inpt.as_subclass(torch.Tensor)[params["valid"]], like=inpt)
         return inpt
+
+
+class SetClampingMode(Transform):
+    """Set the ``clamping_mode`` of the sample's ``BoundingBoxes`` for the transforms after it.
+
+    ``clamping_mode`` is "soft", "hard" or None (see ``tv_tensors.BoundingBoxes``); the
+    boxes come back as a copy with the new mode, everything else passes through.
+
+    Example:
+        >>> from trivium.vision import tv_tensors
+        >>> boxes = tv_tensors.BoundingBoxes([[0, 0, 2, 2]], format="XYXY", canvas_size=(4, 4))
+        >>> SetClampingMode("hard")(boxes).clamping_mode
+        'hard'
+    """
+
+    def __init__(self, clamping_mode: str | None) -> None:
+        super().__init__()
+        if clamping_mode not in ("soft", "hard", None):
+            raise ValueError(
+                f"SetClampingMode: clamping_mode must be soft, hard or None, got {clamping_mode!r}"
+            )
+        self.clamping_mode = clamping_mode
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """A copy of boxes with the new mode; other inputs unchanged.
+
+        Example:
+            >>> SetClampingMode(None).transform("label", {})
+            'label'
+        """
+        if not isinstance(inpt, tv_tensors.BoundingBoxes):
+            return inpt
+        return tv_tensors.wrap(
+            inpt.as_subclass(torch.Tensor).clone(), like=inpt, clamping_mode=self.clamping_mode
+        )

@@ -41,14 +41,17 @@ from trivium.vision.transforms.functional.color import (
 from trivium.vision.transforms.geometry import _write_runs
 
 __all__ = [
+    "RGB",
     "ColorJitter",
     "GaussianBlur",
     "Grayscale",
     "RandomAdjustSharpness",
     "RandomAutocontrast",
+    "RandomChannelPermutation",
     "RandomEqualize",
     "RandomGrayscale",
     "RandomInvert",
+    "RandomPhotometricDistort",
     "RandomPosterize",
     "RandomSolarize",
 ]
@@ -529,6 +532,173 @@ class GaussianBlur(ImageTransform):
 
     def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         return F.gaussian_blur_image(inpt, list(self.kernel_size), params["sigma"])
+
+
+class RGB(ImageTransform):
+    """Make one-channel images RGB (the channel three times); others pass unchanged.
+
+    Example:
+        >>> import torch
+        >>> RGB()(torch.zeros(1, 4, 4)).shape
+        torch.Size([3, 4, 4])
+    """
+
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+
+    def __init__(self) -> None:
+        super().__init__()  # deterministic: no per_sample, no generator
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        return F.grayscale_to_rgb_image(inpt)
+
+
+def _random_permutations(owner: ImageTransform, img: torch.Tensor) -> torch.Tensor:
+    """One random permutation of the channels per draw of ``owner``: ``[n, C]``."""
+    keys = owner._draw((owner._num_draws(img), img.shape[-3]), img.device)
+    return keys.argsort(dim=-1)
+
+
+class RandomChannelPermutation(ImageTransform):
+    """Reorder the channels at random (one order per call, or per image with ``per_sample``).
+
+    Example:
+        >>> import torch
+        >>> t = RandomChannelPermutation(generator=torch.Generator().manual_seed(0))
+        >>> sorted(t(torch.arange(3.0).view(3, 1, 1)).flatten().tolist())
+        [0.0, 1.0, 2.0]
+    """
+
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+    _per_image_params = ("permutation",)
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        check_image(type(self).__name__, img)
+        if self._tensor_params():
+            return {"permutation": _random_permutations(self, img)}
+        return {"permutation": self._randperm(img.shape[-3])}
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        return F.permute_channels_image(inpt, params["permutation"])
+
+
+class RandomPhotometricDistort(ImageTransform):
+    """SSD's photometric distortion: brightness, contrast, saturation, hue, channel order.
+
+    Each of the five steps happens with probability ``p`` (factors drawn uniformly
+    from the given ``(min, max)`` ranges); contrast comes before or after saturation
+    and hue, at even odds; the channels are permuted last (torchvision's order and
+    ranges). With ``per_sample=True`` every image draws its own steps, factors, order
+    and permutation.
+
+    Example:
+        >>> import torch
+        >>> t = RandomPhotometricDistort(p=1.0, generator=torch.Generator().manual_seed(0))
+        >>> t(torch.rand(3, 8, 8)).shape
+        torch.Size([3, 8, 8])
+    """
+
+    _passthrough_tv_tensors = True  # boxes and masks keep their place
+
+    _FACTORS = ("brightness_factor", "contrast_factor", "saturation_factor", "hue_factor")
+    _per_image_params = (*_FACTORS, "apply", "contrast_before", "channel_permutation")
+
+    def __init__(
+        self,
+        brightness: Sequence[float] = (0.875, 1.125),
+        contrast: Sequence[float] = (0.5, 1.5),
+        saturation: Sequence[float] = (0.5, 1.5),
+        hue: Sequence[float] = (-0.05, 0.05),
+        p: float = 0.5,
+        *,
+        per_sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(per_sample=per_sample, generator=generator)
+        self.brightness = _distort_range("brightness", brightness, (0.0, math.inf))
+        self.contrast = _distort_range("contrast", contrast, (0.0, math.inf))
+        self.saturation = _distort_range("saturation", saturation, (0.0, math.inf))
+        self.hue = _distort_range("hue", hue, (-0.5, 0.5))
+        self.p = check_probability(type(self).__name__, p)
+
+    def _ranges(self) -> tuple[tuple[float, float], ...]:
+        return (self.brightness, self.contrast, self.saturation, self.hue)
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        img = inputs[0]
+        check_image(type(self).__name__, img, channels=(1, 3))
+        if self._tensor_params():
+            return self._tensor_draws(img)
+        params: dict[str, Any] = {}
+        for name, (low, high) in zip(self._FACTORS, self._ranges(), strict=True):
+            params[name] = self._uniform(low, high) if float(self._rand()) < self.p else None
+        params["contrast_before"] = float(self._rand()) < 0.5
+        permute = float(self._rand()) < self.p
+        params["channel_permutation"] = self._randperm(img.shape[-3]) if permute else None
+        return params
+
+    def _tensor_draws(self, img: torch.Tensor) -> dict[str, Any]:
+        """Per-image draws as tensors: coins ``apply`` [n, 5], factors [n], order [n]."""
+        u = self._draw((self._num_draws(img), 10), img.device)
+        params: dict[str, Any] = {"apply": u[:, :5] < self.p, "contrast_before": u[:, 5] < 0.5}
+        for k, (name, (low, high)) in enumerate(zip(self._FACTORS, self._ranges(), strict=True)):
+            params[name] = low + (high - low) * u[:, 6 + k]
+        params["channel_permutation"] = _random_permutations(self, img)
+        return params
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        if isinstance(params["contrast_before"], torch.Tensor):
+            return self._transform_tensor_params(inpt, params)
+        out = inpt
+        contrast = params["contrast_factor"]
+        if params["brightness_factor"] is not None:
+            out = F.adjust_brightness_image(out, params["brightness_factor"])
+        if contrast is not None and params["contrast_before"]:
+            out = F.adjust_contrast_image(out, contrast)
+        if params["saturation_factor"] is not None:
+            out = F.adjust_saturation_image(out, params["saturation_factor"])
+        if params["hue_factor"] is not None:
+            out = F.adjust_hue_image(out, params["hue_factor"])
+        if contrast is not None and not params["contrast_before"]:
+            out = F.adjust_contrast_image(out, contrast)
+        if params["channel_permutation"] is not None:
+            out = F.permute_channels_image(out, params["channel_permutation"])
+        return out
+
+    def _transform_tensor_params(self, img: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Every step on the whole batch, kept where each image drew it (no Python branch)."""
+        apply, before = params["apply"], params["contrast_before"]
+        after = ~before
+        steps = [
+            (apply[:, 0], lambda x: F.adjust_brightness_image(x, params["brightness_factor"])),
+            (apply[:, 1] & before, lambda x: F.adjust_contrast_image(x, params["contrast_factor"])),
+            (apply[:, 2], lambda x: F.adjust_saturation_image(x, params["saturation_factor"])),
+            (apply[:, 3], lambda x: F.adjust_hue_image(x, params["hue_factor"])),
+            (
+                apply[:, 1] & after,
+                lambda x: F.adjust_contrast_image(x, params["contrast_factor"]),
+            ),
+            (apply[:, 4], lambda x: F.permute_channels_image(x, params["channel_permutation"])),
+        ]
+        out = img
+        for mask, step in steps:
+            out = image_where(_batch_mask(mask, out), step(out), out)
+        return out
+
+
+def _distort_range(name: str, value: Any, bound: tuple[float, float]) -> tuple[float, float]:
+    """A ``(min, max)`` range of ``RandomPhotometricDistort`` within ``bound``."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+        raise TypeError(
+            f"RandomPhotometricDistort: {name} must be a (min, max) pair, got {value!r}"
+        )
+    low, high = (float(v) for v in value)
+    if not bound[0] <= low <= high <= bound[1]:
+        raise ValueError(
+            f"RandomPhotometricDistort: {name} must satisfy {bound[0]} <= min <= max <= "
+            f"{bound[1]}, got {[low, high]}"
+        )
+    return (low, high)
 
 
 # Colour changes leave boxes and masks where they are.

@@ -23,6 +23,7 @@ from trivium.core import Transform
 from trivium.core.transform import flatten_inputs
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._base import (
+    _IMAGE,
     _OTHER,
     _TYPED,
     ImageTransform,
@@ -39,9 +40,21 @@ from trivium.vision.transforms.functional.conversion import (
     _to_dtype_image,
     check_normalize_args,
     to_image,
+    to_pil_image_v1,
+    to_tensor,
 )
 
-__all__ = ["Lambda", "Normalize", "PILToTensor", "ToDtype", "ToImage"]
+__all__ = [
+    "ConvertImageDtype",
+    "Lambda",
+    "Normalize",
+    "PILToTensor",
+    "ToDtype",
+    "ToImage",
+    "ToPILImage",
+    "ToPureTensor",
+    "ToTensor",
+]
 
 
 class ToImage(Transform):
@@ -356,6 +369,126 @@ class Lambda(Transform):
         """
         name = getattr(self.lambd, "__name__", type(self.lambd).__name__)
         return f"{name}, types={[t.__name__ for t in self.types]}"
+
+
+class ConvertImageDtype(ToDtype):
+    """``ToDtype(dtype, scale=True)`` under torchvision's older name: images only, range mapped.
+
+    Works under ``torch.jit.script`` and ``torch.export``.
+
+    Example:
+        >>> import torch
+        >>> ConvertImageDtype()(torch.full((1, 1, 2), 255, dtype=torch.uint8))
+        tensor([[[1., 1.]]])
+    """
+
+    def __init__(self, dtype: torch.dtype = torch.float32) -> None:
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"ConvertImageDtype: dtype must be a torch.dtype, got {dtype!r}")
+        super().__init__(dtype, scale=True)
+
+
+class ToTensor(Transform):
+    """PIL images and arrays ``[H, W(, C)]`` to ``[C, H, W]`` tensors, 8-bit data in [0, 1].
+
+    torchvision's v1 ``ToTensor`` (see :func:`~trivium.vision.transforms.functional.to_tensor`
+    for the modes and dtypes); other inputs pass through. Prefer
+    ``Compose([ToImage(), ToDtype(torch.float32, scale=True)])``.
+
+    Example:
+        >>> from PIL import Image
+        >>> ToTensor()(Image.new("RGB", (4, 2), (255, 0, 0)))[:, 0, 0].tolist()
+        [1.0, 0.0, 0.0]
+    """
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Convert one PIL image or array; other inputs unchanged.
+
+        Example:
+            >>> ToTensor().transform("label", {})
+            'label'
+        """
+        if is_pil(inpt) or isinstance(inpt, np.ndarray):
+            return to_tensor(inpt)
+        return inpt
+
+
+class ToPILImage(Transform):
+    """Tensors ``[C, H, W]`` and arrays ``[H, W, C]`` to PIL images (torchvision's v1 rules).
+
+    Floats are scaled by 255 and truncated; ``mode`` None picks ``L`` / ``LA`` /
+    ``RGB`` / ``RGBA`` for uint8 data by the channel count (one channel of int16,
+    int32 or float32 gives ``I;16``, ``I`` or ``F``); a given ``mode`` must fit the
+    channels (3: ``RGB``, ``YCbCr``, ``HSV``; 4: ``RGBA``, ``CMYK``, ``RGBX``). As in
+    torchvision, a plain tensor is converted when the sample holds no
+    ``tv_tensors.Image``; PIL images, videos and other inputs pass through.
+
+    Example:
+        >>> import torch
+        >>> ToPILImage()(torch.zeros(3, 2, 4, dtype=torch.uint8)).size
+        (4, 2)
+        >>> ToPILImage("HSV")(torch.zeros(3, 2, 2, dtype=torch.uint8)).mode
+        'HSV'
+    """
+
+    def __init__(self, mode: str | None = None) -> None:
+        super().__init__()
+        if mode is not None and not isinstance(mode, str):
+            raise TypeError(f"ToPILImage: mode must be a PIL mode name or None, got {mode!r}")
+        self.mode = mode
+
+    def forward(self, *inputs: Any) -> Any:
+        """Convert the sample's images (see the class docstring)."""
+        flat, rebuild = flatten_inputs(self, inputs)
+        if len(flat) == 1 and isinstance(flat[0], torch.Tensor):  # a lone 2-D image too
+            kinds = [_IMAGE]
+        else:
+            kinds = _leaf_kinds(flat)
+        return rebuild(
+            [
+                self.transform(x, {}) if self._converts(x, k) else x
+                for x, k in zip(flat, kinds, strict=True)
+            ]
+        )
+
+    @staticmethod
+    def _converts(inpt: Any, kind: str) -> bool:
+        if isinstance(inpt, np.ndarray):
+            return True
+        is_tensor = isinstance(inpt, torch.Tensor) and not isinstance(inpt, tv_tensors.Video)
+        return kind == _IMAGE and is_tensor
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Convert one tensor or array to a PIL image.
+
+        Example:
+            >>> import numpy as np
+            >>> ToPILImage().transform(np.zeros((2, 3), dtype=np.float32), {}).mode
+            'L'
+        """
+        return to_pil_image_v1(inpt, self.mode)
+
+
+class ToPureTensor(Transform):
+    """Every tv_tensor of the sample as a plain ``torch.Tensor`` (values unchanged, metadata gone).
+
+    Example:
+        >>> import torch
+        >>> from trivium.vision import tv_tensors
+        >>> type(ToPureTensor()(tv_tensors.Mask(torch.zeros(2, 2)))).__name__
+        'Tensor'
+    """
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """A tv_tensor as a plain tensor; other inputs unchanged.
+
+        Example:
+            >>> ToPureTensor().transform(3, {})
+            3
+        """
+        if isinstance(inpt, tv_tensors.TVTensor):
+            return inpt.as_subclass(torch.Tensor)
+        return inpt
 
 
 # Normalising or casting an image leaves boxes and masks where they are.

@@ -1,4 +1,4 @@
-"""Detection geometry: ``RandomZoomOut``, ``RandomIoUCrop``, ``RandomShortestSize``.
+"""Detection geometry: ``RandomZoomOut``, ``RandomIoUCrop``, random resizes (``ScaleJitter``...).
 
 The SSD and detection-reference augmentations of ``torchvision.transforms.v2``, with
 their arguments and draws: from the same seed of torch's global generator (no
@@ -41,7 +41,7 @@ from trivium.vision.transforms.functional.geometry import (
 )
 from trivium.vision.transforms.interpolation import InterpolationMode
 
-__all__ = ["RandomIoUCrop", "RandomShortestSize", "RandomZoomOut"]
+__all__ = ["RandomIoUCrop", "RandomResize", "RandomShortestSize", "RandomZoomOut", "ScaleJitter"]
 
 
 def _is_number(x: Any) -> bool:
@@ -362,7 +362,31 @@ class RandomIoUCrop(ImageTransform):
 # RandomShortestSize.
 
 
-class RandomShortestSize(ImageTransform):
+class _RandomSize(ImageTransform):
+    """Resize the sample (images, boxes, masks) to a size drawn by ``make_params``."""
+
+    def __init__(
+        self,
+        interpolation: InterpolationMode | str,
+        antialias: bool | None,
+        generator: torch.Generator | None,
+    ) -> None:
+        super().__init__(generator=generator)
+        self.interpolation = interpolation_mode(type(self).__name__, interpolation)
+        self.antialias = antialias
+
+    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        """Resize one image tensor to the drawn size."""
+        return resize_image(inpt, params["size"], self.interpolation, antialias=self.antialias)
+
+    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """Boxes, masks (nearest) and a user's types: ``F.resize`` to the drawn size."""
+        return self._call_kernel(
+            F.resize, inpt, params["size"], self.interpolation, antialias=self.antialias
+        )
+
+
+class RandomShortestSize(_RandomSize):
     """Resize so the shorter side is one of ``min_size`` (drawn), the longer at most ``max_size``.
 
     As torchvision's: the scale is ``min_size / shorter side``, lowered to
@@ -385,7 +409,7 @@ class RandomShortestSize(ImageTransform):
         *,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__(generator=generator)
+        super().__init__(interpolation, antialias, generator)
         name = type(self).__name__
         sizes = [min_size] if isinstance(min_size, int) else min_size
         if not (
@@ -403,8 +427,6 @@ class RandomShortestSize(ImageTransform):
             raise ValueError(f"{name}: max_size must be None or a positive int, got {max_size!r}")
         self.min_size = list(sizes)
         self.max_size = max_size
-        self.interpolation = interpolation_mode(name, interpolation)
-        self.antialias = antialias
 
     def make_params(self, inputs: list[Any]) -> dict[str, Any]:
         h, w = inputs[0].shape[-2], inputs[0].shape[-1]
@@ -414,12 +436,91 @@ class RandomShortestSize(ImageTransform):
             r = min(r, self.max_size / max(h, w))
         return {"size": [int(h * r), int(w * r)]}
 
-    def transform(self, inpt: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        """Resize one image tensor to the drawn size."""
-        return resize_image(inpt, params["size"], self.interpolation, antialias=self.antialias)
 
-    def transform_tv_tensor(self, inpt: Any, params: dict[str, Any]) -> Any:
-        """Boxes, masks (nearest) and a user's types: ``F.resize`` to the drawn size."""
-        return self._call_kernel(
-            F.resize, inpt, params["size"], self.interpolation, antialias=self.antialias
-        )
+class ScaleJitter(_RandomSize):
+    """Large scale jitter (Simple Copy-Paste): resize by a random factor of a target size.
+
+    As torchvision's: ``r = min(target_size[1] / height, target_size[0] / width)``
+    times a scale drawn uniformly from ``scale_range``; both sides are scaled by
+    ``r`` and truncated. Boxes and masks (nearest) follow.
+
+    Example:
+        >>> import torch
+        >>> t = ScaleJitter((32, 32), scale_range=(0.5, 0.5))
+        >>> t(torch.zeros(3, 16, 8)).shape
+        torch.Size([3, 16, 8])
+    """
+
+    def __init__(
+        self,
+        target_size: tuple[int, int],
+        scale_range: tuple[float, float] = (0.1, 2.0),
+        interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
+        antialias: bool | None = True,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(interpolation, antialias, generator)
+        name = type(self).__name__
+        if not (
+            isinstance(target_size, Sequence)
+            and len(target_size) == 2
+            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in target_size)
+        ):
+            raise ValueError(f"{name}: target_size must be two positive ints, got {target_size!r}")
+        if not (
+            isinstance(scale_range, Sequence)
+            and len(scale_range) == 2
+            and all(_is_number(s) for s in scale_range)
+            and 0 < scale_range[0] <= scale_range[1]
+        ):
+            raise ValueError(
+                f"{name}: scale_range must be (min, max) with 0 < min <= max, got {scale_range!r}"
+            )
+        self.target_size = (target_size[0], target_size[1])
+        self.scale_range = (float(scale_range[0]), float(scale_range[1]))
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        h, w = inputs[0].shape[-2], inputs[0].shape[-1]
+        low, high = self.scale_range
+        # A float32 tensor, as torchvision's: the sizes are truncated from the same values.
+        scale = low + self._rand((1,)) * (high - low)
+        r = min(self.target_size[1] / h, self.target_size[0] / w) * scale
+        return {"size": [int(h * r), int(w * r)]}
+
+
+class RandomResize(_RandomSize):
+    """Resize so the shorter side is an int drawn from ``[min_size, max_size)``.
+
+    As torchvision's (``F.resize(inpt, [size])``: the aspect ratio is kept). Boxes
+    and masks (nearest) follow.
+
+    Example:
+        >>> import torch
+        >>> RandomResize(8, 9)(torch.zeros(3, 16, 32)).shape
+        torch.Size([3, 8, 16])
+    """
+
+    def __init__(
+        self,
+        min_size: int,
+        max_size: int,
+        interpolation: InterpolationMode | str = InterpolationMode.BILINEAR,
+        antialias: bool | None = True,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__(interpolation, antialias, generator)
+        sizes = (min_size, max_size)
+        if not all(isinstance(s, int) and not isinstance(s, bool) for s in sizes) or not (
+            0 < min_size < max_size
+        ):
+            raise ValueError(
+                f"{type(self).__name__}: min_size and max_size must be ints with "
+                f"0 < min_size < max_size, got {min_size!r} and {max_size!r}"
+            )
+        self.min_size = min_size
+        self.max_size = max_size
+
+    def make_params(self, inputs: list[Any]) -> dict[str, Any]:
+        return {"size": [int(self._randint(self.min_size, self.max_size, ()))]}

@@ -25,7 +25,7 @@ import torch
 
 from trivium.vision import tv_tensors
 from trivium.vision.transforms._dispatch import _register_kernel_internal, get_kernel
-from trivium.vision.transforms._image import check_image, eager_cpu, image_where
+from trivium.vision.transforms._image import bits_view, check_image, eager_cpu, image_where
 from trivium.vision.transforms.functional.conversion import (
     _max_value,
     _to_dtype_image,
@@ -54,9 +54,14 @@ __all__ = [
     "equalize",
     "equalize_image",
     "equalize_video",
+    "grayscale_to_rgb",
+    "grayscale_to_rgb_image",
     "invert",
     "invert_image",
     "invert_video",
+    "permute_channels",
+    "permute_channels_image",
+    "permute_channels_video",
     "posterize",
     "posterize_image",
     "posterize_video",
@@ -780,3 +785,109 @@ for _functional, _kernel in (
 
 # torchvision v1 name for the same functional.
 to_grayscale = rgb_to_grayscale
+
+
+# Channel layout: gray to RGB, channel permutations.
+
+
+def grayscale_to_rgb_image(image: torch.Tensor) -> torch.Tensor:
+    """A one-channel image ``[..., 1, H, W]`` as RGB (the channel three times); RGB as it is.
+
+    Images with 3 or more channels are returned unchanged (torchvision's ``RGB``).
+
+    Example:
+        >>> import torch
+        >>> grayscale_to_rgb_image(torch.full((1, 2, 2), 0.5)).shape
+        torch.Size([3, 2, 2])
+    """
+    check_image("grayscale_to_rgb", image)
+    channels = image.shape[-3]
+    if channels >= 3:
+        return image
+    if channels != 1:
+        raise ValueError(
+            f"grayscale_to_rgb: expected an image with 1 or at least 3 channels, got {channels} "
+            f"(shape {tuple(image.shape)})"
+        )
+    repeats = [1] * image.ndim
+    repeats[-3] = 3
+    return image.repeat(repeats)
+
+
+def grayscale_to_rgb(inpt: torch.Tensor) -> torch.Tensor:
+    """A one-channel image or video as RGB (see :func:`grayscale_to_rgb_image`).
+
+    Example:
+        >>> import torch
+        >>> grayscale_to_rgb(torch.zeros(2, 1, 4, 4)).shape
+        torch.Size([2, 3, 4, 4])
+    """
+    return get_kernel(grayscale_to_rgb, type(inpt))(inpt)
+
+
+def permute_channels_image(
+    image: torch.Tensor, permutation: list[int] | torch.Tensor
+) -> torch.Tensor:
+    """Reorder the channels of ``[..., C, H, W]``: output channel ``i`` is input ``permutation[i]``.
+
+    ``permutation`` is one permutation of ``range(C)`` for every image, or a tensor
+    ``[N, C]`` with one per image of the flattened batch.
+
+    Example:
+        >>> import torch
+        >>> img = torch.arange(3, dtype=torch.uint8).view(3, 1, 1)
+        >>> permute_channels_image(img, [2, 0, 1]).flatten().tolist()
+        [2, 0, 1]
+    """
+    check_image("permute_channels", image)
+    channels = image.shape[-3]
+    perm = torch.as_tensor(permutation, dtype=torch.long, device=image.device)
+    if perm.shape[-1:] != (channels,) or perm.ndim > 2:
+        raise ValueError(
+            f"permute_channels: permutation must have {channels} entries (one per channel), "
+            f"got shape {tuple(perm.shape)}"
+        )
+    if image.numel() == 0:
+        return image
+    flat = bits_view(image).reshape(-1, *image.shape[-3:])
+    if perm.ndim == 1:
+        out = flat[:, perm]
+    else:
+        if perm.shape[0] not in (1, flat.shape[0]):
+            raise ValueError(
+                f"permute_channels: {perm.shape[0]} permutations for {flat.shape[0]} images"
+            )
+        rows = torch.arange(flat.shape[0], device=image.device).unsqueeze(1)
+        out = flat[rows, perm.expand(flat.shape[0], channels)]
+    return out.view(image.dtype).reshape(image.shape)
+
+
+def permute_channels_video(
+    video: torch.Tensor, permutation: list[int] | torch.Tensor
+) -> torch.Tensor:
+    """:func:`permute_channels_image` on a video ``[..., T, C, H, W]``.
+
+    Example:
+        >>> import torch
+        >>> permute_channels_video(torch.arange(2.0).view(1, 2, 1, 1), [1, 0]).flatten().tolist()
+        [1.0, 0.0]
+    """
+    return permute_channels_image(video, permutation)
+
+
+def permute_channels(inpt: torch.Tensor, permutation: list[int] | torch.Tensor) -> torch.Tensor:
+    """Reorder the channels of an image or video (see :func:`permute_channels_image`).
+
+    Example:
+        >>> import torch
+        >>> permute_channels(torch.arange(3.0).view(3, 1, 1), [1, 2, 0]).flatten().tolist()
+        [1.0, 2.0, 0.0]
+    """
+    return get_kernel(permute_channels, type(inpt))(inpt, permutation=permutation)
+
+
+for _type in (torch.Tensor, tv_tensors.Image, tv_tensors.Video):
+    _register_kernel_internal(grayscale_to_rgb, _type)(grayscale_to_rgb_image)
+_register_kernel_internal(permute_channels, torch.Tensor)(permute_channels_image)
+_register_kernel_internal(permute_channels, tv_tensors.Image)(permute_channels_image)
+_register_kernel_internal(permute_channels, tv_tensors.Video)(permute_channels_video)

@@ -21,6 +21,7 @@ from trivium.vision.transforms._dispatch import _register_kernel_internal, get_k
 from trivium.vision.transforms._image import is_pil, pil_to_tensor
 
 __all__ = [
+    "convert_image_dtype",
     "normalize",
     "normalize_image",
     "normalize_video",
@@ -28,6 +29,7 @@ __all__ = [
     "to_dtype_image",
     "to_dtype_video",
     "to_image",
+    "to_tensor",
 ]
 
 
@@ -341,3 +343,132 @@ def _to_dtype_tensor(inpt: torch.Tensor, dtype: torch.dtype = torch.float32, **k
 
 for _type in (tv_tensors.Mask, tv_tensors.BoundingBoxes):
     _register_kernel_internal(to_dtype, _type)(_to_dtype_tensor)
+
+
+# torchvision v1's conversions, kept by v2 for old code.
+
+
+def convert_image_dtype(image: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``to_dtype_image(image, dtype, scale=True)``: torchvision's older name for it.
+
+    Example:
+        >>> import torch
+        >>> convert_image_dtype(torch.full((1, 1, 1), 255, dtype=torch.uint8)).item()
+        1.0
+    """
+    return to_dtype_image(image, dtype, scale=True)
+
+
+# PIL modes whose samples to_tensor reads as wider integers or floats (as torchvision v1).
+_WIDE_PIL_MODES = {"I": np.int32, "I;16": np.int16, "F": np.float32}
+
+
+def to_tensor(pic: Any) -> torch.Tensor:
+    """A PIL image or an array ``[H, W(, C)]`` as a ``[C, H, W]`` tensor, 8-bit data in [0, 1].
+
+    torchvision v1's ``to_tensor``: uint8 arrays and 8-bit PIL modes give floats
+    (the default dtype) divided by 255; other arrays keep their dtype, PIL modes
+    ``"I"``, ``"I;16"`` and ``"F"`` give int32, int16 and float32 unscaled, mode
+    ``"1"`` gives 0.0 / 1.0. Prefer ``to_image`` then ``to_dtype(..., scale=True)``.
+
+    Example:
+        >>> import numpy as np
+        >>> to_tensor(np.full((2, 3, 3), 255, dtype=np.uint8))[:, 0, 0].tolist()
+        [1.0, 1.0, 1.0]
+    """
+    if is_pil(pic):
+        dtype = _WIDE_PIL_MODES.get(pic.mode, np.uint8)
+        array = np.array(pic, dtype, copy=True)
+        if pic.mode == "1":
+            array = 255 * array
+        array = array.reshape(pic.height, pic.width, len(pic.getbands()))
+    elif isinstance(pic, np.ndarray):
+        if pic.ndim not in (2, 3):
+            raise ValueError(f"to_tensor: expected an array [H, W] or [H, W, C], got {pic.shape}")
+        array = pic[:, :, None] if pic.ndim == 2 else pic
+    else:
+        raise TypeError(
+            f"to_tensor: expected a PIL image or a NumPy array, got {type(pic).__name__}"
+        )
+    img = torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))
+    if img.dtype == torch.uint8:
+        return img.to(torch.get_default_dtype()).div_(255)
+    return img
+
+
+def to_pil_image_v1(pic: Any, mode: str | None = None) -> Any:
+    """torchvision v1's ``to_pil_image``: a tensor ``[C, H, W]`` or array ``[H, W, C]`` as PIL.
+
+    Floats are multiplied by 255 and truncated to uint8 (unless ``mode`` is
+    ``"F"``); without ``mode``, one channel gives ``L`` (uint8), ``I;16`` (int16),
+    ``I`` (int32) or ``F`` (float32), two ``LA``, three ``RGB``, four ``RGBA``;
+    ``mode`` may also read three channels as ``YCbCr`` or ``HSV`` and four as
+    ``CMYK`` or ``RGBX``.
+
+    Example:
+        >>> import torch
+        >>> to_pil_image_v1(torch.full((3, 2, 4), 0.5)).getpixel((0, 0))
+        (127, 127, 127)
+    """
+    if isinstance(pic, torch.Tensor):
+        pic = (pic.permute(1, 2, 0) if pic.ndim == 3 else pic).numpy(force=True)
+    elif not isinstance(pic, np.ndarray):
+        raise TypeError(f"ToPILImage: expected a tensor or a NumPy array, got {type(pic).__name__}")
+    array = pic[:, :, None] if pic.ndim == 2 else pic
+    if array.ndim != 3:
+        raise ValueError(f"ToPILImage: expected an image of 2 or 3 dimensions, got {pic.ndim}")
+    if array.shape[-1] > 4:
+        raise ValueError(f"ToPILImage: expected at most 4 channels, got {array.shape[-1]}")
+    if np.issubdtype(array.dtype, np.floating) and mode != "F":
+        array = (array * 255).astype(np.uint8)
+    mode = _pil_mode(array, mode)
+    if array.shape[-1] == 1:
+        array = array[:, :, 0]
+    return _pil_from_array(np.ascontiguousarray(array), mode)
+
+
+# Channels -> (the modes that may read them, the mode of uint8 data when none is given).
+_PIL_MODES = {
+    2: (("LA",), "LA"),
+    3: (("RGB", "YCbCr", "HSV"), "RGB"),
+    4: (("RGBA", "CMYK", "RGBX"), "RGBA"),
+}
+_GRAY_MODES = {np.dtype(np.uint8): "L", np.dtype(np.int16): "I;16", np.dtype(np.int32): "I"}
+
+
+def _pil_mode(array: np.ndarray, mode: str | None) -> str:
+    """The PIL mode of the ``[H, W, C]`` ``array`` (checking a given ``mode``)."""
+    channels = array.shape[-1]
+    if channels == 1:
+        expected = _GRAY_MODES.get(array.dtype, "F" if array.dtype == np.float32 else None)
+        if mode is not None and mode != expected:
+            raise ValueError(
+                f"ToPILImage: mode {mode!r} does not fit one channel of {array.dtype}; "
+                f"it reads as {expected!r}"
+            )
+        mode = expected
+    else:
+        permitted, default = _PIL_MODES[channels]
+        if mode is not None and mode not in permitted:
+            raise ValueError(
+                f"ToPILImage: mode must be one of {list(permitted)} for {channels} channels, "
+                f"got {mode!r}"
+            )
+        if mode is None and array.dtype == np.uint8:
+            mode = default
+    if mode is None:
+        raise TypeError(
+            f"ToPILImage: cannot make a PIL image from {channels} channels of {array.dtype}"
+        )
+    return mode
+
+
+def _pil_from_array(array: np.ndarray, mode: str) -> Any:
+    """``array``'s bytes read as a PIL image of ``mode`` (what ``fromarray(a, mode)`` did)."""
+    from PIL import Image
+
+    height, width = array.shape[:2]
+    # frombuffer reads the bytes in the given mode; fromarray no longer takes a mode.
+    raw = {"I;16": "I;16", "I": "I;32NS", "F": "F;32NF"}.get(mode, mode)
+    pic = Image.frombuffer(mode, (width, height), array.tobytes(), "raw", raw, 0, 1)
+    return pic.copy()

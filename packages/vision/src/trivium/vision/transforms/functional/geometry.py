@@ -46,6 +46,7 @@ __all__ = [
     "five_crop",
     "five_crop_image",
     "five_crop_video",
+    "hflip",
     "horizontal_flip",
     "horizontal_flip_bounding_boxes",
     "horizontal_flip_image",
@@ -75,6 +76,7 @@ __all__ = [
     "vertical_flip_image",
     "vertical_flip_mask",
     "vertical_flip_video",
+    "vflip",
 ]
 
 _PIL_CODES = {
@@ -1670,3 +1672,7 @@ def _register_geometry_kernels() -> None:
 
 
 _register_geometry_kernels()
+
+#: torchvision's short names of :func:`horizontal_flip` and :func:`vertical_flip`.
+hflip = horizontal_flip
+vflip = vertical_flip

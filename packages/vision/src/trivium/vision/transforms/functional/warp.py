@@ -46,6 +46,7 @@ __all__ = [
     "elastic_bounding_boxes",
     "elastic_image",
     "elastic_mask",
+    "elastic_transform",
     "elastic_video",
     "perspective",
     "perspective_bounding_boxes",
@@ -1243,3 +1244,6 @@ def _register_warp_kernels() -> None:
 
 
 _register_warp_kernels()
+
+#: torchvision's other name of :func:`elastic`.
+elastic_transform = elastic
