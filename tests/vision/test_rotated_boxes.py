@@ -11,6 +11,7 @@ from peers import require_torchvision
 from scipy.spatial import ConvexHull
 
 from trivium.vision import ops, tv_tensors
+from trivium.vision import transforms as T
 from trivium.vision.transforms import functional as F
 
 ROTATED = ["CXCYWHR", "XYWHR", "XYXYXYXY"]
@@ -206,3 +207,156 @@ def test_rotated_iou_edge_cases():
     assert batched.shape == (2, 4, 1)
     with pytest.raises(TypeError, match="floating point"):
         ops.box_iou(square.long(), square.long(), "cxcywhr")
+
+
+# Geometry kernels, on plain boxes with their format.
+
+CORNERS = [[0, 0], [W - 1, 0], [W - 1, H - 1], [0, H - 1]]
+MOVED = [[3, 2], [W - 5, 1], [W - 2, H - 4], [1, H - 6]]
+DISPLACEMENT = torch.randn(1, H, W, 2, generator=torch.Generator().manual_seed(0)) * 0.05
+
+KERNELS = {
+    "hflip": lambda m, b, f: m.horizontal_flip_bounding_boxes(b, f, (H, W)),
+    "vflip": lambda m, b, f: m.vertical_flip_bounding_boxes(b, f, (H, W)),
+    "resize": lambda m, b, f: m.resize_bounding_boxes(b, (H, W), [30, 90], format=f)[0],
+    "crop": lambda m, b, f: m.crop_bounding_boxes(b, f, 5, -3, 30, 50, clamping_mode="hard")[0],
+    "pad": lambda m, b, f: m.pad_bounding_boxes(b, f, (H, W), [2, 3, 4, 5])[0],
+    "center_crop": lambda m, b, f: m.center_crop_bounding_boxes(b, f, (H, W), [20, 30])[0],
+    "resized_crop": lambda m, b, f: m.resized_crop_bounding_boxes(b, f, 4, 6, 30, 40, [60, 50])[0],
+    "affine": lambda m, b, f: m.affine_bounding_boxes(
+        b, f, (H, W), 30.0, [3, -4], 1.2, [10.0, 5.0]
+    ),
+    "rotate": lambda m, b, f: m.rotate_bounding_boxes(b, f, (H, W), -57.0, center=[10.0, 20.0])[0],
+    "perspective": lambda m, b, f: m.perspective_bounding_boxes(b, f, (H, W), CORNERS, MOVED),
+    "elastic": lambda m, b, f: m.elastic_bounding_boxes(b, f, (H, W), DISPLACEMENT),
+}
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_kernels_equal_torchvision(kernel):
+    tv = require_torchvision()
+    for name in ROTATED:
+        boxes = in_format(random_cxcywhr(), name)
+        fmt = tv.tv_tensors.BoundingBoxFormat[name]
+        theirs = KERNELS[kernel](tv.transforms.v2.functional, boxes, fmt)
+        ours = KERNELS[kernel](F, boxes, name)
+        torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-5, equal_nan=True)
+
+
+FUNCTIONALS = {
+    "horizontal_flip": lambda m, b: m.horizontal_flip(b),
+    "vertical_flip": lambda m, b: m.vertical_flip(b),
+    "resize": lambda m, b: m.resize(b, [70, 50]),
+    "crop": lambda m, b: m.crop(b, 4, 8, 30, 40),
+    "center_crop": lambda m, b: m.center_crop(b, [30, 40]),
+    "resized_crop": lambda m, b: m.resized_crop(b, 4, 8, 30, 40, [64, 64]),
+    "pad": lambda m, b: m.pad(b, [3, 5]),
+    "affine": lambda m, b: m.affine(b, angle=20.0, translate=[2, 1], scale=0.9, shear=[5.0]),
+    "rotate": lambda m, b: m.rotate(b, 75.0),
+    "perspective": lambda m, b: m.perspective(b, CORNERS, MOVED),
+    "elastic": lambda m, b: m.elastic(b, DISPLACEMENT),
+}
+
+
+@pytest.mark.parametrize("mode", ["soft", "hard"])
+def test_functionals_on_rotated_bounding_boxes_equal_torchvision(mode):
+    tv = require_torchvision()
+    for name, call in FUNCTIONALS.items():
+        boxes = in_format(random_cxcywhr(12, seed=3), "XYWHR")
+        theirs = call(tv.transforms.v2.functional, tv_boxes(tv, boxes, "XYWHR", mode=mode))
+        ours = call(F, our_boxes(boxes, "XYWHR", mode=mode))
+        assert ours.clamping_mode == mode, name
+        assert_same_boxes(ours, theirs)
+
+
+@pytest.mark.parametrize("angle", [33.0, 90.0, -57.0])
+def test_rotate_expand_puts_rotated_boxes_on_the_rotated_image(angle):
+    # The canvas is the rotated image's (as for axis-aligned boxes); torchvision's
+    # box canvas can be a pixel wider, and its boxes sit up to half a pixel away.
+    tv = require_torchvision()
+    boxes = in_format(random_cxcywhr(dtype=torch.float64), "CXCYWHR")
+    ours, size = F.rotate_bounding_boxes(
+        boxes, "CXCYWHR", (H, W), angle, expand=True, clamping_mode=None
+    )
+    assert size == tuple(F.rotate(torch.zeros(1, H, W), angle, expand=True).shape[-2:])
+    theirs, _ = tv.transforms.v2.functional.rotate_bounding_boxes(
+        boxes, tv.tv_tensors.BoundingBoxFormat.CXCYWHR, (H, W), angle, expand=True,
+        clamping_mode=None,
+    )  # fmt: skip
+    torch.testing.assert_close(ours, theirs, atol=0.5, rtol=0)
+
+
+def test_rotated_boxes_are_checked_by_the_kernels():
+    with pytest.raises(ValueError, match=r"\[\.\.\., 5\]"):
+        F.affine_bounding_boxes(torch.zeros(2, 4), "CXCYWHR", (H, W), 10.0, [0, 0], 1.0, 0.0)
+    with pytest.raises(TypeError, match="floating"):
+        F.rotate_bounding_boxes(torch.zeros(2, 8, dtype=torch.int32), "XYXYXYXY", (H, W), 10.0)
+    with pytest.raises(ValueError, match=r"\[\.\.\., 8\]"):
+        F.horizontal_flip_bounding_boxes(torch.zeros(2, 5), "XYXYXYXY", (H, W))
+
+
+# Sanitizing, and the transforms that take boxes.
+
+
+def test_sanitize_keeps_rotated_boxes_with_their_sides_and_corners_on_the_canvas():
+    boxes = torch.tensor(
+        [
+            [20.0, 20.0, 10.0, 6.0, 0.0],
+            [20.0, 20.0, 10.0, 6.0, 90.0],  # torchvision 0.28 drops this one (see _valid_boxes)
+            [20.0, 20.0, 10.0, 0.5, 30.0],  # too thin
+            [2.0, 20.0, 10.0, 6.0, 30.0],  # a corner left of the canvas
+            [30.0, 30.0, 8.0, 8.0, 45.0],  # a corner below the canvas
+            [20.0, 20.0, 12.0, 12.0, -30.0],
+        ]
+    )
+    expected = [True, True, False, False, False, True]
+    sample = {"boxes": our_boxes(boxes, "CXCYWHR", canvas=(35, 40)), "labels": torch.arange(6)}
+    out = T.SanitizeBoundingBoxes()(sample)
+    assert out["labels"].tolist() == [i for i, keep in enumerate(expected) if keep]
+    corners = F.convert_bounding_box_format(out["boxes"], new_format="XYXYXYXY")
+    assert corners.min() >= 0 and corners[:, 0::2].max() <= 40 and corners[:, 1::2].max() <= 35
+    tv = require_torchvision()  # where its side rule does not matter, the same boxes
+    agree = boxes[[0, 3, 4, 5]]
+    theirs = tv.transforms.v2.SanitizeBoundingBoxes()(
+        {"boxes": tv_boxes(tv, agree, "CXCYWHR", (35, 40)), "labels": torch.arange(4)}
+    )
+    ours = T.SanitizeBoundingBoxes()(
+        {"boxes": our_boxes(agree, "CXCYWHR", (35, 40)), "labels": torch.arange(4)}
+    )
+    assert ours["labels"].tolist() == theirs["labels"].tolist() == [0, 3]
+
+
+def test_random_iou_crop_refuses_rotated_boxes_as_torchvision():
+    boxes = our_boxes(random_cxcywhr(4), "CXCYWHR")
+    t = T.RandomIoUCrop(sampler_options=[0.5], trials=1)
+    with pytest.raises(ValueError, match="rotated"):
+        t(tv_tensors.Image(torch.zeros(3, H, W)), boxes)
+
+
+def test_a_pipeline_equals_torchvision():
+    tv = require_torchvision()
+    v2 = tv.transforms.v2
+    image = torch.rand(3, H, W, generator=torch.Generator().manual_seed(5))
+    boxes = random_cxcywhr(10, seed=4)
+    theirs = v2.Compose(
+        [v2.RandomRotation((25.0, 25.0)), v2.RandomHorizontalFlip(1.0), v2.Resize([40, 56])]
+    )(tv.tv_tensors.Image(image), tv_boxes(tv, boxes, "CXCYWHR"))
+    ours = T.Compose(
+        [T.RandomRotation((25.0, 25.0)), T.RandomHorizontalFlip(1.0), T.Resize([40, 56])]
+    )(tv_tensors.Image(image), our_boxes(boxes, "CXCYWHR"))
+    torch.testing.assert_close(
+        ours[0].as_subclass(torch.Tensor), theirs[0].as_subclass(torch.Tensor), atol=1e-4, rtol=0
+    )
+    assert_same_boxes(ours[1], theirs[1])
+
+
+@pytest.mark.slow
+def test_the_kernels_compile():
+    boxes = in_format(random_cxcywhr(8), "XYWHR")
+
+    def chain(b: torch.Tensor) -> torch.Tensor:
+        flipped = F.horizontal_flip_bounding_boxes(b, "XYWHR", (H, W))
+        return F.clamp_bounding_boxes(flipped, "XYWHR", (H, W), "soft")
+
+    compiled = torch.compile(chain, backend="eager")
+    torch.testing.assert_close(compiled(boxes), chain(boxes), equal_nan=True)

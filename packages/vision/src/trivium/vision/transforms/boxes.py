@@ -156,25 +156,39 @@ def _labels_of(labels: Any) -> tuple[torch.Tensor, ...]:
     return tuple(labels)
 
 
+def _sides_and_corners(boxes: tv_tensors.BoundingBoxes) -> tuple[Any, Any, torch.Tensor]:
+    """Width, height and the corner coordinates [N, 4 or 8] (x, y interleaved) of the boxes."""
+    plain = boxes.as_subclass(torch.Tensor).clone()
+    if not tv_tensors.is_rotated_bounding_format(boxes.format):
+        xyxy = _convert(plain, boxes.format, BoundingBoxFormat.XYXY)
+        return xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1], xyxy
+    corners = _convert(plain, boxes.format, BoundingBoxFormat.XYXYXYXY)
+    points = corners.reshape(-1, 4, 2)
+    # The sides from corner 2: torchvision 0.28 mixes x and y coordinates for the
+    # height here, which drops upright boxes turned 90 degrees.
+    ws = (points[:, 0] - points[:, 1]).norm(dim=-1)
+    hs = (points[:, 1] - points[:, 2]).norm(dim=-1)
+    return ws, hs, corners
+
+
 def _valid_boxes(boxes: tv_tensors.BoundingBoxes, min_size: float, min_area: float) -> torch.Tensor:
     """Which boxes are at least ``min_size`` wide and high, of ``min_area``, on the canvas."""
-    xyxy = _convert(boxes.as_subclass(torch.Tensor).clone(), boxes.format, BoundingBoxFormat.XYXY)
-    ws, hs = xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]
+    ws, hs, corners = _sides_and_corners(boxes)
     height, width = boxes.canvas_size
     return (
         (ws >= min_size)
         & (hs >= min_size)
-        & (xyxy >= 0).all(dim=-1)
+        & (corners >= 0).all(dim=-1)
         & (ws * hs >= min_area)
-        & (xyxy[:, 0] <= width)
-        & (xyxy[:, 2] <= width)
-        & (xyxy[:, 1] <= height)
-        & (xyxy[:, 3] <= height)
+        & (corners[:, 0::2] <= width).all(dim=-1)
+        & (corners[:, 1::2] <= height).all(dim=-1)
     )
 
 
 class SanitizeBoundingBoxes(Transform):
     """Drop boxes smaller than ``min_size`` (width or height) or ``min_area``, or off the canvas.
+
+    A rotated box counts its own sides and needs all 4 corners on the canvas.
 
     The labels found by ``labels_getter`` and the sample's ``Mask`` (one per box)
     lose the same rows. ``labels_getter``: "default" (a "labels" key of the sample's

@@ -1147,6 +1147,42 @@ def _clamp_rotated(
     return _convert(out, _XYXYXYXY, format).reshape(shape)
 
 
+def _parallelogram_to_rectangle(corners: torch.Tensor) -> torch.Tensor:
+    """XYXYXYXY parallelograms as rectangles keeping the longer diagonal (torchvision's rule).
+
+    An affine map turns a rotated box into a parallelogram; the rectangle has its centre,
+    the direction of its longer side, and that side's length plus the other's projection.
+    """
+    dtype = corners.dtype
+    work = corners if dtype in (torch.float32, torch.float64) else corners.to(torch.float32)
+    x1, y1, x2, y2, x3, y3, x4, y4 = work.unbind(-1)
+    cx, cy = (x1 + x3) / 2, (y1 + y3) / 2
+    side_w = ((x2 - x1).pow(2) + (y2 - y1).pow(2)).sqrt()
+    side_h = ((x4 - x1).pow(2) + (y4 - y1).pow(2)).sqrt()
+    angle_w, angle_h = torch.atan2(y1 - y2, x2 - x1), torch.atan2(y1 - y4, x4 - x1)
+    between = angle_w - angle_h
+    sign = torch.where(between > torch.pi / 2, -1, 1)
+    cos, sin = between.cos(), between.sin()
+    w = torch.where(side_w < side_h, side_w * sin, side_w + side_h * cos * sign)
+    h = torch.where(side_w > side_h, side_h * sin, side_h + side_w * cos * sign)
+    angle = torch.where(side_h > side_w, angle_h + torch.pi / 2, angle_w)
+    cos, sin = angle.cos(), angle.sin()
+    out = torch.stack(
+        (
+            cx - w / 2 * cos - h / 2 * sin,
+            cy - h / 2 * cos + w / 2 * sin,
+            cx + w / 2 * cos - h / 2 * sin,
+            cy - h / 2 * cos - w / 2 * sin,
+            cx + w / 2 * cos + h / 2 * sin,
+            cy + h / 2 * cos - w / 2 * sin,
+            cx - w / 2 * cos + h / 2 * sin,
+            cy + h / 2 * cos + w / 2 * sin,
+        ),
+        dim=-1,
+    )
+    return out.to(dtype)
+
+
 def clamp_bounding_boxes(
     inpt: torch.Tensor,
     format: Format | None = None,
@@ -1189,11 +1225,37 @@ def clamp_bounding_boxes(
 # Flips.
 
 
+def _flip_rotated(
+    boxes: torch.Tensor, fmt: BoundingBoxFormat, axis: int, extent: int
+) -> torch.Tensor:
+    """Rotated boxes [M, K] mirrored: the angle turns to -r (left-right) or 180 - r."""
+    if fmt == _XYXYXYXY:  # the mirrored corners, in the order that keeps the turn
+        boxes[:, axis::2].sub_(extent).neg_()
+        return boxes[:, [2, 3, 0, 1, 6, 7, 4, 5]]
+    if fmt == _XYWHR:  # the first corner becomes the mirror of the second
+        cos, sin = _cos_sin(boxes)
+        if axis == 0:
+            boxes[:, 0].add_(boxes[:, 2].mul(cos)).sub_(extent).neg_()
+            boxes[:, 1].sub_(boxes[:, 2].mul(sin))
+        else:
+            boxes[:, 1].sub_(boxes[:, 2].mul(sin)).sub_(extent).neg_()
+            boxes[:, 0].add_(boxes[:, 2].mul(cos))
+    else:  # CXCYWHR: the centre moves
+        boxes[:, axis].sub_(extent).neg_()
+    boxes[:, 4].neg_()
+    if axis == 1:
+        boxes[:, 4].add_(180)
+    return boxes
+
+
 def _flip_boxes(
     boxes: torch.Tensor, fmt: BoundingBoxFormat, axis: int, extent: int
 ) -> torch.Tensor:
     # Mirror coordinate `axis` (0: x, 1: y) on [0, extent]: columns axis and axis + 2.
     lo, hi = axis, axis + 2
+    if is_rotated_bounding_format(fmt):
+        out = _flip_rotated(boxes.clone().reshape(-1, _box_size(fmt)), fmt, axis, extent)
+        return out.reshape(boxes.shape)
     out = boxes.clone().reshape(-1, 4)
     if fmt == _XYXY:
         out[:, [lo, hi]] = out[:, [hi, lo]].sub_(extent).neg_()
@@ -1214,8 +1276,9 @@ def horizontal_flip_bounding_boxes(
         >>> horizontal_flip_bounding_boxes(torch.tensor([[0, 0, 2, 3]]), "XYWH", (4, 10)).tolist()
         [[8, 0, 2, 3]]
     """
-    _check_boxes("horizontal_flip_bounding_boxes", bounding_boxes)
-    return _flip_boxes(bounding_boxes, _as_format(format), 0, canvas_size[1])
+    fmt = _as_format(format)
+    _check_boxes("horizontal_flip_bounding_boxes", bounding_boxes, fmt)
+    return _flip_boxes(bounding_boxes, fmt, 0, canvas_size[1])
 
 
 def vertical_flip_bounding_boxes(
@@ -1228,8 +1291,9 @@ def vertical_flip_bounding_boxes(
         >>> vertical_flip_bounding_boxes(torch.tensor([[0, 0, 2, 3]]), "XYXY", (4, 10)).tolist()
         [[0, 1, 2, 4]]
     """
-    _check_boxes("vertical_flip_bounding_boxes", bounding_boxes)
-    return _flip_boxes(bounding_boxes, _as_format(format), 1, canvas_size[0])
+    fmt = _as_format(format)
+    _check_boxes("vertical_flip_bounding_boxes", bounding_boxes, fmt)
+    return _flip_boxes(bounding_boxes, fmt, 1, canvas_size[0])
 
 
 # Resize, crop, pad.
@@ -1253,8 +1317,9 @@ def resize_bounding_boxes(
 
     ``size`` as ``Resize``'s (``[h, w]``, or one int for the smaller edge). Returns
     the boxes and the new canvas size. Axis-aligned boxes stay inside a canvas they
-    were inside, so ``clamping_mode`` changes nothing here (kept for torchvision's
-    signature).
+    were inside, so ``clamping_mode`` changes nothing for them; a rotated box
+    scaled unevenly becomes the rectangle around the longer diagonal of its
+    parallelogram (torchvision's rule), clamped by ``clamping_mode``.
 
     Example:
         >>> import torch
@@ -1262,14 +1327,28 @@ def resize_bounding_boxes(
         >>> out.tolist(), canvas
         ([[2, 2, 4, 4]], (8, 16))
     """
-    _check_boxes("resize_bounding_boxes", bounding_boxes)
-    _as_format(format)
+    fmt = _as_format(format)
+    _check_boxes("resize_bounding_boxes", bounding_boxes, fmt)
     old_h, old_w = canvas_size
     new_h, new_w = compute_resized_output_size(old_h, old_w, _size_list(size), max_size)
     if (new_h, new_w) == (old_h, old_w):
         return bounding_boxes, (old_h, old_w)
+    if is_rotated_bounding_format(fmt):
+        out = _resize_rotated(bounding_boxes, fmt, new_w / old_w, new_h / old_h)
+        out = _clamp(out, _XYXYXYXY, (new_h, new_w), clamping_mode)
+        out = _convert(out, _XYXYXYXY, fmt).to(bounding_boxes.dtype)
+        return out.reshape(bounding_boxes.shape), (new_h, new_w)
     ratios = torch.tensor([new_w / old_w, new_h / old_h] * 2, device=bounding_boxes.device)
     return bounding_boxes.mul(ratios).to(bounding_boxes.dtype), (new_h, new_w)
+
+
+def _resize_rotated(
+    boxes: torch.Tensor, fmt: BoundingBoxFormat, x_ratio: float, y_ratio: float
+) -> torch.Tensor:
+    """Rotated boxes scaled by the ratios: their corners scaled, then a rectangle again."""
+    corners = _convert(boxes.clone(), fmt, _XYXYXYXY).reshape(-1, 8)
+    ratios = torch.tensor([x_ratio, y_ratio] * 4, device=boxes.device)
+    return _parallelogram_to_rectangle(corners.mul(ratios))
 
 
 def _resize_typed_boxes(
@@ -1298,8 +1377,11 @@ def _resize_typed_boxes(
 
 
 def _shift(boxes: torch.Tensor, format: BoundingBoxFormat, dx: int, dy: int) -> torch.Tensor:
-    """``boxes`` moved by (dx, dy): both corners in XYXY, the first point otherwise."""
-    shift = [dx, dy, dx, dy] if format == _XYXY else [dx, dy, 0, 0]
+    """``boxes`` moved by (dx, dy): every corner in XYXY/XYXYXYXY, the first point otherwise."""
+    if format in (_XYXY, _XYXYXYXY):
+        shift = [dx, dy] * (_box_size(format) // 2)
+    else:
+        shift = [dx, dy] + [0] * (_box_size(format) - 2)
     return boxes + torch.tensor(shift, dtype=boxes.dtype, device=boxes.device)
 
 
@@ -1322,10 +1404,12 @@ def crop_bounding_boxes(
         >>> out.tolist(), canvas
         ([[0, 1, 5, 5]], (5, 5))
     """
-    _check_boxes("crop_bounding_boxes", bounding_boxes)
     fmt = _as_format(format)
+    _check_boxes("crop_bounding_boxes", bounding_boxes, fmt)
     moved = _shift(bounding_boxes, fmt, -int(left), -int(top))
     canvas = (int(height), int(width))
+    if fmt == _XYXYXYXY:  # as torchvision: corners that are no rectangle become one
+        moved = _parallelogram_to_rectangle(moved)
     return _clamp(moved, fmt, canvas, clamping_mode), canvas
 
 
@@ -1363,13 +1447,13 @@ def pad_bounding_boxes(
         >>> out.tolist(), canvas
         ([[1, 2, 3, 4]], (8, 6))
     """
-    _check_boxes("pad_bounding_boxes", bounding_boxes)
+    fmt = _as_format(format)
+    _check_boxes("pad_bounding_boxes", bounding_boxes, fmt)
     if padding_mode != "constant":
         raise ValueError(
             f"pad_bounding_boxes: padding_mode {padding_mode!r} is not supported with boxes "
             f"(only 'constant')"
         )
-    fmt = _as_format(format)
     left, right, top, bottom = _parse_padding(padding)
     moved = _shift(bounding_boxes, fmt, left, top)
     canvas = (canvas_size[0] + top + bottom, canvas_size[1] + left + right)
