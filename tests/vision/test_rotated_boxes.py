@@ -360,3 +360,34 @@ def test_the_kernels_compile():
 
     compiled = torch.compile(chain, backend="eager")
     torch.testing.assert_close(compiled(boxes), chain(boxes), equal_nan=True)
+
+
+def test_zoom_out_moves_rotated_boxes_with_the_image():
+    image = tv_tensors.Image(torch.ones(1, H, W))
+    boxes = our_boxes(random_cxcywhr(6, seed=7), "CXCYWHR")
+    out_image, out_boxes = T.RandomZoomOut(
+        side_range=(1.5, 2.0), p=1.0, generator=torch.Generator()
+    )(image, boxes)
+    ys, xs = out_image[0].as_subclass(torch.Tensor).nonzero(as_tuple=True)
+    top, left = int(ys.min()), int(xs.min())
+    bottom, right = out_image.shape[-2] - H - top, out_image.shape[-1] - W - left
+    expected = F.pad(boxes, [left, top, right, bottom])
+    assert out_boxes.canvas_size == tuple(out_image.shape[-2:]) == expected.canvas_size
+    torch.testing.assert_close(
+        out_boxes.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor)
+    )
+
+
+def test_convert_and_clamp_transforms_equal_torchvision():
+    tv = require_torchvision()
+    boxes = in_format(random_cxcywhr(10, seed=8), "XYWHR")
+    for ours_t, theirs_t in (
+        (
+            T.ConvertBoundingBoxFormat("XYXYXYXY"),
+            tv.transforms.v2.ConvertBoundingBoxFormat("XYXYXYXY"),
+        ),
+        (T.ClampBoundingBoxes("hard"), tv.transforms.v2.ClampBoundingBoxes("hard")),
+    ):
+        ours = ours_t(our_boxes(boxes, "XYWHR"))
+        theirs = theirs_t(tv_boxes(tv, boxes, "XYWHR"))
+        assert_same_boxes(ours, theirs)

@@ -765,7 +765,9 @@ def affine_bounding_boxes(
     """Boxes after :func:`~trivium.vision.transforms.functional.affine` of their canvas.
 
     ``angle`` clockwise in degrees, ``translate`` in pixels, about the canvas centre
-    or ``center`` (x, y). Each box becomes the smallest box holding its warped corners.
+    or ``center`` (x, y). Each box becomes the smallest box holding its warped corners;
+    a rotated box (``XYWHR``, ``CXCYWHR``, ``XYXYXYXY``) the rectangle on the longer
+    diagonal of its warped corners (torchvision's rule), clamped by ``clamping_mode``.
 
     Example:
         >>> import torch
@@ -917,7 +919,8 @@ def elastic_bounding_boxes(
 
     As torchvision: each corner (rounded up to a pixel) moves by minus the
     displacement found there, i.e. the grid is inverted as ``identity -
-    displacement``, which holds while the displacement varies slowly.
+    displacement``, which holds while the displacement varies slowly; a rotated
+    box moves its centre that way and keeps its size and angle.
 
     Example:
         >>> import torch
