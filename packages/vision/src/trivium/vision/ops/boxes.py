@@ -20,7 +20,6 @@ import torch
 from torch import Tensor
 
 from trivium.vision.ops.nms_kernels import batched_nms_keep_op, nms_op
-from trivium.vision.transforms.functional.geometry import _convert
 from trivium.vision.tv_tensors import BoundingBoxFormat
 
 __all__ = [
@@ -86,6 +85,9 @@ def _xyxy_to_xywh(boxes: Tensor) -> Tensor:
 
 def _rotated_step(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
     """One conversion through the transforms' format math; integer boxes round, as torchvision."""
+    # Imported here: the transforms package is large, and only rotated formats need it.
+    from trivium.vision.transforms.functional.geometry import _convert
+
     work = boxes.clone() if boxes.is_floating_point() else boxes.to(torch.get_default_dtype())
     out = _convert(work, BoundingBoxFormat[in_fmt.upper()], BoundingBoxFormat[out_fmt.upper()])
     return out if boxes.is_floating_point() else out.round_().to(boxes.dtype)
