@@ -628,7 +628,7 @@ def _warp_rotated(
     centres_only: bool = False,
 ) -> torch.Tensor:
     """Rotated boxes whose corners ``move`` maps (the rectangle of the moved parallelogram),
-    or with ``centres_only`` whose centres it maps; clamped in the boxes' dtype."""
+    or with ``centres_only`` whose centres it maps; clamped, in their format and dtype."""
     if centres_only:
         work = _convert(boxes.clone(), fmt, BoundingBoxFormat.CXCYWHR).reshape(-1, 5)
         out = torch.cat((move(work[:, :2]), work[:, 2:]), dim=1)
