@@ -110,7 +110,7 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="in_fmt must be one of"):
         ops.box_convert(boxes, "yxyx", "xyxy")
     with pytest.raises(ValueError, match="out_fmt must be one of"):
-        ops.box_convert(boxes, "xyxy", "xywhr")
+        ops.box_convert(boxes, "xyxy", "yxyx")
     with pytest.raises(ValueError, match="fmt must be one of"):
         ops.box_area(boxes, "xyxyxyxy")
     with pytest.raises(ValueError, match=r"boxes2 must have shape \[..., 4\], got \[3, 5\]"):

@@ -282,7 +282,7 @@ def test_bad_boxes_raise_clear_errors():
     args = (10.0, [0, 0], 1.0, 0.0)
     with pytest.raises(ValueError, match="format"):
         K.affine_bounding_boxes(boxes, "XYZ", (H, W), *args)
-    with pytest.raises(ValueError, match="rotated"):
+    with pytest.raises(ValueError, match=r"CXCYWHR bounding_boxes must have shape \[\.\.\., 5\]"):
         K.affine_bounding_boxes(boxes, "CXCYWHR", (H, W), *args)
     with pytest.raises(ValueError, match=r"\[\.\.\., 4\]"):
         K.affine_bounding_boxes(torch.zeros(2, 5), "XYXY", (H, W), *args)

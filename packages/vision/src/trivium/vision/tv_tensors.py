@@ -39,6 +39,7 @@ __all__ = [
     "Mask",
     "TVTensor",
     "Video",
+    "is_rotated_bounding_format",
     "set_return_type",
     "wrap",
 ]
@@ -270,11 +271,16 @@ class Mask(_DataTensor):
 
 
 class BoundingBoxFormat(Enum):
-    """How the 4 numbers of a box are laid out.
+    """How the numbers of a box are laid out (4 for an axis-aligned box, 5 or 8 rotated).
 
     * ``XYXY``: top-left corner x1, y1 and bottom-right corner x2, y2;
     * ``XYWH``: top-left corner x1, y1, width and height;
-    * ``CXCYWH``: centre cx, cy, width and height.
+    * ``CXCYWH``: centre cx, cy, width and height;
+    * ``XYWHR``: rotated: first corner x1, y1, width, height and the angle r in
+      degrees, counter-clockwise about that corner (as torchvision);
+    * ``CXCYWHR``: rotated: centre cx, cy, width, height and the angle r in degrees;
+    * ``XYXYXYXY``: rotated: the 4 corners x1, y1 .. x4, y4 (top-left, top-right,
+      bottom-right, bottom-left before the rotation).
 
     Example:
         >>> BoundingBoxFormat["xywh".upper()]
@@ -284,6 +290,35 @@ class BoundingBoxFormat(Enum):
     XYXY = "XYXY"
     XYWH = "XYWH"
     CXCYWH = "CXCYWH"
+    XYWHR = "XYWHR"
+    CXCYWHR = "CXCYWHR"
+    XYXYXYXY = "XYXYXYXY"
+
+
+_ROTATED_FORMATS = ("XYWHR", "CXCYWHR", "XYXYXYXY")
+
+
+def is_rotated_bounding_format(format: BoundingBoxFormat | str) -> bool:
+    """Whether ``format`` (a ``BoundingBoxFormat`` or its name) is a rotated box format.
+
+    Example:
+        >>> is_rotated_bounding_format(BoundingBoxFormat.CXCYWHR)
+        True
+        >>> is_rotated_bounding_format("XYXY")
+        False
+    """
+    if isinstance(format, BoundingBoxFormat):
+        return format.value in _ROTATED_FORMATS
+    if isinstance(format, str):
+        return format in _ROTATED_FORMATS
+    raise ValueError(f"format must be a str or BoundingBoxFormat, got {type(format).__name__}")
+
+
+def _box_size(format: BoundingBoxFormat) -> int:
+    """How many numbers a box of ``format`` has: 4, 5 (``XYWHR``, ``CXCYWHR``) or 8."""
+    if format == BoundingBoxFormat.XYXYXYXY:
+        return 8
+    return 5 if is_rotated_bounding_format(format) else 4
 
 
 def _as_format(format: BoundingBoxFormat | str) -> BoundingBoxFormat:
@@ -309,12 +344,15 @@ _CLAMPING_MODES = ("soft", "hard", None)
 
 
 class BoundingBoxes(TVTensor):
-    """Boxes ``[N, 4]`` on an image of ``canvas_size`` (height, width), laid out as ``format``.
+    """Boxes ``[N, K]`` on an image of ``canvas_size`` (height, width), laid out as ``format``.
 
-    A 1-D input is one box. ``clamping_mode`` ("soft", "hard" or None) says whether
-    transforms clamp the boxes to the canvas ("soft" and "hard" are the same for
-    these axis-aligned formats; None never clamps). One ``BoundingBoxes`` per sample
-    holds all its boxes.
+    ``K`` is 4 for the axis-aligned formats, 5 for ``XYWHR``/``CXCYWHR`` and 8 for
+    ``XYXYXYXY`` (rotated boxes, floating point only). A 1-D input is one box.
+    ``clamping_mode`` ("soft", "hard" or None) says how transforms clamp the boxes to
+    the canvas: for rotated boxes "soft" keeps the smallest box of the same angle
+    holding the part inside the canvas, "hard" the largest inside it ("soft" and
+    "hard" are the same for axis-aligned boxes); None never clamps. One
+    ``BoundingBoxes`` per sample holds all its boxes.
 
     Example:
         >>> b = BoundingBoxes([5, 5, 10, 10], format=BoundingBoxFormat.XYWH, canvas_size=(20, 30))
@@ -343,9 +381,11 @@ class BoundingBoxes(TVTensor):
                 raise ValueError(
                     f"BoundingBoxes: expected a 1-D or 2-D tensor, got {tensor.ndim}-D"
                 )
-            if tensor.shape[-1] != 4:
+            size = _box_size(_as_format(format))
+            if tensor.shape[-1] != size:
                 raise ValueError(
-                    f"BoundingBoxes: expected 4 numbers per box, got shape {tuple(tensor.shape)}"
+                    f"BoundingBoxes: expected {size} numbers per {_as_format(format).value} box, "
+                    f"got shape {tuple(tensor.shape)}"
                 )
         if clamping_mode not in _CLAMPING_MODES:
             raise ValueError(
@@ -388,6 +428,10 @@ class BoundingBoxes(TVTensor):
         requires_grad: bool | None = None,
     ) -> BoundingBoxes:
         tensor = cls._to_tensor(data, dtype, device, requires_grad)
+        if is_rotated_bounding_format(_as_format(format)) and not tensor.is_floating_point():
+            raise ValueError(
+                f"BoundingBoxes: rotated boxes must be floating point, got {tensor.dtype}"
+            )
         return cls._wrap(
             tensor, format=format, canvas_size=canvas_size, clamping_mode=clamping_mode
         )

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from trivium.vision.ops.nms_kernels import batched_nms_keep_op, nms_op
+from trivium.vision.tv_tensors import BoundingBoxFormat
 
 __all__ = [
     "batched_nms",
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 _FORMATS = ("xyxy", "xywh", "cxcywh")
+_ROTATED = ("xywhr", "cxcywhr", "xyxyxyxy")
+_SIZES = {"xywhr": 5, "cxcywhr": 5, "xyxyxyxy": 8}
 
 
 def _upcast(t: Tensor) -> Tensor:
@@ -45,16 +48,19 @@ def _upcast(t: Tensor) -> Tensor:
     return t if t.dtype in (torch.int32, torch.int64) else t.int()
 
 
-def _check_boxes(boxes: Tensor, name: str = "boxes") -> None:
+def _check_boxes(boxes: Tensor, name: str = "boxes", fmt: str = "xyxy") -> None:
     if not isinstance(boxes, Tensor):
         raise TypeError(f"{name} must be a tensor, got {type(boxes).__name__}")
-    if boxes.dim() == 0 or boxes.shape[-1] != 4:
-        raise ValueError(f"{name} must have shape [..., 4], got {list(boxes.shape)}")
+    size = _SIZES.get(fmt, 4)
+    if boxes.dim() == 0 or boxes.shape[-1] != size:
+        raise ValueError(
+            f"{name} must have shape [..., {size}], got {list(boxes.shape)} (format {fmt!r})"
+        )
 
 
-def _check_format(fmt: str, name: str) -> None:
-    if fmt not in _FORMATS:
-        raise ValueError(f"{name} must be one of {_FORMATS}, got {fmt!r}")
+def _check_format(fmt: str, name: str, formats: tuple[str, ...] = _FORMATS) -> None:
+    if fmt not in formats:
+        raise ValueError(f"{name} must be one of {formats}, got {fmt!r}")
 
 
 def _xyxy_to_cxcywh(boxes: Tensor) -> Tensor:
@@ -77,22 +83,52 @@ def _xyxy_to_xywh(boxes: Tensor) -> Tensor:
     return torch.stack((x1, y1, x2 - x1, y2 - y1), dim=-1)
 
 
+def _rotated_step(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
+    """One conversion through the transforms' format math; integer boxes round, as torchvision."""
+    # Imported here: the transforms package is large, and only rotated formats need it.
+    from trivium.vision.transforms.functional.geometry import _convert
+
+    work = boxes.clone() if boxes.is_floating_point() else boxes.to(torch.get_default_dtype())
+    out = _convert(work, BoundingBoxFormat[in_fmt.upper()], BoundingBoxFormat[out_fmt.upper()])
+    return out if boxes.is_floating_point() else out.round_().to(boxes.dtype)
+
+
+def _convert_rotated(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
+    if "xywhr" in (in_fmt, out_fmt):
+        return _rotated_step(boxes, in_fmt, out_fmt)
+    return _rotated_step(_rotated_step(boxes, in_fmt, "xywhr"), "xywhr", out_fmt)
+
+
 def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
-    """Convert ``[..., 4]`` boxes between ``"xyxy"``, ``"xywh"`` and ``"cxcywh"``.
+    """Convert boxes between ``"xyxy"``, ``"xywh"``, ``"cxcywh"`` (``[..., 4]``) or between
+    the rotated ``"xywhr"``, ``"cxcywhr"`` (``[..., 5]``) and ``"xyxyxyxy"`` (``[..., 8]``).
 
     ``"xywh"`` is the top-left corner, width and height; ``"cxcywh"`` the centre,
-    width and height. The same format in and out returns a copy.
+    width and height; ``r`` an angle in degrees, counter-clockwise; ``"xyxyxyxy"``
+    the 4 corners. The same format in and out returns a copy. Rotated and
+    axis-aligned formats do not convert into each other (``NotImplementedError``,
+    as torchvision).
 
     Example:
         >>> import torch
         >>> box_convert(torch.tensor([[10.0, 20.0, 4.0, 6.0]]), "cxcywh", "xyxy").tolist()
         [[8.0, 17.0, 12.0, 23.0]]
+        >>> corners = box_convert(torch.tensor([[0.0, 0.0, 4.0, 2.0, 90.0]]), "xywhr", "xyxyxyxy")
+        >>> [round(v) for v in corners[0].tolist()]
+        [0, 0, 0, -4, 2, -4, 2, 0]
     """
-    _check_boxes(boxes)
-    _check_format(in_fmt, "in_fmt")
-    _check_format(out_fmt, "out_fmt")
+    _check_format(in_fmt, "in_fmt", _FORMATS + _ROTATED)
+    _check_format(out_fmt, "out_fmt", _FORMATS + _ROTATED)
+    _check_boxes(boxes, fmt=in_fmt)
     if in_fmt == out_fmt:
         return boxes.clone()
+    if (in_fmt in _ROTATED) != (out_fmt in _ROTATED):
+        raise NotImplementedError(
+            f"box_convert: no conversion between {in_fmt!r} and {out_fmt!r} "
+            "(rotated and axis-aligned formats do not convert into each other)"
+        )
+    if in_fmt in _ROTATED:
+        return _convert_rotated(boxes, in_fmt, out_fmt)
     if in_fmt == "xywh":
         boxes = _xywh_to_xyxy(boxes)
     elif in_fmt == "cxcywh":
@@ -156,22 +192,105 @@ def _inter_union(boxes1: Tensor, boxes2: Tensor, fmt: str = "xyxy") -> tuple[Ten
 def box_iou(boxes1: Tensor, boxes2: Tensor, fmt: str = "xyxy") -> Tensor:
     """Intersection over union of every pair of boxes: ``[..., N, M]``.
 
-    ``boxes1`` is ``[..., N, 4]``, ``boxes2`` ``[..., M, 4]``; ``fmt`` is the format
-    of both sets (``"xyxy"``, ``"xywh"`` or ``"cxcywh"``).
+    ``boxes1`` is ``[..., N, K]``, ``boxes2`` ``[..., M, K]``; ``fmt`` is the format
+    of both sets: ``"xyxy"``, ``"xywh"``, ``"cxcywh"`` (K = 4) or the rotated
+    ``"cxcywhr"``, ``"xywhr"`` (K = 5) and ``"xyxyxyxy"`` (K = 8), whose IoU is the
+    area of the overlapping polygon over the union (floating boxes; as torchvision,
+    0 where a box has no area).
 
     Example:
         >>> import torch
         >>> boxes = torch.tensor([[0.0, 0.0, 2.0, 2.0], [1.0, 0.0, 3.0, 2.0]])
         >>> box_iou(boxes, boxes).tolist()
         [[1.0, 0.3333333432674408], [0.3333333432674408, 1.0]]
+        >>> square = torch.tensor([[0.0, 0.0, 2.0, 2.0, 0.0]])
+        >>> round(box_iou(square, torch.tensor([[0.0, 0.0, 2.0, 2.0, 45.0]]), "cxcywhr").item(), 4)
+        0.7071
     """
-    _check_boxes(boxes1, "boxes1")
-    _check_boxes(boxes2, "boxes2")
-    _check_format(fmt, "fmt")
+    _check_format(fmt, "fmt", _FORMATS + _ROTATED)
+    _check_boxes(boxes1, "boxes1", fmt)
+    _check_boxes(boxes2, "boxes2", fmt)
+    if fmt in _ROTATED:
+        return _rotated_iou(boxes1, boxes2, fmt)
     inter, union = _inter_union(boxes1, boxes2, fmt)
     if inter.is_floating_point() and not _needs_graph(boxes1, boxes2):
         return inter.div_(union)
     return inter / union
+
+
+# Rotated IoU: the overlap of two boxes is one box clipped by the 4 edge lines of the
+# other (Sutherland-Hodgman), for all pairs at once; polygons hold at most 8 corners.
+
+
+def _corner_offsets(boxes: Tensor) -> Tensor:
+    """The corners of ``cxcywhr`` boxes [..., 5] about their centres: [..., 4, 2]."""
+    w, h = boxes[..., 2], boxes[..., 3]
+    radians = boxes[..., 4] * (torch.pi / 180.0)
+    cos, sin = radians.cos(), radians.sin()
+    along_w = torch.stack((w * cos, -w * sin), dim=-1) / 2
+    along_h = torch.stack((h * sin, h * cos), dim=-1) / 2
+    return torch.stack(
+        (-along_w - along_h, along_w - along_h, along_w + along_h, along_h - along_w), dim=-2
+    )
+
+
+def _cross(a: Tensor, b: Tensor) -> Tensor:
+    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+
+
+def _next(points: Tensor, count: Tensor) -> tuple[Tensor, Tensor]:
+    """The index of each corner's successor (cyclic within ``count``) and that corner."""
+    index = (torch.arange(points.shape[1], device=points.device) + 1) % count.clamp(min=1)[:, None]
+    return index, points.gather(1, index[..., None].expand(-1, -1, 2))
+
+
+def _clip(points: Tensor, count: Tensor, start: Tensor, end: Tensor) -> tuple[Tensor, Tensor]:
+    """Polygons [B, K, 2] (``count`` corners each) cut to the left of the lines start -> end."""
+    size = points.shape[1]
+    valid = torch.arange(size, device=points.device) < count[:, None]
+    index, following = _next(points, count)
+    side = _cross((end - start)[:, None], points - start[:, None])
+    side_next = side.gather(1, index)
+    inside, inside_next = side >= 0, side_next >= 0
+    t = side / torch.where(inside != inside_next, side - side_next, torch.ones_like(side))
+    crossing = points + t[..., None] * (following - points)
+    candidates = torch.stack((points, crossing), dim=2).reshape(points.shape[0], 2 * size, 2)
+    keep = torch.stack((valid & inside, valid & (inside != inside_next)), dim=2).flatten(1)
+    order = torch.sort((~keep).to(torch.uint8), dim=1, stable=True).indices[:, : size + 1]
+    return candidates.gather(1, order[..., None].expand(-1, -1, 2)), keep.sum(dim=1)
+
+
+def _polygon_area(points: Tensor, count: Tensor) -> Tensor:
+    _, following = _next(points, count)
+    valid = torch.arange(points.shape[1], device=points.device) < count[:, None]
+    return (_cross(points, following) * valid).sum(dim=1).abs() / 2
+
+
+def _rotated_iou(boxes1: Tensor, boxes2: Tensor, fmt: str) -> Tensor:
+    if not (boxes1.is_floating_point() and boxes2.is_floating_point()):
+        raise TypeError(f"box_iou: rotated boxes must be floating point, got {boxes1.dtype}")
+    if fmt != "cxcywhr":
+        boxes1, boxes2 = box_convert(boxes1, fmt, "cxcywhr"), box_convert(boxes2, fmt, "cxcywhr")
+    a, b = torch.broadcast_tensors(boxes1[..., :, None, :], boxes2[..., None, :, :])
+    shape, a, b = a.shape[:-1], a.reshape(-1, 5), b.reshape(-1, 5)
+    # About the midpoint of the two centres, for precision (as torchvision).
+    half_gap = (a[:, :2] - b[:, :2]) / 2
+    clipped, outline = (
+        _corner_offsets(a) + half_gap[:, None],
+        _corner_offsets(b) - half_gap[:, None],
+    )
+    # Keep the inside of each edge of the second box, whichever way its corners turn.
+    turn = _cross(outline[:, 1] - outline[:, 0], outline[:, 2] - outline[:, 1])
+    outline = torch.where((turn < 0)[:, None, None], outline.flip(1), outline)
+    count = torch.full((a.shape[0],), 4, device=a.device)
+    for k in range(4):
+        clipped, count = _clip(clipped, count, outline[:, k], outline[:, (k + 1) % 4])
+    inter = torch.where(count > 2, _polygon_area(clipped, count), torch.zeros_like(a[:, 0]))
+    area1, area2 = a[:, 2] * a[:, 3], b[:, 2] * b[:, 3]
+    union = area1 + area2 - inter
+    iou = torch.where(union > 1e-14, inter / union, torch.zeros_like(inter)).clamp(0, 1)
+    iou = torch.where((area1 < 1e-14) | (area2 < 1e-14), torch.zeros_like(iou), iou)
+    return iou.reshape(shape)
 
 
 def generalized_box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:

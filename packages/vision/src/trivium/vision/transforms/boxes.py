@@ -160,6 +160,8 @@ def _labels_of(labels: Any) -> tuple[torch.Tensor, ...]:
 class SanitizeBoundingBoxes(Transform):
     """Drop boxes smaller than ``min_size`` (width or height) or ``min_area``, or off the canvas.
 
+    A rotated box counts its own sides and needs all 4 corners on the canvas.
+
     The labels found by ``labels_getter`` and the sample's ``Mask`` (one per box)
     lose the same rows. ``labels_getter``: "default" (a "labels" key of the sample's
     dict, or of the target of an (image, target) pair), a callable taking the sample

@@ -27,7 +27,12 @@ from trivium.vision.transforms._dispatch import _register_kernel_internal, get_k
 from trivium.vision.transforms._image import bits_view, check_image, eager_cpu, image_where
 from trivium.vision.transforms.functional.conversion import _max_value
 from trivium.vision.transforms.interpolation import InterpolationMode
-from trivium.vision.tv_tensors import BoundingBoxFormat, _as_format
+from trivium.vision.tv_tensors import (
+    BoundingBoxFormat,
+    _as_format,
+    _box_size,
+    is_rotated_bounding_format,
+)
 
 __all__ = [
     "center_crop",
@@ -820,6 +825,11 @@ def resized_crop_batched(
 
 Format = BoundingBoxFormat | str
 _XYXY, _XYWH, _CXCYWH = BoundingBoxFormat.XYXY, BoundingBoxFormat.XYWH, BoundingBoxFormat.CXCYWH
+_XYWHR, _CXCYWHR, _XYXYXYXY = (
+    BoundingBoxFormat.XYWHR,
+    BoundingBoxFormat.CXCYWHR,
+    BoundingBoxFormat.XYXYXYXY,
+)
 _CLAMPING_MODES = ("soft", "hard", None)
 
 
@@ -827,11 +837,16 @@ def _is_plain(inpt: Any) -> bool:
     return isinstance(inpt, torch.Tensor) and not isinstance(inpt, tv_tensors.TVTensor)
 
 
-def _check_boxes(owner: str, boxes: Any) -> None:
+def _check_boxes(owner: str, boxes: Any, format: BoundingBoxFormat = _XYXY) -> None:
     if not isinstance(boxes, torch.Tensor):
         raise TypeError(f"{owner}: expected boxes as a tensor, got {type(boxes).__name__}")
-    if boxes.ndim == 0 or boxes.shape[-1] != 4:
-        raise ValueError(f"{owner}: expected boxes [..., 4], got shape {tuple(boxes.shape)}")
+    size = _box_size(format)
+    if boxes.ndim == 0 or boxes.shape[-1] != size:
+        raise ValueError(
+            f"{owner}: expected {format.value} boxes [..., {size}], got shape {tuple(boxes.shape)}"
+        )
+    if is_rotated_bounding_format(format) and not boxes.is_floating_point():
+        raise TypeError(f"{owner}: rotated boxes must be floating point, got {boxes.dtype}")
 
 
 # Format conversion (torchvision's integer rounding: floor halves, truncating casts).
@@ -878,10 +893,84 @@ def _cxcywh_to_xywh(boxes: torch.Tensor) -> torch.Tensor:
     return _xyxy_to_xywh(_cxcywh_to_xyxy(boxes))
 
 
+# Rotated formats: r in degrees, counter-clockwise; XYWHR is the hub between them.
+
+
+def _half_sides(boxes: torch.Tensor) -> torch.Tensor:
+    return (
+        boxes[..., 2:4].div(-2, rounding_mode=None if boxes.is_floating_point() else "floor").abs_()
+    )
+
+
+def _cos_sin(boxes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    radians = boxes[..., 4].mul(torch.pi).div(180.0)
+    return radians.cos(), radians.sin()
+
+
+def _cxcywhr_to_xywhr(boxes: torch.Tensor) -> torch.Tensor:
+    half, (cos, sin) = _half_sides(boxes), _cos_sin(boxes)
+    boxes[..., 0].sub_(half[..., 0].mul(cos)).sub_(half[..., 1].mul(sin))
+    boxes[..., 1].add_(half[..., 0].mul(sin)).sub_(half[..., 1].mul(cos))
+    return boxes
+
+
+def _xywhr_to_cxcywhr(boxes: torch.Tensor) -> torch.Tensor:
+    half, (cos, sin) = _half_sides(boxes), _cos_sin(boxes)
+    boxes[..., 0].add_(half[..., 0].mul(cos)).add_(half[..., 1].mul(sin))
+    boxes[..., 1].sub_(half[..., 0].mul(sin)).add_(half[..., 1].mul(cos))
+    return boxes
+
+
+def _xywhr_to_xyxyxyxy(boxes: torch.Tensor) -> torch.Tensor:
+    # The first corner, then along the width (angle r) and the height (r - 90 degrees).
+    w, h = boxes[..., 2], boxes[..., 3]
+    cos, sin = _cos_sin(boxes)
+    out = boxes[..., :2].tile(4)
+    out[..., 2].add_(w.mul(cos))
+    out[..., 3].sub_(w.mul(sin))
+    out[..., 4].add_(w.mul(cos).add(h.mul(sin)))
+    out[..., 5].sub_(w.mul(sin).sub(h.mul(cos)))
+    out[..., 6].add_(h.mul(sin))
+    out[..., 7].add_(h.mul(cos))
+    return out
+
+
+def _xyxyxyxy_to_xywhr(boxes: torch.Tensor) -> torch.Tensor:
+    dtype = boxes.dtype
+    # Squares overflow half precision: computed in float32, as torchvision.
+    work = boxes if dtype in (torch.float32, torch.float64) else boxes.to(torch.float32)
+    x1, y1, x2, y2, x3, y3 = work[..., :6].unbind(-1)
+    angle = torch.atan2(y1 - y2, x2 - x1).div(torch.pi).mul(180.0)
+    width = (x2 - x1).pow(2).add((y2 - y1).pow(2)).sqrt()
+    height = (x3 - x2).pow(2).add((y3 - y2).pow(2)).sqrt()
+    return torch.stack((x1, y1, width, height, angle), dim=-1).to(dtype)
+
+
+def _convert_rotated(
+    boxes: torch.Tensor, old: BoundingBoxFormat, new: BoundingBoxFormat
+) -> torch.Tensor:
+    if old == _CXCYWHR:
+        boxes = _cxcywhr_to_xywhr(boxes)
+    elif old == _XYXYXYXY:
+        boxes = _xyxyxyxy_to_xywhr(boxes)
+    if new == _CXCYWHR:
+        return _xywhr_to_cxcywhr(boxes)
+    if new == _XYXYXYXY:
+        return _xywhr_to_xyxyxyxy(boxes)
+    return boxes
+
+
 def _convert(boxes: torch.Tensor, old: BoundingBoxFormat, new: BoundingBoxFormat) -> torch.Tensor:
     """``boxes`` (a copy the caller owns) from ``old`` to ``new`` format."""
     if old == new:
         return boxes
+    if is_rotated_bounding_format(old) != is_rotated_bounding_format(new):
+        raise ValueError(
+            f"cannot convert boxes between {old.value} and {new.value}: "
+            "rotated and axis-aligned formats do not convert into each other"
+        )
+    if is_rotated_bounding_format(old):
+        return _convert_rotated(boxes, old, new)
     if (old, new) == (_XYWH, _CXCYWH):
         return _xywh_to_cxcywh(boxes)
     if (old, new) == (_CXCYWH, _XYWH):
@@ -924,12 +1013,13 @@ def convert_bounding_box_format(
         plain = inpt.as_subclass(torch.Tensor)
         out = _convert(plain if inplace else plain.clone(), inpt.format, new)
         return tv_tensors.wrap(out, like=inpt, format=new)
-    _check_boxes(name, inpt)
     if not _is_plain(inpt):
         raise TypeError(f"{name}: expected a plain tensor or BoundingBoxes, got {type(inpt)}")
     if old_format is None:
         raise ValueError(f"{name}: old_format is needed for a plain tensor")
-    return _convert(inpt if inplace else inpt.clone(), _as_format(old_format), new)
+    old = _as_format(old_format)
+    _check_boxes(name, inpt, old)
+    return _convert(inpt if inplace else inpt.clone(), old, new)
 
 
 def _clamp(
@@ -941,11 +1031,158 @@ def _clamp(
     # "soft" and "hard" are the same for axis-aligned boxes; None leaves them as they are.
     if clamping_mode is None:
         return boxes.clone()
+    if is_rotated_bounding_format(format):
+        return _clamp_rotated(boxes, format, canvas_size, clamping_mode)
     dtype = boxes.dtype
     xyxy = _convert(boxes.clone() if boxes.is_floating_point() else boxes.float(), format, _XYXY)
     xyxy[..., 0::2].clamp_(min=0, max=canvas_size[1])
     xyxy[..., 1::2].clamp_(min=0, max=canvas_size[0])
     return _convert(xyxy, _XYXY, format).to(dtype)
+
+
+# Clamping rotated boxes (torchvision's rule): in XYXYXYXY, four times: order the corners
+# from the leftmost, pull the edges that cross x = 0 back along their own lines
+# (keeping the angle), then turn the canvas a quarter turn so the next side is x = 0.
+
+
+def _ordered(boxes: torch.Tensor, order: torch.Tensor | None = None) -> tuple[Any, Any]:
+    """``(order, boxes)``: corners rolled to start at the leftmost (then topmost) one."""
+    if order is None:
+        x, y = boxes[:, 0::2], boxes[:, 1::2]
+        x_max = x.abs().amax(dim=1, keepdim=True)
+        y_max = y.abs().amax(dim=1, keepdim=True)
+        first = (y / y_max + (x / x_max) * 100).argmin(dim=1)
+        order = torch.ones_like(boxes)
+        order[:, 0] = first * 2
+        order = order.cumsum(1).remainder(8)
+    return order, boxes.gather(1, order.to(torch.int64))
+
+
+def _lines(boxes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Slope a and intercept b (y = a x + b) of the 4 edges, corner i to corner i + 1."""
+    x, y = boxes[..., 0::2], boxes[..., 1::2]
+    slope = y.diff(append=y[..., :1]) / x.diff(append=x[..., :1])
+    return slope, y - slope * x
+
+
+def _crossings(slope: torch.Tensor, intercept: torch.Tensor) -> torch.Tensor:
+    """Corner i as the crossing of edges i - 1 and i: [N, 8]."""
+    x = intercept.diff(prepend=intercept[..., 3:]).neg() / slope.diff(prepend=slope[..., 3:])
+    y = slope * x + intercept
+    return torch.stack((x, y), dim=-1).reshape(slope.shape[0], 8)
+
+
+def _clamped_intercepts(
+    boxes: torch.Tensor, original: torch.Tensor, canvas_size: tuple[int, int], mode: str
+) -> torch.Tensor:
+    slope, intercept = _lines(boxes)
+    a1, a2, a3, a4 = slope.unbind(-1)
+    b1, b2, b3, b4 = intercept.unbind(-1)
+    m1, m2, m3, m4 = _lines(original)[1].unbind(-1)
+    height, width = canvas_size
+    b1 = b2.clamp(b1, b3).clamp(0, height)
+    b4 = b3.clamp(b2, b4).clamp(0, height)
+    if mode == "hard":  # the largest box of the same angle inside the canvas
+        b1 = b4 = (b1 + b4) / 2
+        b2 = (
+            torch.stack(
+                (b1 * a2 / a1, b3 * a2 / a3, (a1 - a2) * width + b1, (a3 - a2) * width + b3), dim=1
+            )
+            .amax(dim=1)
+            .clamp(max=b2)
+        )
+        b3 = (
+            torch.stack(
+                (
+                    height * (1 - a3 / a4) + b4 * a3 / a4,
+                    height * (1 - a3 / a2) + b2 * a3 / a2,
+                    (a2 - a3) * width + b2,
+                    (a4 - a3) * width + b4,
+                ),
+                dim=1,
+            )
+            .amin(dim=1)
+            .clamp(min=b3)
+        )
+        # Edges 1 and 4 share one intercept here, and both bounds apply to it.
+        b1 = b4 = b1.clamp(m1, m3).clamp(m2, m4)
+    else:
+        b1, b4 = b1.clamp(m1, m3), b4.clamp(m2, m4)
+    return torch.stack((b1, b2.clamp(m2, m4), b3.clamp(m1, m3), b4), dim=-1)
+
+
+def _clamp_left(
+    boxes: torch.Tensor, original: torch.Tensor, canvas_size: tuple[int, int], mode: str
+) -> torch.Tensor:
+    """Boxes (corners from the leftmost) pulled right of x = 0."""
+    x1, y1, x2, y2, x3, y3, x4, y4 = boxes.unbind(-1)
+    crossed = _crossings(_lines(boxes)[0], _clamped_intercepts(boxes, original, canvas_size, mode))
+    level = y1.isclose(y2) | y3.isclose(y4)
+    shifted = boxes.clone()
+    shifted[:, 0].clamp_(min=0)
+    shifted[:, 6].clamp_(min=0)
+    gone = ((x1 <= 0) & (x2 <= 0) & (x3 <= 0) & (x4 <= 0)) | y1.isclose(y4) | y2.isclose(y3)
+    gone = gone | (level & x1.isclose(x2))
+    out = torch.where(((x1 < 0) & ~crossed.isnan().any(-1)).unsqueeze(1), crossed, boxes)
+    out = torch.where(level.unsqueeze(1), shifted, out)
+    return torch.where(gone.unsqueeze(1), torch.zeros_like(out), out)
+
+
+def _quarter_turn(boxes: torch.Tensor, width: int) -> torch.Tensor:
+    """Corners turned a quarter counter-clockwise on a canvas ``width`` wide: (y, width - x)."""
+    return torch.stack((boxes[:, 1::2], width - boxes[:, 0::2]), dim=-1).reshape(-1, 8)
+
+
+def _clamp_rotated(
+    boxes: torch.Tensor, format: BoundingBoxFormat, canvas_size: tuple[int, int], mode: str
+) -> torch.Tensor:
+    shape = boxes.shape
+    out = _convert(boxes.clone(), format, _XYXYXYXY).reshape(-1, 8)
+    original = out.clone()
+    for _ in range(4):
+        order, out = _ordered(out)
+        original = _ordered(original, order)[1]
+        out = _ordered(_clamp_left(out, original, canvas_size, mode), order)[1]
+        original = _ordered(original, order)[1]
+        out, original = _quarter_turn(out, canvas_size[1]), _quarter_turn(original, canvas_size[1])
+        canvas_size = (canvas_size[1], canvas_size[0])
+    return _convert(out, _XYXYXYXY, format).reshape(shape)
+
+
+def _parallelogram_to_rectangle(corners: torch.Tensor) -> torch.Tensor:
+    """XYXYXYXY parallelograms as rectangles keeping the longer diagonal (torchvision's rule).
+
+    An affine map turns a rotated box into a parallelogram; the rectangle has its centre,
+    the direction of its longer side, and that side's length plus the other's projection.
+    """
+    dtype = corners.dtype
+    work = corners if dtype in (torch.float32, torch.float64) else corners.to(torch.float32)
+    x1, y1, x2, y2, x3, y3, x4, y4 = work.unbind(-1)
+    cx, cy = (x1 + x3) / 2, (y1 + y3) / 2
+    side_w = ((x2 - x1).pow(2) + (y2 - y1).pow(2)).sqrt()
+    side_h = ((x4 - x1).pow(2) + (y4 - y1).pow(2)).sqrt()
+    angle_w, angle_h = torch.atan2(y1 - y2, x2 - x1), torch.atan2(y1 - y4, x4 - x1)
+    between = angle_w - angle_h
+    sign = torch.where(between > torch.pi / 2, -1, 1)
+    cos, sin = between.cos(), between.sin()
+    w = torch.where(side_w < side_h, side_w * sin, side_w + side_h * cos * sign)
+    h = torch.where(side_w > side_h, side_h * sin, side_h + side_w * cos * sign)
+    angle = torch.where(side_h > side_w, angle_h + torch.pi / 2, angle_w)
+    cos, sin = angle.cos(), angle.sin()
+    out = torch.stack(
+        (
+            cx - w / 2 * cos - h / 2 * sin,
+            cy - h / 2 * cos + w / 2 * sin,
+            cx + w / 2 * cos - h / 2 * sin,
+            cy - h / 2 * cos - w / 2 * sin,
+            cx + w / 2 * cos + h / 2 * sin,
+            cy + h / 2 * cos - w / 2 * sin,
+            cx - w / 2 * cos + h / 2 * sin,
+            cy + h / 2 * cos + w / 2 * sin,
+        ),
+        dim=-1,
+    )
+    return out.to(dtype)
 
 
 def clamp_bounding_boxes(
@@ -957,7 +1194,9 @@ def clamp_bounding_boxes(
     """Clamp boxes to their canvas (``format``/``canvas_size`` only for a plain tensor).
 
     ``clamping_mode``: "soft" or "hard" clamp, None leaves the boxes unchanged,
-    "auto" (BoundingBoxes only) takes the boxes' own mode.
+    "auto" (BoundingBoxes only) takes the boxes' own mode. A rotated box keeps its
+    angle: "soft" gives the smallest such box holding its part inside the canvas,
+    "hard" the largest one inside both (torchvision's rule).
 
     Example:
         >>> import torch
@@ -976,15 +1215,39 @@ def clamp_bounding_boxes(
         mode = inpt.clamping_mode if clamping_mode == "auto" else clamping_mode
         out = _clamp(inpt.as_subclass(torch.Tensor), inpt.format, inpt.canvas_size, mode)
         return tv_tensors.wrap(out, like=inpt)
-    _check_boxes(name, inpt)
     if not _is_plain(inpt):
         raise TypeError(f"{name}: expected a plain tensor or BoundingBoxes, got {type(inpt)}")
     if format is None or canvas_size is None or clamping_mode == "auto":
         raise ValueError(f"{name}: a plain tensor needs format, canvas_size and clamping_mode")
-    return _clamp(inpt, _as_format(format), tuple(canvas_size), clamping_mode)
+    fmt = _as_format(format)
+    _check_boxes(name, inpt, fmt)
+    return _clamp(inpt, fmt, tuple(canvas_size), clamping_mode)
 
 
 # Flips.
+
+
+def _flip_rotated(
+    boxes: torch.Tensor, fmt: BoundingBoxFormat, axis: int, extent: int
+) -> torch.Tensor:
+    """Rotated boxes [M, K] mirrored: the angle turns to -r (left-right) or 180 - r."""
+    if fmt == _XYXYXYXY:  # the mirrored corners, in the order that keeps the turn
+        boxes[:, axis::2].sub_(extent).neg_()
+        return boxes[:, [2, 3, 0, 1, 6, 7, 4, 5]]
+    if fmt == _XYWHR:  # the first corner becomes the mirror of the second
+        cos, sin = _cos_sin(boxes)
+        if axis == 0:
+            boxes[:, 0].add_(boxes[:, 2].mul(cos)).sub_(extent).neg_()
+            boxes[:, 1].sub_(boxes[:, 2].mul(sin))
+        else:
+            boxes[:, 1].sub_(boxes[:, 2].mul(sin)).sub_(extent).neg_()
+            boxes[:, 0].add_(boxes[:, 2].mul(cos))
+    else:  # CXCYWHR: the centre moves
+        boxes[:, axis].sub_(extent).neg_()
+    boxes[:, 4].neg_()
+    if axis == 1:
+        boxes[:, 4].add_(180)
+    return boxes
 
 
 def _flip_boxes(
@@ -992,6 +1255,9 @@ def _flip_boxes(
 ) -> torch.Tensor:
     # Mirror coordinate `axis` (0: x, 1: y) on [0, extent]: columns axis and axis + 2.
     lo, hi = axis, axis + 2
+    if is_rotated_bounding_format(fmt):
+        out = _flip_rotated(boxes.clone().reshape(-1, _box_size(fmt)), fmt, axis, extent)
+        return out.reshape(boxes.shape)
     out = boxes.clone().reshape(-1, 4)
     if fmt == _XYXY:
         out[:, [lo, hi]] = out[:, [hi, lo]].sub_(extent).neg_()
@@ -1012,8 +1278,9 @@ def horizontal_flip_bounding_boxes(
         >>> horizontal_flip_bounding_boxes(torch.tensor([[0, 0, 2, 3]]), "XYWH", (4, 10)).tolist()
         [[8, 0, 2, 3]]
     """
-    _check_boxes("horizontal_flip_bounding_boxes", bounding_boxes)
-    return _flip_boxes(bounding_boxes, _as_format(format), 0, canvas_size[1])
+    fmt = _as_format(format)
+    _check_boxes("horizontal_flip_bounding_boxes", bounding_boxes, fmt)
+    return _flip_boxes(bounding_boxes, fmt, 0, canvas_size[1])
 
 
 def vertical_flip_bounding_boxes(
@@ -1026,8 +1293,9 @@ def vertical_flip_bounding_boxes(
         >>> vertical_flip_bounding_boxes(torch.tensor([[0, 0, 2, 3]]), "XYXY", (4, 10)).tolist()
         [[0, 1, 2, 4]]
     """
-    _check_boxes("vertical_flip_bounding_boxes", bounding_boxes)
-    return _flip_boxes(bounding_boxes, _as_format(format), 1, canvas_size[0])
+    fmt = _as_format(format)
+    _check_boxes("vertical_flip_bounding_boxes", bounding_boxes, fmt)
+    return _flip_boxes(bounding_boxes, fmt, 1, canvas_size[0])
 
 
 # Resize, crop, pad.
@@ -1051,8 +1319,9 @@ def resize_bounding_boxes(
 
     ``size`` as ``Resize``'s (``[h, w]``, or one int for the smaller edge). Returns
     the boxes and the new canvas size. Axis-aligned boxes stay inside a canvas they
-    were inside, so ``clamping_mode`` changes nothing here (kept for torchvision's
-    signature).
+    were inside, so ``clamping_mode`` changes nothing for them; a rotated box
+    scaled unevenly becomes the rectangle around the longer diagonal of its
+    parallelogram (torchvision's rule), clamped by ``clamping_mode``.
 
     Example:
         >>> import torch
@@ -1060,14 +1329,28 @@ def resize_bounding_boxes(
         >>> out.tolist(), canvas
         ([[2, 2, 4, 4]], (8, 16))
     """
-    _check_boxes("resize_bounding_boxes", bounding_boxes)
-    _as_format(format)
+    fmt = _as_format(format)
+    _check_boxes("resize_bounding_boxes", bounding_boxes, fmt)
     old_h, old_w = canvas_size
     new_h, new_w = compute_resized_output_size(old_h, old_w, _size_list(size), max_size)
     if (new_h, new_w) == (old_h, old_w):
         return bounding_boxes, (old_h, old_w)
+    if is_rotated_bounding_format(fmt):
+        out = _resize_rotated(bounding_boxes, fmt, new_w / old_w, new_h / old_h)
+        out = _clamp(out, _XYXYXYXY, (new_h, new_w), clamping_mode)
+        out = _convert(out, _XYXYXYXY, fmt).to(bounding_boxes.dtype)
+        return out.reshape(bounding_boxes.shape), (new_h, new_w)
     ratios = torch.tensor([new_w / old_w, new_h / old_h] * 2, device=bounding_boxes.device)
     return bounding_boxes.mul(ratios).to(bounding_boxes.dtype), (new_h, new_w)
+
+
+def _resize_rotated(
+    boxes: torch.Tensor, fmt: BoundingBoxFormat, x_ratio: float, y_ratio: float
+) -> torch.Tensor:
+    """Rotated boxes scaled by the ratios: their corners scaled, then a rectangle again."""
+    corners = _convert(boxes.clone(), fmt, _XYXYXYXY).reshape(-1, 8)
+    ratios = torch.tensor([x_ratio, y_ratio] * 4, device=boxes.device)
+    return _parallelogram_to_rectangle(corners.mul(ratios))
 
 
 def _resize_typed_boxes(
@@ -1096,8 +1379,11 @@ def _resize_typed_boxes(
 
 
 def _shift(boxes: torch.Tensor, format: BoundingBoxFormat, dx: int, dy: int) -> torch.Tensor:
-    """``boxes`` moved by (dx, dy): both corners in XYXY, the first point otherwise."""
-    shift = [dx, dy, dx, dy] if format == _XYXY else [dx, dy, 0, 0]
+    """``boxes`` moved by (dx, dy): every corner in XYXY/XYXYXYXY, the first point otherwise."""
+    if format in (_XYXY, _XYXYXYXY):
+        shift = [dx, dy] * (_box_size(format) // 2)
+    else:
+        shift = [dx, dy] + [0] * (_box_size(format) - 2)
     return boxes + torch.tensor(shift, dtype=boxes.dtype, device=boxes.device)
 
 
@@ -1120,10 +1406,12 @@ def crop_bounding_boxes(
         >>> out.tolist(), canvas
         ([[0, 1, 5, 5]], (5, 5))
     """
-    _check_boxes("crop_bounding_boxes", bounding_boxes)
     fmt = _as_format(format)
+    _check_boxes("crop_bounding_boxes", bounding_boxes, fmt)
     moved = _shift(bounding_boxes, fmt, -int(left), -int(top))
     canvas = (int(height), int(width))
+    if fmt == _XYXYXYXY:  # as torchvision: corners that are no rectangle become one
+        moved = _parallelogram_to_rectangle(moved)
     return _clamp(moved, fmt, canvas, clamping_mode), canvas
 
 
@@ -1161,13 +1449,13 @@ def pad_bounding_boxes(
         >>> out.tolist(), canvas
         ([[1, 2, 3, 4]], (8, 6))
     """
-    _check_boxes("pad_bounding_boxes", bounding_boxes)
+    fmt = _as_format(format)
+    _check_boxes("pad_bounding_boxes", bounding_boxes, fmt)
     if padding_mode != "constant":
         raise ValueError(
             f"pad_bounding_boxes: padding_mode {padding_mode!r} is not supported with boxes "
             f"(only 'constant')"
         )
-    fmt = _as_format(format)
     left, right, top, bottom = _parse_padding(padding)
     moved = _shift(bounding_boxes, fmt, left, top)
     canvas = (canvas_size[0] + top + bottom, canvas_size[1] + left + right)

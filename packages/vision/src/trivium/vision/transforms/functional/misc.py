@@ -260,7 +260,7 @@ def valid_boxes_mask(
     min_size: float = 1.0,
     min_area: float = 1.0,
 ) -> torch.Tensor:
-    """Which boxes ``[N, 4]`` are ``min_size`` wide and high, of ``min_area``, on the canvas.
+    """Which boxes are ``min_size`` wide and high, of ``min_area``, with every corner on the canvas.
 
     Example:
         >>> import torch
@@ -268,20 +268,32 @@ def valid_boxes_mask(
         >>> valid_boxes_mask(boxes, BoundingBoxFormat.XYXY, (8, 8)).tolist()
         [True, False, False]
     """
-    plain = boxes.as_subclass(torch.Tensor)
-    xyxy = _convert(plain.clone(), format, BoundingBoxFormat.XYXY)
-    ws, hs = xyxy[..., 2] - xyxy[..., 0], xyxy[..., 3] - xyxy[..., 1]
+    ws, hs, corners = _sides_and_corners(boxes.as_subclass(torch.Tensor).clone(), format)
     height, width = canvas_size
     return (
         (ws >= min_size)
         & (hs >= min_size)
-        & (xyxy >= 0).all(dim=-1)
+        & (corners >= 0).all(dim=-1)
         & (ws * hs >= min_area)
-        & (xyxy[..., 0] <= width)
-        & (xyxy[..., 2] <= width)
-        & (xyxy[..., 1] <= height)
-        & (xyxy[..., 3] <= height)
+        & (corners[..., 0::2] <= width).all(dim=-1)
+        & (corners[..., 1::2] <= height).all(dim=-1)
     )
+
+
+def _sides_and_corners(
+    boxes: torch.Tensor, format: BoundingBoxFormat
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Width, height and the corners [N, 4 or 8] (x, y interleaved) of the boxes."""
+    if not tv_tensors.is_rotated_bounding_format(format):
+        xyxy = _convert(boxes, format, BoundingBoxFormat.XYXY)
+        return xyxy[..., 2] - xyxy[..., 0], xyxy[..., 3] - xyxy[..., 1], xyxy
+    corners = _convert(boxes, format, BoundingBoxFormat.XYXYXYXY)
+    points = corners.reshape(-1, 4, 2)
+    # A rotated box's own sides: torchvision 0.28 mixes x and y coordinates for the
+    # height here, which drops upright boxes turned 90 degrees.
+    ws = (points[:, 0] - points[:, 1]).norm(dim=-1)
+    hs = (points[:, 1] - points[:, 2]).norm(dim=-1)
+    return ws, hs, corners
 
 
 def sanitize_bounding_boxes(

@@ -31,10 +31,14 @@ from trivium.vision.transforms._image import bits_view, check_image
 from trivium.vision.transforms.functional.conversion import _max_value
 from trivium.vision.transforms.functional.geometry import (
     _check_fill_channels,
+    _clamp,
+    _convert,
+    _parallelogram_to_rectangle,
     interpolation_mode,
     parse_fill,
 )
 from trivium.vision.transforms.interpolation import InterpolationMode
+from trivium.vision.tv_tensors import BoundingBoxFormat
 
 __all__ = [
     "affine",
@@ -518,24 +522,30 @@ _CORNERS = [[0, 1], [2, 1], [2, 3], [0, 3]]
 
 
 def _format_name(owner: str, format: Any) -> str:
-    """``format`` (a string or an enum member) as one of ``XYXY``, ``XYWH``, ``CXCYWH``."""
+    """``format`` (a string or an enum member) as the name of a ``BoundingBoxFormat``."""
     name = getattr(format, "name", format)
-    if isinstance(name, str) and name.upper() in _AXIS_ALIGNED:
+    if isinstance(name, str) and name.upper() in (*_AXIS_ALIGNED, *_ROTATED):
         return name.upper()
-    if isinstance(name, str) and name.upper() in _ROTATED:
-        raise ValueError(f"{owner}: rotated box format {name} is not supported")
-    raise ValueError(f"{owner}: format must be one of {', '.join(_AXIS_ALIGNED)}, got {format!r}")
+    names = ", ".join((*_AXIS_ALIGNED, *_ROTATED))
+    raise ValueError(f"{owner}: format must be one of {names}, got {format!r}")
 
 
-def _check_boxes(owner: str, boxes: Any, canvas_size: Any, clamping_mode: Any) -> tuple[int, int]:
+def _check_boxes(
+    owner: str, boxes: Any, canvas_size: Any, clamping_mode: Any, format: Any
+) -> tuple[int, int]:
     if not isinstance(boxes, torch.Tensor):
         raise TypeError(f"{owner}: bounding_boxes must be a tensor, got {type(boxes).__name__}")
-    if boxes.ndim == 0 or boxes.shape[-1] != 4:
+    name = _format_name(owner, format)
+    size = 8 if name == "XYXYXYXY" else 5 if name in _ROTATED else 4
+    if boxes.ndim == 0 or boxes.shape[-1] != size:
         raise ValueError(
-            f"{owner}: bounding_boxes must have shape [..., 4], got {tuple(boxes.shape)}"
+            f"{owner}: {name} bounding_boxes must have shape [..., {size}], "
+            f"got {tuple(boxes.shape)}"
         )
     if boxes.dtype == torch.bool or boxes.is_complex():
         raise TypeError(f"{owner}: bounding_boxes must be integer or floating, got {boxes.dtype}")
+    if name in _ROTATED and not boxes.is_floating_point():
+        raise TypeError(f"{owner}: rotated bounding_boxes must be floating, got {boxes.dtype}")
     if clamping_mode not in _CLAMPING_MODES:
         raise ValueError(
             f"{owner}: clamping_mode must be 'soft', 'hard' or None, got {clamping_mode!r}"
@@ -593,10 +603,12 @@ def _warp_boxes(
 
     ``move`` may return ``(points, canvas_size)`` to shift the boxes onto a new canvas.
     """
-    size = _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode)
+    size = _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode, format)
     name = _format_name(owner, format)
     if bounding_boxes.numel() == 0:
         return bounding_boxes
+    if name in _ROTATED:
+        return _warp_rotated(bounding_boxes, BoundingBoxFormat[name], size, clamping_mode, move)
     dtype = bounding_boxes.dtype
     work = bounding_boxes if bounding_boxes.is_floating_point() else bounding_boxes.float()
     xyxy = _to_xyxy(work.reshape(-1, 4), name)
@@ -605,6 +617,29 @@ def _warp_boxes(
     lo, hi = torch.aminmax(moved, dim=1)
     out = _clamp_xyxy(torch.cat((lo, hi), dim=1), size, clamping_mode)
     return _from_xyxy(out, name).reshape(bounding_boxes.shape).to(dtype)
+
+
+def _warp_rotated(
+    boxes: torch.Tensor,
+    fmt: BoundingBoxFormat,
+    canvas_size: tuple[int, int],
+    clamping_mode: str | None,
+    move: Any,
+    *,
+    centres_only: bool = False,
+) -> torch.Tensor:
+    """Rotated boxes whose corners ``move`` maps (the rectangle of the moved parallelogram),
+    or with ``centres_only`` whose centres it maps; clamped, in their format and dtype."""
+    if centres_only:
+        work = _convert(boxes.clone(), fmt, BoundingBoxFormat.CXCYWHR).reshape(-1, 5)
+        out = torch.cat((move(work[:, :2]), work[:, 2:]), dim=1)
+        inner = BoundingBoxFormat.CXCYWHR
+    else:
+        work = _convert(boxes.clone(), fmt, BoundingBoxFormat.XYXYXYXY).reshape(-1, 8)
+        out = _parallelogram_to_rectangle(move(work.reshape(-1, 2)).reshape(-1, 8))
+        inner = BoundingBoxFormat.XYXYXYXY
+    out = _clamp(out, inner, canvas_size, clamping_mode)
+    return _convert(out, inner, fmt).reshape(boxes.shape).to(boxes.dtype)
 
 
 # Affine and rotation.
@@ -711,7 +746,7 @@ def _affine_with_expand(
     expand: bool,
     clamping_mode: str | None,
 ) -> tuple[torch.Tensor, tuple[int, int]]:
-    size = _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode)
+    size = _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode, format)
     move, out_size = _affine_move(owner, size, angle, translate, scale, shear, center, expand)
     boxes = _warp_boxes(owner, bounding_boxes, format, out_size, clamping_mode, move)
     return boxes, out_size
@@ -731,7 +766,9 @@ def affine_bounding_boxes(
     """Boxes after :func:`~trivium.vision.transforms.functional.affine` of their canvas.
 
     ``angle`` clockwise in degrees, ``translate`` in pixels, about the canvas centre
-    or ``center`` (x, y). Each box becomes the smallest box holding its warped corners.
+    or ``center`` (x, y). Each box becomes the smallest box holding its warped corners;
+    a rotated box (``XYWHR``, ``CXCYWHR``, ``XYXYXYXY``) the rectangle on the longer
+    diagonal of its warped corners (torchvision's rule), clamped by ``clamping_mode``.
 
     Example:
         >>> import torch
@@ -849,7 +886,7 @@ def perspective_bounding_boxes(
         tensor([[2., 2., 6., 6.]])
     """
     owner = "perspective_bounding_boxes"
-    _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode)
+    _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode, format)
     inv = _inverse_perspective(
         owner, _perspective_coeffs(owner, startpoints, endpoints, coefficients)
     )
@@ -883,7 +920,8 @@ def elastic_bounding_boxes(
 
     As torchvision: each corner (rounded up to a pixel) moves by minus the
     displacement found there, i.e. the grid is inverted as ``identity -
-    displacement``, which holds while the displacement varies slowly.
+    displacement``, which holds while the displacement varies slowly; a rotated
+    box moves its centre that way and keeps its size and angle.
 
     Example:
         >>> import torch
@@ -892,7 +930,7 @@ def elastic_bounding_boxes(
         tensor([[2., 2., 6., 6.]])
     """
     owner = "elastic_bounding_boxes"
-    h, w = _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode)
+    h, w = _check_boxes(owner, bounding_boxes, canvas_size, clamping_mode, format)
     if not isinstance(displacement, torch.Tensor):
         raise TypeError(
             f"{owner}: displacement must be a tensor, got {type(displacement).__name__}"
@@ -911,6 +949,10 @@ def elastic_bounding_boxes(
         size = torch.tensor([w, h], dtype=points.dtype, device=points.device)
         return (inverse[0, iy, ix] + 1) * (0.5 * size) - 0.5
 
+    if _format_name(owner, format) in _ROTATED and bounding_boxes.numel():
+        # As torchvision: a rotated box's centre moves, its size and angle stay.
+        fmt = BoundingBoxFormat[_format_name(owner, format)]
+        return _warp_rotated(bounding_boxes, fmt, (h, w), clamping_mode, move, centres_only=True)
     return _warp_boxes(owner, bounding_boxes, format, canvas_size, clamping_mode, move)
 
 
