@@ -16,13 +16,16 @@ import sys
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import torch
 
 from trivium.core import DecodeError, RandomApply
-from trivium.data import DataLoader, get_worker_info
+from trivium.data import DataLoader, ParquetSource, get_worker_info
 from trivium.data.pipes import SkippedSamplesWarning
 from trivium.data.workers import intra_op_threads
 
@@ -210,7 +213,7 @@ def test_timeout_and_worker_type_are_checked() -> None:
 class Sample:
     """A per-sample Python object, made by ``__getitem__`` and dropped by ``collate_fn``."""
 
-    made: weakref.WeakSet[Sample] = weakref.WeakSet()
+    made: ClassVar[weakref.WeakSet[Sample]] = weakref.WeakSet()
 
     def __init__(self, row: dict[str, Any]) -> None:
         self.row = row
@@ -252,3 +255,20 @@ def test_no_per_sample_objects_stay_alive_in_the_parent(worker_type: str) -> Non
     assert [sys.getrefcount(row) for row in dataset.rows[:50]] == refs
     # No Python objects pile up epoch after epoch (1000 samples an epoch).
     assert tracked[1] - tracked[0] < 100
+
+
+def test_an_arrow_source_under_threads_gives_the_main_process_batches(
+    tmp_path: pathlib.Path,
+) -> None:
+    for i in range(3):
+        table = pa.table({"x": np.arange(10 * i, 10 * i + 10)})
+        pq.write_table(table, tmp_path / f"part-{i}.parquet", row_group_size=4)
+
+    def run(workers: int, worker_type: str) -> list[list[int]]:
+        loader = DataLoader(ParquetSource(tmp_path), batch_size=4, shuffle=True, seed=2,
+                            num_workers=workers, worker_type=worker_type)  # fmt: skip
+        return [b["x"].to_pylist() for b in loader]
+
+    threads = run(2, "thread")
+    assert sorted(x for b in threads for x in b) == list(range(30))
+    assert threads == run(0, "process")  # the main process reads the same plan
