@@ -14,6 +14,7 @@ import gc
 import pathlib
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -174,6 +175,25 @@ def test_an_iterable_dataset_shards_itself_under_threads() -> None:
     threads = run("thread")
     assert sorted(i for b in threads for i in b) == list(range(11))  # each item once: sharded
     assert threads == run("process")  # and in torch's order: workers in turn
+
+
+class TorchShards(torch.utils.data.IterableDataset):
+    """Shards itself with torch's ``get_worker_info``, which is None in a worker thread."""
+
+    def __iter__(self) -> Iterator[int]:
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        return iter(range(worker, 6, workers))
+
+
+def test_an_iterable_dataset_asking_torch_in_threads_is_warned_of() -> None:
+    loader = DataLoader(TorchShards(), batch_size=3, num_workers=2, worker_type="thread")
+    with pytest.warns(UserWarning, match=r"did not call trivium.data.get_worker_info\(\)"):
+        out = [b.tolist() for b in loader]
+    assert out == [[0, 1, 2], [0, 1, 2], [3, 4, 5], [3, 4, 5]]  # every thread yields all
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # asking trivium's: no warning
+        list(DataLoader(Shards(6), batch_size=3, num_workers=2, worker_type="thread"))
 
 
 def test_worker_init_fn_threads_and_intra_op_threads() -> None:

@@ -65,7 +65,7 @@ from trivium.data.pipes import IterPipe
 from trivium.data.sharding import BatchesPlan, EpochPlan, StreamPlan, epoch_order
 from trivium.data.shared_cache import fragment_uses
 from trivium.data.transfer import inline_small_tensors
-from trivium.data.workers import get_worker_info
+from trivium.data.workers import current_worker, warn_if_unsharded
 
 __all__ = ["END", "BatchSource", "EpochStream", "Graph", "IterableStream", "WorkerError"]
 
@@ -308,7 +308,7 @@ class _Stream(IterableDataset):
         return stream
 
     def _worker(self) -> tuple[Any, int, int]:
-        info = get_worker_info()
+        info = current_worker()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         if _in_process(info) and self.slots is not None:
             self.slots.use_in_worker(worker)
@@ -497,6 +497,8 @@ class IterableStream(_Stream):
                 chunk = list(itertools.islice(items, size))
                 if not chunk or (len(chunk) < size and self.drop_last):
                     break
+                if j == 0:
+                    warn_if_unsharded(dataset)
                 leaf = BatchSource()
                 leaf.items = iter(chunk)
                 report = SkipReport()

@@ -31,6 +31,7 @@ import copy
 import os
 import queue
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -69,7 +70,35 @@ def get_worker_info() -> WorkerInfo | None:
         [[0, 2, 4], [1, 3, 5]]
     """
     info = getattr(_local, "info", None)
+    if info is None:
+        return torch.utils.data.get_worker_info()
+    _local.asked = True
+    return info
+
+
+def current_worker() -> WorkerInfo | None:
+    """:func:`get_worker_info`, not counted as the dataset's asking (for the loader's own use)."""
+    info = getattr(_local, "info", None)
     return info if info is not None else torch.utils.data.get_worker_info()
+
+
+def warn_if_unsharded(dataset: Any) -> None:
+    """Warn when ``dataset``, iterated in one of several worker threads, never asked which.
+
+    torch's ``get_worker_info()`` is None in a thread: a dataset that shards itself with
+    it would have every thread yield all of its items.
+    """
+    info = getattr(_local, "info", None)
+    if info is None or info.num_workers < 2 or getattr(_local, "asked", True):
+        return
+    _local.asked = True  # once per thread and epoch
+    warnings.warn(
+        f"DataLoader(worker_type='thread'): {type(dataset).__name__} is an IterableDataset "
+        "that did not call trivium.data.get_worker_info() in its worker thread, so each of "
+        f"the {info.num_workers} threads yields all of its items (torch's get_worker_info() "
+        "is None in a thread). Shard it by trivium.data.get_worker_info()",
+        stacklevel=2,
+    )
 
 
 def in_worker_thread() -> bool:
@@ -185,6 +214,7 @@ class _ThreadsIter:
             id=worker, num_workers=spec.num_workers, seed=spec.seed + worker,
             dataset=dataset, worker_method="thread",
         )  # fmt: skip
+        _local.asked = False  # whether the dataset asked which worker it is in
         torch.set_num_threads(intra_op_threads(spec.num_workers))  # this thread's only
         try:
             if spec.worker_init_fn is not None:
