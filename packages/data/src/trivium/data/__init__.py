@@ -8,6 +8,7 @@
 - :class:`DataLoader`: exact sharding over workers and ranks, deterministic epochs,
   mid-epoch ``state_dict`` / ``load_state_dict``;
 - :func:`write_parquet` and the ``trivium-data convert`` command line;
+- :func:`get_worker_info`: torch's, also answering in the loader's worker threads;
 - the decompression-bomb limit of every Arrow reader: :func:`set_max_uncompressed_bytes`
   (see :mod:`trivium.data.limits`).
 
@@ -28,6 +29,7 @@ from trivium.data.limits import (
 )
 from trivium.data.loader import DataLoader
 from trivium.data.pipes import IterPipe, MapPipe, SkippedSamplesWarning
+from trivium.data.workers import get_worker_info
 from trivium.data.writers import write_parquet
 
 __version__ = "0.1.0"
@@ -46,6 +48,7 @@ __all__ = [
     "SkippedSamplesWarning",
     "__version__",
     "get_max_uncompressed_bytes",
+    "get_worker_info",
     "set_max_uncompressed_bytes",
     "to_tensors",
     "write_parquet",

@@ -16,7 +16,8 @@ run outside a loader, one batch at a time. How a source is read:
   keeping its own batches' items (exact, resumable; only the source is iterated
   twice, the ops run once per item);
 - ``"iterable"``: any other ``IterableDataset``, as torch runs one: every worker
-  iterates it (it splits itself with ``get_worker_info()``).
+  iterates it (it splits itself with ``get_worker_info()``; in worker threads,
+  :func:`trivium.data.get_worker_info`).
 
 Example:
     >>> from trivium.data import IterPipe
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import IterableDataset, default_collate, default_convert, get_worker_info
+from torch.utils.data import IterableDataset, default_collate, default_convert
 
 from trivium.core.batching import BatchSlots
 from trivium.core.errors import TriviumError, watch_decode_warnings
@@ -64,6 +65,7 @@ from trivium.data.pipes import IterPipe
 from trivium.data.sharding import BatchesPlan, EpochPlan, StreamPlan, epoch_order
 from trivium.data.shared_cache import fragment_uses
 from trivium.data.transfer import inline_small_tensors
+from trivium.data.workers import current_worker, warn_if_unsharded
 
 __all__ = ["END", "BatchSource", "EpochStream", "Graph", "IterableStream", "WorkerError"]
 
@@ -143,6 +145,21 @@ class Graph:
 
     def fragment_rows(self) -> list[int]:
         return list(self.root.fragment_rows()) if self.columnar else [self.num_samples()]
+
+    def for_thread(self) -> Graph:
+        """A copy for one worker thread: its own copy of a source it iterates or reads
+        fragments of (its position, open files and cache), as a worker process has.
+
+        A map-style source is shared: its ``__getitem__`` is called from every thread.
+        """
+        graph = copy.copy(self)
+        if self.kind != "map":
+            graph.source = copy.copy(self.source)
+            if self.root is self.source:
+                graph.root = graph.source
+            if self.ops == 0:
+                graph.dataset = graph.source
+        return graph
 
     def bind(self) -> tuple[BatchSource, Any]:
         """A copy of the user's graph over a new :class:`BatchSource`: (that node, the top)."""
@@ -279,10 +296,21 @@ class _Stream(IterableDataset):
             if tensor is not None:
                 tensor.share_memory_()
 
+    @property
+    def users_dataset(self) -> Any:
+        """The dataset the user gave the loader (what ``get_worker_info().dataset`` names)."""
+        return self.graph.dataset
+
+    def for_thread(self) -> _Stream:
+        """A copy for one worker thread (see :meth:`Graph.for_thread`)."""
+        stream = copy.copy(self)
+        stream.graph = self.graph.for_thread()
+        return stream
+
     def _worker(self) -> tuple[Any, int, int]:
-        info = get_worker_info()
+        info = current_worker()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        if info is not None and self.slots is not None:
+        if _in_process(info) and self.slots is not None:
             self.slots.use_in_worker(worker)
         return info, worker, workers
 
@@ -320,7 +348,13 @@ class _Stream(IterableDataset):
 
     @staticmethod
     def _sent(info: Any, batch: Any) -> Any:
-        return batch if info is None else inline_small_tensors(batch)
+        """The batch as it leaves the worker: a process's small tensors inlined for pickling."""
+        return inline_small_tensors(batch) if _in_process(info) else batch
+
+
+def _in_process(info: Any) -> bool:
+    """Whether ``info`` is that of a worker process (not a worker thread, not the main thread)."""
+    return info is not None and getattr(info, "worker_method", None) != "thread"
 
 
 class EpochStream(_Stream):
@@ -364,7 +398,7 @@ class EpochStream(_Stream):
             if info is None:
                 raise
             # torch would re-raise only the error's type and text: send the error itself
-            yield k, WorkerError.of(error, info.id), None
+            yield k, WorkerError.of(error, info), None
 
     def _order(self, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
         if self.order is not None:  # a sampler's
@@ -463,6 +497,8 @@ class IterableStream(_Stream):
                 chunk = list(itertools.islice(items, size))
                 if not chunk or (len(chunk) < size and self.drop_last):
                     break
+                if j == 0:
+                    warn_if_unsharded(dataset)
                 leaf = BatchSource()
                 leaf.items = iter(chunk)
                 report = SkipReport()
@@ -472,7 +508,7 @@ class IterableStream(_Stream):
         except Exception as error:
             if info is None:
                 raise
-            yield -1, WorkerError.of(error, info.id), None
+            yield -1, WorkerError.of(error, info), None
             return
         yield worker, END, None
 
@@ -554,10 +590,14 @@ class WorkerError:
         self.error, self.where = error, where
 
     @staticmethod
-    def of(error: BaseException, worker: int) -> WorkerError:
-        where = f"in DataLoader worker process {worker}:\n" + "".join(
+    def of(error: BaseException, info: Any) -> WorkerError:
+        """The error raised in the worker ``info`` describes (a process or a thread)."""
+        kind = "process" if _in_process(info) else "thread"
+        where = f"in DataLoader worker {kind} {info.id}:\n" + "".join(
             traceback.format_exception(error)
         )
+        if kind == "thread":  # handed over as it is
+            return WorkerError(error, where)
         try:
             pickle.dumps(error)
         except Exception:  # not picklable: torch's way, its text at least

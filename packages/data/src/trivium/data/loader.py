@@ -84,6 +84,7 @@ from trivium.data.sharding import (
     epoch_order,
 )
 from trivium.data.shared_cache import ReadAhead, SharedReadCache, fragment_uses
+from trivium.data.workers import ThreadWorkers, check_worker_type
 
 __all__ = ["DataLoader"]
 
@@ -143,6 +144,13 @@ class DataLoader:
             raises, naming its file; ``"skip"``: it is dropped and named in
             :attr:`skip_report` (batches keep their count; a batch left empty is not
             yielded).
+        worker_type: ``"process"`` (default): the ``num_workers`` workers are processes,
+            as torch's; ``"thread"``: threads of this process, running the same plan
+            (the same batches in the same order, sharding, resume and per-sample
+            seeds), each batch assembled in place and handed back without pickling
+            or copies (:mod:`trivium.data.workers`). Threads suit datasets whose work
+            releases the GIL (Trivium's decoders and tensor transforms); pure-Python
+            per-sample work holds it, and runs faster in processes.
 
     ``persistent_workers`` (torch's option) keeps the worker processes from one epoch
     to the next: the workers keep the dataset and the loader's settings as they were
@@ -150,7 +158,14 @@ class DataLoader:
     once an epoch's last batch is out its workers are told to exit and joined later:
     the epoch does not wait for them.
 
-    In the workers, batches made with :func:`trivium.core.empty_batch` (the fused
+    Worker threads (``worker_type="thread"``) start with each iteration
+    (``persistent_workers`` changes nothing there: there is no process start to
+    save); ``worker_init_fn(id)`` runs in each thread as it starts, and
+    :func:`trivium.data.get_worker_info` (not torch's) says which worker a thread is.
+    ``timeout`` bounds the wait for each batch, as with processes. Each thread gets
+    ``cpus // num_workers`` torch intra-op threads; the decoders' pool is shared.
+
+    In worker processes, batches made with :func:`trivium.core.empty_batch` (the fused
     decodes, :func:`trivium.core.stack_batch`) go out in shared-memory buffers that are
     reused once the main process holds no tensor of them
     (:class:`trivium.core.batching.BatchSlots`, ``prefetch_factor + 2`` per worker).
@@ -214,8 +229,10 @@ class DataLoader:
         device: str | torch.device | None = None,
         shared_cache: bool = True,
         on_error: str = "raise",
+        worker_type: str = "process",
     ) -> None:
         shuffle = bool(shuffle)
+        self.worker_type = check_worker_type(worker_type)
         _check_torch_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
         _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
         check_on_error(on_error)
@@ -352,8 +369,13 @@ class DataLoader:
     def _batching(self) -> Batching:
         return Batching(self.collate_fn, self._unbatched, self._graph.columnar)
 
+    @property
+    def _processes(self) -> bool:
+        """Whether the workers are processes (there are some, and not threads)."""
+        return self.num_workers > 0 and self.worker_type == "process"
+
     def _stream(self, plan: Plan | None) -> EpochStream | IterableStream:
-        if self.num_workers > 0 and self._batch_slots is None:
+        if self._processes and self._batch_slots is None:
             self._batch_slots = BatchSlots(self.num_workers, (self.prefetch_factor or 2) + 2)
         if self._graph.kind == "iterable":
             return IterableStream(
@@ -373,7 +395,7 @@ class DataLoader:
 
         Under torchrun with several ranks on this machine, one cache for all of them.
         """
-        if not (self.shared_cache and self._graph.columnar and self.num_workers > 0):
+        if not (self.shared_cache and self._graph.columnar and self._processes):
             return None
         if self._read_cache is None:
             cache = self._read_cache = SharedReadCache(name=self._machine_cache_name())
@@ -473,7 +495,19 @@ class DataLoader:
             return multiprocessing.get_start_method() == "fork"
         return context.get_start_method() == "fork"
 
-    def _torch_loader(self, stream: Any) -> torch.utils.data.DataLoader:
+    def _thread_workers(self, stream: Any) -> ThreadWorkers:
+        pin = None
+        if self.pin_memory and torch.cuda.is_available():
+            device = self.pin_memory_device or None
+            pin = functools.partial(torch.utils.data._utils.pin_memory.pin_memory, device=device)
+        return ThreadWorkers(
+            stream, self.num_workers, self.prefetch_factor, self.timeout, self.worker_init_fn,
+            seed=derive_seed(self.seed, self.epoch), dataset=self.dataset, pin=pin,
+        )  # fmt: skip
+
+    def _torch_loader(self, stream: Any) -> torch.utils.data.DataLoader | ThreadWorkers:
+        if self.num_workers > 0 and self.worker_type == "thread":
+            return self._thread_workers(stream)
         extra: dict[str, Any] = {}
         if self.num_workers > 0:
             extra = {
