@@ -14,8 +14,12 @@ enum class ReadMode : int { Unchanged = 0, Gray = 1, GrayAlpha = 2, RGB = 3, RGB
 
 // Corrupt: damaged data; Unsupported: valid data in a format or feature not decoded;
 // TooLarge: over the pixel limit; BadArgument: an argument the image refuses (a roi
-// outside it), which the bindings raise as a plain ValueError, not a decode error.
-enum class ErrorKind : int { None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 3, BadArgument = 4 };
+// outside it), which the bindings raise as a plain ValueError, not a decode error;
+// Empty: no bytes at all. trivium.vision.io.codec.native_error maps each kind to its
+// Python error, the one map both bindings' failures go through.
+enum class ErrorKind : int {
+    None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 3, BadArgument = 4, Empty = 5
+};
 
 // Every decoder has this shape (JpegDecoder, PngDecoder, WebpDecoder), so that one template in the
 // bindings (module.cpp, torch_ops.cpp) serves them all:

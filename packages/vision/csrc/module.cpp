@@ -1,8 +1,8 @@
 // pybind11 bindings of the codecs: trivium.vision._C.
 //
-// What Python reads through _C rather than the torch operators (torch_ops.cpp): each
-// codec's header (`<format>_info`) and the scaled region decode of JPEG the fused
-// Decode* transforms use. Every function takes any contiguous byte buffer (bytes,
+// What Python reads through _C rather than the torch operators (torch_ops.cpp): the
+// format table (formats.h: `sniff`, `image_info`, `formats`) and the scaled region
+// decode of JPEG the fused Decode* transforms use. Every function takes any contiguous byte buffer (bytes,
 // bytearray, memoryview, a NumPy array) and returns NumPy arrays or dicts. The GIL is
 // released around all codec work and only taken back to allocate the output array.
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "formats.h"
 #include "jpeg_codec.h"
 #include "nms.h"
 #include "roi.h"
@@ -45,11 +46,15 @@ struct UnsupportedFailure : std::runtime_error {
 struct TooLargeFailure : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+struct EmptyFailure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 [[noreturn]] void raise(const Diagnostics& diag) {
     switch (diag.error) {
         case ErrorKind::Unsupported: throw UnsupportedFailure(diag.message);
         case ErrorKind::TooLarge: throw TooLargeFailure(diag.message);
+        case ErrorKind::Empty: throw EmptyFailure(diag.message);
         case ErrorKind::BadArgument: throw py::value_error(diag.message);
         default: throw DecodeFailure(diag.message);
     }
@@ -128,19 +133,41 @@ ReadMode read_mode(int mode) {
 // The bindings of every codec (codec.h's Decoder shape), one template each.
 
 // `<format>_info(data)`: the header, read without decoding pixels.
-template <typename Decoder>
-py::dict header_info(const py::buffer& data) {
+// The table's format of `data` (formats.h), or its failure raised.
+const Format& sniff_view(const ByteView& view) {
+    Diagnostics diag;
+    const Format* format = sniff(view.data(), view.size(), &diag);
+    if (format == nullptr) raise(diag);
+    return *format;
+}
+
+// `sniff(data)`: the format's name ("jpeg"), from the table.
+std::string py_sniff(const py::buffer& data) { return sniff_view(view_bytes(data)).name; }
+
+// `image_info(data)`: the header of a native format, read without decoding pixels; None
+// for a format decoded in Python.
+py::object py_image_info(const py::buffer& data) {
     ByteView view = view_bytes(data);
+    const Format& format = sniff_view(view);
+    if (!format.native()) return py::none();
     Diagnostics diag;
     ImageHeader header;
     bool ok;
     {
         py::gil_scoped_release release;
-        Decoder decoder(view.data(), view.size(), &diag);
-        ok = decoder.read_header(&header);
+        ok = format.info(view.data(), view.size(), &diag, &header);
     }
     if (!ok) raise(diag);
     return header_dict(header);
+}
+
+// `formats()`: the table's rows as (name, title, native), in its order.
+py::list py_formats() {
+    py::list rows;
+    for (const Format* f = formats_begin(); f != formats_end(); ++f) {
+        rows.append(py::make_tuple(f->name, f->title, f->native()));
+    }
+    return rows;
 }
 
 // A decode into a NumPy array: `prepare(decoder, &shape)` fixes the output with the
@@ -170,10 +197,6 @@ py::tuple decode_array(const py::buffer& data, const std::optional<py::object>& 
     return result(image, diag);
 }
 
-template <typename Decoder>
-void bind_codec(py::module_& m, const std::string& format) {
-    m.def((format + "_info").c_str(), &header_info<Decoder>, py::arg("data"));
-}
 
 // One JPEG decoded with the GIL released throughout (header, allocation, pixels): the
 // output is malloc'd by the decoding thread and handed to NumPy afterwards
@@ -598,11 +621,13 @@ PYBIND11_MODULE(_C, m) {
     auto base = py::register_exception<DecodeFailure>(m, "DecodeFailure", PyExc_ValueError);
     py::register_exception<UnsupportedFailure>(m, "UnsupportedFailure", base.ptr());
     py::register_exception<TooLargeFailure>(m, "TooLargeFailure", base.ptr());
+    py::register_exception<EmptyFailure>(m, "EmptyFailure", base.ptr());
 
     // Each codec's header reader (trivium.vision.io's format registry reads these).
-    bind_codec<JpegDecoder>(m, "jpeg");
-    bind_codec<PngDecoder>(m, "png");
-    bind_codec<WebpDecoder>(m, "webp");
+    m.def("sniff", &py_sniff, py::arg("data"));
+    m.def("image_info", &py_image_info, py::arg("data"));
+    m.def("formats", &py_formats);
+    m.attr("SNIFF_BYTES") = kSniffBytes;
     m.def("decode_jpeg", &py_decode_jpeg, py::arg("data"), py::arg("mode"), py::arg("scale_num"),
           py::arg("roi"), py::arg("strict"), py::arg("max_pixels"), py::arg("out") = py::none());
     m.def("decode_webp", &py_decode_webp, py::arg("data"), py::arg("mode"), py::arg("strict"),

@@ -29,6 +29,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "formats.h"
 #include "jpeg_codec.h"
 #include "png_codec.h"
 #include "webp_codec.h"
@@ -403,126 +404,30 @@ at::Tensor decode_webp_image(const at::Tensor& data, const ImageArgs& a, const s
     return decode_webp_impl(data, a, where, std::nullopt, "decode_image");
 }
 
-// One record per format decode_image reads: its name, signature and decode, and a
-// second tag `tag_at` bytes in where the signature alone does not identify the format
-// (WebP: "RIFF" at 0, "WEBP" at 8). The same formats, in the same order, as
-// trivium.vision.io.codec's registry (FORMATS).
-struct ImageFormat {
-    const char* name;
-    const char* signature;
-    size_t signature_size;
-    at::Tensor (*decode)(const at::Tensor&, const ImageArgs&, const std::string&);
-    const char* tag = "";
-    size_t tag_at = 0;
-    size_t tag_size = 0;
-};
-constexpr ImageFormat kFormats[] = {
-    {"JPEG", "\xff\xd8\xff", 3, decode_jpeg_image},
-    {"PNG", "\x89PNG\r\n\x1a\n", 8, decode_png_image},
-    {"WebP", "RIFF", 4, decode_webp_image, "WEBP", 8, 4},
-};
+// decode_image's decode of each native format of the table (formats.h), by name.
+using ImageDecode = at::Tensor (*)(const at::Tensor&, const ImageArgs&, const std::string&);
 
-// Formats that trivium.vision.io decodes in Python, through Pillow (io/pillow.py,
-// io/gif.py; the same tests of the first kSniffBytes bytes, in the same order as its
-// registry). The op's Python kernel (trivium.vision.io.ops) decodes them; without
-// Python (a deployed C++ program) they raise NotImplementedError naming the format.
-constexpr size_t kSniffBytes = 32;
-
-uint32_t le32(const uint8_t* p) { return p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24; }
-uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
-
-bool starts_with(const Bytes& b, const char* sig, size_t n, size_t at = 0) {
-    return b.size >= at + n && std::memcmp(b.data + at, sig, n) == 0;
+ImageDecode image_decode(const Format& format) {
+    const std::string name = format.name;
+    if (name == "jpeg") return decode_jpeg_image;
+    if (name == "png") return decode_png_image;
+    if (name == "webp") return decode_webp_image;
+    return nullptr;
 }
 
-bool is_gif(const Bytes& b) { return starts_with(b, "GIF87a", 6) || starts_with(b, "GIF89a", 6); }
-
-// "BM" and a DIB header size Pillow reads.
-bool is_bmp(const Bytes& b) {
-    if (!starts_with(b, "BM", 2) || b.size < 18) return false;
-    const uint32_t header = le32(b.data + 14);
-    return header == 12 || header == 40 || header == 52 || header == 56 || header == 64 ||
-           header == 108 || header == 124;
-}
-
-bool is_tiff(const Bytes& b) {
-    return starts_with(b, "II*\0", 4) || starts_with(b, "MM\0*", 4) || starts_with(b, "II+\0", 4) ||
-           starts_with(b, "MM\0+", 4);
-}
-
-// Netpbm "P1".."P6" followed by white space.
-bool is_ppm(const Bytes& b) {
-    return b.size >= 3 && b.data[0] == 'P' && b.data[1] >= '1' && b.data[1] <= '6' &&
-           std::strchr(" \t\n\v\f\r", b.data[2]) != nullptr && b.data[2] != 0;
-}
-
-// An ISO BMFF "ftyp" box naming one of `brands` as its major or a compatible brand
-// (those within the first kSniffBytes bytes).
-bool has_brand(const Bytes& b, std::initializer_list<const char*> brands) {
-    if (!starts_with(b, "ftyp", 4, 4) || b.size < 12) return false;
-    const size_t end = std::min<size_t>({b.size, kSniffBytes, be32(b.data)});
-    auto named = [&](size_t at) {
-        for (const char* brand : brands) {
-            if (std::memcmp(b.data + at, brand, 4) == 0) return true;
-        }
-        return false;
-    };
-    if (named(8)) return true;
-    for (size_t at = 16; at + 4 <= end; at += 4) {
-        if (named(at)) return true;
-    }
-    return false;
-}
-
-bool is_avif(const Bytes& b) { return has_brand(b, {"avif", "avis"}); }
-
-bool is_heic(const Bytes& b) {
-    return has_brand(b, {"heic", "heix", "heim", "heis", "hevc", "hevx", "hevm", "hevs", "mif1",
-                         "msf1"});
-}
-
-struct PythonFormat {
-    const char* name;
-    bool (*matches)(const Bytes&);
-};
-constexpr PythonFormat kPythonFormats[] = {
-    {"BMP", is_bmp},   {"TIFF", is_tiff}, {"PPM", is_ppm},
-    {"AVIF", is_avif}, {"HEIC", is_heic}, {"GIF", is_gif},
-};
-
-// The formats' names (kFormats, then with `python` kPythonFormats) joined as "JPEG,
-// PNG and GIF" (`word` "and") or "JPEG, PNG or GIF", as trivium.vision.io.codec words them.
-std::string format_names(const char* word, bool python = true) {
-    std::vector<const char*> all;
-    for (const ImageFormat& format : kFormats) all.push_back(format.name);
-    if (python) {
-        for (const PythonFormat& format : kPythonFormats) all.push_back(format.name);
-    }
-    std::string names;
-    for (size_t i = 0; i < all.size(); ++i) {
-        names += i == 0 ? "" : (i + 1 == all.size() ? std::string(" ") + word + " " : ", ");
-        names += all[i];
-    }
-    return names;
-}
-
-// The format of `b` from its first bytes; anything else raises, naming what it is.
-const ImageFormat& sniff(const Bytes& b, const std::string& where) {
-    for (const ImageFormat& format : kFormats) {
-        if (starts_with(b, format.signature, format.signature_size) &&
-            starts_with(b, format.tag, format.tag_size, format.tag_at)) {
-            return format;
-        }
-    }
-    TORCH_CHECK_VALUE(b.size > 0, where, "empty input (0 bytes)");
-    for (const PythonFormat& format : kPythonFormats) {
-        TORCH_CHECK_NOT_IMPLEMENTED(!format.matches(b), where, format.name,
-                                    " images are decoded in Python (through Pillow), not by this "
-                                    "C++ operator (it decodes ", format_names("and", false), ")");
-    }
-    const std::string supported = " images are not supported (" + format_names("and") + " are)";
-    TORCH_CHECK_NOT_IMPLEMENTED(!starts_with(b, "\0\0\1\0", 4), where, "ICO", supported);
-    TORCH_CHECK_VALUE(false, where, "not a ", format_names("or"), " image (unknown signature)");
+// The format of `b` from its first bytes (the table's sniff); anything else raises, naming
+// what it is. Formats decoded in Python (through Pillow) raise NotImplementedError: the
+// op's Python kernel (trivium.vision.io.ops) decodes them; without Python (a deployed C++
+// program) that names the format.
+ImageDecode sniff_decode(const Bytes& b, const std::string& where) {
+    Diagnostics diag;
+    const Format* format = sniff(b.data, b.size, &diag);
+    if (format == nullptr) fail(diag, where, "decode_image");
+    const ImageDecode decode = image_decode(*format);
+    TORCH_CHECK_NOT_IMPLEMENTED(decode != nullptr, where, format->title,
+                                " images are decoded in Python (through Pillow), not by this "
+                                "C++ operator (it decodes ", format_names("and", false), ")");
+    return decode;
 }
 
 // ---- The operators ----
@@ -586,9 +491,8 @@ at::Tensor decode_image_op(const at::Tensor& data, int64_t mode, bool apply_exif
                            std::optional<at::ScalarType> dtype, std::optional<bool> strict, int64_t max_pixels,
                            std::optional<c10::string_view> path) {
     const std::string where = prefix(path);
-    const ImageFormat& format = sniff(encoded_bytes(data, "decode_image"), where);
-    return format.decode(data, ImageArgs{mode, apply_exif_orientation, dtype, strict, max_pixels},
-                         where);
+    const ImageDecode decode = sniff_decode(encoded_bytes(data, "decode_image"), where);
+    return decode(data, ImageArgs{mode, apply_exif_orientation, dtype, strict, max_pixels}, where);
 }
 
 // A [C, H, W] image as contiguous [H, W, C] samples, checked.

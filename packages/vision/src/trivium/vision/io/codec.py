@@ -1,11 +1,14 @@
 """What every image codec shares: read modes, header info, the pixel limit, input
 normalisation, the format registry, batch decode and native errors.
 
-Each format (``jpeg.py``, ``png.py``, ``webp.py``; ``gif.py`` and ``pillow.py`` for the
-formats decoded through Pillow) registers one :class:`ImageFormat` record with
-:func:`register_format`: its signature, header reader, public decoder and custom op.
-:func:`sniff_format` and ``image_info`` loop over the records; the design notes
-("Adding an image format") list the steps of adding one.
+The formats are the rows of one C++ table (``csrc/formats.cpp``: name, title, test on
+the first bytes, header reader), which both native bindings use; each format's module
+(``jpeg.py``, ``png.py``, ``webp.py``; ``gif.py`` and ``pillow.py`` for the formats
+decoded through Pillow) registers one :class:`ImageFormat` record for its row with
+:func:`register_format`: its public decoder and custom op. :func:`sniff_format` and
+``image_info`` ask the table; :func:`native_error` is the one map from the codecs'
+failures to Python errors. The design notes ("Adding an image format") list the steps
+of adding one.
 
 Example:
     >>> from trivium.vision.io import ImageReadMode, get_max_image_pixels
@@ -201,53 +204,57 @@ def as_tensor(data: EncodedData, func: str) -> torch.Tensor:
 # ---- The format registry ----
 
 
+# The one table of formats is C++'s (csrc/formats.h): every format's name, title, signature
+# test and header reader, read here through _C. A record below adds what Python needs.
+_TABLE = {name: (title, native) for name, title, native in _C.formats()}
+
+
 @dataclass(frozen=True)
 class ImageFormat:
-    """One image format: how to recognise it, read its header and decode it.
+    """A format of the C++ table (``csrc/formats.h``), registered with its decoder and op.
 
     - ``name``: the format's name in :class:`ImageInfo` and :func:`sniff_format`
-      (``"jpeg"``); messages use its :attr:`title`.
-    - ``signatures``: byte strings one of which the encoded data starts with.
-    - ``read_header``: the native header reader (``_C.<name>_info``): a buffer from
-      :func:`as_buffer` to the fields of :class:`ImageInfo`.
+      (``"jpeg"``), the name of its row in the C++ table; messages use its
+      :attr:`title`, as that row spells it.
     - ``decoder``: the public decoder (``decode_<name>``).
     - ``op``: its custom op (``torch.ops.trivium.decode_<name>.default``).
 
-    ``decode_image`` runs the op ``trivium::decode_image``, whose C++ table of formats
-    (csrc/torch_ops.cpp) lists the same native formats in the same order. Formats
-    decoded in Python (``native`` False: through Pillow, see ``pillow.py``) are
-    recognised there too, and the op's Python kernel decodes them.
+    The table recognises the format (``_C.sniff``) and reads a native format's header
+    (``_C.image_info``); ``decode_image`` runs the op ``trivium::decode_image``, which
+    sniffs with the same table. Formats decoded in Python (``native`` False: through
+    Pillow, see ``pillow.py``) are rows there too, and the op's Python kernel decodes them.
 
     Example:
         >>> jpeg = find_format(b"\\xff\\xd8\\xff\\xe0")
-        >>> jpeg.name, jpeg.decoder.__name__, str(jpeg.op)
-        ('jpeg', 'decode_jpeg', 'trivium.decode_jpeg.default')
+        >>> jpeg.name, jpeg.title, jpeg.decoder.__name__, str(jpeg.op)
+        ('jpeg', 'JPEG', 'decode_jpeg', 'trivium.decode_jpeg.default')
     """
 
     name: str
-    signatures: tuple[bytes, ...]
-    read_header: Callable[[Buffer], dict[str, Any]]
     decoder: Callable[..., Any]
     op: Any
 
     def matches(self, head: bytes) -> bool:
-        """Whether encoded data starting with ``head`` is of this format.
+        """Whether encoded data starting with ``head`` is of this format (the C++ table's test).
 
         Example:
             >>> find_format(b"\\x89PNG\\r\\n\\x1a\\n").matches(b"\\x89PNG\\r\\n\\x1a\\n....")
             True
         """
-        return head.startswith(self.signatures)
+        try:
+            return _C.sniff(head) == self.name
+        except ValueError:
+            return False
 
     @property
     def title(self) -> str:
-        """The format's name in messages: ``name`` upper-cased, unless a format says otherwise.
+        """The format's name in messages, as the C++ table spells it.
 
         Example:
-            >>> find_format(b"\\xff\\xd8\\xff").title
-            'JPEG'
+            >>> find_format(b"RIFF\\0\\0\\0\\0WEBP").title
+            'WebP'
         """
-        return self.name.upper()
+        return _TABLE[self.name][0]
 
     @property
     def native(self) -> bool:
@@ -257,7 +264,19 @@ class ImageFormat:
             >>> find_format(b"\\xff\\xd8\\xff").native
             True
         """
-        return True
+        return _TABLE[self.name][1]
+
+    def read_header(self, buffer: Buffer) -> dict[str, Any]:
+        """The fields of :class:`ImageInfo` from the header of ``buffer`` (from :func:`as_buffer`).
+
+        Example:
+            >>> from trivium.vision.io import encode_jpeg
+            >>> data = encode_jpeg(torch.zeros(3, 8, 16, dtype=torch.uint8)).numpy()
+            >>> header = find_format(data[:32].tobytes()).read_header(data)
+            >>> header["format"], header["height"], header["width"]
+            ('jpeg', 8, 16)
+        """
+        return _C.image_info(buffer)
 
     def unavailable(self) -> str | None:
         """None where this format decodes here, else what to install for it.
@@ -269,8 +288,8 @@ class ImageFormat:
         return None
 
 
-#: How many first bytes of the data the formats' ``matches`` read.
-SNIFF_BYTES = 32
+#: How many first bytes of the data the formats' tests read.
+SNIFF_BYTES = _C.SNIFF_BYTES
 
 #: File extensions of the image formats Trivium knows, to their format's name:
 #: torchvision's ``IMG_EXTENSIONS`` first, in its order, then the others.
@@ -310,49 +329,38 @@ _FORMATS: dict[str, ImageFormat] = {}
 def register_format(image_format: ImageFormat) -> ImageFormat:
     """Add a format to the registry (each format's module calls it once, on import).
 
-    Registering a name again replaces its record.
+    Its name must be a row of the C++ table; registering a name again replaces its record.
 
     Example:
         >>> register_format(find_format(b"\\xff\\xd8\\xff")).name
         'jpeg'
     """
+    if image_format.name not in _TABLE:
+        raise ValueError(
+            f"register_format: {image_format.name!r} is not in the C++ format table "
+            f"(csrc/formats.cpp has {', '.join(_TABLE)})"
+        )
     _FORMATS[image_format.name] = image_format
     return image_format
 
 
 def formats() -> tuple[ImageFormat, ...]:
-    """The registered formats: the native ones, then those decoded in Python.
-
-    Each group in the order it was registered (torch_ops.cpp lists them the same way).
+    """The registered formats in the C++ table's order: native ones, then those decoded in Python.
 
     Example:
         >>> [f.name for f in formats()][:3]
         ['jpeg', 'png', 'webp']
     """
-    return tuple(sorted(_FORMATS.values(), key=lambda f: not f.native))
-
-
-def _names(word: str) -> str:
-    """The formats' names joined as "JPEG and PNG" (``word`` "and") or "JPEG or PNG".
-
-    Native formats first, then those decoded in Python, as torch_ops.cpp words them.
-    """
-    names = [f.title for f in formats()]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
-
-
-# Signatures of formats we recognise but do not decode, for a helpful error.
-_OTHER_FORMATS = {
-    b"\x00\x00\x01\x00": "ICO",
-}
+    return tuple(_FORMATS[name] for name in _TABLE if name in _FORMATS)
 
 
 def find_format(head: bytes) -> ImageFormat:
     """The registered format of encoded data starting with ``head``; raises for anything else.
 
-    Empty data raises :class:`~trivium.core.errors.EmptyInputError`, a known format
-    that is not registered (ICO) or needs what is not installed (HEIC without
-    pillow-heif) ``UnsupportedFormatError``, anything else ``DecodeError``.
+    The C++ table recognises it (``_C.sniff``). Empty data raises
+    :class:`~trivium.core.errors.EmptyInputError`, a known format that is not
+    registered (ICO) or needs what is not installed (HEIC without pillow-heif)
+    ``UnsupportedFormatError``, anything else ``DecodeError``.
 
     Example:
         >>> find_format(b"\\x00\\x00\\x01\\x00....")  # doctest: +ELLIPSIS
@@ -360,19 +368,17 @@ def find_format(head: bytes) -> ImageFormat:
         ...
         trivium.core.errors.UnsupportedFormatError: ICO images are not supported (JPEG, ... are)
     """
-    for image_format in _FORMATS.values():
-        if image_format.matches(head):
-            missing = image_format.unavailable()
-            if missing is not None:
-                raise UnsupportedFormatError(missing)
-            return image_format
-    if not head:
-        raise EmptyInputError()
-    supported = f"images are not supported ({_names('and')} are)"
-    for signature, name in _OTHER_FORMATS.items():
-        if head.startswith(signature):
-            raise UnsupportedFormatError(f"{name} {supported}")
-    raise DecodeError(f"not a {_names('or')} image (unknown signature)")
+    try:
+        name = _C.sniff(head)
+    except ValueError as e:
+        raise native_error(failure_kind(e), str(e), None, "decode_image") from None
+    image_format = _FORMATS.get(name)
+    if image_format is None:
+        raise UnsupportedFormatError(f"{_TABLE[name][0]} images are not supported")
+    missing = image_format.unavailable()
+    if missing is not None:
+        raise UnsupportedFormatError(missing)
+    return image_format
 
 
 def format_of(buffer: Buffer, path: PathLike | None = None) -> ImageFormat:
@@ -398,15 +404,63 @@ def sniff_format(data: EncodedData, *, path: PathLike | None = None) -> str:
     return format_of(as_buffer(data, "decode_image"), path).name
 
 
+# ---- The one error map: the codecs' failures (codec.h's ErrorKind) as Python errors ----
+
+#: codec.h's ``ErrorKind`` values.
+CORRUPT, UNSUPPORTED, TOO_LARGE, BAD_ARGUMENT, EMPTY = 1, 2, 3, 4, 5
+
+
+def native_error(kind: int, message: str, path: PathLike | None, func: str) -> Exception:
+    """The error for a codec failure of ``kind`` (codec.h's ``ErrorKind``), from either binding.
+
+    Bad arguments (a roi outside the image) name the function; the rest are
+    ``trivium.core.errors`` classes naming ``path``.
+
+    Example:
+        >>> native_error(CORRUPT, "premature end of data", "a.jpg", "decode_jpeg")
+        DecodeError('a.jpg: premature end of data')
+        >>> native_error(BAD_ARGUMENT, "roi (...) is outside", "a.jpg", "decode_jpeg")
+        ValueError('decode_jpeg: roi (...) is outside')
+        >>> native_error(EMPTY, "empty input (0 bytes)", "a.jpg", "decode_jpeg")
+        EmptyInputError('a.jpg: empty input (0 bytes)')
+    """
+    if kind == BAD_ARGUMENT:
+        return ValueError(f"{func}: {message}")
+    if kind == UNSUPPORTED:
+        return UnsupportedFormatError(message, path=path)
+    if kind == EMPTY:
+        return EmptyInputError(path=path)
+    return DecodeError(message, path=path)
+
+
+def failure_kind(error: Exception) -> int:
+    """The ``ErrorKind`` of what a ``_C`` call raised (a plain ``ValueError``: a bad argument).
+
+    Example:
+        >>> failure_kind(_C.UnsupportedFailure("x")), failure_kind(ValueError("roi ..."))
+        (2, 4)
+    """
+    for failure, kind in _FAILURES:
+        if isinstance(error, failure):
+            return kind
+    return BAD_ARGUMENT
+
+
+_FAILURES = (
+    (_C.UnsupportedFailure, UNSUPPORTED),
+    (_C.TooLargeFailure, TOO_LARGE),
+    (_C.EmptyFailure, EMPTY),
+    (_C.DecodeFailure, CORRUPT),
+)
+
+
 @contextmanager
-def native_errors(path: PathLike | None) -> Iterator[None]:
-    """Re-raise the codec failures as Trivium errors naming `path`."""
+def native_errors(path: PathLike | None, func: str = "decode_image") -> Iterator[None]:
+    """Re-raise the codec failures as :func:`native_error` gives them, naming ``path``."""
     try:
         yield
-    except _C.UnsupportedFailure as e:
-        raise UnsupportedFormatError(str(e), path=path) from None
     except _C.DecodeFailure as e:
-        raise DecodeError(str(e), path=path) from None
+        raise native_error(failure_kind(e), str(e), path, func) from None
     except DecodeError as e:  # from a format decoded in Python
         if e.path is not None or path is None:
             raise

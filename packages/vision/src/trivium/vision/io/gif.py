@@ -279,7 +279,7 @@ class GifFormat(PillowFormat):
         image = finish(frames, 0, dtype, eager, "decode_image")
         return image[0] if image.shape[0] == 1 else image
 
-    def header(self, buffer: Any) -> dict[str, Any]:
+    def read_header(self, buffer: Any) -> dict[str, Any]:
         """The fields of ``ImageInfo``: the output's size, 3 channels (RGB), 8 bits."""
         gif = parse(bytes(memoryview(buffer)), frames=False)
         height, width = canvas_size(gif)
@@ -324,4 +324,4 @@ def decode_gif(
     return _decode_gif(input, mode, device=device, max_pixels=max_pixels, path=path)
 
 
-register_pillow_format("gif", is_gif, lambda fp: None, kind=GifFormat)
+register_pillow_format("gif", lambda fp: None, kind=GifFormat)

@@ -29,7 +29,9 @@ from trivium.vision.io.codec import (
     batch_where,
     check_damage,
     encode_with,
+    failure_kind,
     max_pixels_arg,
+    native_error,
     native_max_pixels,
     register_format,
     to_chw,
@@ -170,7 +172,7 @@ def _decode_one(
             buffer, mode, eighths, roi, strict is True, native_max_pixels(limit)
         )
     except ValueError as e:  # the codec's failure, as the op words it
-        raise ops.native_error(ops.failure_kind(e), str(e), path, "decode_jpeg") from None
+        raise native_error(failure_kind(e), str(e), path, "decode_jpeg") from None
     if damage:
         check_damage(warnings_, damage, strict, path, stacklevel=4)
     return to_chw(array)
@@ -197,12 +199,12 @@ def _decode_list(
     for index, kind, message, warnings_, damage in problems:
         where = batch_where(path, index)
         if kind:
-            raise ops.native_error(kind, message, where, "decode_jpeg")
+            raise native_error(kind, message, where, "decode_jpeg")
         check_damage(warnings_, damage, strict, where, stacklevel=5)
     return [to_chw(array) for array in images]
 
 
-register_format(ImageFormat("jpeg", (b"\xff\xd8\xff",), _C.jpeg_info, decode_jpeg, _decode_op))
+register_format(ImageFormat("jpeg", decode_jpeg, _decode_op))
 
 
 def _subsampling_code(subsampling: int | str) -> int:

@@ -61,21 +61,20 @@ import numpy as np
 import torch
 
 from trivium.core import is_tracing, ops_intercepted
-from trivium.core.errors import (
-    EMPTY_INPUT,
-    DecodeError,
-    DecodeWarning,
-    EmptyInputError,
-    UnsupportedFormatError,
-)
+from trivium.core.errors import EMPTY_INPUT, DecodeWarning
 from trivium.vision import _C
 from trivium.vision.io.codec import (
+    BAD_ARGUMENT,
+    CORRUPT,
+    EMPTY,
+    UNSUPPORTED,
     EncodedData,
     ImageReadMode,
     PathLike,
     as_tensor,
     batch_where,
     decode_batch,
+    native_error,
     native_max_pixels,
     warning_where,
 )
@@ -164,10 +163,12 @@ def native_dtype() -> Iterator[None]:
 
 
 def translate_error(error: Exception, path: str | None, func: str | None = None) -> Exception:
-    """The Trivium error for what a C++ kernel raised (its message names ``path`` first).
+    """The error for what a C++ kernel raised (its message names ``path`` first).
 
-    Errors in the arguments name the function instead (``"decode_jpeg: roi ..."``):
-    they stay a plain ``ValueError``.
+    The op's ``c10::Error`` carries its ``ErrorKind`` in its type and words
+    (``NotImplementedError``: unsupported; the function's name first: a bad argument,
+    a plain ``ValueError``; the empty-input message), and
+    :func:`~trivium.vision.io.codec.native_error` maps it.
 
     Example:
         >>> translate_error(ValueError("a.png: empty input (0 bytes)"), "a.png")
@@ -177,14 +178,14 @@ def translate_error(error: Exception, path: str | None, func: str | None = None)
     """
     reason = str(error)
     if func is not None and isinstance(error, ValueError) and reason.startswith(f"{func}: "):
-        return ValueError(reason)
+        return native_error(BAD_ARGUMENT, reason.removeprefix(f"{func}: "), path, func)
     if path is not None:
         reason = reason.removeprefix(f"{path}: ")
     if isinstance(error, NotImplementedError):
-        return UnsupportedFormatError(reason, path=path)
-    if reason == EMPTY_INPUT:
-        return EmptyInputError(path=path)
-    return DecodeError(reason, path=path)
+        kind = UNSUPPORTED
+    else:
+        kind = EMPTY if reason == EMPTY_INPUT else CORRUPT
+    return native_error(kind, reason, path, func or "decode_image")
 
 
 def _binder(op: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], list[Any]]:
@@ -484,40 +485,6 @@ def run_decoder(
     if many:
         return decode_batch(decode_one, input, path, out)
     return decode_one(input, path, out)
-
-
-# Codec failures as the ops raise them: codec.h's ErrorKind values.
-_CORRUPT, _UNSUPPORTED, _BAD_ARGUMENT = 1, 2, 4
-
-
-def native_error(kind: int, message: str, path: str | None, func: str) -> Exception:
-    """The error the op raises for a codec failure of ``kind`` (codec.h's ``ErrorKind``).
-
-    Bad arguments (a roi outside the image) name the function; the rest name ``path``.
-
-    Example:
-        >>> native_error(1, "premature end of data", "a.jpg", "decode_jpeg")
-        DecodeError('a.jpg: premature end of data')
-        >>> native_error(4, "roi (...) is outside", "a.jpg", "decode_jpeg")
-        ValueError('decode_jpeg: roi (...) is outside')
-    """
-    if kind == _BAD_ARGUMENT:
-        return ValueError(f"{func}: {message}")
-    if kind == _UNSUPPORTED:
-        return UnsupportedFormatError(message, path=path)
-    return DecodeError(message, path=path)
-
-
-def failure_kind(error: ValueError) -> int:
-    """The ``ErrorKind`` of what a ``_C`` decode raised (a plain ``ValueError``: a bad argument).
-
-    Example:
-        >>> failure_kind(_C.UnsupportedFailure("x")), failure_kind(ValueError("roi ..."))
-        (2, 4)
-    """
-    if isinstance(error, _C.UnsupportedFailure):
-        return _UNSUPPORTED
-    return _CORRUPT if isinstance(error, _C.DecodeFailure) else _BAD_ARGUMENT
 
 
 # Fake kernels: the output's size is data-dependent (unbacked), it is contiguous, and

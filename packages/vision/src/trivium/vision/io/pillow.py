@@ -55,87 +55,16 @@ from trivium.vision.io.codec import (
 from trivium.vision.io.orientation import apply_exif_orientation
 
 _EXIF_ORIENTATION = 0x0112
-_FTYP_END = 32  # the bytes the ftyp brands are read from (codec.SNIFF_BYTES)
-
-
-# ---- What each format's first bytes look like (torch_ops.cpp tests the same) ----
 
 
 def is_gif(head: bytes) -> bool:
-    """GIF87a or GIF89a.
+    """GIF87a or GIF89a (the GIF reader checks its input with it).
 
     Example:
         >>> is_gif(b"GIF89a..."), is_gif(b"GIF90a")
         (True, False)
     """
     return head.startswith((b"GIF87a", b"GIF89a"))
-
-
-def is_bmp(head: bytes) -> bool:
-    """ "BM" and a DIB header size Pillow reads.
-
-    Example:
-        >>> is_bmp(b"BM" + bytes(12) + (40).to_bytes(4, "little")), is_bmp(b"BMP file")
-        (True, False)
-    """
-    if not head.startswith(b"BM") or len(head) < 18:
-        return False
-    return int.from_bytes(head[14:18], "little") in (12, 40, 52, 56, 64, 108, 124)
-
-
-def is_tiff(head: bytes) -> bool:
-    """A TIFF or BigTIFF header, either byte order.
-
-    Example:
-        >>> is_tiff(b"II*\\x00...."), is_tiff(b"MM\\x00+...."), is_tiff(b"II\\x00*")
-        (True, True, False)
-    """
-    return head.startswith((b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+"))
-
-
-def is_ppm(head: bytes) -> bool:
-    """Netpbm P1..P6 (bitmap, graymap, pixmap; plain or raw) followed by white space.
-
-    Example:
-        >>> is_ppm(b"P6\\n4 4\\n255\\n"), is_ppm(b"P7\\n")
-        (True, False)
-    """
-    return (
-        len(head) >= 3
-        and head[:1] == b"P"
-        and head[1:2] in b"123456"
-        and head[2:3] in (b" \t\n\v\f\r")
-    )
-
-
-def _has_brand(head: bytes, brands: tuple[bytes, ...]) -> bool:
-    """An ISO BMFF ftyp box naming one of ``brands`` (major, or compatible within the head)."""
-    if head[4:8] != b"ftyp" or len(head) < 12:
-        return False
-    end = min(len(head), _FTYP_END, int.from_bytes(head[:4], "big"))
-    named = [head[8:12]] + [head[i : i + 4] for i in range(16, end - 3, 4)]
-    return any(brand in brands for brand in named)
-
-
-def is_avif(head: bytes) -> bool:
-    """An ftyp box naming the AVIF brands.
-
-    Example:
-        >>> is_avif(b"\\x00\\x00\\x00\\x1cftypavif" + bytes(16)), is_avif(b"....ftypheic....")
-        (True, False)
-    """
-    return _has_brand(head, (b"avif", b"avis"))
-
-
-def is_heic(head: bytes) -> bool:
-    """An ftyp box naming HEIC / HEIF brands (AVIF is tested first).
-
-    Example:
-        >>> is_heic(b"\\x00\\x00\\x00\\x18ftypheic" + bytes(12))
-        True
-    """
-    brands = (b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs")
-    return _has_brand(head, (*brands, b"mif1", b"msf1"))
 
 
 # ---- Where each format's decoder comes from ----
@@ -173,8 +102,8 @@ def _heif_image(fp: Any) -> Any:
 class PillowFormat(ImageFormat):
     """A format decoded in Python through Pillow: how to recognise, open and install it.
 
-    ``test`` is the signature test (``matches``), ``open_image`` opens a file object
-    with the format's Pillow plugin (reading only the header), ``requires`` the
+    Its row in the C++ table (``csrc/formats.cpp``) recognises it; ``open_image`` opens a
+    file object with the format's Pillow plugin (reading only the header), ``requires`` the
     modules it needs and ``install`` what to install when they are missing.
 
     Example:
@@ -183,25 +112,15 @@ class PillowFormat(ImageFormat):
         ('bmp', False, None)
     """
 
-    test: Callable[[bytes], bool] = is_bmp
     open_image: Callable[[Any], Any] = _no_plugin
     requires: tuple[str, ...] = ("PIL",)
     install: str = "Pillow: pip install pillow"
-
-    def matches(self, head: bytes) -> bool:
-        """Whether data starting with ``head`` is of this format (``test``)."""
-        return self.test(head)
-
-    @property
-    def native(self) -> bool:
-        """False: decoded in Python."""
-        return False
 
     def unavailable(self) -> str | None:
         """What to install to decode this format here, or None."""
         if all(_installed(module) for module in self.requires):
             return None
-        return f"{self.name.upper()} images need {self.install}"
+        return f"{self.title} images need {self.install}"
 
     def decode_with(
         self,
@@ -215,8 +134,8 @@ class PillowFormat(ImageFormat):
         """Decode ``data`` (bytes-like) as the op ``decode_image`` does: :func:`decode_pillow`."""
         return decode_pillow(self, data, mode, apply_orientation, dtype, max_pixels, eager)
 
-    def header(self, buffer: Any) -> dict[str, Any]:
-        """The fields of ``ImageInfo`` (``read_header``): :func:`read_header`."""
+    def read_header(self, buffer: Any) -> dict[str, Any]:
+        """The fields of ``ImageInfo``, from the header Pillow reads: :func:`read_header`."""
         return read_header(self, buffer)
 
 
@@ -478,24 +397,20 @@ _HEIF_INSTALL = "pillow-heif: pip install 'trivium-vision[heif]'"
 
 def register_pillow_format(
     name: str,
-    test: Callable[[bytes], bool],
     open_image: Callable[[Any], Any],
     requires: tuple[str, ...] = ("PIL",),
     install: str = "Pillow: pip install pillow",
     kind: type[PillowFormat] = PillowFormat,
 ) -> PillowFormat:
-    """Register a format decoded through Pillow (a record of ``kind``).
+    """Register a format decoded through Pillow (a record of ``kind``; ``name`` its table row).
 
     Its op is ``trivium::decode_image``, its public decoder :func:`decode_image_of`
-    the format, its header reader the record's ``header``.
+    the format, its header reader the record's ``read_header``.
     """
     record = kind(
         name,
-        (),
-        lambda buffer: record.header(buffer),
         decode_image_of(name),
         ops.decode_image_op,
-        test=test,
         open_image=open_image,
         requires=requires,
         install=install,
@@ -558,12 +473,11 @@ def python_decode(data: torch.Tensor, values: list[Any], eager: bool) -> torch.T
 
 
 ops.register_python_decoder(python_decode)
-register_pillow_format("bmp", is_bmp, _plugin("BmpImagePlugin", "BmpImageFile"))
-register_pillow_format("tiff", is_tiff, _plugin("TiffImagePlugin", "TiffImageFile"))
-register_pillow_format("ppm", is_ppm, _plugin("PpmImagePlugin", "PpmImageFile"))
+register_pillow_format("bmp", _plugin("BmpImagePlugin", "BmpImageFile"))
+register_pillow_format("tiff", _plugin("TiffImagePlugin", "TiffImageFile"))
+register_pillow_format("ppm", _plugin("PpmImagePlugin", "PpmImageFile"))
 decode_avif = register_pillow_format(
     "avif",
-    is_avif,
     _plugin("AvifImagePlugin", "AvifImageFile"),
     ("PIL", "PIL._avif"),
     "a Pillow built with AVIF support (its wheels since 11.3 are): pip install -U pillow",
@@ -586,7 +500,7 @@ decode_avif.__doc__ = """Decode an AVIF image to a [C, H, W] tensor (as torchvis
         (3, 4, 8)
     """
 decode_heic = register_pillow_format(
-    "heic", is_heic, _heif_image, ("PIL", "pillow_heif"), _HEIF_INSTALL
+    "heic", _heif_image, ("PIL", "pillow_heif"), _HEIF_INSTALL
 ).decoder
 decode_heic.__doc__ = """Decode an HEIC image to a [C, H, W] tensor (as torchvision.io.decode_heic).
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
     EncodedData,
@@ -70,7 +69,7 @@ def decode_png(
     return ops.run_decoder(op, input, args, path=path, device=device, func="decode_png", out=out)
 
 
-register_format(ImageFormat("png", (b"\x89PNG\r\n\x1a\n",), _C.png_info, decode_png, _decode_op))
+register_format(ImageFormat("png", decode_png, _decode_op))
 
 
 def encode_png(input: torch.Tensor, compression_level: int = 6) -> torch.Tensor:

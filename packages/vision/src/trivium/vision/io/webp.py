@@ -10,8 +10,6 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from trivium.vision import _C
@@ -24,7 +22,9 @@ from trivium.vision.io.codec import (
     PathLike,
     check_damage,
     encode_with,
+    failure_kind,
     max_pixels_arg,
+    native_error,
     native_max_pixels,
     register_format,
     strict_arg,
@@ -100,7 +100,7 @@ def _decode_one(
             buffer, mode, strict is True, native_max_pixels(limit)
         )
     except ValueError as e:  # the codec's failure, as the op words it
-        raise ops.native_error(ops.failure_kind(e), str(e), path, "decode_webp") from None
+        raise native_error(failure_kind(e), str(e), path, "decode_webp") from None
     if damage:
         check_damage(warnings_, damage, strict, path, stacklevel=4)
     if array.ndim == 4:  # an animation's (T, H, W, C) frames
@@ -108,32 +108,7 @@ def _decode_one(
     return to_chw(array)
 
 
-@dataclass(frozen=True)
-class _WebpFormat(ImageFormat):
-    """WebP's record: "RIFF" alone is any RIFF file (WAV, AVI); "WEBP" follows at byte 8."""
-
-    def matches(self, head: bytes) -> bool:
-        """Whether ``head`` starts a WebP file.
-
-        Example:
-            >>> webp = _WebpFormat("webp", (b"RIFF",), _C.webp_info, decode_webp, _decode_op)
-            >>> webp.matches(b"RIFF\\0\\0\\0\\0WEBP"), webp.matches(b"RIFF\\0\\0\\0\\0WAVE")
-            (True, False)
-        """
-        return head[:4] == b"RIFF" and head[8:12] == b"WEBP"
-
-    @property
-    def title(self) -> str:
-        """``"WebP"``.
-
-        Example:
-            >>> _WebpFormat("webp", (b"RIFF",), _C.webp_info, decode_webp, _decode_op).title
-            'WebP'
-        """
-        return "WebP"
-
-
-register_format(_WebpFormat("webp", (b"RIFF",), _C.webp_info, decode_webp, _decode_op))
+register_format(ImageFormat("webp", decode_webp, _decode_op))
 
 
 def encode_webp(
