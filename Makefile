@@ -17,7 +17,7 @@ NATIVE_SOURCES := $(wildcard packages/vision/csrc/* packages/vision/scripts/*) \
                   packages/vision/CMakeLists.txt
 PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 
-.PHONY: setup system demo demo-detection test lint format docs bench clean fuzz-asan wheels test-wheels
+.PHONY: setup system demo demo-detection test test-slow lint format docs bench clean fuzz-asan wheels test-wheels
 
 setup: system $(STAMPS)/packages
 
@@ -70,8 +70,13 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The test files spread over one pytest worker per core (a file stays on one worker).
+# `test` is the quick tier; the tests marked slow (fuzzing, leak loops, the largest
+# models' parity and compile checks) run in `test-slow`. CI runs both.
 test: setup lint docs
-	$(PY) -m pytest -q -n auto --dist loadfile
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not slow" --durations=15
+
+test-slow: setup
+	$(PY) -m pytest -q -n auto --dist loadfile -m slow --durations=15
 
 # The four wheels and sdists into dist/, each built as pip builds it (isolated, from its
 # sdist); the vision wheel made manylinux by auditwheel. torch's own libraries, which the
