@@ -51,6 +51,7 @@ from trivium.vision.models.detection.retinanet import (
     retinanet_resnet18_fpn,
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
+    retinanet_resnet50_fpn_v2,
 )
 from trivium.vision.models.efficientnet import (
     EfficientNet,
@@ -215,6 +216,7 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "retinanet_resnet50_fpn_v2",
     "swin_b",
     "swin_s",
     "swin_t",

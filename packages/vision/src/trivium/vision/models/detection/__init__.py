@@ -21,6 +21,7 @@ from trivium.vision.models.detection.retinanet import (
     retinanet_resnet18_fpn,
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
+    retinanet_resnet50_fpn_v2,
 )
 from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
 
@@ -33,4 +34,5 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "retinanet_resnet50_fpn_v2",
 ]
