@@ -43,6 +43,7 @@ from trivium.vision.models.convnext import (
     convnext_small,
     convnext_tiny,
 )
+from trivium.vision.models.detection.fcos import FCOS, fcos_resnet50_fpn
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
     RetinaNetClassificationHead,
@@ -148,6 +149,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
 
 __all__ = [
     "CLASSIFICATION_FAMILIES",
+    "FCOS",
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
@@ -184,6 +186,7 @@ __all__ = [
     "efficientnet_v2_l",
     "efficientnet_v2_m",
     "efficientnet_v2_s",
+    "fcos_resnet50_fpn",
     "load_weights",
     "maxvit_t",
     "mobilenet_v2",

@@ -30,7 +30,7 @@ Example:
 """
 
 from trivium.vision.ops.anchors import AnchorGenerator
-from trivium.vision.ops.box_coder import BoxCoder, Matcher
+from trivium.vision.ops.box_coder import BoxCoder, BoxLinearCoder, Matcher
 from trivium.vision.ops.boxes import (
     batched_nms,
     box_area,
@@ -76,6 +76,7 @@ __all__ = [
     "MLP",
     "AnchorGenerator",
     "BoxCoder",
+    "BoxLinearCoder",
     "Conv2dNormActivation",
     "Conv3dNormActivation",
     "DeformConv2d",

@@ -13,6 +13,13 @@ Example:
     ['boxes', 'labels', 'scores']
 """
 
+from trivium.vision.models.detection.fcos import (
+    FCOS,
+    FCOSClassificationHead,
+    FCOSHead,
+    FCOSRegressionHead,
+    fcos_resnet50_fpn,
+)
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
     RetinaNetClassificationHead,
@@ -26,11 +33,16 @@ from trivium.vision.models.detection.retinanet import (
 from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
 
 __all__ = [
+    "FCOS",
+    "FCOSClassificationHead",
+    "FCOSHead",
+    "FCOSRegressionHead",
     "GeneralizedRCNNTransform",
     "RetinaNet",
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "fcos_resnet50_fpn",
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
