@@ -32,6 +32,7 @@ from trivium.vision.models import (  # noqa: F401
     resnet,
     segmentation,
     swin_transformer,
+    vgg,
     video,
     vision_transformer,
 )
@@ -118,6 +119,17 @@ from trivium.vision.models.swin_transformer import (
     swin_v2_s,
     swin_v2_t,
 )
+from trivium.vision.models.vgg import (
+    VGG,
+    vgg11,
+    vgg11_bn,
+    vgg13,
+    vgg13_bn,
+    vgg16,
+    vgg16_bn,
+    vgg19,
+    vgg19_bn,
+)
 from trivium.vision.models.vision_transformer import (
     VisionTransformer,
     vit_b_16,
@@ -145,11 +157,13 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "VisionTransformer": vision_transformer.VIT_BUILDERS,
     "SwinTransformer": swin_transformer.SWIN_BUILDERS,
     "MaxVit": ("maxvit_t",),
+    "VGG": vgg.VGG_BUILDERS,
 }
 
 __all__ = [
     "CLASSIFICATION_FAMILIES",
     "FCOS",
+    "VGG",
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
@@ -226,6 +240,14 @@ __all__ = [
     "swin_v2_b",
     "swin_v2_s",
     "swin_v2_t",
+    "vgg11",
+    "vgg11_bn",
+    "vgg13",
+    "vgg13_bn",
+    "vgg16",
+    "vgg16_bn",
+    "vgg19",
+    "vgg19_bn",
     "vit_b_16",
     "vit_b_32",
     "vit_h_14",
