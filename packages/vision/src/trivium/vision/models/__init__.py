@@ -3,17 +3,18 @@
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
-V2), MaxViT-T: state dicts load to and from ``torchvision.models`` of the same names with
-``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
-downloaded). ``CLASSIFICATION_FAMILIES``
+V2), MaxViT-T, VGG (11 .. 19, with and without BatchNorm): state dicts load to and
+from ``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes
+a local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
 intermediate feature maps for detection backbones.
 
 Detection (also in :mod:`~trivium.vision.models.detection`): :class:`RetinaNet`
-(``retinanet_resnet50_fpn``, and the smaller
-``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) on a ResNet with a
-:class:`FeaturePyramidNetwork` (``resnet_fpn_backbone``), with torchvision's
-state dict names.
+(``retinanet_resnet50_fpn``, ``retinanet_resnet50_fpn_v2``, and the smaller
+``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) and :class:`FCOS`
+(``fcos_resnet50_fpn``) on a ResNet with a :class:`FeaturePyramidNetwork`
+(``resnet_fpn_backbone``), and :class:`SSD` (``ssd300_vgg16``,
+``ssdlite320_mobilenet_v3_large``), with torchvision's state dict names.
 
 Example:
     >>> import torch
@@ -54,6 +55,13 @@ from trivium.vision.models.detection.retinanet import (
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
     retinanet_resnet50_fpn_v2,
+)
+from trivium.vision.models.detection.ssd import (
+    SSD,
+    ssd300_vgg16,
+)
+from trivium.vision.models.detection.ssdlite import (
+    ssdlite320_mobilenet_v3_large,
 )
 from trivium.vision.models.efficientnet import (
     EfficientNet,
@@ -163,6 +171,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
 __all__ = [
     "CLASSIFICATION_FAMILIES",
     "FCOS",
+    "SSD",
     "VGG",
     "BackboneWithFPN",
     "BasicBlock",
@@ -234,6 +243,8 @@ __all__ = [
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
     "retinanet_resnet50_fpn_v2",
+    "ssd300_vgg16",
+    "ssdlite320_mobilenet_v3_large",
     "swin_b",
     "swin_s",
     "swin_t",

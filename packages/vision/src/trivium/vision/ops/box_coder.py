@@ -16,7 +16,7 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["BoxCoder", "BoxLinearCoder", "Matcher", "encode_boxes"]
+__all__ = ["BoxCoder", "BoxLinearCoder", "Matcher", "SSDMatcher", "encode_boxes"]
 
 
 def encode_boxes(reference_boxes: Tensor, proposals: Tensor, weights: Tensor) -> Tensor:
@@ -342,3 +342,39 @@ def _sizes(boxes: Tensor) -> Tensor:
     w = boxes[..., 2] - boxes[..., 0]
     h = boxes[..., 3] - boxes[..., 1]
     return torch.stack((w, h, w, h), dim=-1)
+
+
+class SSDMatcher(Matcher):
+    """SSD's matching: IoU at least ``threshold``, and every ground truth keeps its best box.
+
+    A :class:`Matcher` with both thresholds at ``threshold`` and no low-quality rule,
+    after which the prediction each ground truth overlaps most is matched to it
+    (whatever its IoU), as torchvision's ``SSDMatcher``.
+
+    Args:
+        threshold: the IoU from which a prediction is foreground.
+
+    Example:
+        >>> import torch
+        >>> iou = torch.tensor([[0.9, 0.3, 0.1], [0.2, 0.35, 0.3]])
+        >>> SSDMatcher(0.5)(iou).tolist()
+        [0, 1, -1]
+    """
+
+    def __init__(self, threshold: float) -> None:
+        super().__init__(threshold, threshold, allow_low_quality_matches=False)
+
+    def __call__(self, match_quality_matrix: Tensor) -> Tensor:
+        """The matched ground truth of each prediction, or -1.
+
+        Example:
+            >>> import torch
+            >>> SSDMatcher(0.5)(torch.tensor([[0.1, 0.2]])).tolist()
+            [-1, 0]
+        """
+        matches = super().__call__(match_quality_matrix)
+        _, best_pred_of_each_gt = match_quality_matrix.max(dim=1)
+        matches[best_pred_of_each_gt] = torch.arange(
+            best_pred_of_each_gt.size(0), dtype=torch.int64, device=best_pred_of_each_gt.device
+        )
+        return matches
