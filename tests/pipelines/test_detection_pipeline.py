@@ -132,6 +132,8 @@ def test_example_help_and_bad_data_path(tmp_path: pathlib.Path) -> None:
         [sys.executable, str(EXAMPLE), "--help"], check=True, capture_output=True, text=True
     ).stdout
     assert "--data-path" in out and "--resume" in out and "--amp" in out
+    for name in ("retinanet_resnet50_fpn_v2", "fcos_resnet50_fpn", "ssd300_vgg16"):
+        assert name in out  # the builders --model takes
     with pytest.raises(FileNotFoundError, match=r"instances_train\.json"):
         train(config(tmp_path, tmp_path / "run"), show_progress=False)
 
@@ -144,3 +146,20 @@ def test_on_error_reaches_the_dataset_and_the_loader(corpus: pathlib.Path) -> No
     assert loader.on_error == "skip" and loader.dataset.on_error == "skip"
     with pytest.raises(ValueError, match="on_error must be 'raise' or 'skip'"):
         config(corpus, corpus / "unused", on_error="ignore")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["fcos_resnet50_fpn", "ssdlite320_mobilenet_v3_large"])
+def test_other_detectors_train(corpus: pathlib.Path, tmp_path: pathlib.Path, model: str) -> None:
+    run = config(corpus, tmp_path, model=model, fpn_channels=256, anchor_sizes=0, batch_size=2)
+    assert train(run, show_progress=False, stop_after_steps=1) == {"stopped_at_step": 1}
+
+
+def test_retinanet_options_are_refused_for_other_detectors() -> None:
+    from trivium.pipelines.vision.detection import build_model
+
+    bad = DetectionConfig(model="ssd300_vgg16", fpn_channels=32, box_loss="giou")
+    with pytest.raises(ValueError, match=r"fpn_channels=32, box_loss='giou': RetinaNet options"):
+        build_model(bad, 3)
+    with pytest.raises(ValueError, match="unknown detection model 'resnet50'"):
+        build_model(DetectionConfig(model="resnet50"), 3)

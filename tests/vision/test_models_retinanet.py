@@ -2,17 +2,16 @@
 
 torchvision's detection models are its pure-Python code (see ``tests/peers.py``);
 only its ``nms`` is a C++ op, absent here, so the tests register
-``torchvision::nms`` with an independent NumPy greedy NMS written below.
+``torchvision::nms`` with an independent NumPy greedy NMS (``tests/detection_peers.py``).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-import numpy as np
 import pytest
 import torch
-from peers import require_torchvision
+from detection_peers import torchvision_with_nms
 
 from trivium.vision.models import (
     RetinaNet,
@@ -26,44 +25,9 @@ from trivium.vision.tv_tensors import BoundingBoxes
 SIZES = {"min_size": 320, "max_size": 480}
 
 
-def numpy_nms(dets: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
-    """Greedy NMS: stable descending sort, suppress IoU > threshold (float64 arithmetic)."""
-    boxes = dets.detach().cpu().numpy().astype(np.float64)
-    order = np.argsort(-scores.detach().cpu().numpy(), kind="stable")
-    x1, y1, x2, y2 = boxes.T
-    area = (x2 - x1) * (y2 - y1)
-    suppressed = np.zeros(len(order), dtype=bool)
-    keep = []
-    for i in order:
-        if suppressed[i]:
-            continue
-        keep.append(i)
-        w = np.clip(np.minimum(x2[i], x2) - np.maximum(x1[i], x1), 0, None)
-        h = np.clip(np.minimum(y2[i], y2) - np.maximum(y1[i], y1), 0, None)
-        inter = w * h
-        with np.errstate(divide="ignore", invalid="ignore"):
-            iou = inter / (area[i] + area - inter)
-        suppressed |= iou > iou_threshold
-    return torch.as_tensor(np.array(keep, dtype=np.int64), device=dets.device)
-
-
-def _register_torchvision_nms() -> None:
-    try:
-        torch.ops.torchvision.nms  # noqa: B018 (present where torchvision's extension loads)
-    except (AttributeError, RuntimeError):
-        torch.library.define(
-            "torchvision::nms", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"
-        )
-        torch.library.impl("torchvision::nms", "cpu")(numpy_nms)
-
-
 @pytest.fixture(scope="module")
 def tv():
-    torchvision = require_torchvision()
-    _register_torchvision_nms()
-    with pytest.MonkeyPatch.context() as mp:
-        # torchvision checks for its extension before calling torch.ops.torchvision.nms.
-        mp.setattr(torchvision.extension, "_has_ops", lambda: True)
+    with torchvision_with_nms() as torchvision:
         yield torchvision
 
 
@@ -374,3 +338,50 @@ def test_cuda_matches_cpu(small):
     expected_losses = small(images, targets)
     for key in expected_losses:
         torch.testing.assert_close(losses[key].cpu(), expected_losses[key], rtol=1e-3, atol=1e-4)
+
+
+def _small_images(seed: int = 0) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.rand(3, 96, 128, generator=g), torch.rand(3, 112, 96, generator=g)]
+
+
+def _small_targets() -> list[dict[str, torch.Tensor]]:
+    return [
+        {
+            "boxes": torch.tensor([[8.0, 10.0, 60.0, 80.0], [50.0, 20.0, 120.0, 90.0]]),
+            "labels": torch.tensor([1, 90]),
+        },
+        {"boxes": torch.tensor([[20.0, 30.0, 70.0, 100.0]]), "labels": torch.tensor([7])},
+    ]
+
+
+def test_v2_matches_torchvision(tv):
+    from trivium.vision.models import retinanet_resnet50_fpn_v2
+
+    sizes = {"min_size": 96, "max_size": 128, "score_thresh": 0.02}
+    torch.manual_seed(0)
+    theirs = tv.models.detection.retinanet_resnet50_fpn_v2(
+        weights=None, weights_backbone=None, **sizes
+    )
+    with torch.no_grad():
+        theirs.head.classification_head.cls_logits.weight.normal_(
+            0.0, 0.03, generator=torch.Generator().manual_seed(1)
+        )
+    ours = retinanet_resnet50_fpn_v2(**sizes)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    assert ours.head.regression_head._loss_type == "giou"
+    ours.eval(), theirs.eval()
+    images = _small_images()
+    with torch.inference_mode():
+        out, expected = ours(images), theirs(images)
+    for got, want in zip(out, expected, strict=True):
+        assert len(want["boxes"]) > 10  # the comparison is not vacuous
+        torch.testing.assert_close(got["boxes"], want["boxes"], rtol=0, atol=1e-3)
+        torch.testing.assert_close(got["scores"], want["scores"], rtol=0, atol=1e-4)
+        assert torch.equal(got["labels"], want["labels"])
+    ours.train(), theirs.train()
+    losses, expected_losses = ours(images, _small_targets()), theirs(images, _small_targets())
+    assert sorted(losses) == sorted(expected_losses) == ["bbox_regression", "classification"]
+    for key, value in expected_losses.items():
+        torch.testing.assert_close(losses[key], value, rtol=0, atol=1e-5)

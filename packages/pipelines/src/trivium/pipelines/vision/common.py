@@ -190,8 +190,11 @@ def config_from_state(config_type: type[T], state: dict[str, Any]) -> T:
     return config_type(**{k: v for k, v in state["config"].items() if k in known})
 
 
-def model_builder(name: str, prefix: str = "", kind: str = "model") -> Callable[..., nn.Module]:
-    """The :mod:`trivium.vision.models` builder called ``name``, which starts with ``prefix``.
+def model_builder(
+    name: str, prefix: str | tuple[str, ...] = "", kind: str = "model"
+) -> Callable[..., nn.Module]:
+    """The :mod:`trivium.vision.models` builder called ``name``, which starts with ``prefix``
+    (or one of the prefixes of a tuple).
 
     Example:
         >>> model_builder("resnet18").__name__

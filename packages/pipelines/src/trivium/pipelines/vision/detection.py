@@ -46,6 +46,7 @@ from trivium.pipelines.vision.detection_data import (
 )
 
 __all__ = [
+    "DETECTION_MODELS",
     "DetectionConfig",
     "DetectionPipeline",
     "build_model",
@@ -60,10 +61,12 @@ class DetectionConfig:
     """Settings of a run, named after the flags of torchvision's detection reference.
 
     ``data_path`` is a COCO-format folder (``<split>/`` images and
-    ``annotations/instances_<split>.json``). Images are resized so that their
-    shorter side is ``min_size`` (the longer at most ``max_size``), as
-    torchvision's RetinaNet does. ``anchor_sizes`` gives the smallest anchor of
-    the finest pyramid level (each coarser level doubles it; 0: torchvision's 32).
+    ``annotations/instances_<split>.json``). ``model`` names a RetinaNet, FCOS, SSD or
+    SSDlite builder of :mod:`trivium.vision.models` (:data:`DETECTION_MODELS`). Images
+    are resized so that their shorter side is ``min_size`` (the longer at most
+    ``max_size``), as torchvision's RetinaNet does (SSD models resize to their size).
+    ``anchor_sizes`` gives the smallest anchor of the finest pyramid level (each
+    coarser level doubles it; 0: torchvision's 32).
     ``fpn_channels`` is the width of the feature pyramid and of the heads (256 as
     torchvision; smaller makes a fast CPU model). ``weights_backbone`` is a local
     file of the ResNet's weights (a state dict; nothing is downloaded).
@@ -151,35 +154,58 @@ def read_categories(data_path: str | Path, split: str) -> dict[int, str]:
     return {int(c["id"]): str(c["name"]) for c in categories}
 
 
+DETECTION_MODELS = ("retinanet_", "fcos_", "ssd")
+"""The name prefixes of the detection builders ``--model`` takes (``ssd`` also SSDlite)."""
+
+
 def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
     """The detection model of ``config`` (a :mod:`trivium.vision.models` builder by name).
 
-    ``num_classes`` counts the background, as in torchvision: COCO category ids
-    1..K need ``K + 1``.
+    Any RetinaNet, FCOS, SSD or SSDlite builder. ``num_classes`` counts the background,
+    as in torchvision: COCO category ids 1..K need ``K + 1``. SSD models resize to
+    their fixed size (``min_size`` / ``max_size`` are not theirs); ``fpn_channels``,
+    ``anchor_sizes`` and ``box_loss`` are RetinaNet's, and given for another model
+    raise ``ValueError``.
 
     Example:
         >>> c = DetectionConfig(model="retinanet_resnet18_fpn", min_size=64, max_size=64)
         >>> build_model(c, 3).head.classification_head.num_classes
         3
     """
-    builder = common.model_builder(config.model, "retinanet_", "detection model")
+    builder = common.model_builder(config.model, DETECTION_MODELS, "detection model")
     kwargs: dict[str, Any] = {
         "num_classes": num_classes,
-        "min_size": config.min_size,
-        "max_size": config.max_size,
         "score_thresh": config.score_thresh,
         "nms_thresh": config.nms_thresh,
         "detections_per_img": config.detections_per_img,
         "trainable_backbone_layers": config.trainable_backbone_layers,
         "weights_backbone": config.weights_backbone,
     }
+    if not config.model.startswith("ssd"):
+        kwargs.update(min_size=config.min_size, max_size=config.max_size)
+    retinanet = config.model.startswith("retinanet_")
+    if not retinanet:
+        _refuse_retinanet_options(config)
     if config.fpn_channels != 256:
         kwargs["fpn_channels"] = config.fpn_channels
     if config.anchor_sizes:
         kwargs["anchor_generator"] = anchor_generator(config.anchor_sizes)
     model = builder(**kwargs)
-    model.head.regression_head._loss_type = config.box_loss
+    if retinanet:
+        model.head.regression_head._loss_type = config.box_loss
     return model
+
+
+def _refuse_retinanet_options(config: DetectionConfig) -> None:
+    given = [
+        f"{name}={getattr(config, name)!r}"
+        for name, default in (("fpn_channels", 256), ("anchor_sizes", 0), ("box_loss", "l1"))
+        if getattr(config, name) != default
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)}: RetinaNet options, not taken by model={config.model!r}"
+        )
 
 
 def anchor_generator(smallest: int) -> nn.Module:

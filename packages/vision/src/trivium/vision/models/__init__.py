@@ -3,17 +3,18 @@
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
-V2), MaxViT-T: state dicts load to and from ``torchvision.models`` of the same names with
-``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
-downloaded). ``CLASSIFICATION_FAMILIES``
+V2), MaxViT-T, VGG (11 .. 19, with and without BatchNorm): state dicts load to and
+from ``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes
+a local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
 intermediate feature maps for detection backbones.
 
 Detection (also in :mod:`~trivium.vision.models.detection`): :class:`RetinaNet`
-(``retinanet_resnet50_fpn``, and the smaller
-``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) on a ResNet with a
-:class:`FeaturePyramidNetwork` (``resnet_fpn_backbone``), with torchvision's
-state dict names.
+(``retinanet_resnet50_fpn``, ``retinanet_resnet50_fpn_v2``, and the smaller
+``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) and :class:`FCOS`
+(``fcos_resnet50_fpn``) on a ResNet with a :class:`FeaturePyramidNetwork`
+(``resnet_fpn_backbone``), and :class:`SSD` (``ssd300_vgg16``,
+``ssdlite320_mobilenet_v3_large``), with torchvision's state dict names.
 
 Example:
     >>> import torch
@@ -32,6 +33,7 @@ from trivium.vision.models import (  # noqa: F401
     resnet,
     segmentation,
     swin_transformer,
+    vgg,
     video,
     vision_transformer,
 )
@@ -43,6 +45,7 @@ from trivium.vision.models.convnext import (
     convnext_small,
     convnext_tiny,
 )
+from trivium.vision.models.detection.fcos import FCOS, fcos_resnet50_fpn
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
     RetinaNetClassificationHead,
@@ -51,6 +54,14 @@ from trivium.vision.models.detection.retinanet import (
     retinanet_resnet18_fpn,
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
+    retinanet_resnet50_fpn_v2,
+)
+from trivium.vision.models.detection.ssd import (
+    SSD,
+    ssd300_vgg16,
+)
+from trivium.vision.models.detection.ssdlite import (
+    ssdlite320_mobilenet_v3_large,
 )
 from trivium.vision.models.efficientnet import (
     EfficientNet,
@@ -116,6 +127,17 @@ from trivium.vision.models.swin_transformer import (
     swin_v2_s,
     swin_v2_t,
 )
+from trivium.vision.models.vgg import (
+    VGG,
+    vgg11,
+    vgg11_bn,
+    vgg13,
+    vgg13_bn,
+    vgg16,
+    vgg16_bn,
+    vgg19,
+    vgg19_bn,
+)
 from trivium.vision.models.vision_transformer import (
     VisionTransformer,
     vit_b_16,
@@ -143,10 +165,14 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "VisionTransformer": vision_transformer.VIT_BUILDERS,
     "SwinTransformer": swin_transformer.SWIN_BUILDERS,
     "MaxVit": ("maxvit_t",),
+    "VGG": vgg.VGG_BUILDERS,
 }
 
 __all__ = [
     "CLASSIFICATION_FAMILIES",
+    "FCOS",
+    "SSD",
+    "VGG",
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
@@ -183,6 +209,7 @@ __all__ = [
     "efficientnet_v2_l",
     "efficientnet_v2_m",
     "efficientnet_v2_s",
+    "fcos_resnet50_fpn",
     "load_weights",
     "maxvit_t",
     "mobilenet_v2",
@@ -215,12 +242,23 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "retinanet_resnet50_fpn_v2",
+    "ssd300_vgg16",
+    "ssdlite320_mobilenet_v3_large",
     "swin_b",
     "swin_s",
     "swin_t",
     "swin_v2_b",
     "swin_v2_s",
     "swin_v2_t",
+    "vgg11",
+    "vgg11_bn",
+    "vgg13",
+    "vgg13_bn",
+    "vgg16",
+    "vgg16_bn",
+    "vgg19",
+    "vgg19_bn",
     "vit_b_16",
     "vit_b_32",
     "vit_h_14",

@@ -29,8 +29,8 @@ Example:
     [1, 0]
 """
 
-from trivium.vision.ops.anchors import AnchorGenerator
-from trivium.vision.ops.box_coder import BoxCoder, Matcher
+from trivium.vision.ops.anchors import AnchorGenerator, DefaultBoxGenerator
+from trivium.vision.ops.box_coder import BoxCoder, BoxLinearCoder, Matcher, SSDMatcher
 from trivium.vision.ops.boxes import (
     batched_nms,
     box_area,
@@ -76,8 +76,10 @@ __all__ = [
     "MLP",
     "AnchorGenerator",
     "BoxCoder",
+    "BoxLinearCoder",
     "Conv2dNormActivation",
     "Conv3dNormActivation",
+    "DefaultBoxGenerator",
     "DeformConv2d",
     "DropBlock2d",
     "DropBlock3d",
@@ -92,6 +94,7 @@ __all__ = [
     "Permute",
     "RoIAlign",
     "RoIPool",
+    "SSDMatcher",
     "SqueezeExcitation",
     "StochasticDepth",
     "batched_nms",

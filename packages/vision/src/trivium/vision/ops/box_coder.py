@@ -16,7 +16,7 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["BoxCoder", "Matcher", "encode_boxes"]
+__all__ = ["BoxCoder", "BoxLinearCoder", "Matcher", "SSDMatcher", "encode_boxes"]
 
 
 def encode_boxes(reference_boxes: Tensor, proposals: Tensor, weights: Tensor) -> Tensor:
@@ -263,3 +263,118 @@ class Matcher:
         pairs = torch.where(match_quality_matrix == highest_quality_foreach_gt[:, None])
         pred_inds_to_update = pairs[1]
         matches[pred_inds_to_update] = all_matches[pred_inds_to_update]
+
+
+class BoxLinearCoder:
+    """FCOS's box coding: the distances from a reference box's centre to the four edges.
+
+    As ``torchvision.models.detection._utils.BoxLinearCoder``: ``encode`` gives
+    ``(left, top, right, bottom)`` from the reference centre, divided by the reference's
+    width and height when ``normalize_by_size``; ``decode`` inverts it. Both work on
+    any leading shape (``[..., 4]``).
+
+    Args:
+        normalize_by_size: divide the distances by the reference box's size.
+
+    Example:
+        >>> import torch
+        >>> coder = BoxLinearCoder()
+        >>> ref = torch.tensor([[0.0, 0.0, 8.0, 8.0]])
+        >>> codes = coder.encode(ref, torch.tensor([[2.0, 1.0, 10.0, 6.0]]))
+        >>> codes.tolist(), coder.decode(codes, ref).tolist()
+        ([[0.25, 0.375, 0.75, 0.25]], [[2.0, 1.0, 10.0, 6.0]])
+    """
+
+    def __init__(self, normalize_by_size: bool = True) -> None:
+        self.normalize_by_size = normalize_by_size
+
+    def encode(self, reference_boxes: Tensor, proposals: Tensor) -> Tensor:
+        """The distances from the centres of ``reference_boxes`` to the edges of ``proposals``.
+
+        Example:
+            >>> import torch
+            >>> ref, box = torch.tensor([0.0, 0, 4, 4]), torch.tensor([1.0, 1, 3, 5])
+            >>> BoxLinearCoder(False).encode(ref, box)
+            tensor([1., 1., 1., 3.])
+        """
+        ctr_x = 0.5 * (reference_boxes[..., 0] + reference_boxes[..., 2])
+        ctr_y = 0.5 * (reference_boxes[..., 1] + reference_boxes[..., 3])
+        targets = torch.stack(
+            (
+                ctr_x - proposals[..., 0],
+                ctr_y - proposals[..., 1],
+                proposals[..., 2] - ctr_x,
+                proposals[..., 3] - ctr_y,
+            ),
+            dim=-1,
+        )
+        if self.normalize_by_size:
+            targets = targets / _sizes(reference_boxes)
+        return targets
+
+    def decode(self, rel_codes: Tensor, boxes: Tensor) -> Tensor:
+        """The boxes at distances ``rel_codes`` from the centres of ``boxes`` (same length).
+
+        Example:
+            >>> import torch
+            >>> codes, ref = torch.tensor([1.0, 1, 1, 3]), torch.tensor([0.0, 0, 4, 4])
+            >>> BoxLinearCoder(False).decode(codes, ref)
+            tensor([1., 1., 3., 5.])
+        """
+        boxes = boxes.to(dtype=rel_codes.dtype)
+        ctr_x = 0.5 * (boxes[..., 0] + boxes[..., 2])
+        ctr_y = 0.5 * (boxes[..., 1] + boxes[..., 3])
+        if self.normalize_by_size:
+            rel_codes = rel_codes * _sizes(boxes)
+        return torch.stack(
+            (
+                ctr_x - rel_codes[..., 0],
+                ctr_y - rel_codes[..., 1],
+                ctr_x + rel_codes[..., 2],
+                ctr_y + rel_codes[..., 3],
+            ),
+            dim=-1,
+        )
+
+
+def _sizes(boxes: Tensor) -> Tensor:
+    # (w, h, w, h) of each box, to scale its four distances.
+    w = boxes[..., 2] - boxes[..., 0]
+    h = boxes[..., 3] - boxes[..., 1]
+    return torch.stack((w, h, w, h), dim=-1)
+
+
+class SSDMatcher(Matcher):
+    """SSD's matching: IoU at least ``threshold``, and every ground truth keeps its best box.
+
+    A :class:`Matcher` with both thresholds at ``threshold`` and no low-quality rule,
+    after which the prediction each ground truth overlaps most is matched to it
+    (whatever its IoU), as torchvision's ``SSDMatcher``.
+
+    Args:
+        threshold: the IoU from which a prediction is foreground.
+
+    Example:
+        >>> import torch
+        >>> iou = torch.tensor([[0.9, 0.3, 0.1], [0.2, 0.35, 0.3]])
+        >>> SSDMatcher(0.5)(iou).tolist()
+        [0, 1, -1]
+    """
+
+    def __init__(self, threshold: float) -> None:
+        super().__init__(threshold, threshold, allow_low_quality_matches=False)
+
+    def __call__(self, match_quality_matrix: Tensor) -> Tensor:
+        """The matched ground truth of each prediction, or -1.
+
+        Example:
+            >>> import torch
+            >>> SSDMatcher(0.5)(torch.tensor([[0.1, 0.2]])).tolist()
+            [-1, 0]
+        """
+        matches = super().__call__(match_quality_matrix)
+        _, best_pred_of_each_gt = match_quality_matrix.max(dim=1)
+        matches[best_pred_of_each_gt] = torch.arange(
+            best_pred_of_each_gt.size(0), dtype=torch.int64, device=best_pred_of_each_gt.device
+        )
+        return matches

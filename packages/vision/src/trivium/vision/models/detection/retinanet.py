@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import torch
@@ -57,6 +58,7 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "retinanet_resnet50_fpn_v2",
 ]
 
 
@@ -729,6 +731,48 @@ class RetinaNet(nn.Module):
 # ---------------------------------------------------------------------- builders
 
 
+def _reject_legacy(name: str, kwargs: dict[str, Any]) -> None:
+    for legacy in ("pretrained", "pretrained_backbone"):
+        if kwargs.pop(legacy, False):
+            raise ValueError(
+                f"{name}: {legacy}=True (torchvision's deprecated argument) would download "
+                "weights; pass weights= / weights_backbone= a local file path or a state dict"
+            )
+
+
+def _resolve_weights(
+    name: str,
+    weights: Weights | None,
+    num_classes: int | None,
+    weights_backbone: Weights | None,
+    kwargs: dict[str, Any],
+    classes_of: Callable[[Mapping[str, Tensor]], int | None],
+    default_classes: int = 91,
+) -> tuple[dict[str, Tensor] | None, int, Weights | None]:
+    """A detection builder's ``(state dict or None, num_classes, weights_backbone)``.
+
+    With ``weights`` the backbone's own weights are dropped (the model's state holds
+    them) and ``num_classes`` follows the weights (``classes_of`` reads it there);
+    a different ``num_classes`` given with them raises ``ValueError``.
+    """
+    _reject_legacy(name, kwargs)
+    state = None
+    if weights is not None:
+        state = load_weights(weights, name)
+        weights_backbone = None
+        classes = classes_of(state)
+        if classes is not None:
+            if num_classes is not None and num_classes != classes:
+                raise ValueError(
+                    f"num_classes={num_classes} was given, but the {name} weights have "
+                    f"{classes} classes"
+                )
+            num_classes = classes
+    if num_classes is None:
+        num_classes = default_classes
+    return state, num_classes, weights_backbone
+
+
 def _retinanet_resnet_fpn(
     name: str,
     backbone_name: str,
@@ -738,26 +782,9 @@ def _retinanet_resnet_fpn(
     trainable_backbone_layers: int | None,
     kwargs: dict[str, Any],
 ) -> RetinaNet:
-    for legacy in ("pretrained", "pretrained_backbone"):
-        if kwargs.pop(legacy, False):
-            raise ValueError(
-                f"{name}: {legacy}=True (torchvision's deprecated argument) would download "
-                "weights; pass weights= / weights_backbone= a local file path or a state dict"
-            )
-    state = None
-    if weights is not None:
-        state = load_weights(weights, name)
-        weights_backbone = None
-        classes = _classes_of(state)
-        if classes is not None:
-            if num_classes is not None and num_classes != classes:
-                raise ValueError(
-                    f"num_classes={num_classes} was given, but the {name} weights have "
-                    f"{classes} classes"
-                )
-            num_classes = classes
-    if num_classes is None:
-        num_classes = 91
+    state, num_classes, weights_backbone = _resolve_weights(
+        name, weights, num_classes, weights_backbone, kwargs, _classes_of
+    )
     is_trained = weights is not None or weights_backbone is not None
     trainable = _validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
     norm_layer = FrozenBatchNorm2d if is_trained else nn.BatchNorm2d
@@ -910,3 +937,49 @@ def retinanet_resnet18_fpn(
         trainable_backbone_layers,
         kwargs,
     )
+
+
+@_with_builder_doc
+def retinanet_resnet50_fpn_v2(
+    *,
+    weights: Weights | None = None,
+    progress: bool = True,
+    num_classes: int | None = None,
+    weights_backbone: Weights | None = None,
+    trainable_backbone_layers: int | None = None,
+    **kwargs: Any,
+) -> RetinaNet:
+    """RetinaNet v2 (ResNet-50 FPN), as torchvision's ``retinanet_resnet50_fpn_v2``.
+
+    The changes of torchvision's v2 recipe: GroupNorm (32 groups) in the heads' towers,
+    P6 from C5 (``LastLevelP6P7(2048, 256)``), the GIoU loss of the decoded boxes
+    (``_loss_type = "giou"``), and a ResNet with ``nn.BatchNorm2d`` whatever the
+    weights (torchvision's v2 does not freeze its norm layers). ``fpn_channels`` is
+    not taken.
+
+    Example:
+        >>> model = retinanet_resnet50_fpn_v2(num_classes=5)
+        >>> model.head.regression_head._loss_type, model.backbone.fpn.extra_blocks.use_P5
+        ('giou', False)
+    """
+    state, num_classes, weights_backbone = _resolve_weights(
+        "retinanet_resnet50_fpn_v2", weights, num_classes, weights_backbone, kwargs, _classes_of
+    )
+    is_trained = weights is not None or weights_backbone is not None
+    trainable = _validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
+    body = resnet.resnet50(weights=weights_backbone)
+    backbone = _resnet_fpn_extractor(
+        body, trainable, returned_layers=[2, 3, 4], extra_blocks=LastLevelP6P7(2048, 256)
+    )
+    anchor_generator = _default_anchorgen()
+    head = RetinaNetHead(
+        backbone.out_channels,
+        anchor_generator.num_anchors_per_location()[0],
+        num_classes,
+        norm_layer=partial(nn.GroupNorm, 32),
+    )
+    head.regression_head._loss_type = "giou"
+    model = RetinaNet(backbone, num_classes, anchor_generator=anchor_generator, head=head, **kwargs)
+    if state is not None:
+        model.load_state_dict(state)
+    return model
