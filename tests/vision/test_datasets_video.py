@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import pickle
 import shutil
 import tarfile
 from pathlib import Path
@@ -23,6 +24,7 @@ from vision.video_testclips import frame_number, write_numbered
 
 from trivium.core.errors import DatasetError, PathNotFoundError
 from trivium.vision.datasets import HMDB51, UCF101, Kinetics
+from trivium.vision.io.video import clips as clips_module
 
 FPS = 10
 # class -> (video name, frames); 8-16 frames each
@@ -105,6 +107,30 @@ def test_ucf101_split_and_clips(tv: ModuleType, ucf_root: Path, tmp_path: Path, 
     assert len(ours.metadata["video_paths"]) == 4
     again = UCF101(ucf_root, lists, 4, 3, train=train, _precomputed_metadata=ours.metadata)
     assert len(again) == len(ours) and torch.equal(again[1][0], ours[1][0])
+
+
+def test_precomputed_metadata_skips_indexing(
+    ucf_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lists = write_ucf_lists(tmp_path / "lists")
+    train = UCF101(ucf_root, lists, 4, 3)
+    metadata = pickle.loads(pickle.dumps(train.metadata))  # as saved and loaded by a user
+    plain = {key: list(value) for key, value in metadata.items()}  # torchvision's dict
+    assert plain == metadata and set(plain) == {"video_paths", "video_pts", "video_fps"}
+
+    def no_indexing(path: str, backend: str) -> None:
+        raise AssertionError(f"{path} indexed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(clips_module, "_index_video", no_indexing)
+        test = UCF101(ucf_root, lists, 4, 3, train=False, _precomputed_metadata=metadata)
+    assert test.indices == [0, 3] and len(test) == 2 + 2  # 9 and 8 frames
+    assert frames_of(test[2][0], "THWC") == [0, 1, 2, 3] and test[2][2] == 1
+    # a plain dict (torchvision's) names the videos, which are then indexed anew
+    again = UCF101(ucf_root, lists, 4, 3, train=False, _precomputed_metadata=plain)
+    assert again.metadata["video_fps"] == metadata["video_fps"] and len(again) == len(test)
+    copied = pickle.loads(pickle.dumps(test))  # as a DataLoader worker gets it
+    assert torch.equal(copied[1][0], test[1][0])
 
 
 def test_ucf101_tchw_and_frame_rate(ucf_root: Path, tmp_path: Path) -> None:
