@@ -151,6 +151,15 @@ LOADERS: dict[str, tuple[Callable[[Any], Any], bool]] = {
     "vision.datasets.Cityscapes": (_vision_dataset("Cityscapes"), False),
     "vision.datasets.Places365": (_vision_dataset("Places365"), False),
     "vision.datasets.INaturalist": (_vision_dataset("INaturalist"), False),
+    "vision.datasets.Kinetics": (_vision_dataset("Kinetics", frames_per_clip=8), False),
+    "vision.datasets.UCF101": (
+        _vision_dataset("UCF101", annotation_path="lists", frames_per_clip=8),
+        False,
+    ),
+    "vision.datasets.HMDB51": (
+        _vision_dataset("HMDB51", annotation_path="lists", frames_per_clip=8),
+        False,
+    ),
 }
 BYTES_LOADERS = ["vision.decode_image", "vision.image_info", "vision.VideoReader"]
 BYTES_LOADERS += ["audio.load", "audio.info", "audio.load[ffmpeg]", "audio.info[ffmpeg]"]

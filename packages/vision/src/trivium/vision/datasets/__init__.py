@@ -84,6 +84,7 @@ from trivium.vision.datasets.utils import (
     require_folder,
     verify_str_arg,
 )
+from trivium.vision.datasets.video import HMDB51, UCF101, Kinetics
 from trivium.vision.datasets.voc import DATASET_YEAR_DICT, VOCDetection, VOCSegmentation
 from trivium.vision.datasets.widerface import WIDERFace
 
@@ -96,12 +97,14 @@ __all__ = [
     "DTD",
     "EMNIST",
     "GTSRB",
+    "HMDB51",
     "IMG_EXTENSIONS",
     "KMNIST",
     "MNIST",
     "QMNIST",
     "STL10",
     "SVHN",
+    "UCF101",
     "Caltech101",
     "CelebA",
     "Cityscapes",
@@ -117,6 +120,7 @@ __all__ = [
     "ImageFileDataset",
     "ImageFolder",
     "ImageNet",
+    "Kinetics",
     "Kitti",
     "OxfordIIITPet",
     "Places365",

@@ -91,6 +91,15 @@ class _VideoEntry:
         return self.pts.nbytes + self.keyframes.nbytes + extra
 
 
+class _Metadata(dict):
+    """``VideoClips.metadata``: torchvision's dict, carrying the full index for
+    ``_precomputed_metadata`` (torchvision's pts alone lack the keyframes and time base)."""
+
+    def __init__(self, entries: list[_VideoEntry | None], fields: dict[str, list[Any]]) -> None:
+        super().__init__(fields)
+        self.entries = list(entries)
+
+
 class _StaleCacheError(DatasetError):
     """A cache file written by another version of this module."""
 
@@ -141,7 +150,11 @@ class VideoClips(Dataset):
     ``frame_rate`` (optional) resamples every video to that rate first.
     ``num_workers`` threads build the index (0: one thread per usable CPU). With
     ``cache_path``, an index saved there for the same files is loaded, and a fresh
-    one is saved there otherwise. Videos that cannot be read give no clips and a
+    one is saved there otherwise. ``_precomputed_metadata`` (torchvision's argument)
+    names the videos by its ``"video_paths"``; the :attr:`metadata` of another
+    ``VideoClips`` also carries its index, which is then used without re-reading the
+    videos (a plain dict, such as torchvision's, has too little: they are indexed
+    anew). Videos that cannot be read give no clips and a
     :class:`~trivium.core.DecodeWarning` naming them.
 
     ``get_clip(idx)`` (and ``clips[idx]``) returns ``(video, audio, info, video_idx)``
@@ -172,6 +185,7 @@ class VideoClips(Dataset):
         cache_path: str | os.PathLike[str] | None = None,
         output_format: str = "TCHW",
         with_audio: bool = True,
+        _precomputed_metadata: dict[str, Any] | None = None,
     ) -> None:
         if clip_length_in_frames < 1 or frames_between_clips < 1:
             raise ValueError(
@@ -188,6 +202,12 @@ class VideoClips(Dataset):
         self.output_format = output_format
         self.with_audio = with_audio
         self._reader: tuple[int, VideoReader] | None = None
+        if _precomputed_metadata is not None:
+            self.video_paths = [os.fspath(p) for p in _precomputed_metadata["video_paths"]]
+            entries = getattr(_precomputed_metadata, "entries", None)
+            if entries is not None and len(entries) == len(self.video_paths):
+                self._set_entries(list(entries))
+                return
         entries = _load_cache(cache_path, self.video_paths) if cache_path is not None else None
         if entries is None:
             entries = self._build_index(num_workers)
@@ -232,14 +252,40 @@ class VideoClips(Dataset):
             >>> VideoClips([], 4).metadata
             {'video_paths': [], 'video_pts': [], 'video_fps': []}
         """
-        return {
-            "video_paths": list(self.video_paths),
-            "video_pts": [
-                torch.from_numpy(e.pts.astype(np.int64)) if e else torch.empty(0, dtype=torch.int64)
-                for e in self._entries
-            ],
-            "video_fps": [e.fps if e else None for e in self._entries],
-        }
+        return _Metadata(
+            self._entries,
+            {
+                "video_paths": list(self.video_paths),
+                "video_pts": [
+                    torch.from_numpy(e.pts.astype(np.int64))
+                    if e
+                    else torch.empty(0, dtype=torch.int64)
+                    for e in self._entries
+                ],
+                "video_fps": [e.fps if e else None for e in self._entries],
+            },
+        )
+
+    def subset(self, indices: Sequence[int]) -> VideoClips:
+        """The clips of the videos at ``indices`` only, sharing this index (torchvision's).
+
+        Example:
+            >>> import tempfile, torch
+            >>> from trivium.vision.io import write_video
+            >>> root = tempfile.mkdtemp()
+            >>> for n in (5, 8):
+            ...     frames = torch.zeros(n, 3, 8, 8, dtype=torch.uint8)
+            ...     write_video(f"{root}/{n}.mp4", frames, fps=4)
+            >>> clips = VideoClips([f"{root}/5.mp4", f"{root}/8.mp4"], 4, 2)
+            >>> clips.subset([1]).num_clips_per_video.tolist()
+            [3]
+        """
+        picked = [int(i) for i in indices]
+        clips = VideoClips.__new__(VideoClips)
+        clips.__dict__.update(self.__getstate__())
+        clips.video_paths = [self.video_paths[i] for i in picked]
+        clips._set_entries([self._entries[i] for i in picked])
+        return clips
 
     def index_nbytes(self) -> int:
         """Bytes the frame index holds (pts, keyframe positions): a few bytes per frame.
