@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from trivium.vision.models._layers import build_classifier, with_weights_doc
+from trivium.vision.models._utils import build_classifier, with_weights_doc
 from trivium.vision.models.weights import Weights
 
 __all__ = [
