@@ -13,7 +13,8 @@ Detection (also in :mod:`~trivium.vision.models.detection`): :class:`RetinaNet`
 (``retinanet_resnet50_fpn``, and the smaller
 ``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) on a ResNet with a
 :class:`FeaturePyramidNetwork` (``resnet_fpn_backbone``), with torchvision's
-state dict names.
+state dict names; :class:`FasterRCNN` (``fasterrcnn_resnet50_fpn``, ``_v2`` and the
+MobileNetV3 ones, on ``mobilenet_backbone``).
 
 Example:
     >>> import torch
@@ -35,13 +36,24 @@ from trivium.vision.models import (  # noqa: F401
     video,
     vision_transformer,
 )
-from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
+from trivium.vision.models.backbone_utils import (
+    BackboneWithFPN,
+    mobilenet_backbone,
+    resnet_fpn_backbone,
+)
 from trivium.vision.models.convnext import (
     ConvNeXt,
     convnext_base,
     convnext_large,
     convnext_small,
     convnext_tiny,
+)
+from trivium.vision.models.detection.faster_rcnn import (
+    FasterRCNN,
+    fasterrcnn_mobilenet_v3_large_320_fpn,
+    fasterrcnn_mobilenet_v3_large_fpn,
+    fasterrcnn_resnet50_fpn,
+    fasterrcnn_resnet50_fpn_v2,
 )
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
@@ -153,6 +165,7 @@ __all__ = [
     "ConvNeXt",
     "EfficientNet",
     "ExtraFPNBlock",
+    "FasterRCNN",
     "FeaturePyramidNetwork",
     "IntermediateLayerGetter",
     "LastLevelMaxPool",
@@ -183,8 +196,13 @@ __all__ = [
     "efficientnet_v2_l",
     "efficientnet_v2_m",
     "efficientnet_v2_s",
+    "fasterrcnn_mobilenet_v3_large_320_fpn",
+    "fasterrcnn_mobilenet_v3_large_fpn",
+    "fasterrcnn_resnet50_fpn",
+    "fasterrcnn_resnet50_fpn_v2",
     "load_weights",
     "maxvit_t",
+    "mobilenet_backbone",
     "mobilenet_v2",
     "mobilenet_v3_large",
     "mobilenet_v3_small",

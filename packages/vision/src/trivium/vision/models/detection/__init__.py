@@ -1,8 +1,10 @@
 """Object detection models with torchvision's builders, module names and state dict keys.
 
 ``trivium.vision.models.detection`` is the home of what ``torchvision.models.detection``
-holds: :class:`RetinaNet` and its builders, and :class:`GeneralizedRCNNTransform`
-(the resize-and-normalise step every detector shares).
+holds: :class:`RetinaNet` and its builders, the two-stage detectors on
+:class:`GeneralizedRCNN` (:class:`FasterRCNN` with its :class:`RegionProposalNetwork`
+and :class:`RoIHeads`), and :class:`GeneralizedRCNNTransform` (the resize-and-normalise
+step every detector shares).
 
 Example:
     >>> import torch
@@ -13,6 +15,17 @@ Example:
     ['boxes', 'labels', 'scores']
 """
 
+from trivium.vision.models.detection.faster_rcnn import (
+    FasterRCNN,
+    FastRCNNConvFCHead,
+    FastRCNNPredictor,
+    TwoMLPHead,
+    fasterrcnn_mobilenet_v3_large_320_fpn,
+    fasterrcnn_mobilenet_v3_large_fpn,
+    fasterrcnn_resnet50_fpn,
+    fasterrcnn_resnet50_fpn_v2,
+)
+from trivium.vision.models.detection.generalized_rcnn import GeneralizedRCNN
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
     RetinaNetClassificationHead,
@@ -22,14 +35,28 @@ from trivium.vision.models.detection.retinanet import (
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
 )
+from trivium.vision.models.detection.roi_heads import RoIHeads
+from trivium.vision.models.detection.rpn import RegionProposalNetwork, RPNHead
 from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
 
 __all__ = [
+    "FastRCNNConvFCHead",
+    "FastRCNNPredictor",
+    "FasterRCNN",
+    "GeneralizedRCNN",
     "GeneralizedRCNNTransform",
+    "RPNHead",
+    "RegionProposalNetwork",
     "RetinaNet",
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "RoIHeads",
+    "TwoMLPHead",
+    "fasterrcnn_mobilenet_v3_large_320_fpn",
+    "fasterrcnn_mobilenet_v3_large_fpn",
+    "fasterrcnn_resnet50_fpn",
+    "fasterrcnn_resnet50_fpn_v2",
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
