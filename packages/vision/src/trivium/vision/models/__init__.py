@@ -14,7 +14,9 @@ Detection (also in :mod:`~trivium.vision.models.detection`): :class:`RetinaNet`
 ``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) on a ResNet with a
 :class:`FeaturePyramidNetwork` (``resnet_fpn_backbone``), with torchvision's
 state dict names; :class:`FasterRCNN` (``fasterrcnn_resnet50_fpn``, ``_v2`` and the
-MobileNetV3 ones, on ``mobilenet_backbone``).
+MobileNetV3 ones, on ``mobilenet_backbone``), :class:`MaskRCNN`
+(``maskrcnn_resnet50_fpn``, ``_v2``) and :class:`KeypointRCNN`
+(``keypointrcnn_resnet50_fpn``).
 
 Example:
     >>> import torch
@@ -54,6 +56,12 @@ from trivium.vision.models.detection.faster_rcnn import (
     fasterrcnn_mobilenet_v3_large_fpn,
     fasterrcnn_resnet50_fpn,
     fasterrcnn_resnet50_fpn_v2,
+)
+from trivium.vision.models.detection.keypoint_rcnn import KeypointRCNN, keypointrcnn_resnet50_fpn
+from trivium.vision.models.detection.mask_rcnn import (
+    MaskRCNN,
+    maskrcnn_resnet50_fpn,
+    maskrcnn_resnet50_fpn_v2,
 )
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
@@ -168,8 +176,10 @@ __all__ = [
     "FasterRCNN",
     "FeaturePyramidNetwork",
     "IntermediateLayerGetter",
+    "KeypointRCNN",
     "LastLevelMaxPool",
     "LastLevelP6P7",
+    "MaskRCNN",
     "MaxVit",
     "MobileNetV2",
     "MobileNetV3",
@@ -200,7 +210,10 @@ __all__ = [
     "fasterrcnn_mobilenet_v3_large_fpn",
     "fasterrcnn_resnet50_fpn",
     "fasterrcnn_resnet50_fpn_v2",
+    "keypointrcnn_resnet50_fpn",
     "load_weights",
+    "maskrcnn_resnet50_fpn",
+    "maskrcnn_resnet50_fpn_v2",
     "maxvit_t",
     "mobilenet_backbone",
     "mobilenet_v2",

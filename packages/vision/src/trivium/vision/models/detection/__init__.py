@@ -3,8 +3,8 @@
 ``trivium.vision.models.detection`` is the home of what ``torchvision.models.detection``
 holds: :class:`RetinaNet` and its builders, the two-stage detectors on
 :class:`GeneralizedRCNN` (:class:`FasterRCNN` with its :class:`RegionProposalNetwork`
-and :class:`RoIHeads`), and :class:`GeneralizedRCNNTransform` (the resize-and-normalise
-step every detector shares).
+and :class:`RoIHeads`, :class:`MaskRCNN`, :class:`KeypointRCNN`), and
+:class:`GeneralizedRCNNTransform` (the resize-and-normalise step every detector shares).
 
 Example:
     >>> import torch
@@ -26,6 +26,19 @@ from trivium.vision.models.detection.faster_rcnn import (
     fasterrcnn_resnet50_fpn_v2,
 )
 from trivium.vision.models.detection.generalized_rcnn import GeneralizedRCNN
+from trivium.vision.models.detection.keypoint_rcnn import (
+    KeypointRCNN,
+    KeypointRCNNHeads,
+    KeypointRCNNPredictor,
+    keypointrcnn_resnet50_fpn,
+)
+from trivium.vision.models.detection.mask_rcnn import (
+    MaskRCNN,
+    MaskRCNNHeads,
+    MaskRCNNPredictor,
+    maskrcnn_resnet50_fpn,
+    maskrcnn_resnet50_fpn_v2,
+)
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
     RetinaNetClassificationHead,
@@ -35,7 +48,11 @@ from trivium.vision.models.detection.retinanet import (
     retinanet_resnet34_fpn,
     retinanet_resnet50_fpn,
 )
-from trivium.vision.models.detection.roi_heads import RoIHeads
+from trivium.vision.models.detection.roi_heads import (
+    RoIHeads,
+    heatmaps_to_keypoints,
+    paste_masks_in_image,
+)
 from trivium.vision.models.detection.rpn import RegionProposalNetwork, RPNHead
 from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
 
@@ -45,6 +62,12 @@ __all__ = [
     "FasterRCNN",
     "GeneralizedRCNN",
     "GeneralizedRCNNTransform",
+    "KeypointRCNN",
+    "KeypointRCNNHeads",
+    "KeypointRCNNPredictor",
+    "MaskRCNN",
+    "MaskRCNNHeads",
+    "MaskRCNNPredictor",
     "RPNHead",
     "RegionProposalNetwork",
     "RetinaNet",
@@ -57,6 +80,11 @@ __all__ = [
     "fasterrcnn_mobilenet_v3_large_fpn",
     "fasterrcnn_resnet50_fpn",
     "fasterrcnn_resnet50_fpn_v2",
+    "heatmaps_to_keypoints",
+    "keypointrcnn_resnet50_fpn",
+    "maskrcnn_resnet50_fpn",
+    "maskrcnn_resnet50_fpn_v2",
+    "paste_masks_in_image",
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
