@@ -73,7 +73,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         d,
         data_help="a COCO folder",
         corpus_dir="data/detection_corpus",
-        model_help="a trivium.vision.models retinanet builder",
+        model_help=detection.model_help(),
     )
     p.add_argument("--train-split", default=d.train_split, help="training image folder")
     p.add_argument("--val-split", default=d.val_split, help="held-out image folder")

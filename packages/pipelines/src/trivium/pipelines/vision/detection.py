@@ -51,6 +51,7 @@ __all__ = [
     "build_model",
     "evaluate",
     "from_checkpoint",
+    "model_help",
     "train",
 ]
 
@@ -65,8 +66,10 @@ class DetectionConfig:
     torchvision's RetinaNet does. ``anchor_sizes`` gives the smallest anchor of
     the finest pyramid level (each coarser level doubles it; 0: torchvision's 32).
     ``fpn_channels`` is the width of the feature pyramid and of the heads (256 as
-    torchvision; smaller makes a fast CPU model). ``weights_backbone`` is a local
-    file of the ResNet's weights (a state dict; nothing is downloaded).
+    torchvision; smaller makes a fast CPU model; RetinaNet only). ``model`` is a
+    RetinaNet or Faster R-CNN builder (:func:`model_help` lists them).
+    ``weights_backbone`` is a local file of the backbone's weights (a state dict;
+    nothing is downloaded).
     ``box_loss`` is the box regression loss: ``"l1"`` on the anchor deltas
     (torchvision's RetinaNet), ``"smooth_l1"``, or ``"giou"`` on the decoded boxes
     (torchvision's v2 recipe). ``eval_every`` evaluates every so many epochs (and
@@ -151,17 +154,43 @@ def read_categories(data_path: str | Path, split: str) -> dict[int, str]:
     return {int(c["id"]): str(c["name"]) for c in categories}
 
 
+# The detection builders of trivium.vision.models that build_model takes, by name prefix.
+_FAMILIES = ("retinanet_", "fasterrcnn_")
+
+
+def model_help() -> str:
+    """What ``--model`` takes: the RetinaNet and Faster R-CNN builders of the vision models.
+
+    Example:
+        >>> print(model_help())  # doctest: +ELLIPSIS
+        a trivium.vision.models detection builder: fasterrcnn_mobilenet_v3_large_320_fpn, ...
+    """
+    from trivium.vision import models
+
+    names = [n for n in models.__all__ if n.startswith(_FAMILIES)]
+    return f"a trivium.vision.models detection builder: {', '.join(names)}"
+
+
 def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
     """The detection model of ``config`` (a :mod:`trivium.vision.models` builder by name).
 
     ``num_classes`` counts the background, as in torchvision: COCO category ids
-    1..K need ``K + 1``.
+    1..K need ``K + 1``. RetinaNet (``retinanet_*``) and Faster R-CNN
+    (``fasterrcnn_*``) builders are taken; ``fpn_channels`` and ``box_loss`` are
+    RetinaNet's options (Faster R-CNN keeps torchvision's 256 channels and losses).
 
     Example:
         >>> c = DetectionConfig(model="retinanet_resnet18_fpn", min_size=64, max_size=64)
         >>> build_model(c, 3).head.classification_head.num_classes
         3
     """
+    if not config.model.startswith(_FAMILIES):
+        from trivium.vision import models
+
+        names = [n for n in models.__all__ if n.startswith(_FAMILIES)]
+        raise ValueError(f"unknown detection model {config.model!r}; try one of {names}")
+    if config.model.startswith("fasterrcnn_"):
+        return _build_faster_rcnn(config, num_classes)
     builder = common.model_builder(config.model, "retinanet_", "detection model")
     kwargs: dict[str, Any] = {
         "num_classes": num_classes,
@@ -180,6 +209,42 @@ def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
     model = builder(**kwargs)
     model.head.regression_head._loss_type = config.box_loss
     return model
+
+
+def _build_faster_rcnn(config: DetectionConfig, num_classes: int) -> nn.Module:
+    builder = common.model_builder(config.model, "fasterrcnn_", "detection model")
+    for option, default in (("fpn_channels", 256), ("box_loss", "l1")):
+        if getattr(config, option) != default:
+            raise ValueError(
+                f"{option}={getattr(config, option)!r} is a RetinaNet option; "
+                f"{config.model} takes the default ({default!r})"
+            )
+    kwargs: dict[str, Any] = {
+        "num_classes": num_classes,
+        "min_size": config.min_size,
+        "max_size": config.max_size,
+        "box_score_thresh": config.score_thresh,
+        "box_nms_thresh": config.nms_thresh,
+        "box_detections_per_img": config.detections_per_img,
+        "trainable_backbone_layers": config.trainable_backbone_layers,
+        "weights_backbone": config.weights_backbone,
+    }
+    model = builder(**kwargs)
+    if config.anchor_sizes:  # the same anchors per location as the builder's, resized
+        model.rpn.anchor_generator = _rpn_anchor_generator(
+            config.anchor_sizes, per_level="resnet" in config.model
+        )
+    return model
+
+
+def _rpn_anchor_generator(smallest: int, per_level: bool) -> nn.Module:
+    # Faster R-CNN's anchor layouts from a smallest size: one size per level of the
+    # ResNet FPN (5 levels), or all five sizes on each of the MobileNet FPN's 3 levels.
+    from trivium.vision.ops import AnchorGenerator
+
+    sizes = tuple(smallest * 2**level for level in range(5))
+    layout = tuple((s,) for s in sizes) if per_level else (sizes,) * 3
+    return AnchorGenerator(layout, ((0.5, 1.0, 2.0),) * len(layout))
 
 
 def anchor_generator(smallest: int) -> nn.Module:
