@@ -42,7 +42,7 @@ from trivium.pipelines.vision.cli import (
     recipe_parser,
     run_recipe,
 )
-from trivium.pipelines.vision.detection import DETECTION_MODELS, DetectionConfig
+from trivium.pipelines.vision.detection import DetectionConfig
 
 DEMO = {
     "model": "retinanet_resnet18_fpn",
@@ -65,12 +65,6 @@ DEMO = {
 }
 
 
-def _detection_models() -> list[str]:
-    from trivium.vision import models
-
-    return [n for n in models.__all__ if n.startswith(DETECTION_MODELS)]
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (``--help`` lists them, with their defaults)."""
     d = DetectionConfig()
@@ -79,7 +73,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         d,
         data_help="a COCO folder",
         corpus_dir="data/detection_corpus",
-        model_help=f"a trivium.vision.models detection builder: {', '.join(_detection_models())}",
+        model_help=detection.model_help(),
     )
     p.add_argument("--train-split", default=d.train_split, help="training image folder")
     p.add_argument("--val-split", default=d.val_split, help="held-out image folder")

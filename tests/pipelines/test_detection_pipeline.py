@@ -163,3 +163,28 @@ def test_retinanet_options_are_refused_for_other_detectors() -> None:
         build_model(bad, 3)
     with pytest.raises(ValueError, match="unknown detection model 'resnet50'"):
         build_model(DetectionConfig(model="resnet50"), 3)
+
+
+@pytest.mark.slow
+def test_faster_rcnn_trains_and_predicts(corpus: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """Faster R-CNN builders (``--model fasterrcnn_resnet50_fpn``): the run, its losses."""
+    from trivium.pipelines.vision.detection import DetectionPipeline, build_model
+
+    run = config(corpus, tmp_path, model="fasterrcnn_mobilenet_v3_large_320_fpn", fpn_channels=256)
+    assert train(run, show_progress=False, stop_after_steps=1) == {"stopped_at_step": 1}
+    names = {name for _, name, _ in json.loads((tmp_path / "metrics.json").read_text())["records"]}
+    assert {"loss", "loss_classifier", "loss_box_reg", "loss_objectness"} <= names
+    model = build_model(run, 5)
+    assert model.rpn.anchor_generator.sizes == ((8, 16, 32, 64, 128),) * 3
+    image = sorted((corpus / "val").glob("*.jpg"))[0]
+    result = DetectionPipeline(model, {i: str(i) for i in range(1, 5)}).predict(str(image))
+    assert result["boxes"].shape[1] == 4
+    resnet = config(corpus, tmp_path, model="fasterrcnn_resnet50_fpn", fpn_channels=256)
+    model = build_model(resnet, 5)
+    assert model.rpn.anchor_generator.sizes == ((8,), (16,), (32,), (64,), (128,))
+    assert model.roi_heads.box_predictor.cls_score.out_features == 5
+    assert model.transform.min_size == (64,) and model.roi_heads.score_thresh == 0.05
+    with pytest.raises(ValueError, match="fpn_channels=32: RetinaNet options"):
+        build_model(config(corpus, tmp_path, model="fasterrcnn_resnet50_fpn"), 5)
+    with pytest.raises(ValueError, match=r"unknown detection model 'resnet50'.*fasterrcnn"):
+        build_model(config(corpus, tmp_path, model="resnet50"), 5)

@@ -52,6 +52,7 @@ __all__ = [
     "build_model",
     "evaluate",
     "from_checkpoint",
+    "model_help",
     "train",
 ]
 
@@ -61,15 +62,16 @@ class DetectionConfig:
     """Settings of a run, named after the flags of torchvision's detection reference.
 
     ``data_path`` is a COCO-format folder (``<split>/`` images and
-    ``annotations/instances_<split>.json``). ``model`` names a RetinaNet, FCOS, SSD or
-    SSDlite builder of :mod:`trivium.vision.models` (:data:`DETECTION_MODELS`). Images
+    ``annotations/instances_<split>.json``). ``model`` names a RetinaNet, FCOS, SSD, SSDlite
+    or Faster R-CNN builder of :mod:`trivium.vision.models` (:func:`model_help`). Images
     are resized so that their shorter side is ``min_size`` (the longer at most
     ``max_size``), as torchvision's RetinaNet does (SSD models resize to their size).
     ``anchor_sizes`` gives the smallest anchor of the finest pyramid level (each
     coarser level doubles it; 0: torchvision's 32).
     ``fpn_channels`` is the width of the feature pyramid and of the heads (256 as
-    torchvision; smaller makes a fast CPU model). ``weights_backbone`` is a local
-    file of the ResNet's weights (a state dict; nothing is downloaded).
+    torchvision; smaller makes a fast CPU model; RetinaNet only).
+    ``weights_backbone`` is a local file of the backbone's weights (a state dict;
+    nothing is downloaded).
     ``box_loss`` is the box regression loss: ``"l1"`` on the anchor deltas
     (torchvision's RetinaNet), ``"smooth_l1"``, or ``"giou"`` on the decoded boxes
     (torchvision's v2 recipe). ``eval_every`` evaluates every so many epochs (and
@@ -154,24 +156,39 @@ def read_categories(data_path: str | Path, split: str) -> dict[int, str]:
     return {int(c["id"]): str(c["name"]) for c in categories}
 
 
-DETECTION_MODELS = ("retinanet_", "fcos_", "ssd")
+DETECTION_MODELS = ("retinanet_", "fcos_", "ssd", "fasterrcnn_")
 """The name prefixes of the detection builders ``--model`` takes (``ssd`` also SSDlite)."""
+
+
+def model_help() -> str:
+    """What ``--model`` takes: the detection builders of the vision models.
+
+    Example:
+        >>> print(model_help())  # doctest: +ELLIPSIS
+        a trivium.vision.models detection builder: fasterrcnn_mobilenet_v3_large_320_fpn, ...
+    """
+    from trivium.vision import models
+
+    names = [n for n in models.__all__ if n.startswith(DETECTION_MODELS)]
+    return f"a trivium.vision.models detection builder: {', '.join(names)}"
 
 
 def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
     """The detection model of ``config`` (a :mod:`trivium.vision.models` builder by name).
 
-    Any RetinaNet, FCOS, SSD or SSDlite builder. ``num_classes`` counts the background,
-    as in torchvision: COCO category ids 1..K need ``K + 1``. SSD models resize to
-    their fixed size (``min_size`` / ``max_size`` are not theirs); ``fpn_channels``,
-    ``anchor_sizes`` and ``box_loss`` are RetinaNet's, and given for another model
-    raise ``ValueError``.
+    Any RetinaNet, FCOS, SSD, SSDlite or Faster R-CNN builder. ``num_classes`` counts
+    the background, as in torchvision: COCO category ids 1..K need ``K + 1``. SSD
+    models resize to their fixed size (``min_size`` / ``max_size`` are not theirs);
+    ``fpn_channels`` and ``box_loss`` are RetinaNet's (``anchor_sizes`` RetinaNet's and
+    Faster R-CNN's), and given for another model raise ``ValueError``.
 
     Example:
         >>> c = DetectionConfig(model="retinanet_resnet18_fpn", min_size=64, max_size=64)
         >>> build_model(c, 3).head.classification_head.num_classes
         3
     """
+    if config.model.startswith("fasterrcnn_"):
+        return _build_faster_rcnn(config, num_classes)
     builder = common.model_builder(config.model, DETECTION_MODELS, "detection model")
     kwargs: dict[str, Any] = {
         "num_classes": num_classes,
@@ -185,7 +202,7 @@ def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
         kwargs.update(min_size=config.min_size, max_size=config.max_size)
     retinanet = config.model.startswith("retinanet_")
     if not retinanet:
-        _refuse_retinanet_options(config)
+        _refuse_retinanet_options(config, ("fpn_channels", "anchor_sizes", "box_loss"))
     if config.fpn_channels != 256:
         kwargs["fpn_channels"] = config.fpn_channels
     if config.anchor_sizes:
@@ -196,16 +213,48 @@ def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
     return model
 
 
-def _refuse_retinanet_options(config: DetectionConfig) -> None:
+def _refuse_retinanet_options(config: DetectionConfig, names: tuple[str, ...]) -> None:
+    defaults = {"fpn_channels": 256, "anchor_sizes": 0, "box_loss": "l1"}
     given = [
         f"{name}={getattr(config, name)!r}"
-        for name, default in (("fpn_channels", 256), ("anchor_sizes", 0), ("box_loss", "l1"))
-        if getattr(config, name) != default
+        for name in names
+        if getattr(config, name) != defaults[name]
     ]
     if given:
         raise ValueError(
             f"{', '.join(given)}: RetinaNet options, not taken by model={config.model!r}"
         )
+
+
+def _build_faster_rcnn(config: DetectionConfig, num_classes: int) -> nn.Module:
+    builder = common.model_builder(config.model, "fasterrcnn_", "detection model")
+    _refuse_retinanet_options(config, ("fpn_channels", "box_loss"))
+    kwargs: dict[str, Any] = {
+        "num_classes": num_classes,
+        "min_size": config.min_size,
+        "max_size": config.max_size,
+        "box_score_thresh": config.score_thresh,
+        "box_nms_thresh": config.nms_thresh,
+        "box_detections_per_img": config.detections_per_img,
+        "trainable_backbone_layers": config.trainable_backbone_layers,
+        "weights_backbone": config.weights_backbone,
+    }
+    model = builder(**kwargs)
+    if config.anchor_sizes:  # the same anchors per location as the builder's, resized
+        model.rpn.anchor_generator = _rpn_anchor_generator(
+            config.anchor_sizes, per_level="resnet" in config.model
+        )
+    return model
+
+
+def _rpn_anchor_generator(smallest: int, per_level: bool) -> nn.Module:
+    # Faster R-CNN's anchor layouts from a smallest size: one size per level of the
+    # ResNet FPN (5 levels), or all five sizes on each of the MobileNet FPN's 3 levels.
+    from trivium.vision.ops import AnchorGenerator
+
+    sizes = tuple(smallest * 2**level for level in range(5))
+    layout = tuple((s,) for s in sizes) if per_level else (sizes,) * 3
+    return AnchorGenerator(layout, ((0.5, 1.0, 2.0),) * len(layout))
 
 
 def anchor_generator(smallest: int) -> nn.Module:

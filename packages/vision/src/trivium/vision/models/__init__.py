@@ -9,12 +9,15 @@ a local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMI
 names the builders of each family. :class:`IntermediateLayerGetter` returns
 intermediate feature maps for detection backbones.
 
-Detection (also in :mod:`~trivium.vision.models.detection`): :class:`RetinaNet`
-(``retinanet_resnet50_fpn``, ``retinanet_resnet50_fpn_v2``, and the smaller
+Detection (also in :mod:`~trivium.vision.models.detection`), with torchvision's state
+dict names: :class:`RetinaNet` (``retinanet_resnet50_fpn``, ``_v2``, and the smaller
 ``retinanet_resnet18_fpn`` / ``retinanet_resnet34_fpn``) and :class:`FCOS`
 (``fcos_resnet50_fpn``) on a ResNet with a :class:`FeaturePyramidNetwork`
-(``resnet_fpn_backbone``), and :class:`SSD` (``ssd300_vgg16``,
-``ssdlite320_mobilenet_v3_large``), with torchvision's state dict names.
+(``resnet_fpn_backbone``); :class:`SSD` (``ssd300_vgg16``,
+``ssdlite320_mobilenet_v3_large``); :class:`FasterRCNN` (``fasterrcnn_resnet50_fpn``,
+``_v2`` and the MobileNetV3 ones, on ``mobilenet_backbone``), :class:`MaskRCNN`
+(``maskrcnn_resnet50_fpn``, ``_v2``) and :class:`KeypointRCNN`
+(``keypointrcnn_resnet50_fpn``).
 
 Example:
     >>> import torch
@@ -37,7 +40,11 @@ from trivium.vision.models import (  # noqa: F401
     video,
     vision_transformer,
 )
-from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
+from trivium.vision.models.backbone_utils import (
+    BackboneWithFPN,
+    mobilenet_backbone,
+    resnet_fpn_backbone,
+)
 from trivium.vision.models.convnext import (
     ConvNeXt,
     convnext_base,
@@ -45,7 +52,20 @@ from trivium.vision.models.convnext import (
     convnext_small,
     convnext_tiny,
 )
+from trivium.vision.models.detection.faster_rcnn import (
+    FasterRCNN,
+    fasterrcnn_mobilenet_v3_large_320_fpn,
+    fasterrcnn_mobilenet_v3_large_fpn,
+    fasterrcnn_resnet50_fpn,
+    fasterrcnn_resnet50_fpn_v2,
+)
 from trivium.vision.models.detection.fcos import FCOS, fcos_resnet50_fpn
+from trivium.vision.models.detection.keypoint_rcnn import KeypointRCNN, keypointrcnn_resnet50_fpn
+from trivium.vision.models.detection.mask_rcnn import (
+    MaskRCNN,
+    maskrcnn_resnet50_fpn,
+    maskrcnn_resnet50_fpn_v2,
+)
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
     RetinaNetClassificationHead,
@@ -179,10 +199,13 @@ __all__ = [
     "ConvNeXt",
     "EfficientNet",
     "ExtraFPNBlock",
+    "FasterRCNN",
     "FeaturePyramidNetwork",
     "IntermediateLayerGetter",
+    "KeypointRCNN",
     "LastLevelMaxPool",
     "LastLevelP6P7",
+    "MaskRCNN",
     "MaxVit",
     "MobileNetV2",
     "MobileNetV3",
@@ -209,9 +232,17 @@ __all__ = [
     "efficientnet_v2_l",
     "efficientnet_v2_m",
     "efficientnet_v2_s",
+    "fasterrcnn_mobilenet_v3_large_320_fpn",
+    "fasterrcnn_mobilenet_v3_large_fpn",
+    "fasterrcnn_resnet50_fpn",
+    "fasterrcnn_resnet50_fpn_v2",
     "fcos_resnet50_fpn",
+    "keypointrcnn_resnet50_fpn",
     "load_weights",
+    "maskrcnn_resnet50_fpn",
+    "maskrcnn_resnet50_fpn_v2",
     "maxvit_t",
+    "mobilenet_backbone",
     "mobilenet_v2",
     "mobilenet_v3_large",
     "mobilenet_v3_small",

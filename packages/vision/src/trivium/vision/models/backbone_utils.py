@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from torch import Tensor, nn
 
-from trivium.vision.models import resnet
+from trivium.vision.models import mobilenetv2, mobilenetv3, resnet
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import FrozenBatchNorm2d
@@ -31,7 +31,7 @@ from trivium.vision.ops.feature_pyramid_network import (
     LastLevelMaxPool,
 )
 
-__all__ = ["BackboneWithFPN", "resnet_fpn_backbone"]
+__all__ = ["BackboneWithFPN", "mobilenet_backbone", "resnet_fpn_backbone"]
 
 
 class BackboneWithFPN(nn.Module):
@@ -186,3 +186,97 @@ def _validate_trainable_layers(
             f"got {trainable_backbone_layers}"
         )
     return trainable_backbone_layers
+
+
+_MOBILENETS = {
+    "mobilenet_v2": mobilenetv2.mobilenet_v2,
+    "mobilenet_v3_large": mobilenetv3.mobilenet_v3_large,
+    "mobilenet_v3_small": mobilenetv3.mobilenet_v3_small,
+}
+
+
+def mobilenet_backbone(
+    *,
+    backbone_name: str,
+    weights: Weights | None,
+    fpn: bool,
+    norm_layer: Callable[..., nn.Module] = FrozenBatchNorm2d,
+    trainable_layers: int = 2,
+    returned_layers: list[int] | None = None,
+    extra_blocks: ExtraFPNBlock | None = None,
+) -> nn.Module:
+    """A MobileNet's features, with an FPN on its last stages or a 1x1 conv to 256 channels.
+
+    Args:
+        backbone_name: ``mobilenet_v2``, ``mobilenet_v3_large`` or ``mobilenet_v3_small``.
+        weights: the MobileNet's weights, a local file path or a state dict, or None.
+        fpn: an FPN (a :class:`BackboneWithFPN`) on ``returned_layers``; else the last
+            map through a 1x1 convolution (a Sequential with ``out_channels`` 256).
+        norm_layer: the MobileNet's norm layer (default ``FrozenBatchNorm2d``).
+        trainable_layers: stages left trainable, from the last (0 to the number of stages).
+        returned_layers: the stages feeding the FPN (default the last two).
+        extra_blocks: levels added after the FPN's (default ``LastLevelMaxPool``).
+
+    Example:
+        >>> import torch
+        >>> m = mobilenet_backbone(backbone_name="mobilenet_v3_large", weights=None, fpn=True)
+        >>> [(k, v.shape[1]) for k, v in m(torch.rand(1, 3, 64, 64)).items()]
+        [('0', 256), ('1', 256), ('pool', 256)]
+    """
+    if backbone_name not in _MOBILENETS:
+        raise ValueError(f"backbone_name must be one of {list(_MOBILENETS)}, got {backbone_name!r}")
+    backbone = _MOBILENETS[backbone_name](weights=weights, norm_layer=norm_layer)
+    return _mobilenet_extractor(backbone, fpn, trainable_layers, returned_layers, extra_blocks)
+
+
+def _mobilenet_extractor(
+    backbone: mobilenetv2.MobileNetV2 | mobilenetv3.MobileNetV3,
+    fpn: bool,
+    trainable_layers: int,
+    returned_layers: list[int] | None = None,
+    extra_blocks: ExtraFPNBlock | None = None,
+    norm_layer: Callable[..., nn.Module] | None = None,
+) -> nn.Module:
+    """torchvision's: freeze the first stages of ``backbone.features``, add an FPN or a 1x1 conv."""
+    features = backbone.features
+    # The strided blocks start the stages C1 .. Cn-1; the first and last layers are C0 and Cn.
+    stage_indices = (
+        [0]
+        + [i for i, b in enumerate(features) if getattr(b, "_is_cn", False)]
+        + [len(features) - 1]
+    )
+    num_stages = len(stage_indices)
+    if trainable_layers < 0 or trainable_layers > num_stages:
+        raise ValueError(
+            f"Trainable layers should be in the range [0,{num_stages}], got {trainable_layers}"
+        )
+    freeze_before = (
+        len(features) if trainable_layers == 0 else stage_indices[num_stages - trainable_layers]
+    )
+    for block in features[:freeze_before]:
+        for parameter in block.parameters():
+            parameter.requires_grad_(False)
+    out_channels = 256
+    if not fpn:
+        m = nn.Sequential(features, nn.Conv2d(features[-1].out_channels, out_channels, 1))
+        m.out_channels = out_channels  # type: ignore[assignment]
+        return m
+    if extra_blocks is None:
+        extra_blocks = LastLevelMaxPool()
+    if returned_layers is None:
+        returned_layers = [num_stages - 2, num_stages - 1]
+    if min(returned_layers) < 0 or max(returned_layers) >= num_stages:
+        raise ValueError(
+            f"Each returned layer should be in the range [0,{num_stages - 1}], "
+            f"got {returned_layers}"
+        )
+    return_layers = {f"{stage_indices[k]}": str(v) for v, k in enumerate(returned_layers)}
+    in_channels_list = [features[stage_indices[i]].out_channels for i in returned_layers]
+    return BackboneWithFPN(
+        features,
+        return_layers,
+        in_channels_list,
+        out_channels,
+        extra_blocks=extra_blocks,
+        norm_layer=norm_layer,
+    )

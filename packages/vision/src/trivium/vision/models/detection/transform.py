@@ -24,9 +24,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from trivium.vision.models.detection.roi_heads import paste_masks_in_image
 from trivium.vision.ops import ImageList
 
-__all__ = ["GeneralizedRCNNTransform", "resize_boxes"]
+__all__ = ["GeneralizedRCNNTransform", "resize_boxes", "resize_keypoints"]
 
 
 def resize_boxes(boxes: Tensor, original_size: Sequence[int], new_size: Sequence[int]) -> Tensor:
@@ -48,23 +49,38 @@ def resize_boxes(boxes: Tensor, original_size: Sequence[int], new_size: Sequence
     return torch.stack((xmin * ratio_w, ymin * ratio_h, xmax * ratio_w, ymax * ratio_h), dim=1)
 
 
-def _resize_image(
-    image: Tensor, min_size: int, max_size: int, fixed_size: tuple[int, int] | None
+def resize_keypoints(
+    keypoints: Tensor, original_size: Sequence[int], new_size: Sequence[int]
 ) -> Tensor:
+    """Keypoints ``[N, K, 3]`` (x, y, visibility) of an image of ``original_size``, scaled.
+
+    ``new_size`` is the ``(h, w)`` they are scaled to; float32 ratios, as torchvision's.
+
+    Example:
+        >>> import torch
+        >>> resize_keypoints(torch.tensor([[[2.0, 3.0, 1.0]]]), (10, 20), (20, 10))
+        tensor([[[1., 6., 1.]]])
+    """
+    new = torch.tensor([new_size[1], new_size[0]], dtype=torch.float32, device=keypoints.device)
+    old = torch.tensor(
+        [original_size[1], original_size[0]], dtype=torch.float32, device=keypoints.device
+    )
+    ratio_w, ratio_h = (new / old).unbind()
+    resized = keypoints.clone()
+    resized[..., 0] *= ratio_w
+    resized[..., 1] *= ratio_h
+    return resized
+
+
+def _resize_args(
+    image: Tensor, min_size: int, max_size: int, fixed_size: tuple[int, int] | None
+) -> dict[str, Any]:
     # torchvision's scale: the float scale factor, the output size recomputed from it.
     if fixed_size is not None:
-        return nn.functional.interpolate(
-            image[None], size=[fixed_size[1], fixed_size[0]], mode="bilinear", align_corners=False
-        )[0]
+        return {"size": [fixed_size[1], fixed_size[0]]}
     h, w = image.shape[-2:]
     scale = min(min_size / min(h, w), max_size / max(h, w))
-    return nn.functional.interpolate(
-        image[None],
-        scale_factor=scale,
-        mode="bilinear",
-        recompute_scale_factor=True,
-        align_corners=False,
-    )[0]
+    return {"scale_factor": scale, "recompute_scale_factor": True}
 
 
 class GeneralizedRCNNTransform(nn.Module):
@@ -80,7 +96,9 @@ class GeneralizedRCNNTransform(nn.Module):
         fixed_size: (width, height) to resize every image to instead.
 
     Images must be floating ``[C, H, W]`` tensors; targets are dicts with ``boxes``
-    (XYXY, float ``[N, 4]``) and are copied, never changed in place.
+    (XYXY, float ``[N, 4]``), optionally ``masks`` (``[N, H, W]``, resized nearest,
+    as uint8) and ``keypoints`` (``[N, K, 3]``, scaled), and are copied, never changed
+    in place.
 
     Example:
         >>> import torch
@@ -192,11 +210,19 @@ class GeneralizedRCNNTransform(nn.Module):
             size = self.torch_choice(self.min_size)
         else:
             size = self.min_size[-1]
-        image = _resize_image(image, size, self.max_size, self.fixed_size)
+        args = _resize_args(image, size, self.max_size, self.fixed_size)
+        image = nn.functional.interpolate(
+            image[None], mode="bilinear", align_corners=False, **args
+        )[0]
         if target is None:
             return image, target
         target = dict(target)
         target["boxes"] = resize_boxes(target["boxes"], (h, w), image.shape[-2:])
+        if "masks" in target:  # nearest, as uint8, as torchvision's
+            masks = target["masks"][:, None].float()
+            target["masks"] = nn.functional.interpolate(masks, **args)[:, 0].byte()
+        if "keypoints" in target:
+            target["keypoints"] = resize_keypoints(target["keypoints"], (h, w), image.shape[-2:])
         return image, target
 
     def max_by_axis(self, the_list: list[list[int]]) -> list[int]:
@@ -234,6 +260,9 @@ class GeneralizedRCNNTransform(nn.Module):
     ) -> list[dict[str, Tensor]]:
         """Detections with their ``boxes`` mapped from the resized to the input image sizes.
 
+        ``keypoints`` are scaled alike, and ``masks`` (box-relative, from Mask R-CNN)
+        pasted into the input image's size.
+
         In training mode ``result`` is returned as it is.
 
         Example:
@@ -246,6 +275,10 @@ class GeneralizedRCNNTransform(nn.Module):
             return result
         for pred, im_s, o_im_s in zip(result, image_shapes, original_image_sizes, strict=True):
             pred["boxes"] = resize_boxes(pred["boxes"], im_s, o_im_s)
+            if "masks" in pred:
+                pred["masks"] = paste_masks_in_image(pred["masks"], pred["boxes"], o_im_s)
+            if "keypoints" in pred:
+                pred["keypoints"] = resize_keypoints(pred["keypoints"], im_s, o_im_s)
         return result
 
     def __repr__(self) -> str:
