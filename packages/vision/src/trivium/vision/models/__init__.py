@@ -3,9 +3,9 @@
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
-V2), MaxViT-T: state dicts load to and from ``torchvision.models`` of the same names with
-``strict=True``. ``weights=`` takes a local file path or a state dict (nothing is
-downloaded). ``CLASSIFICATION_FAMILIES``
+V2), MaxViT-T, AlexNet, SqueezeNet (1.0, 1.1): state dicts load to and from
+``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes a
+local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
 intermediate feature maps for detection backbones.
 
@@ -35,6 +35,7 @@ from trivium.vision.models import (  # noqa: F401
     video,
     vision_transformer,
 )
+from trivium.vision.models.alexnet import AlexNet, alexnet
 from trivium.vision.models.backbone_utils import BackboneWithFPN, resnet_fpn_backbone
 from trivium.vision.models.convnext import (
     ConvNeXt,
@@ -107,6 +108,7 @@ from trivium.vision.models.resnet import (
     wide_resnet50_2,
     wide_resnet101_2,
 )
+from trivium.vision.models.squeezenet import SqueezeNet, squeezenet1_0, squeezenet1_1
 from trivium.vision.models.swin_transformer import (
     SwinTransformer,
     swin_b,
@@ -143,10 +145,13 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "VisionTransformer": vision_transformer.VIT_BUILDERS,
     "SwinTransformer": swin_transformer.SWIN_BUILDERS,
     "MaxVit": ("maxvit_t",),
+    "AlexNet": ("alexnet",),
+    "SqueezeNet": ("squeezenet1_0", "squeezenet1_1"),
 }
 
 __all__ = [
     "CLASSIFICATION_FAMILIES",
+    "AlexNet",
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
@@ -166,8 +171,10 @@ __all__ = [
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "SqueezeNet",
     "SwinTransformer",
     "VisionTransformer",
+    "alexnet",
     "convnext_base",
     "convnext_large",
     "convnext_small",
@@ -215,6 +222,8 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "squeezenet1_0",
+    "squeezenet1_1",
     "swin_b",
     "swin_s",
     "swin_t",

@@ -1,0 +1,76 @@
+"""The classic classifiers (AlexNet, SqueezeNet, ...) against torchvision's.
+
+torchvision's models are its pure-Python code (see ``tests/peers.py``). Every builder
+is compared in structure (meta device) and initial weights; each family's smallest
+builder in eval outputs and a training step with torchvision's state dict loaded.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from model_parity import (
+    assert_same_init,
+    assert_same_structure,
+    assert_same_training_step,
+    image,
+    loaded_from,
+    randomize_norms,
+)
+
+from trivium.vision import models
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+FAMILIES = ["AlexNet", "SqueezeNet"]
+BUILDERS = [name for family in FAMILIES for name in models.CLASSIFICATION_FAMILIES[family]]
+# Each family's smallest builder, and the arguments that take its randomness out in training.
+SMALLEST = {"alexnet": {"dropout": 0.0}, "squeezenet1_1": {"dropout": 0.0}}
+# Gradients of AlexNet's 61 M parameters (its 38 M-weight first linear layer) take seconds.
+HEAVY = {"alexnet"}
+TRAINED = [pytest.param(n, marks=[pytest.mark.slow] if n in HEAVY else []) for n in SMALLEST]
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_structure_matches_torchvision(tv, name):
+    assert_same_structure(getattr(models, name), getattr(tv.models, name), num_classes=7)
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_same_seed_gives_torchvision_initial_weights(tv, name):
+    assert_same_init(getattr(models, name), getattr(tv.models, name), num_classes=10)
+
+
+@pytest.mark.parametrize("name", SMALLEST)
+def test_torchvision_state_dict_loads_strict_and_gives_same_eval_output(tv, name):
+    theirs = randomize_norms(getattr(tv.models, name)(num_classes=10)).eval()
+    ours = loaded_from(getattr(models, name), theirs, num_classes=10)
+    x = image(n=1, size=96)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", TRAINED)
+def test_training_step_matches_torchvision(tv, name):
+    kwargs = {"num_classes": 3, **SMALLEST[name]}
+    theirs = randomize_norms(getattr(tv.models, name)(**kwargs))
+    ours = loaded_from(getattr(models, name), theirs, **kwargs)
+    assert_same_training_step(ours, theirs, image(n=2, size=96))
+
+
+def test_weights_fix_num_classes_and_refuse_downloads():
+    builder = models.squeezenet1_1
+    state = builder(num_classes=5).state_dict()
+    model = builder(weights=state)
+    assert all(model.state_dict()[k].equal(v) for k, v in state.items())
+    with pytest.raises(ValueError, match="num_classes=4 was given"):
+        builder(weights=state, num_classes=4)
+    with pytest.raises(ValueError, match="cannot be downloaded"):
+        builder(weights="IMAGENET1K_V1")
+    with pytest.raises(ValueError, match="pretrained=True"):
+        builder(pretrained=True)
+
+
+def test_squeezenet_refuses_an_unknown_version():
+    with pytest.raises(ValueError, match="1_0 or 1_1 expected"):
+        models.SqueezeNet("1_2")
