@@ -22,10 +22,15 @@ from trivium.vision import models
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FAMILIES = ["AlexNet", "SqueezeNet"]
+FAMILIES = ["AlexNet", "SqueezeNet", "ShuffleNetV2", "MNASNet"]
 BUILDERS = [name for family in FAMILIES for name in models.CLASSIFICATION_FAMILIES[family]]
 # Each family's smallest builder, and the arguments that take its randomness out in training.
-SMALLEST = {"alexnet": {"dropout": 0.0}, "squeezenet1_1": {"dropout": 0.0}}
+SMALLEST = {
+    "alexnet": {"dropout": 0.0},
+    "squeezenet1_1": {"dropout": 0.0},
+    "shufflenet_v2_x0_5": {},
+    "mnasnet0_5": {"dropout": 0.0},
+}
 # Gradients of AlexNet's 61 M parameters (its 38 M-weight first linear layer) take seconds.
 HEAVY = {"alexnet"}
 TRAINED = [pytest.param(n, marks=[pytest.mark.slow] if n in HEAVY else []) for n in SMALLEST]
@@ -74,3 +79,31 @@ def test_weights_fix_num_classes_and_refuse_downloads():
 def test_squeezenet_refuses_an_unknown_version():
     with pytest.raises(ValueError, match="1_0 or 1_1 expected"):
         models.SqueezeNet("1_2")
+
+
+def test_mnasnet_loads_a_version_1_checkpoint_as_torchvision(tv):
+    """A version-1 state dict (a fixed-width stem, as torchvision's mnasnet0_5 ImageNet
+    weights) rebuilds the stem on load, as torchvision's does: the same model after."""
+    state = _v1_checkpoint(tv)
+    theirs, ours = tv.models.mnasnet0_5(num_classes=4), models.mnasnet0_5(num_classes=4)
+    for model in (theirs, ours):
+        with pytest.warns(UserWarning, match="new version of MNASNet"):
+            model.load_state_dict(state, strict=True)
+    assert ours._version == 1 and ours.layers[0].out_channels == 32
+    assert ours.state_dict()._metadata[""]["version"] == 1
+    theirs.eval(), ours.eval()
+    x = image(n=1, size=64)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), theirs(x))
+
+
+def _v1_checkpoint(tv):
+    """A version-1 mnasnet0_5 state dict, made by torchvision: loading a state dict marked
+    version 1 rebuilds its stem (the load then fails on the old shapes)."""
+    torch.manual_seed(3)
+    donor = tv.models.mnasnet0_5(num_classes=4)
+    state = donor.state_dict()
+    state._metadata[""]["version"] = 1
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="size mismatch"):
+        donor.load_state_dict(state)
+    return randomize_norms(donor).state_dict()

@@ -3,7 +3,8 @@
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
-V2), MaxViT-T, AlexNet, SqueezeNet (1.0, 1.1): state dicts load to and from
+V2), MaxViT-T, AlexNet, SqueezeNet (1.0, 1.1), ShuffleNetV2 (x0.5 .. x2.0), MNASNet
+(0.5 .. 1.3): state dicts load to and from
 ``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes a
 local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
@@ -28,9 +29,11 @@ from trivium.vision.models import (  # noqa: F401
     convnext,
     detection,
     efficientnet,
+    mnasnet,
     regnet,
     resnet,
     segmentation,
+    shufflenetv2,
     swin_transformer,
     video,
     vision_transformer,
@@ -69,6 +72,13 @@ from trivium.vision.models.efficientnet import (
 )
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
 from trivium.vision.models.maxvit import MaxVit, maxvit_t
+from trivium.vision.models.mnasnet import (
+    MNASNet,
+    mnasnet0_5,
+    mnasnet0_75,
+    mnasnet1_0,
+    mnasnet1_3,
+)
 from trivium.vision.models.mobilenetv2 import MobileNetV2, mobilenet_v2
 from trivium.vision.models.mobilenetv3 import (
     MobileNetV3,
@@ -107,6 +117,13 @@ from trivium.vision.models.resnet import (
     resnext101_64x4d,
     wide_resnet50_2,
     wide_resnet101_2,
+)
+from trivium.vision.models.shufflenetv2 import (
+    ShuffleNetV2,
+    shufflenet_v2_x0_5,
+    shufflenet_v2_x1_0,
+    shufflenet_v2_x1_5,
+    shufflenet_v2_x2_0,
 )
 from trivium.vision.models.squeezenet import SqueezeNet, squeezenet1_0, squeezenet1_1
 from trivium.vision.models.swin_transformer import (
@@ -147,6 +164,8 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "MaxVit": ("maxvit_t",),
     "AlexNet": ("alexnet",),
     "SqueezeNet": ("squeezenet1_0", "squeezenet1_1"),
+    "ShuffleNetV2": shufflenetv2.SHUFFLENET_BUILDERS,
+    "MNASNet": mnasnet.MNASNET_BUILDERS,
 }
 
 __all__ = [
@@ -162,6 +181,7 @@ __all__ = [
     "IntermediateLayerGetter",
     "LastLevelMaxPool",
     "LastLevelP6P7",
+    "MNASNet",
     "MaxVit",
     "MobileNetV2",
     "MobileNetV3",
@@ -171,6 +191,7 @@ __all__ = [
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "ShuffleNetV2",
     "SqueezeNet",
     "SwinTransformer",
     "VisionTransformer",
@@ -192,6 +213,10 @@ __all__ = [
     "efficientnet_v2_s",
     "load_weights",
     "maxvit_t",
+    "mnasnet0_5",
+    "mnasnet0_75",
+    "mnasnet1_0",
+    "mnasnet1_3",
     "mobilenet_v2",
     "mobilenet_v3_large",
     "mobilenet_v3_small",
@@ -222,6 +247,10 @@ __all__ = [
     "retinanet_resnet18_fpn",
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
+    "shufflenet_v2_x0_5",
+    "shufflenet_v2_x1_0",
+    "shufflenet_v2_x1_5",
+    "shufflenet_v2_x2_0",
     "squeezenet1_0",
     "squeezenet1_1",
     "swin_b",
