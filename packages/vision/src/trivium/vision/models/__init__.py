@@ -4,7 +4,7 @@ Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
 V2), MaxViT-T, AlexNet, SqueezeNet (1.0, 1.1), ShuffleNetV2 (x0.5 .. x2.0), MNASNet
-(0.5 .. 1.3): state dicts load to and from
+(0.5 .. 1.3), DenseNet (121 .. 201): state dicts load to and from
 ``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes a
 local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
@@ -27,6 +27,7 @@ Example:
 # The subpackages are attributes, as torchvision.models.detection is.
 from trivium.vision.models import (  # noqa: F401
     convnext,
+    densenet,
     detection,
     efficientnet,
     mnasnet,
@@ -46,6 +47,13 @@ from trivium.vision.models.convnext import (
     convnext_large,
     convnext_small,
     convnext_tiny,
+)
+from trivium.vision.models.densenet import (
+    DenseNet,
+    densenet121,
+    densenet161,
+    densenet169,
+    densenet201,
 )
 from trivium.vision.models.detection.retinanet import (
     RetinaNet,
@@ -166,6 +174,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "SqueezeNet": ("squeezenet1_0", "squeezenet1_1"),
     "ShuffleNetV2": shufflenetv2.SHUFFLENET_BUILDERS,
     "MNASNet": mnasnet.MNASNET_BUILDERS,
+    "DenseNet": densenet.DENSENET_BUILDERS,
 }
 
 __all__ = [
@@ -175,6 +184,7 @@ __all__ = [
     "BasicBlock",
     "Bottleneck",
     "ConvNeXt",
+    "DenseNet",
     "EfficientNet",
     "ExtraFPNBlock",
     "FeaturePyramidNetwork",
@@ -200,6 +210,10 @@ __all__ = [
     "convnext_large",
     "convnext_small",
     "convnext_tiny",
+    "densenet121",
+    "densenet161",
+    "densenet169",
+    "densenet201",
     "efficientnet_b0",
     "efficientnet_b1",
     "efficientnet_b2",
