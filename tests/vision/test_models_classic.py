@@ -22,9 +22,13 @@ from model_parity import (
 
 from trivium.vision import models
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = [
+    pytest.mark.usefixtures("one_thread"),
+    # torchvision's GoogLeNet warns that its default initialisation may change.
+    pytest.mark.filterwarnings("ignore:The default weight initialization of GoogleNet"),
+]
 
-FAMILIES = ["AlexNet", "SqueezeNet", "ShuffleNetV2", "MNASNet", "DenseNet"]
+FAMILIES = ["AlexNet", "SqueezeNet", "ShuffleNetV2", "MNASNet", "DenseNet", "GoogLeNet"]
 BUILDERS = [name for family in FAMILIES for name in models.CLASSIFICATION_FAMILIES[family]]
 # Each family's smallest builder, and the arguments that take its randomness out in training.
 SMALLEST = {
@@ -33,6 +37,7 @@ SMALLEST = {
     "shufflenet_v2_x0_5": {},
     "mnasnet0_5": {"dropout": 0.0},
     "densenet121": {},
+    "googlenet": {"dropout": 0.0, "aux_logits": False},
 }
 # Seconds of backward: AlexNet's 61 M parameters, DenseNet-121's 121 layers.
 HEAVY = {"alexnet", "densenet121"}
@@ -141,3 +146,34 @@ def test_densenet_weights_with_torchvision_file_key_names_load(tmp_path):
     loaded = models.densenet121(weights=tmp_path / "densenet121.pth").state_dict()
     assert list(loaded) == list(state)
     assert all(loaded[key].equal(value) for key, value in state.items())
+
+
+def test_googlenet_auxiliary_outputs_in_training_match_torchvision(tv):
+    kwargs = {"num_classes": 3, "dropout": 0.0, "dropout_aux": 0.0}
+    torch.manual_seed(0)
+    theirs = randomize_norms(tv.models.googlenet(**kwargs))
+    ours = loaded_from(models.googlenet, theirs, **kwargs)
+    x = image(n=2, size=64)
+    a, b = ours.train()(x), theirs.train()(x)
+    assert type(a).__name__ == "GoogLeNetOutputs" and a._fields == b._fields
+    for ours_out, theirs_out in zip(a, b, strict=True):
+        torch.testing.assert_close(ours_out, theirs_out, atol=1e-5, rtol=1e-4)
+
+
+def test_googlenet_weights_as_torchvision_builder():
+    """With weights, torchvision's googlenet turns on transform_input and drops the
+    auxiliary heads unless asked for them."""
+    state = models.googlenet(num_classes=4).state_dict()
+    model = models.googlenet(weights=state)
+    assert model.transform_input and not model.aux_logits and model.aux1 is None
+    assert model.fc.out_features == 4
+    kept = models.googlenet(weights=state, aux_logits=True, transform_input=False)
+    assert kept.aux_logits and kept.aux2 is not None and not kept.transform_input
+    without_aux = models.googlenet(weights=state).state_dict()
+    assert models.googlenet(weights=without_aux).aux1 is None
+    with pytest.raises(ValueError, match="no aux1"):
+        models.googlenet(weights=without_aux, aux_logits=True)
+    with pytest.raises(ValueError, match="num_classes=5 was given"):
+        models.googlenet(weights=state, num_classes=5)
+    with pytest.raises(ValueError, match="cannot be downloaded"):
+        models.googlenet(weights="IMAGENET1K_V1")

@@ -4,7 +4,7 @@ Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
 V2), MaxViT-T, AlexNet, SqueezeNet (1.0, 1.1), ShuffleNetV2 (x0.5 .. x2.0), MNASNet
-(0.5 .. 1.3), DenseNet (121 .. 201): state dicts load to and from
+(0.5 .. 1.3), DenseNet (121 .. 201), GoogLeNet: state dicts load to and from
 ``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes a
 local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
@@ -79,6 +79,7 @@ from trivium.vision.models.efficientnet import (
     efficientnet_v2_s,
 )
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
+from trivium.vision.models.googlenet import GoogLeNet, GoogLeNetOutputs, googlenet
 from trivium.vision.models.maxvit import MaxVit, maxvit_t
 from trivium.vision.models.mnasnet import (
     MNASNet,
@@ -175,6 +176,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "ShuffleNetV2": shufflenetv2.SHUFFLENET_BUILDERS,
     "MNASNet": mnasnet.MNASNET_BUILDERS,
     "DenseNet": densenet.DENSENET_BUILDERS,
+    "GoogLeNet": ("googlenet",),
 }
 
 __all__ = [
@@ -188,6 +190,8 @@ __all__ = [
     "EfficientNet",
     "ExtraFPNBlock",
     "FeaturePyramidNetwork",
+    "GoogLeNet",
+    "GoogLeNetOutputs",
     "IntermediateLayerGetter",
     "LastLevelMaxPool",
     "LastLevelP6P7",
@@ -225,6 +229,7 @@ __all__ = [
     "efficientnet_v2_l",
     "efficientnet_v2_m",
     "efficientnet_v2_s",
+    "googlenet",
     "load_weights",
     "maxvit_t",
     "mnasnet0_5",
