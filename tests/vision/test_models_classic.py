@@ -26,9 +26,18 @@ pytestmark = [
     pytest.mark.usefixtures("one_thread"),
     # torchvision's GoogLeNet warns that its default initialisation may change.
     pytest.mark.filterwarnings("ignore:The default weight initialization of GoogleNet"),
+    pytest.mark.filterwarnings("ignore:The default weight initialization of inception_v3"),
 ]
 
-FAMILIES = ["AlexNet", "SqueezeNet", "ShuffleNetV2", "MNASNet", "DenseNet", "GoogLeNet"]
+FAMILIES = [
+    "AlexNet",
+    "SqueezeNet",
+    "ShuffleNetV2",
+    "MNASNet",
+    "DenseNet",
+    "GoogLeNet",
+    "Inception3",
+]
 BUILDERS = [name for family in FAMILIES for name in models.CLASSIFICATION_FAMILIES[family]]
 # Each family's smallest builder, and the arguments that take its randomness out in training.
 SMALLEST = {
@@ -38,11 +47,19 @@ SMALLEST = {
     "mnasnet0_5": {"dropout": 0.0},
     "densenet121": {},
     "googlenet": {"dropout": 0.0, "aux_logits": False},
+    "inception_v3": {"dropout": 0.0, "aux_logits": False},
 }
 # Seconds of backward: AlexNet's 61 M parameters, DenseNet-121's 121 layers.
-HEAVY = {"alexnet", "densenet121"}
+HEAVY = {"alexnet", "densenet121", "inception_v3"}
 # Initialised in seconds, and by the code of a smaller builder of their family.
 LARGE_INIT = {"densenet161", "densenet169", "densenet201"}
+# Inception v3 needs 75x75 inputs at least; in training, 139 keeps its last maps 3x3 (at
+# 1x1, BatchNorm over two values makes the gradients ill-conditioned).
+SIZE = {"inception_v3": 80}
+TRAIN_SIZE = {"inception_v3": 139}
+# Gradients of up to ~1e2 through 48 layers: the float noise of the sums' order is ~1e-5
+# of the largest, so the absolute tolerance is scaled to it.
+TRAIN_ATOL = {"inception_v3": 1e-3}
 TRAINED = [pytest.param(n, marks=[pytest.mark.slow] if n in HEAVY else []) for n in SMALLEST]
 
 
@@ -60,7 +77,7 @@ def test_same_seed_gives_torchvision_initial_weights(tv, name):
 def test_torchvision_state_dict_loads_strict_and_gives_same_eval_output(tv, name):
     theirs = randomize_norms(getattr(tv.models, name)(num_classes=10)).eval()
     ours = loaded_from(getattr(models, name), theirs, num_classes=10)
-    x = image(n=1, size=96)
+    x = image(n=1, size=SIZE.get(name, 96))
     with torch.no_grad():
         torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=1e-4)
 
@@ -70,7 +87,8 @@ def test_training_step_matches_torchvision(tv, name):
     kwargs = {"num_classes": 3, **SMALLEST[name]}
     theirs = randomize_norms(getattr(tv.models, name)(**kwargs))
     ours = loaded_from(getattr(models, name), theirs, **kwargs)
-    assert_same_training_step(ours, theirs, image(n=2, size=96))
+    x = image(n=2, size=TRAIN_SIZE.get(name, 96))
+    assert_same_training_step(ours, theirs, x, atol=TRAIN_ATOL.get(name, 1e-5))
 
 
 def test_weights_fix_num_classes_and_refuse_downloads():
@@ -177,3 +195,32 @@ def test_googlenet_weights_as_torchvision_builder():
         models.googlenet(weights=state, num_classes=5)
     with pytest.raises(ValueError, match="cannot be downloaded"):
         models.googlenet(weights="IMAGENET1K_V1")
+
+
+@pytest.mark.slow  # a 299x299 image through Inception v3 in training, twice
+def test_inception_v3_auxiliary_outputs_in_training_match_torchvision(tv):
+    kwargs = {"num_classes": 3, "dropout": 0.0}
+    torch.manual_seed(0)
+    theirs = randomize_norms(tv.models.inception_v3(**kwargs))
+    ours = loaded_from(models.inception_v3, theirs, **kwargs)
+    x = image(n=2, size=299)
+    a, b = ours.train()(x), theirs.train()(x)
+    assert type(a).__name__ == "InceptionOutputs" and a._fields == b._fields
+    for ours_out, theirs_out in zip(a, b, strict=True):
+        torch.testing.assert_close(ours_out, theirs_out, atol=1e-5, rtol=1e-4)
+
+
+def test_inception_v3_weights_as_torchvision_builder():
+    """With weights, torchvision's inception_v3 turns on transform_input and keeps the
+    auxiliary classifier unless aux_logits=False."""
+    with torch.device("meta"):
+        shapes = models.inception_v3(num_classes=4).state_dict()
+    state = {k: torch.zeros_like(v, device="cpu") for k, v in shapes.items()}
+    model = models.inception_v3(weights=state)
+    assert model.transform_input and model.aux_logits and model.AuxLogits is not None
+    dropped = models.inception_v3(weights=state, aux_logits=False)
+    assert not dropped.aux_logits and dropped.AuxLogits is None
+    without_aux = {k: v for k, v in state.items() if not k.startswith("AuxLogits.")}
+    with pytest.raises(ValueError, match="no AuxLogits"):
+        models.inception_v3(weights=without_aux)
+    assert models.inception_v3(weights=without_aux, aux_logits=False).fc.out_features == 4

@@ -4,7 +4,7 @@ Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
 V2), MaxViT-T, AlexNet, SqueezeNet (1.0, 1.1), ShuffleNetV2 (x0.5 .. x2.0), MNASNet
-(0.5 .. 1.3), DenseNet (121 .. 201), GoogLeNet: state dicts load to and from
+(0.5 .. 1.3), DenseNet (121 .. 201), GoogLeNet, Inception v3: state dicts load to and from
 ``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes a
 local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
@@ -80,6 +80,7 @@ from trivium.vision.models.efficientnet import (
 )
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
 from trivium.vision.models.googlenet import GoogLeNet, GoogLeNetOutputs, googlenet
+from trivium.vision.models.inception import Inception3, InceptionOutputs, inception_v3
 from trivium.vision.models.maxvit import MaxVit, maxvit_t
 from trivium.vision.models.mnasnet import (
     MNASNet,
@@ -177,6 +178,7 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "MNASNet": mnasnet.MNASNET_BUILDERS,
     "DenseNet": densenet.DENSENET_BUILDERS,
     "GoogLeNet": ("googlenet",),
+    "Inception3": ("inception_v3",),
 }
 
 __all__ = [
@@ -192,6 +194,8 @@ __all__ = [
     "FeaturePyramidNetwork",
     "GoogLeNet",
     "GoogLeNetOutputs",
+    "Inception3",
+    "InceptionOutputs",
     "IntermediateLayerGetter",
     "LastLevelMaxPool",
     "LastLevelP6P7",
@@ -230,6 +234,7 @@ __all__ = [
     "efficientnet_v2_m",
     "efficientnet_v2_s",
     "googlenet",
+    "inception_v3",
     "load_weights",
     "maxvit_t",
     "mnasnet0_5",

@@ -159,6 +159,15 @@ class InceptionAux(nn.Module):
         return self.fc2(x)
 
 
+def _transform_input(x: Tensor) -> Tensor:
+    # Inputs normalised with ImageNet's mean and std, renormalised to mean 0.5, std 0.5 per
+    # channel ([-1, 1]): what the original GoogLeNet and Inception v3 weights were trained on.
+    x_ch0 = torch.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + (0.485 - 0.5) / 0.5
+    x_ch1 = torch.unsqueeze(x[:, 1], 1) * (0.224 / 0.5) + (0.456 - 0.5) / 0.5
+    x_ch2 = torch.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5
+    return torch.cat((x_ch0, x_ch1, x_ch2), 1)
+
+
 # (in, 1x1, 3x3 reduce, 3x3, "5x5" reduce, "5x5", pool projection) of each Inception module.
 _INCEPTIONS = {
     "inception3a": (192, 64, 96, 128, 16, 32, 32),
@@ -247,14 +256,6 @@ class GoogLeNet(nn.Module):
                     nn.init.constant_(m.weight, 1)
                     nn.init.constant_(m.bias, 0)
 
-    def _transform_input(self, x: Tensor) -> Tensor:
-        if not self.transform_input:
-            return x
-        x_ch0 = torch.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + (0.485 - 0.5) / 0.5
-        x_ch1 = torch.unsqueeze(x[:, 1], 1) * (0.224 / 0.5) + (0.456 - 0.5) / 0.5
-        x_ch2 = torch.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5
-        return torch.cat((x_ch0, x_ch1, x_ch2), 1)
-
     def _aux(self, head: nn.Module | None, x: Tensor) -> Tensor | None:
         return head(x) if head is not None and self.training else None
 
@@ -280,7 +281,9 @@ class GoogLeNet(nn.Module):
             >>> GoogLeNet(num_classes=2, aux_logits=False).eval()(torch.zeros(1, 3, 32, 32)).shape
             torch.Size([1, 2])
         """
-        x, aux2, aux1 = self._forward(self._transform_input(x))
+        if self.transform_input:
+            x = _transform_input(x)
+        x, aux2, aux1 = self._forward(x)
         if self.training and self.aux_logits:
             return GoogLeNetOutputs(x, aux2, aux1)
         return x
@@ -310,31 +313,49 @@ def googlenet(*, weights: Weights | None = None, progress: bool = True, **kwargs
         >>> googlenet(weights=model.state_dict()).aux1 is None  # dropped, as torchvision
         True
     """
+    return _build_with_aux(
+        "googlenet", GoogLeNet, weights, kwargs, aux_modules=("aux1", "aux2"), aux_default=False
+    )
+
+
+def _build_with_aux(
+    name: str,
+    cls: Callable[..., nn.Module],
+    weights: Weights | None,
+    kwargs: dict[str, Any],
+    aux_modules: tuple[str, ...],
+    aux_default: bool,
+) -> Any:
+    """torchvision's builder for GoogLeNet and Inception v3: with weights, ``transform_input``
+    defaults to True and the auxiliary heads the weights hold are loaded, then dropped
+    unless ``aux_logits`` (default ``aux_default``) asks for them."""
     if kwargs.pop("pretrained", False):
         raise ValueError(
-            "googlenet: pretrained=True (torchvision's deprecated argument) would download "
+            f"{name}: pretrained=True (torchvision's deprecated argument) would download "
             "weights; pass weights= a local file path or a state dict instead"
         )
     if weights is None:
-        return GoogLeNet(**kwargs)
-    state = load_weights(weights, "googlenet")
-    want_aux = kwargs.get("aux_logits", False)
-    has_aux = any(key.startswith("aux1.") for key in state)
+        return cls(**kwargs)
+    state = load_weights(weights, name)
+    want_aux = kwargs.get("aux_logits", aux_default)
+    has_aux = any(key.startswith(f"{aux_modules[0]}.") for key in state)
     if want_aux and not has_aux:
-        raise ValueError("aux_logits=True was given, but the googlenet weights have no aux1/aux2")
+        raise ValueError(
+            f"aux_logits=True was given, but the {name} weights have no {'/'.join(aux_modules)}"
+        )
     kwargs.setdefault("transform_input", True)
     kwargs["aux_logits"] = has_aux
     kwargs["init_weights"] = False
     classes = num_classes_of(state, "fc.weight")
     if classes is not None and kwargs.setdefault("num_classes", classes) != classes:
         raise ValueError(
-            f"num_classes={kwargs['num_classes']} was given, but the googlenet weights' "
+            f"num_classes={kwargs['num_classes']} was given, but the {name} weights' "
             f"classifier has {classes} outputs"
         )
-    model = GoogLeNet(**kwargs)
+    model = cls(**kwargs)
     model.load_state_dict(state)
     if has_aux and not want_aux:
         model.aux_logits = False
-        model.aux1 = None
-        model.aux2 = None
+        for module in aux_modules:
+            setattr(model, module, None)
     return model
