@@ -4,7 +4,8 @@
 ``audio.md`` (included by the vision and audio guides) from the code: for each peer
 module, its public names (``__all__``, else the names without a leading underscore;
 for ``torchvision.models`` the model builders of ``list_models()``) and which of them
-the Trivium module has. ``tests/test_coverage.py`` fails when a file is not current.
+the Trivium module has (a builder of a subpackage, ``torchvision.models.segmentation``,
+in Trivium's subpackage of that name). ``tests/test_coverage.py`` fails when a file is not current.
 
 Example::
 
@@ -47,6 +48,21 @@ def peer_names(module: ModuleType) -> list[str]:
     return sorted(set(names))
 
 
+def _has(module: ModuleType, peer: ModuleType, name: str) -> bool:
+    """Whether the Trivium ``module`` has the peer's ``name``; a torchvision model builder is
+    looked up in the subpackage mirroring the peer's (``models.segmentation``, ``models.video``)."""
+    if peer.__name__ != "torchvision.models":
+        return hasattr(module, name)
+    home = peer.get_model_builder(name).__module__.removeprefix("torchvision.models")
+    subpackage = home.split(".")[1] if home.count(".") > 1 else ""
+    if subpackage:
+        try:
+            module = importlib.import_module(f"{module.__name__}.{subpackage}")
+        except ImportError:
+            return False
+    return hasattr(module, name)
+
+
 def table(rows: list[tuple[str, list[str], list[str]]], version: str) -> str:
     """The Markdown of one guide's table: peer module, count, names missing."""
     lines = [
@@ -70,9 +86,11 @@ def render() -> dict[str, str]:
     }
     rows: dict[str, list[tuple[str, list[str], list[str]]]] = {"vision": [], "audio": []}
     for guide, peer, ours in SURFACES:
-        names = peer_names(importlib.import_module(peer))
+        peer_module = importlib.import_module(peer)
+        names = peer_names(peer_module)
         module = importlib.import_module(ours)
-        rows[guide].append((peer, names, [n for n in names if not hasattr(module, n)]))
+        missing = [n for n in names if not _has(module, peer_module, n)]
+        rows[guide].append((peer, names, missing))
     return {guide: table(rows[guide], versions[guide]) for guide in rows}
 
 

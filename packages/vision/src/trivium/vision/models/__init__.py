@@ -3,9 +3,11 @@
 Classification: the ResNet family (``resnet18`` .. ``resnet152``, ResNeXt, Wide
 ResNet), MobileNetV2, MobileNetV3 (large, small), EfficientNet (B0-B7, V2 S/M/L),
 RegNet (X and Y), ConvNeXt (tiny .. large), ViT (B/16 .. H/14), Swin (T/S/B, V1 and
-V2), MaxViT-T, VGG (11 .. 19, with and without BatchNorm): state dicts load to and
-from ``torchvision.models`` of the same names with ``strict=True``. ``weights=`` takes
-a local file path or a state dict (nothing is downloaded). ``CLASSIFICATION_FAMILIES``
+V2), MaxViT-T, VGG (11 .. 19, with and without BatchNorm), AlexNet, SqueezeNet (1.0,
+1.1), ShuffleNetV2 (x0.5 .. x2.0), MNASNet (0.5 .. 1.3), DenseNet (121 .. 201),
+GoogLeNet, Inception v3: state dicts load to and from ``torchvision.models`` of the same
+names with ``strict=True``. ``weights=`` takes a local file path or a state dict
+(nothing is downloaded). ``CLASSIFICATION_FAMILIES``
 names the builders of each family. :class:`IntermediateLayerGetter` returns
 intermediate feature maps for detection backbones.
 
@@ -30,16 +32,20 @@ Example:
 # The subpackages are attributes, as torchvision.models.detection is.
 from trivium.vision.models import (  # noqa: F401
     convnext,
+    densenet,
     detection,
     efficientnet,
+    mnasnet,
     regnet,
     resnet,
     segmentation,
+    shufflenetv2,
     swin_transformer,
     vgg,
     video,
     vision_transformer,
 )
+from trivium.vision.models.alexnet import AlexNet, alexnet
 from trivium.vision.models.backbone_utils import (
     BackboneWithFPN,
     mobilenet_backbone,
@@ -51,6 +57,13 @@ from trivium.vision.models.convnext import (
     convnext_large,
     convnext_small,
     convnext_tiny,
+)
+from trivium.vision.models.densenet import (
+    DenseNet,
+    densenet121,
+    densenet161,
+    densenet169,
+    densenet201,
 )
 from trivium.vision.models.detection.faster_rcnn import (
     FasterRCNN,
@@ -98,7 +111,16 @@ from trivium.vision.models.efficientnet import (
     efficientnet_v2_s,
 )
 from trivium.vision.models.feature_extraction import IntermediateLayerGetter
+from trivium.vision.models.googlenet import GoogLeNet, GoogLeNetOutputs, googlenet
+from trivium.vision.models.inception import Inception3, InceptionOutputs, inception_v3
 from trivium.vision.models.maxvit import MaxVit, maxvit_t
+from trivium.vision.models.mnasnet import (
+    MNASNet,
+    mnasnet0_5,
+    mnasnet0_75,
+    mnasnet1_0,
+    mnasnet1_3,
+)
 from trivium.vision.models.mobilenetv2 import MobileNetV2, mobilenet_v2
 from trivium.vision.models.mobilenetv3 import (
     MobileNetV3,
@@ -138,6 +160,14 @@ from trivium.vision.models.resnet import (
     wide_resnet50_2,
     wide_resnet101_2,
 )
+from trivium.vision.models.shufflenetv2 import (
+    ShuffleNetV2,
+    shufflenet_v2_x0_5,
+    shufflenet_v2_x1_0,
+    shufflenet_v2_x1_5,
+    shufflenet_v2_x2_0,
+)
+from trivium.vision.models.squeezenet import SqueezeNet, squeezenet1_0, squeezenet1_1
 from trivium.vision.models.swin_transformer import (
     SwinTransformer,
     swin_b,
@@ -186,6 +216,13 @@ CLASSIFICATION_FAMILIES: dict[str, tuple[str, ...]] = {
     "SwinTransformer": swin_transformer.SWIN_BUILDERS,
     "MaxVit": ("maxvit_t",),
     "VGG": vgg.VGG_BUILDERS,
+    "AlexNet": ("alexnet",),
+    "SqueezeNet": ("squeezenet1_0", "squeezenet1_1"),
+    "ShuffleNetV2": shufflenetv2.SHUFFLENET_BUILDERS,
+    "MNASNet": mnasnet.MNASNET_BUILDERS,
+    "DenseNet": densenet.DENSENET_BUILDERS,
+    "GoogLeNet": ("googlenet",),
+    "Inception3": ("inception_v3",),
 }
 
 __all__ = [
@@ -193,18 +230,25 @@ __all__ = [
     "FCOS",
     "SSD",
     "VGG",
+    "AlexNet",
     "BackboneWithFPN",
     "BasicBlock",
     "Bottleneck",
     "ConvNeXt",
+    "DenseNet",
     "EfficientNet",
     "ExtraFPNBlock",
     "FasterRCNN",
     "FeaturePyramidNetwork",
+    "GoogLeNet",
+    "GoogLeNetOutputs",
+    "Inception3",
+    "InceptionOutputs",
     "IntermediateLayerGetter",
     "KeypointRCNN",
     "LastLevelMaxPool",
     "LastLevelP6P7",
+    "MNASNet",
     "MaskRCNN",
     "MaxVit",
     "MobileNetV2",
@@ -215,12 +259,19 @@ __all__ = [
     "RetinaNetClassificationHead",
     "RetinaNetHead",
     "RetinaNetRegressionHead",
+    "ShuffleNetV2",
+    "SqueezeNet",
     "SwinTransformer",
     "VisionTransformer",
+    "alexnet",
     "convnext_base",
     "convnext_large",
     "convnext_small",
     "convnext_tiny",
+    "densenet121",
+    "densenet161",
+    "densenet169",
+    "densenet201",
     "efficientnet_b0",
     "efficientnet_b1",
     "efficientnet_b2",
@@ -237,11 +288,17 @@ __all__ = [
     "fasterrcnn_resnet50_fpn",
     "fasterrcnn_resnet50_fpn_v2",
     "fcos_resnet50_fpn",
+    "googlenet",
+    "inception_v3",
     "keypointrcnn_resnet50_fpn",
     "load_weights",
     "maskrcnn_resnet50_fpn",
     "maskrcnn_resnet50_fpn_v2",
     "maxvit_t",
+    "mnasnet0_5",
+    "mnasnet0_75",
+    "mnasnet1_0",
+    "mnasnet1_3",
     "mobilenet_backbone",
     "mobilenet_v2",
     "mobilenet_v3_large",
@@ -274,6 +331,12 @@ __all__ = [
     "retinanet_resnet34_fpn",
     "retinanet_resnet50_fpn",
     "retinanet_resnet50_fpn_v2",
+    "shufflenet_v2_x0_5",
+    "shufflenet_v2_x1_0",
+    "shufflenet_v2_x1_5",
+    "shufflenet_v2_x2_0",
+    "squeezenet1_0",
+    "squeezenet1_1",
     "ssd300_vgg16",
     "ssdlite320_mobilenet_v3_large",
     "swin_b",
