@@ -3,7 +3,6 @@
 // a sample costs 2 * taps multiply-adds and the rows run in parallel. The Python
 // wrapper (trivium.audio.functional.iir) and its autograd run everything else.
 #include <algorithm>
-#include <array>
 #include <vector>
 
 #include <ATen/Dispatch.h>
@@ -20,23 +19,51 @@ struct Coeffs {
 };
 
 // y[n] = b0 x[n] + z0; z_k = b_{k+1} x[n] - a_{k+1} y[n] + z_{k+1} (z_{taps-1} = 0).
-// TAPS > 0 fixes the count at compile time (the state stays in registers);
-// TAPS == 0 takes it from the coefficients.
-template <int TAPS, typename T>
+// Any number of taps, one row.
+template <typename T>
 void filter_row(const T* x, T* y, int64_t length, const Coeffs& c) {
-    const int taps = TAPS > 0 ? TAPS : static_cast<int>(c.a.size());
+    const int taps = static_cast<int>(c.a.size());
     const double* a = c.a.data();
     const double* b = c.b.data();
-    constexpr int kState = TAPS > 0 ? TAPS : 1;
-    std::array<double, kState> fixed{};
-    std::vector<double> dynamic(TAPS > 0 ? 0 : taps, 0.0);
-    double* z = TAPS > 0 ? fixed.data() : dynamic.data();
+    std::vector<double> z(taps, 0.0);
     for (int64_t n = 0; n < length; ++n) {
         const double in = static_cast<double>(x[n]);
         const double out = b[0] * in + z[0];
         for (int k = 0; k + 1 < taps; ++k) z[k] = b[k + 1] * in - a[k + 1] * out + z[k + 1];
         y[n] = static_cast<T>(out);
     }
+}
+
+// The same for TAPS taps (a compile-time count: the state stays in registers) over
+// LANES rows at once. A row's recursion is bound by the latency of its chain of
+// multiply-adds; the rows' chains are independent, so the processor overlaps them.
+template <int TAPS, int LANES, typename T>
+void filter_lanes(const T* x, T* y, int64_t first, int64_t length, const std::vector<Coeffs>& filters) {
+    const int64_t count = static_cast<int64_t>(filters.size());
+    double a[LANES][TAPS], b[LANES][TAPS], z[LANES][TAPS] = {};
+    for (int l = 0; l < LANES; ++l) {
+        const Coeffs& c = filters[(first + l) % count];
+        for (int k = 0; k < TAPS; ++k) a[l][k] = c.a[k], b[l][k] = c.b[k];
+    }
+    const T* in = x + first * length;
+    T* out = y + first * length;
+    for (int64_t n = 0; n < length; ++n) {
+        for (int l = 0; l < LANES; ++l) {
+            const double v = static_cast<double>(in[l * length + n]);
+            const double w = b[l][0] * v + z[l][0];
+            for (int k = 0; k + 1 < TAPS; ++k) z[l][k] = b[l][k + 1] * v - a[l][k + 1] * w + z[l][k + 1];
+            out[l * length + n] = static_cast<T>(w);
+        }
+    }
+}
+
+template <int TAPS, typename T>
+void filter_range(const T* x, T* y, int64_t begin, int64_t end, int64_t length,
+                  const std::vector<Coeffs>& filters) {
+    constexpr int kLanes = 4;
+    int64_t r = begin;
+    for (; r + kLanes <= end; r += kLanes) filter_lanes<TAPS, kLanes>(x, y, r, length, filters);
+    for (; r < end; ++r) filter_lanes<TAPS, 1>(x, y, r, length, filters);
 }
 
 template <typename T>
@@ -46,18 +73,16 @@ void filter_rows(const T* x, T* y, int64_t rows, int64_t length, const std::vect
     // Rows small enough to share a thread share one (the pool's start costs microseconds).
     const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(length, 1));
     at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-            const Coeffs& c = filters[r % count];
-            const T* in = x + r * length;
-            T* out = y + r * length;
-            switch (taps) {
-                case 1: filter_row<1>(in, out, length, c); break;
-                case 2: filter_row<2>(in, out, length, c); break;
-                case 3: filter_row<3>(in, out, length, c); break;
-                case 4: filter_row<4>(in, out, length, c); break;
-                case 5: filter_row<5>(in, out, length, c); break;
-                default: filter_row<0>(in, out, length, c); break;
-            }
+        switch (taps) {
+            case 1: filter_range<1>(x, y, begin, end, length, filters); break;
+            case 2: filter_range<2>(x, y, begin, end, length, filters); break;
+            case 3: filter_range<3>(x, y, begin, end, length, filters); break;
+            case 4: filter_range<4>(x, y, begin, end, length, filters); break;
+            case 5: filter_range<5>(x, y, begin, end, length, filters); break;
+            default:
+                for (int64_t r = begin; r < end; ++r) {
+                    filter_row(x + r * length, y + r * length, length, filters[r % count]);
+                }
         }
     });
 }
