@@ -19,8 +19,10 @@
 namespace trivium_audio {
 namespace {
 
-// A frame's move into each state: how many states back it came from.
-constexpr uint8_t kStay = 0, kSkip = 2;
+// A move is stepped + 2 * skipped; kBack gives how many states back it came from.
+constexpr int64_t kBack[4] = {0, 1, 2, 2};
+// The most moves (bytes) a thread keeps between calls; larger passes allocate their own.
+constexpr size_t kKeptCells = size_t{64} << 20;
 
 std::string listed(const int64_t* values, int64_t count) {
     std::ostringstream out;
@@ -61,7 +63,13 @@ void viterbi(const T* emissions, int64_t classes, int64_t frames, const int64_t*
     }
     // Two rows of scores with two unreachable states in front: state s reads s, s - 1, s - 2.
     std::vector<T> before(states + 2, kNone), now(states + 2, kNone);
-    std::vector<uint8_t> moves(static_cast<size_t>(frames * states), kStay);
+    // Every frame's moves, in memory this thread keeps between calls: a fresh block
+    // of this size costs a page fault per page at first touch, more than the pass.
+    const size_t cells = static_cast<size_t>(frames * states);
+    thread_local std::vector<uint8_t> kept;
+    std::vector<uint8_t> own;
+    std::vector<uint8_t>& moves = cells <= kKeptCells ? kept : own;
+    if (moves.size() < cells) moves.resize(cells);
     before[2] = emissions[labels[0]];
     before[3] = emissions[labels[1]];
     for (int64_t t = 1; t < frames; ++t) {
@@ -72,22 +80,23 @@ void viterbi(const T* emissions, int64_t classes, int64_t frames, const int64_t*
         const T* prev = before.data() + 2;
         T* cur = now.data() + 2;
         for (int64_t s = lo; s <= hi; ++s) {
-            // Branch-free (the moves are data, not predictable): selects, no jumps.
+            // Branch-free (the moves are data, not predictable): a skip beats both
+            // others exactly when it beats their maximum.
             const T stay = prev[s], step = prev[s - 1], jump = prev[s - 2] + barred[s];
-            const bool stepped = step > stay;
-            const bool skipped = jump > step && jump > stay;
-            const T best = skipped ? jump : (stepped ? step : stay);
-            cur[s] = best + row[labels[s]];
-            move[s] = skipped ? kSkip : static_cast<uint8_t>(stepped);
+            const T kept = std::max(stay, step);  // stay on a tie
+            const bool stepped = step > stay, skipped = jump > kept;
+            cur[s] = std::max(kept, jump) + row[labels[s]];
+            move[s] = static_cast<uint8_t>(stepped + 2 * skipped);
         }
         std::swap(before, now);
     }
     const T* last = before.data() + 2;
     int64_t state = last[states - 1] > last[states - 2] ? states - 1 : states - 2;
-    for (int64_t t = frames - 1; t >= 0; --t) {
+    for (int64_t t = frames - 1; t > 0; --t) {
         path[t] = labels[state];
-        state -= moves[t * states + state];
+        state -= kBack[moves[t * states + state]];
     }
+    path[0] = labels[state];
 }
 
 void check_align(const at::Tensor& log_probs, const at::Tensor& targets, const at::Tensor& input_lengths,
