@@ -54,7 +54,7 @@ def check_torch_version(built: str, installed: str) -> None:
 def _load_native() -> bool:
     """Import ``trivium.audio._C`` when it was built; False when it was not."""
     spec = importlib.util.find_spec("trivium.audio._C")
-    if spec is None or spec.origin is None:
+    if spec is None or spec.origin is None or not Path(spec.origin).exists():
         return False
     built = (Path(spec.origin).parent / "torch_version.txt").read_text().strip()
     check_torch_version(built, torch.__version__)
