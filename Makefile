@@ -11,10 +11,13 @@ PACKAGES := core vision audio data pipelines
 # Debian packages the tests and benchmarks use: the ffmpeg CLI (test clips), espeak-ng
 # (speech corpora), libturbojpeg0 (PyTurboJPEG, a benchmark peer). The packages
 # themselves need only a C/C++ compiler: trivium.vision builds its codec libraries from
-# pinned source archives (packages/vision/scripts/build_deps.py).
+# pinned source archives (packages/vision/scripts/build_deps.py); trivium.audio's
+# operator library needs only torch's headers and libraries.
 DEBIAN_PACKAGES := g++ make ffmpeg espeak-ng libturbojpeg0
 NATIVE_SOURCES := $(wildcard packages/vision/csrc/* packages/vision/scripts/*) \
-                  packages/vision/CMakeLists.txt
+                  packages/vision/CMakeLists.txt \
+                  $(wildcard packages/audio/csrc/* packages/audio/scripts/*) \
+                  packages/audio/CMakeLists.txt
 PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 
 .PHONY: setup system demo demo-detection test test-slow lint format docs bench clean fuzz-asan wheels test-wheels
@@ -78,15 +81,17 @@ test: setup lint docs
 test-slow: setup
 	$(PY) -m pytest -q -n auto --dist loadfile -m slow --durations=15
 
-# The four wheels and sdists into dist/, each built as pip builds it (isolated, from its
-# sdist); the vision wheel made manylinux by auditwheel. torch's own libraries, which the
-# operator library links and the pinned torch wheel provides, stay out of it.
+# The five wheels and sdists into dist/, each built as pip builds it (isolated, from its
+# sdist); the vision and audio wheels made manylinux by auditwheel. torch's own
+# libraries, which their operator libraries link and the pinned torch wheel provides,
+# stay out of them.
 TORCH_LIBS := libtorch.so libtorch_cpu.so libc10.so libtorch_python.so
 wheels: setup
 	rm -rf dist && mkdir -p dist/linux
-	for p in core audio data pipelines; do PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist packages/$$p || exit 1; done
+	for p in core data pipelines; do PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist packages/$$p || exit 1; done
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist/linux packages/vision \
 	  -C cmake.define.TRIVIUM_DEPS=$(CURDIR)/packages/vision/build/deps
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m build -q -o dist/linux packages/audio
 	mv dist/linux/*.tar.gz dist/
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH auditwheel repair -w dist $(foreach l,$(TORCH_LIBS),--exclude $(l)) dist/linux/*.whl
 	rm -rf dist/linux

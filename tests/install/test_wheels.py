@@ -102,19 +102,24 @@ def _requires(wheel: Path) -> list[str]:
     ]
 
 
-def test_the_vision_wheel_is_manylinux_and_pins_its_torch() -> None:
+@pytest.mark.parametrize("name", ["trivium-vision", "trivium-audio"])
+def test_the_native_wheels_are_manylinux_and_pin_their_torch(name: str) -> None:
     import torch
 
-    wheel = _wheel("trivium-vision")
+    wheel = _wheel(name)
     assert re.search(r"-manylinux_\d+_\d+_x86_64\.whl$", wheel.name), wheel.name
     release = torch.__version__.split("+")[0]
     requires = _requires(wheel)
     assert f"torch=={release}" in requires
     assert "trivium-core==0.1.0" in requires
-    for name in ("trivium-audio", "trivium-data"):
-        assert "trivium-core==0.1.0" in _requires(_wheel(name))
-        assert any(r.startswith("torch>=") for r in _requires(_wheel(name)))
-        assert not any(r.startswith("trivium-pipelines") for r in _requires(_wheel(name)))
+    assert not any(r.startswith("trivium-pipelines") for r in requires)
+
+
+def test_the_data_wheel_takes_any_recent_torch() -> None:
+    requires = _requires(_wheel("trivium-data"))
+    assert "trivium-core==0.1.0" in requires
+    assert any(r.startswith("torch>=") for r in requires)
+    assert not any(r.startswith("trivium-pipelines") for r in requires)
 
 
 # What the vision wheel's native code may load from outside it: the manylinux policy's
@@ -148,6 +153,21 @@ def test_the_vision_wheel_needs_only_the_policy_and_its_torch(tmp_path: Path) ->
     assert not re.search(r"lib(spng|jpeg|turbojpeg|webp|sharpyuv|z|png)\b", shown), shown
 
 
+def test_the_audio_wheel_needs_only_the_policy_and_its_torch(tmp_path: Path) -> None:
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
+    with zipfile.ZipFile(_wheel("trivium-audio")) as z:
+        native = [n for n in z.namelist() if n.endswith(".so")]
+        z.extractall(tmp_path, native)
+    assert [Path(n).name.split(".")[0] for n in native] == ["_C"]
+    with open(tmp_path / native[0], "rb") as f:
+        section = ELFFile(f).get_section_by_name(".dynamic")
+        assert isinstance(section, DynamicSection)
+        needed = {t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"}
+    assert needed <= _POLICY | _TORCH, needed - _POLICY - _TORCH
+
+
 def test_core_and_audio_alone(work: Path) -> None:
     venv = Venv(work / "audio")
     venv.install("trivium-audio")
@@ -162,8 +182,12 @@ def test_core_and_audio_alone(work: Path) -> None:
         from trivium.audio.transforms import Spectrogram
         waveform, got_rate = audio.load({str(wav)!r})
         spec = Spectrogram(n_fft=400)(waveform)
+        from trivium.audio import _ops
+        from trivium.audio.functional import lfilter
+        impulse = lfilter(torch.tensor([1.0, 0, 0]), torch.tensor([1.0, -0.5]), torch.ones(2))
         print(json.dumps({{
             "file": audio.__file__, "rate": got_rate, "shape": list(waveform.shape),
+            "native": _ops.NATIVE, "impulse": impulse.tolist(),
             "close": bool(np.allclose(waveform[0].numpy(), tone, atol=1e-4)),
             "spec": list(spec.shape),
             "vision": importable("trivium.vision"), "data": importable("trivium.data"),
@@ -174,6 +198,7 @@ def test_core_and_audio_alone(work: Path) -> None:
     assert out["file"].startswith(str(venv.path))
     assert (out["rate"], out["shape"], out["close"]) == (16000, [1, 16000], True)
     assert out["spec"] == [1, 201, 81]
+    assert out["native"] and out["impulse"] == [1.0, 1.0, 0.75]
     assert (out["vision"], out["data"]) == (False, False)
 
 

@@ -1,9 +1,11 @@
 """CTC forced alignment, as torchaudio's: ``forced_align``, ``merge_tokens``, ``TokenSpan``.
 
-The Viterbi pass over the ``2 L + 1`` states (blank, label, blank, ... blank) runs in
-NumPy, one vectorised step per frame over the states, on the CPU whatever the input's
-device (the recursion is sequential in time); the path comes back on the input's
-device and the scores are gathered from ``log_probs`` (differentiable).
+The Viterbi pass over the ``2 L + 1`` states (blank, label, blank, ... blank) is the
+operator ``torch.ops.trivium_audio.forced_align_paths``: on the CPU a native kernel
+(``csrc/forced_align.cpp``: the items in parallel, the GIL released); on other devices
+the NumPy implementation below, one vectorised step per frame over the states, on the
+CPU (the recursion is sequential in time). The path comes back on the input's device
+and the scores are gathered from ``log_probs`` (differentiable).
 
 Example:
     >>> import torch
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import Tensor
+
+from trivium.audio import _ops  # noqa: F401  (defines the trivium_audio operators)
 
 __all__ = ["TokenSpan", "forced_align", "merge_tokens"]
 
@@ -165,17 +169,41 @@ def forced_align(
     batch, frames = log_probs.shape[:2]
     frame_counts = _lengths(input_lengths, batch, frames, "input_lengths")
     label_counts = _lengths(target_lengths, batch, targets.shape[1], "target_lengths")
+    path = torch.ops.trivium_audio.forced_align_paths(
+        log_probs.detach(),
+        targets,
+        torch.tensor(frame_counts, device=log_probs.device),
+        torch.tensor(label_counts, device=log_probs.device),
+        blank,
+    )
+    scores = log_probs.gather(-1, path.unsqueeze(-1)).squeeze(-1)
+    return path.to(targets.dtype), scores
+
+
+def _forced_align_paths_numpy(
+    log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank: int
+) -> Tensor:
+    """The operator on any device: each item's :func:`_viterbi` in NumPy, on the CPU."""
     emissions = log_probs.detach().cpu()
     emissions = (emissions.float() if emissions.dtype == torch.float16 else emissions).numpy()
     labels = targets.detach().cpu().numpy().astype(np.int64)
-    paths = np.zeros((batch, frames), dtype=np.int64)
-    for b in range(batch):
+    frame_counts, label_counts = input_lengths.tolist(), target_lengths.tolist()
+    paths = np.zeros(log_probs.shape[:2], dtype=np.int64)
+    for b in range(log_probs.shape[0]):
         n, length = frame_counts[b], label_counts[b]
         _check_labels(labels[b, :length], blank, log_probs.shape[-1])
         paths[b, :n] = _viterbi(emissions[b, :n], labels[b, :length], blank)
-    path = torch.from_numpy(paths).to(device=log_probs.device)
-    scores = log_probs.gather(-1, path.unsqueeze(-1)).squeeze(-1)
-    return path.to(targets.dtype), scores
+    return torch.from_numpy(paths).to(device=log_probs.device)
+
+
+torch.library.impl(
+    "trivium_audio::forced_align_paths", "CompositeExplicitAutograd", _forced_align_paths_numpy
+)
+
+
+@torch.library.register_fake("trivium_audio::forced_align_paths")
+def _(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank):
+    return log_probs.new_empty(log_probs.shape[:2], dtype=torch.int64)
 
 
 @dataclass

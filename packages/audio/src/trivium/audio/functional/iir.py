@@ -1,11 +1,15 @@
 """IIR filters, as torchaudio's: ``lfilter``, ``filtfilt`` and the biquads of the Audio EQ Cookbook.
 
-``lfilter`` runs the recursion ``y[n] = sum b[k] x[n-k] - sum_{k>=1} a[k] y[n-k]`` as
-matrix products over blocks of samples: inside a block, the output is the input
-times the filter's impulse response (a lower-triangular Toeplitz matrix), plus what
-the last ``order`` outputs of the previous block ring into it; only that small state
-goes from block to block. Exact, batched over channels and filters, on any device,
-and differentiable with respect to the waveform and the coefficients.
+``lfilter`` runs the operator ``torch.ops.trivium_audio.lfilter_core``: on the CPU a
+native kernel (``csrc/lfilter.cpp``: the recursion sample by sample in float64, the
+rows in parallel, the GIL released), on other devices the torch implementation below,
+which runs the recursion as matrix products over blocks of samples: inside a block,
+the output is the input times the filter's impulse response (a lower-triangular
+Toeplitz matrix), plus what the last ``order`` outputs of the previous block ring into
+it; only that small state goes from block to block. Both are exact, batched over
+channels and filters, and differentiable with respect to the waveform and the
+coefficients: the gradient of an IIR filter is the same filter run backwards in time
+(torchaudio's design), so the backward pass calls the operator too.
 
 Example:
     >>> import torch
@@ -21,6 +25,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from trivium.audio import _ops  # noqa: F401  (defines the trivium_audio operators)
 
 __all__ = [
     "allpass_biquad",
@@ -65,8 +71,8 @@ def lfilter(
         tensor([[0.5000, 0.5000, 0.5000, 0.5000],
                 [1.0000, 2.0000, 3.0000, 4.0000]])
     """
-    a, b = _normalised(a_coeffs, b_coeffs, waveform)
-    filters, taps = a.shape
+    a, b = _coefficients(a_coeffs, b_coeffs, waveform)
+    filters = a.shape[0]
     time = waveform.shape[-1]
     if a_coeffs.ndim == 1:
         x = waveform.reshape(-1, 1, time)
@@ -79,11 +85,7 @@ def lfilter(
         x = waveform.reshape(-1, filters, time)
     else:
         x = waveform.reshape(-1, 1, time).expand(-1, filters, time)
-    fir = F.conv1d(F.pad(x, (taps - 1, 0)), b.flip(-1).unsqueeze(1), groups=filters)
-    # In float64: poles near the unit circle (a 38 Hz high-pass at 48 kHz) make the
-    # block products cancel, which float32 cannot afford; the sample loop can.
-    wide = torch.float64 if fir.dtype in (torch.float16, torch.bfloat16, torch.float32) else None
-    out = _all_pole(fir.to(wide), a.to(wide)).to(fir.dtype) if wide else _all_pole(fir, a)
+    out = torch.ops.trivium_audio.lfilter_core(x, a, b)
     if clamp:
         out = out.clamp(-1.0, 1.0)
     if a_coeffs.ndim == 1 or batching:
@@ -91,8 +93,8 @@ def lfilter(
     return out.reshape(*waveform.shape[:-1], filters, time)
 
 
-def _normalised(a_coeffs: Tensor, b_coeffs: Tensor, like: Tensor) -> tuple[Tensor, Tensor]:
-    """``[filters, taps]`` coefficients divided by ``a[0]``, in the waveform's dtype and device."""
+def _coefficients(a_coeffs: Tensor, b_coeffs: Tensor, like: Tensor) -> tuple[Tensor, Tensor]:
+    """``[filters, taps]`` coefficients in the waveform's dtype and device."""
     a = torch.as_tensor(a_coeffs).to(like)
     b = torch.as_tensor(b_coeffs).to(like)
     if a.shape != b.shape or a.ndim not in (1, 2) or a.shape[-1] < 1:
@@ -100,9 +102,82 @@ def _normalised(a_coeffs: Tensor, b_coeffs: Tensor, like: Tensor) -> tuple[Tenso
             "a_coeffs and b_coeffs need one shape, [order + 1] or [filters, order + 1], got "
             f"{tuple(a.shape)} and {tuple(b.shape)}"
         )
-    a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+    return a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+
+
+# -- the operator: its torch implementation, fake kernel and gradient ---------------------
+
+
+def _check_core(waveform: Tensor, a_coeffs: Tensor, b_coeffs: Tensor) -> None:
+    torch._check(
+        waveform.dim() == 3,
+        lambda: f"lfilter_core: waveform must be [batch, filters, time], got {waveform.shape}",
+    )
+    torch._check(
+        a_coeffs.dim() == 2 and a_coeffs.shape == b_coeffs.shape,
+        lambda: (
+            f"lfilter_core: a_coeffs and b_coeffs must be one shape [filters, taps], got "
+            f"{a_coeffs.shape} and {b_coeffs.shape}"
+        ),
+    )
+    torch._check(
+        a_coeffs.shape[0] == waveform.shape[1],
+        lambda: f"lfilter_core: {waveform.shape[1]} rows per item but {a_coeffs.shape[0]} filters",
+    )
+
+
+def _lfilter_torch(waveform: Tensor, a_coeffs: Tensor, b_coeffs: Tensor) -> Tensor:
+    """The operator on any device: an FIR convolution, then the all-pole blocks."""
+    _check_core(waveform, a_coeffs, b_coeffs)
+    a, b = (c.to(waveform) for c in (a_coeffs, b_coeffs))
     first = a[:, :1]
-    return a / first, b / first
+    a, b = a / first, b / first
+    filters, taps = a.shape
+    x = F.pad(waveform, (taps - 1, 0))
+    fir = F.conv1d(x, b.flip(-1).unsqueeze(1), groups=filters)
+    # In float64: poles near the unit circle (a 38 Hz high-pass at 48 kHz) make the
+    # block products cancel, which float32 cannot afford; the sample loop can.
+    wide = torch.float64 if fir.dtype in (torch.float16, torch.bfloat16, torch.float32) else None
+    return _all_pole(fir.to(wide), a.to(wide)).to(fir.dtype) if wide else _all_pole(fir, a)
+
+
+torch.library.impl("trivium_audio::lfilter_core", "CompositeExplicitAutograd", _lfilter_torch)
+
+
+@torch.library.register_fake("trivium_audio::lfilter_core")
+def _(waveform: Tensor, a_coeffs: Tensor, b_coeffs: Tensor) -> Tensor:
+    _check_core(waveform, a_coeffs, b_coeffs)
+    return waveform.new_empty(waveform.shape)
+
+
+def _lfilter_setup(ctx, inputs, output) -> None:
+    ctx.save_for_backward(*inputs, output)
+
+
+def _lfilter_backward(ctx, grad: Tensor):
+    """``A y = B x`` (``A``, ``B`` the Toeplitz matrices of ``a``, ``b``): ``v = A^-T g`` is the
+    filter ``1 / A`` run backwards over ``g``, ``dx = B^T v`` the filter ``B`` run
+    backwards over ``v``, ``da[k] = -sum v[n] y[n - k]`` and ``db[k] = sum v[n] x[n - k]``."""
+    x, a, b, y = ctx.saved_tensors
+    unit = torch.zeros_like(a)
+    unit[:, 0] = 1.0
+    core = torch.ops.trivium_audio.lfilter_core
+    v = core(grad.flip(-1), a, unit).flip(-1)
+    dx = core(v.flip(-1), unit, b).flip(-1) if ctx.needs_input_grad[0] else None
+    da = -_lag_products(v, y, a.shape[1]).to(a.dtype) if ctx.needs_input_grad[1] else None
+    db = _lag_products(v, x, b.shape[1]).to(b.dtype) if ctx.needs_input_grad[2] else None
+    return dx, da, db
+
+
+def _lag_products(v: Tensor, s: Tensor, taps: int) -> Tensor:
+    """``[filters, taps]``: ``sum over items and n of v[:, f, n] * s[:, f, n - k]``."""
+    time = s.shape[-1]
+    return torch.stack([(v[..., k:] * s[..., : time - k]).sum((0, 2)) for k in range(taps)], dim=-1)
+
+
+torch.library.register_autograd(
+    "trivium_audio::lfilter_core", _lfilter_backward, setup_context=_lfilter_setup
+)
 
 
 def _all_pole(x: Tensor, a: Tensor) -> Tensor:
