@@ -156,6 +156,7 @@ def test_wavernn_generation_loop_equals_teacher_forced_forward(monkeypatch, rows
     torch.testing.assert_close(logits, expected, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_wavernn_bfloat16_steps_stay_close_to_float32():
     # step_dtype=bfloat16 rounds the step products to 8 mantissa bits: the teacher-forced
     # distributions must stay close to float32's (KL in nats), and generation runs.
@@ -257,6 +258,7 @@ def test_fold_and_unfold_reconstruct_a_signal():
     torch.testing.assert_close(ones[0, :130], torch.ones(130))
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_wavernn_generate_folded_and_mulaw():
     model = small_wavernn(n_classes=256).eval()
     mel = torch.rand(2, 10, 40)
@@ -272,6 +274,7 @@ def test_wavernn_generate_folded_and_mulaw():
     assert raw.shape == (2, 1, 240)
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_models_compile_and_match_eager():
     model = ConvTasNet(
         enc_num_feats=8, msk_num_feats=4, msk_num_hidden_feats=8, msk_num_layers=2, msk_num_stacks=1

@@ -224,6 +224,7 @@ def test_argument_errors() -> None:
         F.resample(torch.zeros(10, dtype=torch.int16), 2, 1)
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_gradcheck_and_compile() -> None:
     x = torch.randn(2, 60, dtype=torch.float64, requires_grad=True)
     r = T.Resample(3, 2, dtype=torch.float64)

@@ -82,6 +82,7 @@ def test_weights_and_bad_settings(tmp_path):
         models.ConvNeXt([(8, None, 1)])
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_torch_compile_matches_eager():
     setting = [CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)]
     model = randomized(models.ConvNeXt(setting, num_classes=4)).eval()

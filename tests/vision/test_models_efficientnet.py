@@ -98,6 +98,7 @@ def test_bad_arguments_raise():
         stochastic_depth(torch.ones(2), 1.5, "row")
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_torch_compile_matches_eager():
     # Both kinds of block, in fewer stages than B0 (compiling B0 takes minutes on a CPU).
     eff = models.efficientnet
@@ -108,6 +109,7 @@ def test_torch_compile_matches_eager():
         torch.testing.assert_close(torch.compile(model)(x), model(x), atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_torch_jit_script_matches_eager():
     model = randomize_norms(models.efficientnet_v2_s(num_classes=4)).eval()

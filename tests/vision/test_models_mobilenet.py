@@ -90,6 +90,7 @@ def test_bad_arguments_raise_value_error():
         models.mobilenetv3.InvertedResidualConfig(8, 3, 8, 8, False, "GELU", 1, 1, 1.0)
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_torch_compile_matches_eager():
     model = randomize_norms(models.mobilenet_v3_small(num_classes=4)).eval()
     x = image(size=32)

@@ -89,6 +89,7 @@ def test_weights_and_bad_settings(tmp_path):
         BlockParams.from_init_params(16, 20, 27.89, 2.09, 8)
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_torch_compile_matches_eager():
     params = BlockParams([1, 2], [16, 32], [8, 8], [1.0, 1.0], [2, 2], se_ratio=0.25)
     model = randomize_norms(models.RegNet(params, num_classes=4)).eval()

@@ -101,6 +101,7 @@ def test_bad_input_and_settings_raise():
         model(torch.zeros(1, 3, 32, 16))
 
 
+@pytest.mark.slow  # compiles or runs long; the quick tier keeps smaller checks
 def test_torch_compile_matches_eager():
     model = randomized(models.VisionTransformer(32, 8, 2, 2, 32, 64, num_classes=4)).eval()
     x = image(size=32)
