@@ -145,10 +145,15 @@ def build_model(name: str, num_classes: int) -> nn.Module:
 
     Any builder of ``trivium.vision.models.CLASSIFICATION_FAMILIES``: ``"resnet50"``,
     ``"mobilenet_v3_large"``, ``"efficientnet_b0"``, ``"regnet_y_400mf"``, ...
+    GoogLeNet and Inception v3 are built without their auxiliary classifiers, so that
+    in training they too give one output for the loss.
 
     Example:
+        >>> import torch
         >>> build_model("resnet18", 3).fc.out_features
         3
+        >>> build_model("googlenet", 3).train()(torch.zeros(2, 3, 64, 64)).shape
+        torch.Size([2, 3])
         >>> build_model("retinanet_resnet50_fpn", 3)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -159,7 +164,12 @@ def build_model(name: str, num_classes: int) -> nn.Module:
     names = [n for family in CLASSIFICATION_FAMILIES.values() for n in family]
     if name not in names:
         raise ValueError(f"unknown classification model {name!r}; try one of {names}")
-    return model_builder(name)(num_classes=num_classes)
+    kwargs = {"aux_logits": False} if name in _AUXILIARY_OUTPUTS else {}
+    return model_builder(name)(num_classes=num_classes, **kwargs)
+
+
+# Builders whose models return (logits, auxiliary logits...) in training by default.
+_AUXILIARY_OUTPUTS = ("googlenet", "inception_v3")
 
 
 def _mixer(config: ClassificationConfig, num_classes: int) -> nn.Module | None:
