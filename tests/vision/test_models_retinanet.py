@@ -114,7 +114,13 @@ def test_eval_ignores_targets(pair):
         assert torch.equal(a["boxes"], b["boxes"]) and torch.equal(a["scores"], b["scores"])
 
 
-@pytest.mark.parametrize("loss_type", ["l1", "smooth_l1", "giou"])
+# One box loss in the quick tier: the three share everything but the loss (about 40 s each).
+_SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "loss_type", ["l1", pytest.param("smooth_l1", marks=_SLOW), pytest.param("giou", marks=_SLOW)]
+)
 def test_train_losses_match_torchvision(pair, loss_type):
     ours, theirs = pair
     ours.train(), theirs.train()
