@@ -603,7 +603,7 @@ def test_a_new_reader_of_an_indexed_file_does_not_demux_it_again(
     if backend == "ffmpeg":
         pytest.importorskip("trivium.vision.io.video.ffmpeg")
     from trivium.vision.io.video import ffmpeg as video_ffmpeg
-    from trivium.vision.io.video import video_pyav
+    from trivium.vision.io.video import pyav as video_pyav
 
     owner, method = (
         (video_pyav.PyAVBackend, "_demux_index")
