@@ -171,6 +171,7 @@ def test_a_mobilenet_trains_and_its_checkpoint_predicts(
         train(config(tree, tmp_path / "bad", model="retinanet_resnet50_fpn"), show_progress=False)
 
 
+@pytest.mark.slow  # over 30 s; the quick tier keeps a smaller run of the same path
 def test_recipe_options_run(tree: pathlib.Path, tmp_path: pathlib.Path) -> None:
     """AdamW, warm-up, step schedule, auto-augment, AMP, channels-last and compile together."""
     run = config(

@@ -91,6 +91,7 @@ def test_resume_mid_epoch_equals_an_uninterrupted_run(
     assert resumed["AP"] == pytest.approx(full["AP"], abs=1e-6)
 
 
+@pytest.mark.slow  # over 30 s; the quick tier keeps a smaller run of the same path
 def test_killed_run_resumes_from_its_last_checkpoint(
     corpus: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:

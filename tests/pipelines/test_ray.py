@@ -63,6 +63,7 @@ def table_of(files: list[str]) -> pa.Table:
     return pa.concat_tables([pq.read_table(f) for f in files]).sort_by("path")
 
 
+@pytest.mark.slow  # over 30 s; the quick tier keeps a smaller run of the same path
 def test_ray_engine_writes_the_local_engines_rows(
     local_ray, folder: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:

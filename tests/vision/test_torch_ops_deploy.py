@@ -181,6 +181,7 @@ class DecodeNormalize(nn.Module):
         return (image - self.mean) / self.std
 
 
+@pytest.mark.slow  # over 30 s; the quick tier keeps a smaller run of the same path
 def test_export_and_aot_inductor_give_the_eager_result(tmp_path) -> None:
     data = read_file(PHOTO)
     want = DecodeNormalize()(data)
