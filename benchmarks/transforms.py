@@ -35,8 +35,7 @@ Pillow and saved at quality 90, 4:2:0):
    repeat (at least 5 repeats); each row's ratio is printed as it is measured, with
    the median of the per-repeat ratios (each repeat's two sides ran back to back, so
    that one moves least with the machine's load). ``--cases`` picks rows by name;
-   ``--snippet PATH`` writes the per-sample table as the Markdown fragment of the
-   documentation (``docs/snippets/benchmarks/transforms-per-sample.md``).
+   the per-sample table of the documentation's page is printed last.
 
 Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
 (above 1: we are faster).
@@ -44,7 +43,7 @@ Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
 Run from the repository root::
 
     .venv/bin/python benchmarks/transforms.py [--repeats N] [--min-time S] [--json PATH]
-        [--only pipeline,e2e,per_sample] [--threads N] [--cases NAME,...] [--snippet PATH]
+        [--only pipeline,e2e,per_sample] [--threads N] [--cases NAME,...]
         [--peers-python .venv-peers/bin/python]
 """
 
@@ -66,7 +65,6 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import harness
@@ -646,38 +644,6 @@ def bench_per_sample(jpegs: list[bytes], tv: Any | None, args: argparse.Namespac
     return rows
 
 
-SNIPPET_INTRO = """\
-How `per_sample=True` runs on the CPU (the batched kernel on chunks of one to four
-images, the same result as one batched call, bit for bit) is in the
-[vision guide](guide/vision.md#transforms).
-"""
-
-SNIPPET_NOTES = """\
-- RandomResizedCrop on uint8 crops and resizes the whole batch in one native call
-  (torch's antialiased uint8 arithmetic, bit for bit, on the channel planes where
-  they lie); the loop's torch kernel repacks every channel-first crop to RGBA and
-  back, which costs more than the filtering. On float32 the per-sample path gains
-  from drawing all the boxes at once.
-- ElasticTransform smooths its noise with banded matrix products on both sides, one
-  product per four images on the per-sample side against one per image in the loop;
-  the grid sampling and the draw cost the same either way, so its margin is small.
-- Flips, RandomInvert, RandomPosterize, RandomSolarize and RandomGrayscale write
-  each run of images drawn alike straight into the output (transformed or copied):
-  one pass per run, where the loop's results are copied again by `torch.stack`.
-  Solarize and grayscale, which take several passes, go a few images at a time so
-  their intermediates stay in cache. Crops and erasing take slices of
-  one image instead of a gather or a mask. GaussianBlur, RandomAffine and
-  RandomRotation take four images per chunk (GaussianBlur's depthwise convolutions
-  vectorise across their 12 channels; the grid's fixed costs are shared).
-- Rows whose work is about one copy of the batch (flips, RandomInvert,
-  RandomPosterize) move most between runs: each side page-faults its 9.6 MB (uint8)
-  or 38 MB (float32) output in on some calls and not on others. Setting
-  `MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736` makes glibc
-  keep freed memory, so the ratios compare the work alone; the command line above
-  shows whether it was set.
-"""
-
-
 def per_sample_table(rows: list[Row]) -> str:
     """The per-sample rows as one line per transform, uint8 and float32 side by side."""
     by_name: dict[str, dict[str, Row]] = {}
@@ -700,29 +666,6 @@ def per_sample_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-# Settings of the environment the fragment's command line shows when they are set.
-SNIPPET_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS")
-
-
-def write_snippet(path: Path, rows: list[Row], argv: Sequence[str], load: str) -> None:
-    """The documentation fragment: how it was made, the table, where the time goes."""
-    env = [f"{k}={os.environ[k]}" for k in SNIPPET_ENV if k in os.environ]
-    command = " ".join([*env, ".venv/bin/python benchmarks/transforms.py", *argv])
-    repeats = rows[0].samples and len(rows[0].samples["ours"])
-    text = (
-        f"{SNIPPET_INTRO}\n"
-        f"`{command}` (one torch thread; the 64 photos resized and center-cropped to a\n"
-        f"{PER_SAMPLE_SHAPE} batch, uint8, then float32 in [0, 1]; against the same transform\n"
-        "without `per_sample` applied image by image and stacked, drawing the same\n"
-        f"parameters from a generator seeded alike; medians of {repeats} repeats, the two\n"
-        f"sides alternating which goes first; {harness.cpu_model()}; {load}):\n\n"
-        f"{per_sample_table(rows)}\n\n{SNIPPET_NOTES}"
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    print(f"wrote {path}")
-
-
 WORKLOADS = {"pipeline": bench_pipeline, "e2e": bench_e2e, "per_sample": bench_per_sample}
 
 
@@ -738,12 +681,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--cases",
         default="",
         help="per_sample rows whose transform names contain one of these (comma-separated)",
-    )
-    parser.add_argument(
-        "--snippet",
-        type=Path,
-        default=None,
-        help="write the per_sample table as a Markdown fragment to this path",
     )
     parser.add_argument(
         "--peers-python",
@@ -781,9 +718,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if name == "per_sample":
                 per_sample = done
     status = run.report()
-    if run.args.snippet is not None and per_sample:
-        load = harness.other_load(run.cpu_start, time.perf_counter() - run.started)
-        write_snippet(run.args.snippet, per_sample, argv, load)
+    if per_sample:  # the table of docs/benchmarks/transforms-per-sample.md
+        print(per_sample_table(per_sample))
     return status
 
 
