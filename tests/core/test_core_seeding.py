@@ -176,3 +176,16 @@ def test_generators_cross_to_spawned_processes_with_their_state() -> None:
     a, b = pickle.loads(buffer.getvalue())
     assert a is b and a.initial_seed() == 3
     assert torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=g))
+
+
+def test_a_scope_keyed_by_several_keys_draws_from_their_derived_seed():
+    with sample_scope(3, 1, 4):
+        keyed = torch.rand(4, generator=scope_generator())
+    with sample_scope(derive_seed(3, 1, 4)):
+        derived = torch.rand(4, generator=scope_generator())
+    with sample_scope(3):
+        single = torch.rand(4, generator=scope_generator())
+    assert torch.equal(keyed, derived)
+    assert not torch.equal(keyed, single)
+    with pytest.raises(TypeError, match="takes a seed"):
+        sample_scope()

@@ -35,8 +35,7 @@ import os
 import random
 import threading
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import numpy as np
 import torch
@@ -152,20 +151,38 @@ def derive_seed(*keys: int) -> int:
 
 
 class _Scope(threading.local):
-    seed: int | None = None
+    # The innermost scope's seed: an int, or the keys it is derived from on the first draw.
+    seed: int | tuple[int, ...] | None = None
     generator: torch.Generator | None = None
 
 
 _scope = _Scope()
 
 
-@contextmanager
-def sample_scope(seed: int) -> Iterator[None]:
-    """Within the block (in this thread), every random transform draws from one stream of ``seed``.
+class _SampleScope:
+    """The block :func:`sample_scope` opens (a class: the loader enters one per sample)."""
 
-    ``trivium.data.DataLoader`` opens one per sample; open one yourself to make a
-    piece of code draw reproducibly whatever generators its transforms hold.
-    Scopes nest; the innermost one counts.
+    __slots__ = ("outer", "seed")
+
+    def __init__(self, seed: int | tuple[int, ...]) -> None:
+        self.seed = seed
+
+    def __enter__(self) -> None:
+        self.outer = _scope.seed, _scope.generator
+        _scope.seed, _scope.generator = self.seed, None
+
+    def __exit__(self, *exc: object) -> None:
+        _scope.seed, _scope.generator = self.outer
+
+
+def sample_scope(*keys: int) -> AbstractContextManager[None]:
+    """Within the block (in this thread), every random transform draws from one stream.
+
+    The stream's seed is ``keys[0]`` when one key is given, else ``derive_seed(*keys)``,
+    computed on the first draw (a block in which nothing draws costs no hash).
+    ``trivium.data.DataLoader`` opens one per sample, keyed ``(seed, epoch, position)``;
+    open one yourself to make a piece of code draw reproducibly whatever generators
+    its transforms hold. Scopes nest; the innermost one counts.
 
     Example:
         >>> import torch
@@ -177,13 +194,12 @@ def sample_scope(seed: int) -> Iterator[None]:
         ...     b = [flip(1) for _ in range(8)]
         >>> a == b
         True
+        >>> with sample_scope(0, 1, 2):  # the same stream as sample_scope(derive_seed(0, 1, 2))
+        ...     c = [flip(1) for _ in range(8)]
     """
-    outer = _scope.seed, _scope.generator
-    _scope.seed, _scope.generator = int(seed), None
-    try:
-        yield
-    finally:
-        _scope.seed, _scope.generator = outer
+    if not keys:
+        raise TypeError("sample_scope() takes a seed, or the keys to derive one from")
+    return _SampleScope(int(keys[0]) if len(keys) == 1 else tuple(map(int, keys)))
 
 
 def scope_generator() -> torch.Generator | None:
@@ -204,7 +220,10 @@ def scope_generator() -> torch.Generator | None:
     if _scope.seed is None:
         return None
     if _scope.generator is None:  # made on the first draw: scopes without draws stay cheap
-        _scope.generator = torch.Generator().manual_seed(_scope.seed)
+        seed = _scope.seed
+        _scope.generator = torch.Generator().manual_seed(
+            seed if isinstance(seed, int) else derive_seed(*seed)
+        )
     return _scope.generator
 
 

@@ -204,7 +204,7 @@ class Graph:
             where = _ItemWhere(self, i, report)
             try:
                 with (
-                    sample_scope(derive_seed(seed, epoch, p)),
+                    sample_scope(seed, epoch, p),
                     watch_decode_warnings(where.recovered),
                 ):
                     row = self.root[i]
