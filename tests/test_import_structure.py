@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -205,3 +206,13 @@ def test_a_module_left_to_hand_on_names_is_found() -> None:
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_module_only_hands_on_names(package: str) -> None:
     assert reexport_modules(package) == []
+
+
+def test_importing_vision_leaves_torch_dynamo_unloaded() -> None:
+    """torch.compile's machinery (dynamo, sympy: ~70 MiB a process) loads only when used."""
+    code = (
+        "import sys, trivium.vision.datasets, trivium.vision.transforms, trivium.vision.models\n"
+        "print(sorted(m for m in ('torch._dynamo', 'sympy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

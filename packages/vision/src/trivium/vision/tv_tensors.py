@@ -535,7 +535,9 @@ class KeyPoints(TVTensor):
         return self._make_repr(canvas_size=self.canvas_size)
 
 
-@torch.compiler.disable
+# torch's lazy form of torch.compiler.disable: importing dynamo (and sympy) at import time
+# would cost every process ~70 MiB and a second, compiled or not.
+@torch._disable_dynamo
 def wrap(wrappee: torch.Tensor, *, like: TVTensor, **kwargs: Any) -> TVTensor:
     """``wrappee`` as the type of ``like``, with its metadata (``kwargs`` override fields).
 
