@@ -216,3 +216,18 @@ def test_importing_vision_leaves_torch_dynamo_unloaded() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_loader_over_a_map_style_dataset_leaves_pyarrow_unloaded() -> None:
+    """pyarrow (and pandas with it: ~80 MiB a process) loads only for Arrow sources."""
+    code = (
+        "import sys, torch\n"
+        "from trivium.data import DataLoader, IterPipe\n"
+        "batches = list(DataLoader([torch.zeros(2)] * 8, batch_size=4, num_workers=0))\n"
+        "items = list(IterPipe.from_iterable(range(4)).map(str).batch(2))\n"
+        "loaded = 'pyarrow' in sys.modules\n"
+        "from trivium.data import ParquetSource\n"
+        "print(len(batches), items, loaded, 'pyarrow' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["2", "[['0',", "'1'],", "['2',", "'3']]", "False", "True"]

@@ -18,19 +18,53 @@ Example:
     True
 """
 
-from trivium.data.arrow_dataset import ArrowDataset
-from trivium.data.arrow_sources import ArrowIPCSource, ArrowSource, CSVSource, ParquetSource
-from trivium.data.columnar import to_tensors
+import importlib
+from typing import TYPE_CHECKING
+
 from trivium.data.file_lister import FileLister
-from trivium.data.limits import (
-    DEFAULT_MAX_UNCOMPRESSED_BYTES,
-    get_max_uncompressed_bytes,
-    set_max_uncompressed_bytes,
-)
 from trivium.data.loader import DataLoader
 from trivium.data.pipes import IterPipe, MapPipe, SkippedSamplesWarning
 from trivium.data.workers import get_worker_info
-from trivium.data.writers import write_parquet
+
+# The Arrow names are imported on first use (``__getattr__``): a loader over a map-style
+# dataset never imports pyarrow (and pandas with it: ~80 MiB a process).
+if TYPE_CHECKING:
+    from trivium.data.arrow_dataset import ArrowDataset
+    from trivium.data.arrow_sources import ArrowIPCSource, ArrowSource, CSVSource, ParquetSource
+    from trivium.data.columnar import to_tensors
+    from trivium.data.limits import (
+        DEFAULT_MAX_UNCOMPRESSED_BYTES,
+        get_max_uncompressed_bytes,
+        set_max_uncompressed_bytes,
+    )
+    from trivium.data.writers import write_parquet
+
+_ARROW_MODULES = {
+    "ArrowDataset": "arrow_dataset",
+    "ArrowIPCSource": "arrow_sources",
+    "ArrowSource": "arrow_sources",
+    "CSVSource": "arrow_sources",
+    "ParquetSource": "arrow_sources",
+    "to_tensors": "columnar",
+    "DEFAULT_MAX_UNCOMPRESSED_BYTES": "limits",
+    "get_max_uncompressed_bytes": "limits",
+    "set_max_uncompressed_bytes": "limits",
+    "write_parquet": "writers",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _ARROW_MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trivium.data' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"trivium.data.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __version__ = "0.1.0"
 

@@ -18,13 +18,16 @@ Example:
 from __future__ import annotations
 
 import numbers
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 import torch
 
 from trivium.core import stack_batch
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["TensorBatch", "collate_column", "is_batch", "rows_of", "sample", "take_rows"]
 
@@ -71,7 +74,16 @@ def is_batch(item: Any) -> bool:
         >>> is_batch(pa.record_batch({"x": [1]})), is_batch({"x": [1]})
         (True, False)
     """
-    return isinstance(item, TensorBatch | pa.RecordBatch | pa.Table)
+    return isinstance(item, (TensorBatch, _arrow_batch_types()))
+
+
+def _arrow_batch_types() -> tuple[type, ...]:
+    """pyarrow's RecordBatch and Table; none before pyarrow is imported (nothing can be one).
+
+    A loader over a map-style dataset never imports pyarrow (and pandas with it).
+    """
+    pa = sys.modules.get("pyarrow")
+    return () if pa is None else (pa.RecordBatch, pa.Table)
 
 
 def sample(batch: TensorBatch, index: int) -> dict[str, Any]:
@@ -110,6 +122,8 @@ def take_arrow(data: pa.Table | pa.RecordBatch, rows: Any) -> Any:
         >>> take_arrow(t, [2, 0])["b"].to_pylist()
         [b'z', b'x']
     """
+    import pyarrow as pa
+
     indices = pa.array(rows, pa.int64())
     try:
         return data.take(indices)

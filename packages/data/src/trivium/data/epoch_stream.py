@@ -32,6 +32,7 @@ import copy
 import dataclasses
 import itertools
 import pickle
+import sys
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -51,7 +52,6 @@ from trivium.core.skipping import (
     name_some,
     recovered_file,
 )
-from trivium.data.arrow_sources import ArrowSource
 from trivium.data.batches import TensorBatch, is_batch
 from trivium.data.origins import (
     Where,
@@ -63,7 +63,6 @@ from trivium.data.origins import (
 )
 from trivium.data.pipes import IterPipe
 from trivium.data.sharding import BatchesPlan, EpochPlan, StreamPlan, epoch_order
-from trivium.data.shared_cache import fragment_uses
 from trivium.data.transfer import inline_small_tensors
 from trivium.data.workers import current_worker, warn_if_unsharded
 
@@ -121,7 +120,8 @@ class Graph:
     @staticmethod
     def _kind(node: Any) -> tuple[str, Any]:
         """How the source is read, and what is read (``root``: the map-style dataset...)."""
-        if isinstance(node, ArrowSource):
+        arrow = sys.modules.get("trivium.data.arrow_sources")  # not imported: not an Arrow source
+        if arrow is not None and isinstance(node, arrow.ArrowSource):
             return "arrow", node
         if isinstance(node, IterPipe):
             data = node.random_access()
@@ -425,6 +425,8 @@ class EpochStream(_Stream):
         n = len(order)
         last_use = None
         if graph.columnar and graph.root.read_cache is not None:
+            from trivium.data.shared_cache import fragment_uses
+
             _, last_use = fragment_uses(order, plan, graph.fragment_rows())
         for k in range(worker, plan.num_batches, workers):
             if last_use is not None:  # unmap what none of this worker's batches needs again

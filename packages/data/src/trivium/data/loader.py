@@ -57,7 +57,7 @@ import os
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -66,7 +66,6 @@ from trivium.core.batching import BatchSlots
 from trivium.core.devices import CUDAPrefetcher
 from trivium.core.seeding import derive_seed
 from trivium.core.skipping import SkipReport, check_on_error, name_some
-from trivium.data.arrow_sources import fragments_for_window
 from trivium.data.epoch_stream import (
     END,
     Batching,
@@ -83,8 +82,12 @@ from trivium.data.sharding import (
     StreamPlan,
     epoch_order,
 )
-from trivium.data.shared_cache import ReadAhead, SharedReadCache, fragment_uses
 from trivium.data.workers import ThreadWorkers, check_worker_type
+
+# The Arrow sources' machinery is imported where an Arrow source uses it: a loader over a
+# map-style dataset never imports pyarrow (and pandas with it: ~80 MiB a process).
+if TYPE_CHECKING:
+    from trivium.data.shared_cache import ReadAhead, SharedReadCache
 
 __all__ = ["DataLoader"]
 
@@ -384,6 +387,8 @@ class DataLoader:
             )  # fmt: skip
         window = self._window()
         if self._graph.columnar:
+            from trivium.data.arrow_sources import fragments_for_window
+
             rows = self._graph.fragment_rows()
             cached = fragments_for_window(rows, window if self.shuffle else self._chunk)
             self._graph.root.cache_fragments = min(cached + 1, _MAX_CACHED_FRAGMENTS)
@@ -398,6 +403,8 @@ class DataLoader:
         if not (self.shared_cache and self._graph.columnar and self._processes):
             return None
         if self._read_cache is None:
+            from trivium.data.shared_cache import SharedReadCache
+
             cache = self._read_cache = SharedReadCache(name=self._machine_cache_name())
             # The source holds it too (and may outlive the loader): let go with the loader.
             weakref.finalize(self, _drop_cache, cache)
@@ -426,6 +433,8 @@ class DataLoader:
         Batch ``k`` of one rank stands for batch ``k`` of all of them (ranks in step,
         as DDP keeps them): a fragment is freed once every local rank is past it.
         """
+        from trivium.data.shared_cache import fragment_uses
+
         ranks = [self.rank]
         if self._read_cache is not None and self._read_cache.shared:
             ranks = _local_ranks(self.rank, self.world_size)
@@ -451,6 +460,8 @@ class DataLoader:
         in_flight = self.num_workers * (self.prefetch_factor or 2)
         source = copy.copy(self._graph.root)  # its own open files, not the workers'
         keep = self._keeps_cache()
+        from trivium.data.shared_cache import ReadAhead
+
         self._reader = ReadAhead(cache, source, first, last, in_flight, free=not keep)
         self._reader.start()
 

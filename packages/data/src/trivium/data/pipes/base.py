@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -183,7 +184,10 @@ class IterPipe(IterableDataset):
     def _chain(self, name: str, *args: Any, **kwargs: Any) -> IterPipe:
         """The op registered for chaining method ``name``, reading from this pipe."""
         op = IterPipe._ops.get(name)
-        if op is None:  # its module was not imported: import trivium.data
+        if op is None:  # the columnar ops register when their module (pyarrow) is imported
+            importlib.import_module("trivium.data.columnar")
+            op = IterPipe._ops.get(name)
+        if op is None:
             raise NotImplementedError(f"no op registered for IterPipe.{name}")
         return op(self, *args, **kwargs)
 
