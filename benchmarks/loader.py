@@ -24,11 +24,12 @@ What it measures (every input is generated at start-up in a temp dir):
 
    Each side runs in a fresh Python process per worker count (1, 2 and 4, or
    ``--workers``), with torch's default ``persistent_workers=False``; the parent
-   samples the resident memory (``VmRSS``) of the whole process tree (main and
+   samples the memory (RSS and PSS, ``smaps_rollup``) of the whole process tree (main and
    workers) every 20 ms. Reported: images per second over all epochs (worker starts
    included), CPU time per image (user + system of the process and its workers,
-   from the first ``iter()`` to the end), the peak RSS of the tree, the time from
-   the first ``iter(loader)`` to the first batch, and the peak RSS of each epoch.
+   from the first ``iter()`` to the end), the peak RSS and PSS of the tree (RSS
+   counts a shared page once per process that maps it, PSS splits it between them),
+   and the time from the first ``iter(loader)`` to the first batch.
 2. **flat** (memory that stays flat): pytorch#13246's dataset, a list of
    ``--objects`` small Python dicts (default 200000) read one per sample, in 2
    workers over ``--flat-epochs`` epochs (default 3); the tree's peak RSS per epoch
@@ -274,21 +275,28 @@ def emit(message: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------- measuring (parent)
 
 
-def tree_rss_kib(pid: int) -> int:
-    """VmRSS of ``pid`` and all its descendants, in KiB (0 once it is gone)."""
-    total, todo = 0, [pid]
+def tree_memory_kib(pid: int) -> tuple[int, int]:
+    """RSS and PSS of ``pid`` and all its descendants, in KiB ((0, 0) once it is gone).
+
+    RSS counts a page shared by several processes (libraries, shared-memory batches)
+    once per process; PSS splits it between them, so the tree's PSS is its memory.
+    """
+    rss = pss = 0
+    todo = [pid]
     while todo:
         p = todo.pop()
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1])
                     break
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, ValueError):  # gone meanwhile
             continue
-    return total
+    return rss, pss
 
 
 def measure(command: Sequence[str]) -> dict[str, Any]:
@@ -304,9 +312,9 @@ def measure(command: Sequence[str]) -> dict[str, Any]:
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    samples: list[tuple[float, int]] = []
+    samples: list[tuple[float, int, int]] = []
     while child.poll() is None:
-        samples.append((time.monotonic(), tree_rss_kib(child.pid)))
+        samples.append((time.monotonic(), *tree_memory_kib(child.pid)))
         time.sleep(SAMPLE_S)
     reader.join()
     if child.returncode != 0 or not events or events[-1]["event"] != "done":
@@ -314,8 +322,9 @@ def measure(command: Sequence[str]) -> dict[str, Any]:
     ready = next(e["t"] for e in events if e["event"] == "ready")
     ends = [e["t"] for e in events if e["event"] == "epoch"]
     bounds = list(zip([ready, *ends[:-1]], ends, strict=True))
-    per_epoch = [max((r for t, r in samples if a <= t <= b), default=0) for a, b in bounds]
-    return {**events[-1], "peak_kib": max(per_epoch), "epoch_kib": per_epoch}
+    per_epoch = [max((r for t, r, _ in samples if a <= t <= b), default=0) for a, b in bounds]
+    pss = max((p for t, _, p in samples if ready <= t), default=0)
+    return {**events[-1], "peak_kib": max(per_epoch), "epoch_kib": per_epoch, "pss_kib": pss}
 
 
 def child_command(python: str, side: str, args: argparse.Namespace, **extra: Any) -> list[str]:
@@ -340,8 +349,8 @@ def ratio(result: dict[str, Any], base: dict[str, Any], key: str) -> str:
 def image_rows(results: dict[tuple[str, int], dict[str, Any]], workers: Sequence[int]) -> str:
     lines = [
         "| loader | workers | img/s | vs torch | CPU ms/img | peak RSS MiB (tree) | "
-        "RSS vs torch | first batch ms | first vs torch | RSS per epoch MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "RSS vs torch | peak PSS MiB (tree) | PSS vs torch | first batch ms | first vs torch |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for w in workers:
         base = results.get(("torch", w), {})
@@ -350,7 +359,7 @@ def image_rows(results: dict[tuple[str, int], dict[str, Any]], workers: Sequence
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"| {side} | {w} | {r['error']} | | | | | | | |")
+                lines.append(f"| {side} | {w} | {r['error']} | | | | | | | | |")
                 continue
             rate = r["images"] / r["wall_s"]
             cells = [side, str(w), f"{rate:.0f}"]
@@ -363,9 +372,10 @@ def image_rows(results: dict[tuple[str, int], dict[str, Any]], workers: Sequence
             cells.append(
                 f"{r['peak_kib'] / base['peak_kib']:.2f}x" if base.get("peak_kib") else "—"
             )
+            cells.append(mib(r["pss_kib"]))
+            cells.append(ratio(r, base, "pss_kib"))
             cells.append(f"{1000 * r['first_s']:.0f}")
-            cells.append(f"{r['first_s'] / base['first_s']:.2f}x" if base.get("first_s") else "—")
-            cells.append(" / ".join(mib(k) for k in r["epoch_kib"]))
+            cells.append(ratio(r, base, "first_s"))
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
