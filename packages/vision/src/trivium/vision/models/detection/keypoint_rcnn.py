@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from trivium.vision.models.detection._utils import (
+    checked_targets,
     overwrite_eps,
     refuse_legacy_arguments,
     weights_and_classes,
@@ -43,7 +44,6 @@ from trivium.vision.models.detection.faster_rcnn import (
     _resnet50_fpn,
     _with_builder_doc,
 )
-from trivium.vision.models.detection.retinanet import _checked_targets
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import AnchorGenerator, MultiScaleRoIAlign
 
@@ -177,7 +177,7 @@ class KeypointRCNN(FasterRCNN):
         self.roi_heads.keypoint_predictor = keypoint_predictor
 
     def _checked_targets(self, targets: Any, num_images: int) -> list[dict[str, Tensor]]:
-        checked = _checked_targets(targets, num_images, self._num_classes())
+        checked = checked_targets(targets, num_images, self._num_classes())
         num_keypoints = getattr(self.roi_heads.keypoint_predictor, "out_channels", None)
         for i, target in enumerate(checked):
             _check_keypoints(target, i, num_keypoints)

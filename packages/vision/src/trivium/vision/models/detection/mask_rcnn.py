@@ -30,6 +30,7 @@ from typing import Any
 from torch import Tensor, nn
 
 from trivium.vision.models.detection._utils import (
+    checked_targets,
     overwrite_eps,
     refuse_legacy_arguments,
     weights_and_classes,
@@ -42,7 +43,6 @@ from trivium.vision.models.detection.faster_rcnn import (
     _resnet50_fpn,
     _with_builder_doc,
 )
-from trivium.vision.models.detection.retinanet import _checked_targets
 from trivium.vision.models.detection.rpn import RPNHead
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import AnchorGenerator, Conv2dNormActivation, MultiScaleRoIAlign
@@ -178,7 +178,7 @@ class MaskRCNN(FasterRCNN):
         self.roi_heads.mask_predictor = mask_predictor
 
     def _checked_targets(self, targets: Any, num_images: int) -> list[dict[str, Tensor]]:
-        checked = _checked_targets(targets, num_images, self._num_classes())
+        checked = checked_targets(targets, num_images, self._num_classes())
         for i, target in enumerate(checked):
             _check_masks(target, i)
         return checked
