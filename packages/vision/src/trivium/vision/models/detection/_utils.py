@@ -390,3 +390,21 @@ def _top_candidates(
     topk_idxs = topk_idxs[idxs]
     anchor_idxs = torch.div(topk_idxs, num_classes, rounding_mode="floor")
     return scores, anchor_idxs, topk_idxs % num_classes
+
+
+def checked_backbone(backbone: nn.Module) -> nn.Module:
+    """``backbone``, which must have ``out_channels`` (the width of every feature level).
+
+    Example:
+        >>> checked_backbone(nn.Identity())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: backbone should contain an attribute out_channels ...
+    """
+    if not hasattr(backbone, "out_channels"):
+        raise ValueError(
+            "backbone should contain an attribute out_channels "
+            "specifying the number of output channels (assumed to be the "
+            "same for all the levels)"
+        )
+    return backbone

@@ -33,6 +33,7 @@ from trivium.vision.models.backbone_utils import (
     _validate_trainable_layers,
 )
 from trivium.vision.models.detection._utils import (
+    checked_backbone,
     overwrite_eps,
     refuse_legacy_arguments,
     weights_and_classes,
@@ -40,7 +41,7 @@ from trivium.vision.models.detection._utils import (
 from trivium.vision.models.detection.generalized_rcnn import GeneralizedRCNN
 from trivium.vision.models.detection.roi_heads import RoIHeads
 from trivium.vision.models.detection.rpn import RegionProposalNetwork, RPNHead
-from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
+from trivium.vision.models.detection.transform import _imagenet_transform
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import (
     AnchorGenerator,
@@ -196,13 +197,7 @@ class FasterRCNN(GeneralizedRCNN):
             box_nms_thresh,
             box_detections_per_img,
         )
-        transform = GeneralizedRCNNTransform(
-            min_size,
-            max_size,
-            image_mean if image_mean is not None else [0.485, 0.456, 0.406],
-            image_std if image_std is not None else [0.229, 0.224, 0.225],
-            **kwargs,
-        )
+        transform = _imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs)
         super().__init__(backbone, rpn, roi_heads, transform)
 
 
@@ -214,12 +209,7 @@ def _check_parts(
     box_predictor: object,
 ) -> int:
     # torchvision's checks of FasterRCNN's arguments; the backbone's width.
-    if not hasattr(backbone, "out_channels"):
-        raise ValueError(
-            "backbone should contain an attribute out_channels "
-            "specifying the number of output channels (assumed to be the "
-            "same for all the levels)"
-        )
+    checked_backbone(backbone)
     if not isinstance(rpn_anchor_generator, AnchorGenerator | None):
         raise TypeError(
             "rpn_anchor_generator should be of type AnchorGenerator or None instead of "

@@ -33,12 +33,13 @@ from torch import Tensor, nn
 from trivium.vision.models import resnet
 from trivium.vision.models.backbone_utils import _resnet_fpn_extractor, _validate_trainable_layers
 from trivium.vision.models.detection._utils import (
+    checked_backbone,
     dense_detections,
     prepared_batch,
     resolve_weights,
 )
 from trivium.vision.models.detection.retinanet import _per_location
-from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
+from trivium.vision.models.detection.transform import _imagenet_transform
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import (
     AnchorGenerator,
@@ -350,13 +351,7 @@ class FCOS(nn.Module):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        if not hasattr(backbone, "out_channels"):
-            raise ValueError(
-                "backbone should contain an attribute out_channels "
-                "specifying the number of output channels (assumed to be the "
-                "same for all the levels)"
-            )
-        self.backbone = backbone
+        self.backbone = checked_backbone(backbone)
         if not isinstance(anchor_generator, AnchorGenerator | None):
             raise TypeError(
                 "anchor_generator should be of type AnchorGenerator or None, instead got "
@@ -375,13 +370,7 @@ class FCOS(nn.Module):
             head = FCOSHead(backbone.out_channels, 1, num_classes)
         self.head = head
         self.box_coder = BoxLinearCoder(normalize_by_size=True)
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(
-            min_size, max_size, image_mean, image_std, **kwargs
-        )
+        self.transform = _imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs)
         self.center_sampling_radius = center_sampling_radius
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh

@@ -34,12 +34,13 @@ from torch import Tensor, nn
 from trivium.vision.models import resnet
 from trivium.vision.models.backbone_utils import _resnet_fpn_extractor, _validate_trainable_layers
 from trivium.vision.models.detection._utils import (
+    checked_backbone,
     dense_detections,
     overwrite_eps,
     prepared_batch,
     resolve_weights,
 )
-from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
+from trivium.vision.models.detection.transform import _imagenet_transform
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import (
     AnchorGenerator,
@@ -471,13 +472,7 @@ class RetinaNet(nn.Module):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        if not hasattr(backbone, "out_channels"):
-            raise ValueError(
-                "backbone should contain an attribute out_channels "
-                "specifying the number of output channels (assumed to be the "
-                "same for all the levels)"
-            )
-        self.backbone = backbone
+        self.backbone = checked_backbone(backbone)
         if not isinstance(anchor_generator, AnchorGenerator | None):
             raise TypeError(
                 "anchor_generator should be of type AnchorGenerator or None instead of "
@@ -495,13 +490,7 @@ class RetinaNet(nn.Module):
             proposal_matcher = Matcher(fg_iou_thresh, bg_iou_thresh, allow_low_quality_matches=True)
         self.proposal_matcher = proposal_matcher
         self.box_coder = BoxCoder(weights=(1.0, 1.0, 1.0, 1.0))
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(
-            min_size, max_size, image_mean, image_std, **kwargs
-        )
+        self.transform = _imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs)
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh
         self.detections_per_img = detections_per_img

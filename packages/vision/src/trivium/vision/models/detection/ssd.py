@@ -29,9 +29,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from trivium.vision.models.backbone_utils import _validate_trainable_layers
-from trivium.vision.models.detection._utils import nms_detections, prepared_batch, resolve_weights
+from trivium.vision.models.detection._utils import (
+    nms_detections,
+    prepared_batch,
+    resolve_weights,
+)
 from trivium.vision.models.detection.retinanet import _per_location
-from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
+from trivium.vision.models.detection.transform import _imagenet_transform
 from trivium.vision.models.vgg import VGG, vgg16
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import (
@@ -267,11 +271,7 @@ class SSD(nn.Module):
             head = SSDHead(out_channels, anchor_generator.num_anchors_per_location(), num_classes)
         self.head = head
         self.proposal_matcher = SSDMatcher(iou_thresh)
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(
+        self.transform = _imagenet_transform(
             min(size),
             max(size),
             image_mean,
