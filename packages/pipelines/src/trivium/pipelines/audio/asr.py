@@ -36,7 +36,7 @@ from trivium.pipelines.audio.checkpoints import pipeline_from_checkpoint
 from trivium.pipelines.audio.common import (
     RunConfig,
     eval_mode,
-    load_for_evaluation,
+    evaluation_items,
     load_items,
     train_pipeline,
 )
@@ -332,12 +332,12 @@ def evaluate(
     ``items`` (``(waveform, features, transcript)`` triples) skips loading.
     """
     config = pipeline.config
-    if items is None:
-        url = url or config.test_url
-        items = load_for_evaluation(
-            config,
-            lambda: _load_split(pipeline, root or config.root, url, config.max_eval_items),
-        )
+    split = url or config.test_url
+    items = evaluation_items(
+        pipeline,
+        items,
+        lambda: _load_split(pipeline, root or config.root, split, config.max_eval_items),
+    )
     hypotheses, references = [], []
     with eval_mode(pipeline):
         for waveform, _, transcript in items:

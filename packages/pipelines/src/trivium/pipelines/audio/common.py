@@ -45,10 +45,12 @@ from trivium.pipelines.audio.schedules import warmup_cosine
 __all__ = [
     "RunConfig",
     "eval_mode",
+    "evaluation_items",
     "load_for_evaluation",
     "load_items",
     "loading",
     "make_trainer",
+    "mean_metrics",
     "train_pipeline",
     "write_data_report",
 ]
@@ -200,6 +202,34 @@ def load_for_evaluation(config: Any, load: Callable[[], T]) -> T:
         items = load()
     write_data_report(report, config.out_dir, "eval_data_report.json")
     return items
+
+
+def evaluation_items(pipeline: nn.Module, items: list | None, load: Callable[[], list]) -> list:
+    """``items`` if given, else ``load()`` through :func:`load_for_evaluation` with the
+    pipeline's ``config``: what every pipeline's ``evaluate`` reads.
+
+    Example:
+        >>> import tempfile, types
+        >>> config = types.SimpleNamespace(out_dir=tempfile.mkdtemp())
+        >>> pipeline = types.SimpleNamespace(config=config)
+        >>> evaluation_items(pipeline, [7], list), evaluation_items(pipeline, None, lambda: [1, 2])
+        ([7], [1, 2])
+    """
+    if items is not None:
+        return items
+    return load_for_evaluation(pipeline.config, load)
+
+
+def mean_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
+    """Each metric's mean over ``rows`` (one dict of metrics per evaluated item).
+
+    Example:
+        >>> mean_metrics([{"loss": 1.0, "l1": 0.5}, {"loss": 2.0, "l1": 1.5}])
+        {'loss': 1.5, 'l1': 1.0}
+    """
+    if not rows:
+        raise ValueError("rows is empty: no items were evaluated")
+    return {key: sum(row[key] for row in rows) / len(rows) for key in rows[0]}
 
 
 def write_data_report(

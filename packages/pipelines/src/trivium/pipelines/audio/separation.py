@@ -28,8 +28,9 @@ from trivium.pipelines.audio.checkpoints import pipeline_from_checkpoint
 from trivium.pipelines.audio.common import (
     RunConfig,
     eval_mode,
-    load_for_evaluation,
+    evaluation_items,
     load_items,
+    mean_metrics,
     train_pipeline,
 )
 
@@ -253,21 +254,20 @@ def evaluate(
     ``items`` (``(mixture [time], sources [num_sources, time])`` pairs) skips loading.
     """
     config = pipeline.config
-    if items is None:
-        items = load_for_evaluation(
-            config,
-            lambda: _load_subset(config, subset or config.test_subset, config.max_eval_items),
-        )
-    total_snr = total_snri = 0.0
+    items = evaluation_items(
+        pipeline,
+        items,
+        lambda: _load_subset(config, subset or config.test_subset, config.max_eval_items),
+    )
+    rows = []
     with eval_mode(pipeline):
         for mixture, sources, *_ in items:
             estimates = pipeline.separate(mixture).cpu()
             loss, _ = pit_loss(estimates[None], sources[None], reduction="none")
             snr = -float(loss[0])
             baseline = float(si_snr(mixture.expand_as(sources), sources).mean())
-            total_snr += snr
-            total_snri += snr - baseline
-    return {"eval_si_snr": total_snr / len(items), "si_snri": total_snri / len(items)}
+            rows.append({"eval_si_snr": snr, "si_snri": snr - baseline})
+    return mean_metrics(rows)
 
 
 def train(

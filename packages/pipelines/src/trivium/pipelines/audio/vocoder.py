@@ -34,8 +34,9 @@ from trivium.pipelines.audio.checkpoints import pipeline_from_checkpoint
 from trivium.pipelines.audio.common import (
     RunConfig,
     eval_mode,
-    load_for_evaluation,
+    evaluation_items,
     load_items,
+    mean_metrics,
     train_pipeline,
 )
 
@@ -270,16 +271,16 @@ def evaluate(
     Each utterance is cut to ``max_seconds`` before vocoding (generation is the slow part).
     """
     config = pipeline.config
-    if items is None:
-        items = load_for_evaluation(
-            config,
-            lambda: _load_split(
-                pipeline, root or config.root, url or config.test_url, config.max_eval_items
-            ),
-        )
+    items = evaluation_items(
+        pipeline,
+        items,
+        lambda: _load_split(
+            pipeline, root or config.root, url or config.test_url, config.max_eval_items
+        ),
+    )
     device = next(pipeline.parameters()).device
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    losses, l1s, scs = [], [], []
+    rows = []
     limit = int(max_seconds * config.sample_rate) // config.hop_length
     with eval_mode(pipeline):
         for waveform, mel in items:
@@ -288,17 +289,17 @@ def evaluate(
             mel_in, wave_in = _aligned(waveform, mel, config, 0, frames)
             batch = (mel_in[None, None].to(device), wave_in[None].to(device))
             with torch.no_grad():
-                losses.append(float(_teacher_forced_loss(pipeline.model, batch)))
+                loss = float(_teacher_forced_loss(pipeline.model, batch))
             vocoded = pipeline.vocode(mel, generator=generator).cpu()
             reference = waveform[: vocoded.shape[-1]]
-            l1s.append(float((pipeline.mel(vocoded)[:, :frames] - mel).abs().mean()))
-            scs.append(spectral_convergence(vocoded, reference))
-    n = len(items)
-    return {
-        "eval_loss": sum(losses) / n,
-        "mel_l1": sum(l1s) / n,
-        "spectral_convergence": sum(scs) / n,
-    }
+            rows.append(
+                {
+                    "eval_loss": loss,
+                    "mel_l1": float((pipeline.mel(vocoded)[:, :frames] - mel).abs().mean()),
+                    "spectral_convergence": spectral_convergence(vocoded, reference),
+                }
+            )
+    return mean_metrics(rows)
 
 
 def train(config: VocoderConfig, resume: bool = True, until: int | None = None) -> VocoderPipeline:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from torch import nn
+import torch
+from torch import Tensor, nn
 
 from trivium.vision.models.weights import (
     Weights,
@@ -22,7 +23,14 @@ from trivium.vision.models.weights import (
     override_named_param,
 )
 
-__all__ = ["WEIGHTS_DOC", "build_classifier", "make_divisible", "with_weights_doc"]
+__all__ = [
+    "WEIGHTS_DOC",
+    "build_classifier",
+    "init_transformer_mlp",
+    "make_divisible",
+    "relative_position_index",
+    "with_weights_doc",
+]
 
 
 def make_divisible(v: float, divisor: int, min_value: int | None = None) -> int:
@@ -120,3 +128,37 @@ def with_weights_doc(cls: str) -> Callable[[Callable[..., Any]], Callable[..., A
         return fn
 
     return decorate
+
+
+def relative_position_index(height: int, width: int) -> Tensor:
+    """``[h*w, h*w]``: the row of each pair of window positions' relative offset in a
+    ``(2h-1) * (2w-1)`` table of biases (Swin's and MaxViT's attention).
+
+    Example:
+        >>> relative_position_index(2, 2).flatten().tolist()[:4]
+        [4, 3, 1, 0]
+    """
+    coords = torch.stack(torch.meshgrid([torch.arange(height), torch.arange(width)], indexing="ij"))
+    flat = coords.flatten(1)
+    relative = (flat[:, :, None] - flat[:, None, :]).permute(1, 2, 0).contiguous()
+    relative[:, :, 0] += height - 1
+    relative[:, :, 1] += width - 1
+    relative[:, :, 0] *= 2 * width - 1
+    return relative.sum(-1)
+
+
+def init_transformer_mlp(mlp: nn.Module) -> None:
+    """The transformers' MLP initialisation (ViT's, Swin's): Xavier-uniform weights,
+    N(0, 1e-6) biases of every ``nn.Linear`` in ``mlp``.
+
+    Example:
+        >>> mlp = nn.Sequential(nn.Linear(4, 8))
+        >>> init_transformer_mlp(mlp)
+        >>> float(mlp[0].bias.detach().abs().max()) < 1e-4
+        True
+    """
+    for m in mlp.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.normal_(m.bias, std=1e-6)

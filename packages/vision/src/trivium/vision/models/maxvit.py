@@ -25,7 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from trivium.vision.models._utils import build_classifier, with_weights_doc
+from trivium.vision.models._utils import (
+    build_classifier,
+    relative_position_index,
+    with_weights_doc,
+)
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import Conv2dNormActivation, SqueezeExcitation, StochasticDepth
 
@@ -56,16 +60,6 @@ def _block_input_shapes(input_size: tuple[int, int], n_blocks: int) -> list[tupl
         size = _conv_output_shape(size, 3, 2, 1)
         shapes.append(size)
     return shapes
-
-
-def _relative_position_index(height: int, width: int) -> Tensor:
-    coords = torch.stack(torch.meshgrid([torch.arange(height), torch.arange(width)], indexing="ij"))
-    flat = coords.flatten(1)
-    relative = (flat[:, :, None] - flat[:, None, :]).permute(1, 2, 0).contiguous()
-    relative[:, :, 0] += height - 1
-    relative[:, :, 1] += width - 1
-    relative[:, :, 0] *= 2 * width - 1
-    return relative.sum(-1)
 
 
 def _linspace(stop: float, n: int) -> list[float]:
@@ -166,7 +160,7 @@ class RelativePositionalMultiHeadAttention(nn.Module):
             torch.empty((offsets, self.n_heads), dtype=torch.float32)
         )
         self.register_buffer(
-            "relative_position_index", _relative_position_index(self.size, self.size)
+            "relative_position_index", relative_position_index(self.size, self.size)
         )
         nn.init.trunc_normal_(self.relative_position_bias_table, std=0.02)
 

@@ -25,7 +25,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from trivium.vision.models._utils import build_classifier, with_weights_doc
+from trivium.vision.models._utils import (
+    build_classifier,
+    init_transformer_mlp,
+    relative_position_index,
+    with_weights_doc,
+)
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import MLP, Permute, StochasticDepth
 
@@ -88,7 +93,7 @@ class PatchMerging(nn.Module):
         return self.reduction(self.norm(_patch_merging_pad(x)))
 
 
-class PatchMergingV2(nn.Module):
+class PatchMergingV2(PatchMerging):
     """V2's patch merging: Linear ``4C -> 2C`` first, then LayerNorm of ``2C``.
 
     Example:
@@ -98,9 +103,7 @@ class PatchMergingV2(nn.Module):
     """
 
     def __init__(self, dim: int, norm_layer: Callable[..., nn.Module] = nn.LayerNorm) -> None:
-        super().__init__()
-        self.dim = dim
-        self.reduction = nn.Linear(4 * dim, 2 * dim, bias=False)
+        super().__init__(dim, norm_layer)
         self.norm = norm_layer(2 * dim)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -282,16 +285,8 @@ class ShiftedWindowAttention(nn.Module):
             >>> ShiftedWindowAttention(4, [2, 2], [0, 0], 1).relative_position_index.tolist()[:4]
             [4, 3, 1, 0]
         """
-        coords = torch.stack(
-            torch.meshgrid(
-                torch.arange(self.window_size[0]), torch.arange(self.window_size[1]), indexing="ij"
-            )
-        ).flatten(1)  # [2, n]
-        relative = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0).contiguous()
-        relative[:, :, 0] += self.window_size[0] - 1
-        relative[:, :, 1] += self.window_size[1] - 1
-        relative[:, :, 0] *= 2 * self.window_size[1] - 1
-        self.register_buffer("relative_position_index", relative.sum(-1).flatten())
+        index = relative_position_index(self.window_size[0], self.window_size[1])
+        self.register_buffer("relative_position_index", index.flatten())
 
     def get_relative_position_bias(self) -> Tensor:
         """The bias [1, heads, n, n] added to the attention logits of every window.
@@ -324,8 +319,18 @@ class ShiftedWindowAttention(nn.Module):
             dropout=self.dropout,
             qkv_bias=self.qkv.bias,
             proj_bias=self.proj.bias,
+            logit_scale=self.get_logit_scale(),
             training=self.training,
         )
+
+    def get_logit_scale(self) -> Tensor | None:
+        """V2's learned scale of the cosine attention logits; None: V1's dot product.
+
+        Example:
+            >>> ShiftedWindowAttention(4, [2, 2], [0, 0], 1).get_logit_scale() is None
+            True
+        """
+        return None
 
 
 class ShiftedWindowAttentionV2(ShiftedWindowAttention):
@@ -351,14 +356,7 @@ class ShiftedWindowAttentionV2(ShiftedWindowAttention):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(
-            dim,
-            window_size,
-            shift_size,
-            num_heads,
-            qkv_bias=qkv_bias,
-            proj_bias=proj_bias,
-            attention_dropout=attention_dropout,
-            dropout=dropout,
+            dim, window_size, shift_size, num_heads, qkv_bias, proj_bias, attention_dropout, dropout
         )
         self.logit_scale = nn.Parameter(torch.log(10 * torch.ones((num_heads, 1, 1))))
         self.cpb_mlp = nn.Sequential(
@@ -399,29 +397,14 @@ class ShiftedWindowAttentionV2(ShiftedWindowAttention):
         bias = _get_relative_position_bias(table, self.relative_position_index, self.window_size)
         return 16 * torch.sigmoid(bias)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Attention output [N, H, W, C] for tokens ``x`` [N, H, W, C].
+    def get_logit_scale(self) -> Tensor | None:
+        """The learned scale of the cosine attention logits (``logit_scale``, per head).
 
         Example:
-            >>> import torch
-            >>> ShiftedWindowAttentionV2(4, [2, 2], [0, 0], 1)(torch.zeros(1, 2, 2, 4)).shape
-            torch.Size([1, 2, 2, 4])
+            >>> ShiftedWindowAttentionV2(4, [2, 2], [0, 0], 2).get_logit_scale().shape
+            torch.Size([2, 1, 1])
         """
-        return shifted_window_attention(
-            x,
-            self.qkv.weight,
-            self.proj.weight,
-            self.get_relative_position_bias(),
-            self.window_size,
-            self.num_heads,
-            shift_size=self.shift_size,
-            attention_dropout=self.attention_dropout,
-            dropout=self.dropout,
-            qkv_bias=self.qkv.bias,
-            proj_bias=self.proj.bias,
-            logit_scale=self.logit_scale,
-            training=self.training,
-        )
+        return self.logit_scale
 
 
 class SwinTransformerBlock(nn.Module):
@@ -466,11 +449,7 @@ class SwinTransformerBlock(nn.Module):
             inplace=None,
             dropout=dropout,
         )
-        for m in self.mlp.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.xavier_uniform_(m.weight)
-                if m.bias is not None:
-                    nn.init.normal_(m.bias, std=1e-6)
+        init_transformer_mlp(self.mlp)
 
     def forward(self, x: Tensor) -> Tensor:
         """The block's output [N, H, W, C].
@@ -511,12 +490,12 @@ class SwinTransformerBlockV2(SwinTransformerBlock):
             num_heads,
             window_size,
             shift_size,
-            mlp_ratio=mlp_ratio,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            stochastic_depth_prob=stochastic_depth_prob,
-            norm_layer=norm_layer,
-            attn_layer=attn_layer,
+            mlp_ratio,
+            dropout,
+            attention_dropout,
+            stochastic_depth_prob,
+            norm_layer,
+            attn_layer,
         )
 
     def forward(self, x: Tensor) -> Tensor:

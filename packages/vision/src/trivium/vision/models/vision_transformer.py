@@ -27,7 +27,11 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor, nn
 
-from trivium.vision.models._utils import build_classifier, with_weights_doc
+from trivium.vision.models._utils import (
+    build_classifier,
+    init_transformer_mlp,
+    with_weights_doc,
+)
 from trivium.vision.models.weights import Weights, load_weights, override_named_param
 from trivium.vision.ops import MLP, Conv2dNormActivation
 
@@ -76,11 +80,7 @@ class MLPBlock(MLP):
         super().__init__(
             in_dim, [mlp_dim, in_dim], activation_layer=nn.GELU, inplace=None, dropout=dropout
         )
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.xavier_uniform_(m.weight)
-                if m.bias is not None:
-                    nn.init.normal_(m.bias, std=1e-6)
+        init_transformer_mlp(self)
 
     def _load_from_state_dict(
         self,

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,7 @@ from trivium.vision.models.backbone_utils import (
     _validate_trainable_layers,
 )
 from trivium.vision.models.detection._utils import (
+    checked_backbone,
     overwrite_eps,
     refuse_legacy_arguments,
     weights_and_classes,
@@ -39,7 +41,7 @@ from trivium.vision.models.detection._utils import (
 from trivium.vision.models.detection.generalized_rcnn import GeneralizedRCNN
 from trivium.vision.models.detection.roi_heads import RoIHeads
 from trivium.vision.models.detection.rpn import RegionProposalNetwork, RPNHead
-from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
+from trivium.vision.models.detection.transform import _imagenet_transform
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import (
     AnchorGenerator,
@@ -195,13 +197,7 @@ class FasterRCNN(GeneralizedRCNN):
             box_nms_thresh,
             box_detections_per_img,
         )
-        transform = GeneralizedRCNNTransform(
-            min_size,
-            max_size,
-            image_mean if image_mean is not None else [0.485, 0.456, 0.406],
-            image_std if image_std is not None else [0.229, 0.224, 0.225],
-            **kwargs,
-        )
+        transform = _imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs)
         super().__init__(backbone, rpn, roi_heads, transform)
 
 
@@ -213,12 +209,7 @@ def _check_parts(
     box_predictor: object,
 ) -> int:
     # torchvision's checks of FasterRCNN's arguments; the backbone's width.
-    if not hasattr(backbone, "out_channels"):
-        raise ValueError(
-            "backbone should contain an attribute out_channels "
-            "specifying the number of output channels (assumed to be the "
-            "same for all the levels)"
-        )
+    checked_backbone(backbone)
     if not isinstance(rpn_anchor_generator, AnchorGenerator | None):
         raise TypeError(
             "rpn_anchor_generator should be of type AnchorGenerator or None instead of "
@@ -284,23 +275,63 @@ class FastRCNNConvFCHead(nn.Sequential):
         norm_layer: Callable[..., nn.Module] | None = None,
     ) -> None:
         in_channels, in_height, in_width = input_size
-        blocks: list[nn.Module] = []
-        previous = in_channels
-        for channels in conv_layers:
-            blocks.append(Conv2dNormActivation(previous, channels, norm_layer=norm_layer))
-            previous = channels
+        blocks = _conv_blocks(in_channels, conv_layers, norm_layer)
         blocks.append(nn.Flatten())
-        previous = previous * in_height * in_width
+        previous = (conv_layers[-1] if conv_layers else in_channels) * in_height * in_width
         for width in fc_layers:
             blocks.append(nn.Linear(previous, width))
             blocks.append(nn.ReLU(inplace=True))
             previous = width
         super().__init__(*blocks)
-        for layer in self.modules():
-            if isinstance(layer, nn.Conv2d):
-                nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
-                if layer.bias is not None:
-                    nn.init.zeros_(layer.bias)
+        _init_convs(self)
+
+
+def _conv_blocks(
+    in_channels: int,
+    layers: list[int] | tuple[int, ...],
+    norm_layer: Callable[..., nn.Module] | None = None,
+    dilation: int = 1,
+) -> list[nn.Module]:
+    """3x3 conv (+ norm) + ReLU blocks, one per entry of ``layers`` (its channels).
+
+    The convolution stacks of the R-CNN heads (box, mask).
+
+    Example:
+        >>> [type(b).__name__ for b in _conv_blocks(8, [16, 16])]
+        ['Conv2dNormActivation', 'Conv2dNormActivation']
+    """
+    blocks: list[nn.Module] = []
+    previous = in_channels
+    for channels in layers:
+        blocks.append(
+            Conv2dNormActivation(
+                previous,
+                channels,
+                kernel_size=3,
+                stride=1,
+                padding=dilation,
+                dilation=dilation,
+                norm_layer=norm_layer,
+            )
+        )
+        previous = channels
+    return blocks
+
+
+def _init_convs(module: nn.Module) -> None:
+    """He (fan-out) initialisation of every ``nn.Conv2d`` in ``module``, zero biases.
+
+    Example:
+        >>> head = nn.Sequential(nn.Conv2d(2, 2, 3))
+        >>> _init_convs(head)
+        >>> head[0].bias.tolist()
+        [0.0, 0.0]
+    """
+    for layer in module.modules():
+        if isinstance(layer, nn.Conv2d):
+            nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
 
 
 class FastRCNNPredictor(nn.Module):
@@ -372,6 +403,91 @@ def _resnet50_fpn(
     return _resnet_fpn_extractor(body, trainable, norm_layer=nn.BatchNorm2d)
 
 
+def _builder_state(
+    name: str,
+    weights: Weights | None,
+    num_classes: int | None,
+    weights_backbone: Weights | None,
+    kwargs: dict[str, Any],
+    default_classes: int = 91,
+) -> tuple[dict[str, Any] | None, int, Weights | None, bool]:
+    # (state or None, num_classes, weights_backbone, is_trained): the model's weights hold
+    # the backbone's, so weights_backbone is dropped with them.
+    refuse_legacy_arguments(name, kwargs)
+    state, num_classes = weights_and_classes(
+        name, weights, num_classes, _CLASS_KEY, default_classes
+    )
+    if state is not None:
+        weights_backbone = None
+    return state, num_classes, weights_backbone, state is not None or weights_backbone is not None
+
+
+def _loaded(model: FasterRCNN, state: dict[str, Any] | None, zero_eps: bool) -> FasterRCNN:
+    # zero_eps: torchvision's v1 COCO weights were trained with FrozenBatchNorm2d eps=0.
+    if state is not None:
+        model.load_state_dict(state)
+        if zero_eps:
+            overwrite_eps(model, 0.0)
+    return model
+
+
+def _v2_parts(out_channels: int) -> dict[str, nn.Module]:
+    # The v2 recipe's RPN head (two convolutions) and box head (BatchNorm convolutions).
+    rpn_anchor_generator = _default_anchorgen()
+    rpn_head = RPNHead(
+        out_channels, rpn_anchor_generator.num_anchors_per_location()[0], conv_depth=2
+    )
+    box_head = FastRCNNConvFCHead(
+        (out_channels, 7, 7), [256, 256, 256, 256], [1024], norm_layer=nn.BatchNorm2d
+    )
+    return {
+        "rpn_anchor_generator": rpn_anchor_generator,
+        "rpn_head": rpn_head,
+        "box_head": box_head,
+    }
+
+
+def _rcnn_resnet50_fpn(
+    model_class: Callable[..., FasterRCNN],
+    name: str,
+    weights: Weights | None,
+    num_classes: int | None,
+    weights_backbone: Weights | None,
+    trainable_backbone_layers: int | None,
+    kwargs: dict[str, Any],
+    v2: bool = False,
+    default_classes: int = 91,
+    extra: Callable[[dict[str, Any] | None, int], dict[str, Any]] | None = None,
+) -> FasterRCNN:
+    """An R-CNN on a ResNet-50 FPN: torchvision's v1 (FrozenBatchNorm2d, eps=0 with
+    ``weights``) or v2 (:func:`_v2_parts`) recipe; ``extra(state, out_channels)`` gives
+    the model class's own arguments (its v2 heads, the keypoints the weights have)."""
+    state, num_classes, weights_backbone, is_trained = _builder_state(
+        name, weights, num_classes, weights_backbone, kwargs, default_classes
+    )
+    backbone = _resnet50_fpn(weights_backbone, trainable_backbone_layers, is_trained, not v2)
+    parts: dict[str, Any] = _v2_parts(backbone.out_channels) if v2 else {}
+    if extra is not None:
+        parts.update(extra(state, backbone.out_channels))
+    model = model_class(backbone, num_classes=num_classes, **parts, **kwargs)
+    return _loaded(model, state, zero_eps=not v2)
+
+
+_FASTER_RCNN_ARGUMENTS = tuple(inspect.signature(FasterRCNN.__init__).parameters)[1:-1]
+
+
+def _faster_rcnn_arguments(values: dict[str, Any]) -> dict[str, Any]:
+    """:class:`FasterRCNN`'s own arguments (``backbone`` .. ``bbox_reg_weights``) among
+    ``values``: what a subclass's ``__init__`` passes on from its ``locals()``.
+
+    Example:
+        >>> args = _faster_rcnn_arguments({**dict.fromkeys(_FASTER_RCNN_ARGUMENTS), "x": 1})
+        >>> list(args)[:2], "x" in args
+        (['backbone', 'num_classes'], False)
+    """
+    return {name: values[name] for name in _FASTER_RCNN_ARGUMENTS}
+
+
 @_with_builder_doc
 def fasterrcnn_resnet50_fpn(
     *,
@@ -392,18 +508,15 @@ def fasterrcnn_resnet50_fpn(
         >>> model.roi_heads.box_predictor.cls_score.out_features
         5
     """
-    name = "fasterrcnn_resnet50_fpn"
-    refuse_legacy_arguments(name, kwargs)
-    state, num_classes = weights_and_classes(name, weights, num_classes, _CLASS_KEY)
-    if state is not None:
-        weights_backbone = None
-    is_trained = state is not None or weights_backbone is not None
-    backbone = _resnet50_fpn(weights_backbone, trainable_backbone_layers, is_trained, True)
-    model = FasterRCNN(backbone, num_classes=num_classes, **kwargs)
-    if state is not None:
-        model.load_state_dict(state)
-        overwrite_eps(model, 0.0)
-    return model
+    return _rcnn_resnet50_fpn(
+        FasterRCNN,
+        "fasterrcnn_resnet50_fpn",
+        weights,
+        num_classes,
+        weights_backbone,
+        trainable_backbone_layers,
+        kwargs,
+    )
 
 
 @_with_builder_doc
@@ -427,31 +540,16 @@ def fasterrcnn_resnet50_fpn_v2(
         >>> len(model.rpn.head.conv), type(model.roi_heads.box_head).__name__
         (2, 'FastRCNNConvFCHead')
     """
-    name = "fasterrcnn_resnet50_fpn_v2"
-    refuse_legacy_arguments(name, kwargs)
-    state, num_classes = weights_and_classes(name, weights, num_classes, _CLASS_KEY)
-    if state is not None:
-        weights_backbone = None
-    is_trained = state is not None or weights_backbone is not None
-    backbone = _resnet50_fpn(weights_backbone, trainable_backbone_layers, is_trained, False)
-    rpn_anchor_generator = _default_anchorgen()
-    rpn_head = RPNHead(
-        backbone.out_channels, rpn_anchor_generator.num_anchors_per_location()[0], conv_depth=2
+    return _rcnn_resnet50_fpn(
+        FasterRCNN,
+        "fasterrcnn_resnet50_fpn_v2",
+        weights,
+        num_classes,
+        weights_backbone,
+        trainable_backbone_layers,
+        kwargs,
+        v2=True,
     )
-    box_head = FastRCNNConvFCHead(
-        (backbone.out_channels, 7, 7), [256, 256, 256, 256], [1024], norm_layer=nn.BatchNorm2d
-    )
-    model = FasterRCNN(
-        backbone,
-        num_classes=num_classes,
-        rpn_anchor_generator=rpn_anchor_generator,
-        rpn_head=rpn_head,
-        box_head=box_head,
-        **kwargs,
-    )
-    if state is not None:
-        model.load_state_dict(state)
-    return model
 
 
 def _fasterrcnn_mobilenet_v3_large_fpn(
@@ -462,11 +560,9 @@ def _fasterrcnn_mobilenet_v3_large_fpn(
     trainable_backbone_layers: int | None,
     kwargs: dict[str, Any],
 ) -> FasterRCNN:
-    refuse_legacy_arguments(name, kwargs)
-    state, num_classes = weights_and_classes(name, weights, num_classes, _CLASS_KEY)
-    if state is not None:
-        weights_backbone = None
-    is_trained = state is not None or weights_backbone is not None
+    state, num_classes, weights_backbone, is_trained = _builder_state(
+        name, weights, num_classes, weights_backbone, kwargs
+    )
     trainable = _validate_trainable_layers(is_trained, trainable_backbone_layers, 6, 3)
     norm_layer: Callable[..., nn.Module] = FrozenBatchNorm2d if is_trained else nn.BatchNorm2d
     body = mobilenetv3.mobilenet_v3_large(weights=weights_backbone, norm_layer=norm_layer)
@@ -479,9 +575,7 @@ def _fasterrcnn_mobilenet_v3_large_fpn(
         rpn_anchor_generator=AnchorGenerator(anchor_sizes, aspect_ratios),
         **kwargs,
     )
-    if state is not None:
-        model.load_state_dict(state)
-    return model
+    return _loaded(model, state, zero_eps=False)
 
 
 @_with_builder_doc

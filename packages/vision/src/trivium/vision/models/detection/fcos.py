@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -33,20 +32,19 @@ from torch import Tensor, nn
 
 from trivium.vision.models import resnet
 from trivium.vision.models.backbone_utils import _resnet_fpn_extractor, _validate_trainable_layers
-from trivium.vision.models.detection.retinanet import (
-    _checked_targets,
-    _per_location,
-    _plain,
-    _resolve_weights,
+from trivium.vision.models.detection._utils import (
+    checked_backbone,
+    dense_detections,
+    prepared_batch,
+    resolve_weights,
 )
-from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
+from trivium.vision.models.detection.retinanet import _per_location
+from trivium.vision.models.detection.transform import _imagenet_transform
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import (
     AnchorGenerator,
     BoxLinearCoder,
     FrozenBatchNorm2d,
-    batched_nms,
-    clip_boxes_to_image,
     generalized_box_iou_loss,
     sigmoid_focal_loss,
 )
@@ -353,13 +351,7 @@ class FCOS(nn.Module):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        if not hasattr(backbone, "out_channels"):
-            raise ValueError(
-                "backbone should contain an attribute out_channels "
-                "specifying the number of output channels (assumed to be the "
-                "same for all the levels)"
-            )
-        self.backbone = backbone
+        self.backbone = checked_backbone(backbone)
         if not isinstance(anchor_generator, AnchorGenerator | None):
             raise TypeError(
                 "anchor_generator should be of type AnchorGenerator or None, instead got "
@@ -378,13 +370,7 @@ class FCOS(nn.Module):
             head = FCOSHead(backbone.out_channels, 1, num_classes)
         self.head = head
         self.box_coder = BoxLinearCoder(normalize_by_size=True)
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(
-            min_size, max_size, image_mean, image_std, **kwargs
-        )
+        self.transform = _imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs)
         self.center_sampling_radius = center_sampling_radius
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh
@@ -481,50 +467,14 @@ class FCOS(nn.Module):
             >>> det[0]["boxes"], det[0]["labels"]
             (tensor([[4., 4., 4., 4.]]), tensor([1]))
         """
-        detections: list[dict[str, Tensor]] = []
-        for index, image_shape in enumerate(image_shapes):
-            boxes, scores, labels = [], [], []
-            for regression, logits, ctrness, level_anchors in zip(
-                head_outputs["bbox_regression"],
-                head_outputs["cls_logits"],
-                head_outputs["bbox_ctrness"],
-                anchors[index],
-                strict=True,
-            ):
-                level = self._level_candidates(
-                    regression[index], logits[index], ctrness[index], level_anchors
-                )
-                boxes.append(clip_boxes_to_image(level[0], image_shape))
-                scores.append(level[1])
-                labels.append(level[2])
-            image_boxes = torch.cat(boxes, dim=0)
-            image_scores = torch.cat(scores, dim=0)
-            image_labels = torch.cat(labels, dim=0)
-            keep = batched_nms(image_boxes, image_scores, image_labels, self.nms_thresh)
-            keep = keep[: self.detections_per_img]
-            detections.append(
-                {
-                    "boxes": image_boxes[keep],
-                    "scores": image_scores[keep],
-                    "labels": image_labels[keep],
-                }
-            )
-        return detections
-
-    def _level_candidates(
-        self, regression: Tensor, logits: Tensor, ctrness: Tensor, anchors: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        num_classes = logits.shape[-1]
-        scores = torch.sqrt(torch.sigmoid(logits) * torch.sigmoid(ctrness)).flatten()
-        keep = scores > self.score_thresh
-        scores = scores[keep]
-        topk_idxs = torch.where(keep)[0]
-        scores, idxs = scores.topk(min(self.topk_candidates, topk_idxs.size(0)))
-        topk_idxs = topk_idxs[idxs]
-        anchor_idxs = torch.div(topk_idxs, num_classes, rounding_mode="floor")
-        labels = topk_idxs % num_classes
-        boxes = self.box_coder.decode(regression[anchor_idxs], anchors[anchor_idxs])
-        return boxes, scores, labels
+        return dense_detections(
+            head_outputs,
+            anchors,
+            image_shapes,
+            _scores,
+            self.box_coder.decode,
+            self,
+        )
 
     def _num_classes(self) -> int | None:
         head = getattr(self.head, "classification_head", None)
@@ -543,18 +493,7 @@ class FCOS(nn.Module):
             >>> [sorted(d) for d in model([torch.rand(3, 32, 32)])]
             [['boxes', 'labels', 'scores']]
         """
-        if isinstance(images, Tensor) and images.dim() == 4:
-            images = list(images.unbind(0))
-        images = [_plain(img) for img in images]
-        if self.training:
-            targets = _checked_targets(targets, len(images), self._num_classes())
-        else:
-            targets = None
-        original_image_sizes = [(int(img.shape[-2]), int(img.shape[-1])) for img in images]
-        image_list, targets = self.transform(images, targets)
-        features = self.backbone(image_list.tensors)
-        if isinstance(features, Tensor):
-            features = OrderedDict([("0", features)])
+        image_list, targets, original_image_sizes, features = prepared_batch(self, images, targets)
         feature_list = list(features.values())
         head_outputs = self.head(feature_list)
         anchors = self.anchor_generator(image_list, feature_list)
@@ -570,6 +509,11 @@ class FCOS(nn.Module):
             split_outputs, split_anchors, image_list.image_sizes
         )
         return self.transform.postprocess(detections, image_list.image_sizes, original_image_sizes)
+
+
+def _scores(outputs: dict[str, Tensor]) -> Tensor:
+    # FCOS ranks a point's classes by the geometric mean of class and centerness scores.
+    return torch.sqrt(torch.sigmoid(outputs["cls_logits"]) * torch.sigmoid(outputs["bbox_ctrness"]))
 
 
 def _classes_of(state: Mapping[str, Tensor]) -> int | None:
@@ -608,7 +552,7 @@ def fcos_resnet50_fpn(
         >>> model.head.classification_head.cls_logits.out_channels
         5
     """
-    state, num_classes, weights_backbone = _resolve_weights(
+    state, num_classes, weights_backbone = resolve_weights(
         "fcos_resnet50_fpn", weights, num_classes, weights_backbone, kwargs, _classes_of
     )
     is_trained = weights is not None or weights_backbone is not None

@@ -14,12 +14,11 @@ Example:
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from torch import Tensor, nn
 
-from trivium.vision.models.detection.retinanet import _checked_targets, _plain
+from trivium.vision.models.detection._utils import checked_targets, prepared_batch
 
 __all__ = ["GeneralizedRCNN"]
 
@@ -66,7 +65,7 @@ class GeneralizedRCNN(nn.Module):
 
     def _checked_targets(self, targets: Any, num_images: int) -> list[dict[str, Tensor]]:
         """The targets checked for boxes and labels (subclasses check what their heads need)."""
-        return _checked_targets(targets, num_images, self._num_classes())
+        return checked_targets(targets, num_images, self._num_classes())
 
     def forward(
         self, images: list[Tensor], targets: list[dict[str, Tensor]] | None = None
@@ -80,15 +79,7 @@ class GeneralizedRCNN(nn.Module):
             >>> [sorted(d) for d in model([torch.rand(3, 48, 64)])]
             [['boxes', 'labels', 'scores']]
         """
-        if isinstance(images, Tensor) and images.dim() == 4:
-            images = list(images.unbind(0))
-        images = [_plain(img) for img in images]
-        checked = self._checked_targets(targets, len(images)) if self.training else None
-        original_image_sizes = [(int(img.shape[-2]), int(img.shape[-1])) for img in images]
-        image_list, checked = self.transform(images, checked)
-        features = self.backbone(image_list.tensors)
-        if isinstance(features, Tensor):
-            features = OrderedDict([("0", features)])
+        image_list, checked, original_image_sizes, features = prepared_batch(self, images, targets)
         proposals, proposal_losses = self.rpn(image_list, features, checked)
         detections, detector_losses = self.roi_heads(
             features, proposals, image_list.image_sizes, checked

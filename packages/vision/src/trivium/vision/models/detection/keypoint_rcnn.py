@@ -33,17 +33,15 @@ import torch
 from torch import Tensor, nn
 
 from trivium.vision.models.detection._utils import (
-    overwrite_eps,
-    refuse_legacy_arguments,
-    weights_and_classes,
+    checked_targets,
 )
 from trivium.vision.models.detection.faster_rcnn import (
-    _CLASS_KEY,
     FasterRCNN,
-    _resnet50_fpn,
+    _faster_rcnn_arguments,
+    _init_convs,
+    _rcnn_resnet50_fpn,
     _with_builder_doc,
 )
-from trivium.vision.models.detection.retinanet import _checked_targets
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import AnchorGenerator, MultiScaleRoIAlign
 
@@ -140,44 +138,13 @@ class KeypointRCNN(FasterRCNN):
             keypoint_head = KeypointRCNNHeads(out_channels, tuple(512 for _ in range(8)))
         if keypoint_predictor is None:
             keypoint_predictor = KeypointRCNNPredictor(512, num_keypoints)
-        super().__init__(
-            backbone,
-            num_classes,
-            min_size,
-            max_size,
-            image_mean,
-            image_std,
-            rpn_anchor_generator,
-            rpn_head,
-            rpn_pre_nms_top_n_train,
-            rpn_pre_nms_top_n_test,
-            rpn_post_nms_top_n_train,
-            rpn_post_nms_top_n_test,
-            rpn_nms_thresh,
-            rpn_fg_iou_thresh,
-            rpn_bg_iou_thresh,
-            rpn_batch_size_per_image,
-            rpn_positive_fraction,
-            rpn_score_thresh,
-            box_roi_pool,
-            box_head,
-            box_predictor,
-            box_score_thresh,
-            box_nms_thresh,
-            box_detections_per_img,
-            box_fg_iou_thresh,
-            box_bg_iou_thresh,
-            box_batch_size_per_image,
-            box_positive_fraction,
-            bbox_reg_weights,
-            **kwargs,
-        )
+        super().__init__(**_faster_rcnn_arguments(locals()), **kwargs)
         self.roi_heads.keypoint_roi_pool = keypoint_roi_pool
         self.roi_heads.keypoint_head = keypoint_head
         self.roi_heads.keypoint_predictor = keypoint_predictor
 
     def _checked_targets(self, targets: Any, num_images: int) -> list[dict[str, Tensor]]:
-        checked = _checked_targets(targets, num_images, self._num_classes())
+        checked = checked_targets(targets, num_images, self._num_classes())
         num_keypoints = getattr(self.roi_heads.keypoint_predictor, "out_channels", None)
         for i, target in enumerate(checked):
             _check_keypoints(target, i, num_keypoints)
@@ -228,10 +195,7 @@ class KeypointRCNNHeads(nn.Sequential):
             blocks.append(nn.ReLU(inplace=True))
             previous = channels
         super().__init__(*blocks)
-        for m in self.children():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-                nn.init.constant_(m.bias, 0)
+        _init_convs(self)
 
 
 class KeypointRCNNPredictor(nn.Module):
@@ -298,23 +262,32 @@ def keypointrcnn_resnet50_fpn(
         (5, 800)
     """
     name = "keypointrcnn_resnet50_fpn"
-    refuse_legacy_arguments(name, kwargs)
-    state, num_classes = weights_and_classes(name, weights, num_classes, _CLASS_KEY, 2)
-    if state is not None:
-        weights_backbone = None
-        kp_weight = state.get(_KEYPOINT_KEY)
-        if kp_weight is not None:
-            keypoints = int(kp_weight.shape[1])
-            if num_keypoints is not None and num_keypoints != keypoints:
-                raise ValueError(
-                    f"num_keypoints={num_keypoints} was given, but the {name} weights have "
-                    f"{keypoints} keypoints"
-                )
-            num_keypoints = keypoints
-    is_trained = state is not None or weights_backbone is not None
-    backbone = _resnet50_fpn(weights_backbone, trainable_backbone_layers, is_trained, True)
-    model = KeypointRCNN(backbone, num_classes, num_keypoints=num_keypoints or 17, **kwargs)
-    if state is not None:
-        model.load_state_dict(state)
-        overwrite_eps(model, 0.0)
-    return model
+
+    def keypoints(state: dict[str, Any] | None, out_channels: int) -> dict[str, Any]:
+        return {"num_keypoints": _keypoints_of(name, state, num_keypoints) or 17}
+
+    return _rcnn_resnet50_fpn(
+        KeypointRCNN,
+        name,
+        weights,
+        num_classes,
+        weights_backbone,
+        trainable_backbone_layers,
+        kwargs,
+        default_classes=2,
+        extra=keypoints,
+    )
+
+
+def _keypoints_of(name: str, state: dict[str, Any] | None, num_keypoints: int | None) -> int | None:
+    # The weights fix the number of keypoints; a different num_keypoints raises.
+    kp_weight = None if state is None else state.get(_KEYPOINT_KEY)
+    if kp_weight is None:
+        return num_keypoints
+    keypoints = int(kp_weight.shape[1])
+    if num_keypoints is not None and num_keypoints != keypoints:
+        raise ValueError(
+            f"num_keypoints={num_keypoints} was given, but the {name} weights have "
+            f"{keypoints} keypoints"
+        )
+    return keypoints

@@ -30,22 +30,18 @@ from typing import Any
 from torch import Tensor, nn
 
 from trivium.vision.models.detection._utils import (
-    overwrite_eps,
-    refuse_legacy_arguments,
-    weights_and_classes,
+    checked_targets,
 )
 from trivium.vision.models.detection.faster_rcnn import (
-    _CLASS_KEY,
     FasterRCNN,
-    FastRCNNConvFCHead,
-    _default_anchorgen,
-    _resnet50_fpn,
+    _conv_blocks,
+    _faster_rcnn_arguments,
+    _init_convs,
+    _rcnn_resnet50_fpn,
     _with_builder_doc,
 )
-from trivium.vision.models.detection.retinanet import _checked_targets
-from trivium.vision.models.detection.rpn import RPNHead
 from trivium.vision.models.weights import Weights
-from trivium.vision.ops import AnchorGenerator, Conv2dNormActivation, MultiScaleRoIAlign
+from trivium.vision.ops import AnchorGenerator, MultiScaleRoIAlign
 from trivium.vision.ops.misc import UpgradesStateDict
 
 __all__ = [
@@ -141,44 +137,13 @@ class MaskRCNN(FasterRCNN):
                     "num_classes should not be None when mask_predictor is not specified"
                 )
             mask_predictor = MaskRCNNPredictor(256, 256, num_classes)
-        super().__init__(
-            backbone,
-            num_classes,
-            min_size,
-            max_size,
-            image_mean,
-            image_std,
-            rpn_anchor_generator,
-            rpn_head,
-            rpn_pre_nms_top_n_train,
-            rpn_pre_nms_top_n_test,
-            rpn_post_nms_top_n_train,
-            rpn_post_nms_top_n_test,
-            rpn_nms_thresh,
-            rpn_fg_iou_thresh,
-            rpn_bg_iou_thresh,
-            rpn_batch_size_per_image,
-            rpn_positive_fraction,
-            rpn_score_thresh,
-            box_roi_pool,
-            box_head,
-            box_predictor,
-            box_score_thresh,
-            box_nms_thresh,
-            box_detections_per_img,
-            box_fg_iou_thresh,
-            box_bg_iou_thresh,
-            box_batch_size_per_image,
-            box_positive_fraction,
-            bbox_reg_weights,
-            **kwargs,
-        )
+        super().__init__(**_faster_rcnn_arguments(locals()), **kwargs)
         self.roi_heads.mask_roi_pool = mask_roi_pool
         self.roi_heads.mask_head = mask_head
         self.roi_heads.mask_predictor = mask_predictor
 
     def _checked_targets(self, targets: Any, num_images: int) -> list[dict[str, Tensor]]:
-        checked = _checked_targets(targets, num_images, self._num_classes())
+        checked = checked_targets(targets, num_images, self._num_classes())
         for i, target in enumerate(checked):
             _check_masks(target, i)
         return checked
@@ -224,27 +189,8 @@ class MaskRCNNHeads(UpgradesStateDict, nn.Sequential):
         dilation: int,
         norm_layer: Callable[..., nn.Module] | None = None,
     ) -> None:
-        blocks = []
-        previous = in_channels
-        for channels in layers:
-            blocks.append(
-                Conv2dNormActivation(
-                    previous,
-                    channels,
-                    kernel_size=3,
-                    stride=1,
-                    padding=dilation,
-                    dilation=dilation,
-                    norm_layer=norm_layer,
-                )
-            )
-            previous = channels
-        super().__init__(*blocks)
-        for layer in self.modules():
-            if isinstance(layer, nn.Conv2d):
-                nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
-                if layer.bias is not None:
-                    nn.init.zeros_(layer.bias)
+        super().__init__(*_conv_blocks(in_channels, layers, norm_layer, dilation))
+        _init_convs(self)
 
     def upgrade_state_dict(
         self, state_dict: dict[str, Any], prefix: str, version: int | None
@@ -315,18 +261,15 @@ def maskrcnn_resnet50_fpn(
         >>> model.roi_heads.mask_predictor.mask_fcn_logits.out_channels
         4
     """
-    name = "maskrcnn_resnet50_fpn"
-    refuse_legacy_arguments(name, kwargs)
-    state, num_classes = weights_and_classes(name, weights, num_classes, _CLASS_KEY)
-    if state is not None:
-        weights_backbone = None
-    is_trained = state is not None or weights_backbone is not None
-    backbone = _resnet50_fpn(weights_backbone, trainable_backbone_layers, is_trained, True)
-    model = MaskRCNN(backbone, num_classes=num_classes, **kwargs)
-    if state is not None:
-        model.load_state_dict(state)
-        overwrite_eps(model, 0.0)
-    return model
+    return _rcnn_resnet50_fpn(
+        MaskRCNN,
+        "maskrcnn_resnet50_fpn",
+        weights,
+        num_classes,
+        weights_backbone,
+        trainable_backbone_layers,
+        kwargs,
+    )
 
 
 @_with_builder_doc
@@ -349,32 +292,19 @@ def maskrcnn_resnet50_fpn_v2(
         >>> type(model.roi_heads.mask_head[0][1]).__name__
         'BatchNorm2d'
     """
-    name = "maskrcnn_resnet50_fpn_v2"
-    refuse_legacy_arguments(name, kwargs)
-    state, num_classes = weights_and_classes(name, weights, num_classes, _CLASS_KEY)
-    if state is not None:
-        weights_backbone = None
-    is_trained = state is not None or weights_backbone is not None
-    backbone = _resnet50_fpn(weights_backbone, trainable_backbone_layers, is_trained, False)
-    rpn_anchor_generator = _default_anchorgen()
-    rpn_head = RPNHead(
-        backbone.out_channels, rpn_anchor_generator.num_anchors_per_location()[0], conv_depth=2
+    return _rcnn_resnet50_fpn(
+        MaskRCNN,
+        "maskrcnn_resnet50_fpn_v2",
+        weights,
+        num_classes,
+        weights_backbone,
+        trainable_backbone_layers,
+        kwargs,
+        v2=True,
+        extra=_v2_mask_head,
     )
-    box_head = FastRCNNConvFCHead(
-        (backbone.out_channels, 7, 7), [256, 256, 256, 256], [1024], norm_layer=nn.BatchNorm2d
-    )
-    mask_head = MaskRCNNHeads(
-        backbone.out_channels, [256, 256, 256, 256], 1, norm_layer=nn.BatchNorm2d
-    )
-    model = MaskRCNN(
-        backbone,
-        num_classes=num_classes,
-        rpn_anchor_generator=rpn_anchor_generator,
-        rpn_head=rpn_head,
-        box_head=box_head,
-        mask_head=mask_head,
-        **kwargs,
-    )
-    if state is not None:
-        model.load_state_dict(state)
-    return model
+
+
+def _v2_mask_head(state: dict[str, Any] | None, out_channels: int) -> dict[str, Any]:
+    mask_head = MaskRCNNHeads(out_channels, [256, 256, 256, 256], 1, norm_layer=nn.BatchNorm2d)
+    return {"mask_head": mask_head}

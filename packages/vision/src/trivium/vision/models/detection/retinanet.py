@@ -23,8 +23,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -34,16 +33,21 @@ from torch import Tensor, nn
 
 from trivium.vision.models import resnet
 from trivium.vision.models.backbone_utils import _resnet_fpn_extractor, _validate_trainable_layers
-from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
-from trivium.vision.models.weights import Weights, load_weights
+from trivium.vision.models.detection._utils import (
+    checked_backbone,
+    dense_detections,
+    overwrite_eps,
+    prepared_batch,
+    resolve_weights,
+)
+from trivium.vision.models.detection.transform import _imagenet_transform
+from trivium.vision.models.weights import Weights
 from trivium.vision.ops import (
     AnchorGenerator,
     BoxCoder,
     FrozenBatchNorm2d,
     Matcher,
-    batched_nms,
     box_iou,
-    clip_boxes_to_image,
     generalized_box_iou_loss,
     sigmoid_focal_loss,
 )
@@ -401,79 +405,6 @@ class RetinaNetHead(nn.Module):
         return {k: torch.cat(v, dim=1) for k, v in self.forward_levels(x).items()}
 
 
-def _plain(t: Any) -> Any:
-    # Tensor subclasses (tv_tensors.BoundingBoxes) travel as plain tensors.
-    return t.as_subclass(Tensor) if isinstance(t, Tensor) and type(t) is not Tensor else t
-
-
-def _checked_targets(
-    targets: Any, num_images: int, num_classes: int | None
-) -> list[dict[str, Tensor]]:
-    if targets is None:
-        raise ValueError("targets should not be none when in training mode")
-    if not isinstance(targets, Sequence) or len(targets) != num_images:
-        n = len(targets) if isinstance(targets, Sequence) else type(targets).__name__
-        raise ValueError(
-            f"targets must be a list of one dict per image: {num_images} images, got {n}"
-        )
-    checked = []
-    for i, target in enumerate(targets):
-        if not isinstance(target, Mapping):
-            raise TypeError(f"targets[{i}] must be a dict, got {type(target).__name__}")
-        for key in ("boxes", "labels"):
-            if key not in target:
-                raise ValueError(f"targets[{i}] has no {key!r} (it has {sorted(map(str, target))})")
-        target = {k: _plain(v) for k, v in target.items()}
-        _check_boxes(target["boxes"], i)
-        _check_labels(target["labels"], target["boxes"].shape[0], i, num_classes)
-        checked.append(target)
-    return checked
-
-
-def _check_boxes(boxes: Any, i: int) -> None:
-    if not isinstance(boxes, Tensor):
-        raise TypeError(
-            f"Expected target boxes to be of type Tensor, got {type(boxes).__name__} "
-            f"for target at index {i}"
-        )
-    if boxes.dim() != 2 or boxes.shape[-1] != 4:
-        raise ValueError(
-            "Expected target boxes to be a tensor of shape [N, 4], "
-            f"got {tuple(boxes.shape)} for target at index {i}"
-        )
-    if not boxes.is_floating_point():
-        raise TypeError(
-            f"Expected target boxes to be floating point, got {boxes.dtype} for target at index {i}"
-        )
-    degenerate = (boxes[:, 2:] <= boxes[:, :2]).any(dim=1)
-    if degenerate.any():
-        box = boxes[int(torch.where(degenerate)[0][0])].tolist()
-        raise ValueError(
-            "All bounding boxes should have positive height and width."
-            f" Found invalid box {box} for target at index {i}."
-        )
-    if not torch.isfinite(boxes).all():
-        raise ValueError(f"target boxes must be finite, got a NaN or inf for target at index {i}")
-
-
-def _check_labels(labels: Any, num_boxes: int, i: int, num_classes: int | None) -> None:
-    if not isinstance(labels, Tensor) or labels.dtype not in (torch.int64, torch.int32):
-        got = labels.dtype if isinstance(labels, Tensor) else type(labels).__name__
-        raise TypeError(
-            f"Expected target labels to be an int64 tensor, got {got} for target at index {i}"
-        )
-    if labels.shape != (num_boxes,):
-        raise ValueError(
-            f"Expected target labels of shape [{num_boxes}] (one per box), "
-            f"got {tuple(labels.shape)} for target at index {i}"
-        )
-    if num_classes is not None and num_boxes and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(
-            f"target labels must be in [0, {num_classes}), got {labels.tolist()} "
-            f"for target at index {i}"
-        )
-
-
 class RetinaNet(nn.Module):
     """RetinaNet: feature levels, anchors, focal-loss classification and box regression.
 
@@ -541,13 +472,7 @@ class RetinaNet(nn.Module):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        if not hasattr(backbone, "out_channels"):
-            raise ValueError(
-                "backbone should contain an attribute out_channels "
-                "specifying the number of output channels (assumed to be the "
-                "same for all the levels)"
-            )
-        self.backbone = backbone
+        self.backbone = checked_backbone(backbone)
         if not isinstance(anchor_generator, AnchorGenerator | None):
             raise TypeError(
                 "anchor_generator should be of type AnchorGenerator or None instead of "
@@ -565,13 +490,7 @@ class RetinaNet(nn.Module):
             proposal_matcher = Matcher(fg_iou_thresh, bg_iou_thresh, allow_low_quality_matches=True)
         self.proposal_matcher = proposal_matcher
         self.box_coder = BoxCoder(weights=(1.0, 1.0, 1.0, 1.0))
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(
-            min_size, max_size, image_mean, image_std, **kwargs
-        )
+        self.transform = _imagenet_transform(min_size, max_size, image_mean, image_std, **kwargs)
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh
         self.detections_per_img = detections_per_img
@@ -634,47 +553,14 @@ class RetinaNet(nn.Module):
             >>> det[0]["boxes"], det[0]["labels"]
             (tensor([[1., 2., 3., 4.]]), tensor([1]))
         """
-        class_logits = head_outputs["cls_logits"]
-        box_regression = head_outputs["bbox_regression"]
-        detections: list[dict[str, Tensor]] = []
-        for index, image_shape in enumerate(image_shapes):
-            boxes, scores, labels = [], [], []
-            for regression, logits, level_anchors in zip(
-                box_regression, class_logits, anchors[index], strict=True
-            ):
-                level = self._level_candidates(regression[index], logits[index], level_anchors)
-                boxes.append(clip_boxes_to_image(level[0], image_shape))
-                scores.append(level[1])
-                labels.append(level[2])
-            image_boxes = torch.cat(boxes, dim=0)
-            image_scores = torch.cat(scores, dim=0)
-            image_labels = torch.cat(labels, dim=0)
-            keep = batched_nms(image_boxes, image_scores, image_labels, self.nms_thresh)
-            keep = keep[: self.detections_per_img]
-            detections.append(
-                {
-                    "boxes": image_boxes[keep],
-                    "scores": image_scores[keep],
-                    "labels": image_labels[keep],
-                }
-            )
-        return detections
-
-    def _level_candidates(
-        self, regression: Tensor, logits: Tensor, anchors: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        # The level's best topk_candidates (anchor, class) pairs with score > score_thresh.
-        num_classes = logits.shape[-1]
-        scores = torch.sigmoid(logits).flatten()
-        keep = scores > self.score_thresh
-        scores = scores[keep]
-        topk_idxs = torch.where(keep)[0]
-        scores, idxs = scores.topk(min(self.topk_candidates, topk_idxs.size(0)))
-        topk_idxs = topk_idxs[idxs]
-        anchor_idxs = torch.div(topk_idxs, num_classes, rounding_mode="floor")
-        labels = topk_idxs % num_classes
-        boxes = self.box_coder.decode_single(regression[anchor_idxs], anchors[anchor_idxs])
-        return boxes, scores, labels
+        return dense_detections(
+            head_outputs,
+            anchors,
+            image_shapes,
+            lambda outputs: torch.sigmoid(outputs["cls_logits"]),
+            self.box_coder.decode_single,
+            self,
+        )
 
     def _num_classes(self) -> int | None:
         head = getattr(self.head, "classification_head", None)
@@ -692,18 +578,7 @@ class RetinaNet(nn.Module):
             >>> [sorted(d) for d in model([torch.rand(3, 32, 32), torch.rand(3, 40, 30)])]
             [['boxes', 'labels', 'scores'], ['boxes', 'labels', 'scores']]
         """
-        if isinstance(images, Tensor) and images.dim() == 4:
-            images = list(images.unbind(0))
-        images = [_plain(img) for img in images]
-        if self.training:
-            targets = _checked_targets(targets, len(images), self._num_classes())
-        else:
-            targets = None
-        original_image_sizes = [(int(img.shape[-2]), int(img.shape[-1])) for img in images]
-        image_list, targets = self.transform(images, targets)
-        features = self.backbone(image_list.tensors)
-        if isinstance(features, Tensor):
-            features = OrderedDict([("0", features)])
+        image_list, targets, original_image_sizes, features = prepared_batch(self, images, targets)
         feature_list = list(features.values())
         anchors = self.anchor_generator(image_list, feature_list)
         if self.training:
@@ -731,48 +606,6 @@ class RetinaNet(nn.Module):
 # ---------------------------------------------------------------------- builders
 
 
-def _reject_legacy(name: str, kwargs: dict[str, Any]) -> None:
-    for legacy in ("pretrained", "pretrained_backbone"):
-        if kwargs.pop(legacy, False):
-            raise ValueError(
-                f"{name}: {legacy}=True (torchvision's deprecated argument) would download "
-                "weights; pass weights= / weights_backbone= a local file path or a state dict"
-            )
-
-
-def _resolve_weights(
-    name: str,
-    weights: Weights | None,
-    num_classes: int | None,
-    weights_backbone: Weights | None,
-    kwargs: dict[str, Any],
-    classes_of: Callable[[Mapping[str, Tensor]], int | None],
-    default_classes: int = 91,
-) -> tuple[dict[str, Tensor] | None, int, Weights | None]:
-    """A detection builder's ``(state dict or None, num_classes, weights_backbone)``.
-
-    With ``weights`` the backbone's own weights are dropped (the model's state holds
-    them) and ``num_classes`` follows the weights (``classes_of`` reads it there);
-    a different ``num_classes`` given with them raises ``ValueError``.
-    """
-    _reject_legacy(name, kwargs)
-    state = None
-    if weights is not None:
-        state = load_weights(weights, name)
-        weights_backbone = None
-        classes = classes_of(state)
-        if classes is not None:
-            if num_classes is not None and num_classes != classes:
-                raise ValueError(
-                    f"num_classes={num_classes} was given, but the {name} weights have "
-                    f"{classes} classes"
-                )
-            num_classes = classes
-    if num_classes is None:
-        num_classes = default_classes
-    return state, num_classes, weights_backbone
-
-
 def _retinanet_resnet_fpn(
     name: str,
     backbone_name: str,
@@ -782,7 +615,7 @@ def _retinanet_resnet_fpn(
     trainable_backbone_layers: int | None,
     kwargs: dict[str, Any],
 ) -> RetinaNet:
-    state, num_classes, weights_backbone = _resolve_weights(
+    state, num_classes, weights_backbone = resolve_weights(
         name, weights, num_classes, weights_backbone, kwargs, _classes_of
     )
     is_trained = weights is not None or weights_backbone is not None
@@ -870,9 +703,7 @@ def retinanet_resnet50_fpn(
         kwargs,
     )
     if weights is not None:
-        for module in model.modules():
-            if isinstance(module, FrozenBatchNorm2d):
-                module.eps = 0.0
+        overwrite_eps(model, 0.0)
     return model
 
 
@@ -962,7 +793,7 @@ def retinanet_resnet50_fpn_v2(
         >>> model.head.regression_head._loss_type, model.backbone.fpn.extra_blocks.use_P5
         ('giou', False)
     """
-    state, num_classes, weights_backbone = _resolve_weights(
+    state, num_classes, weights_backbone = resolve_weights(
         "retinanet_resnet50_fpn_v2", weights, num_classes, weights_backbone, kwargs, _classes_of
     )
     is_trained = weights is not None or weights_backbone is not None

@@ -689,6 +689,30 @@ class RoIHeads(nn.Module):
             pos_matched_idxs.append(idxs[pos])
         return positives, pos_matched_idxs
 
+    def _branch_logits(
+        self,
+        branch: tuple[nn.Module, nn.Module, nn.Module],
+        features: dict[str, Tensor],
+        proposals: list[Tensor],
+        image_shapes: list[tuple[int, int]],
+        labels: list[Tensor] | None,
+        matched_idxs: list[Tensor] | None,
+        result: list[dict[str, Tensor]],
+    ) -> tuple[Tensor, list[Tensor], list[Tensor] | None]:
+        # A mask or keypoint branch (roi pool, head, predictor) over its proposals: the
+        # foreground ones in training (with their matched boxes), the detections in eval.
+        roi_pool, head, predictor = branch
+        pos_matched_idxs = None
+        if self.training:
+            assert labels is not None and matched_idxs is not None
+            branch_proposals, pos_matched_idxs = self._positive_proposals(
+                proposals, labels, matched_idxs
+            )
+        else:
+            branch_proposals = [r["boxes"] for r in result]
+        logits = predictor(head(roi_pool(features, branch_proposals, image_shapes)))
+        return logits, branch_proposals, pos_matched_idxs
+
     def _mask_branch(
         self,
         features: dict[str, Tensor],
@@ -701,16 +725,17 @@ class RoIHeads(nn.Module):
     ) -> dict[str, Tensor]:
         assert self.mask_roi_pool is not None and self.mask_head is not None
         assert self.mask_predictor is not None
+        mask_logits, mask_proposals, pos_matched_idxs = self._branch_logits(
+            (self.mask_roi_pool, self.mask_head, self.mask_predictor),
+            features,
+            proposals,
+            image_shapes,
+            labels,
+            matched_idxs,
+            result,
+        )
         if self.training:
-            assert targets is not None and labels is not None and matched_idxs is not None
-            mask_proposals, pos_matched_idxs = self._positive_proposals(
-                proposals, labels, matched_idxs
-            )
-        else:
-            mask_proposals = [r["boxes"] for r in result]
-        mask_features = self.mask_head(self.mask_roi_pool(features, mask_proposals, image_shapes))
-        mask_logits = self.mask_predictor(mask_features)
-        if self.training:
+            assert targets is not None and pos_matched_idxs is not None
             gt_masks = [t["masks"] for t in targets]
             gt_labels = [t["labels"] for t in targets]
             loss = maskrcnn_loss(mask_logits, mask_proposals, gt_masks, gt_labels, pos_matched_idxs)
@@ -732,18 +757,17 @@ class RoIHeads(nn.Module):
     ) -> dict[str, Tensor]:
         assert self.keypoint_roi_pool is not None and self.keypoint_head is not None
         assert self.keypoint_predictor is not None
-        if self.training:
-            assert targets is not None and labels is not None and matched_idxs is not None
-            kp_proposals, pos_matched_idxs = self._positive_proposals(
-                proposals, labels, matched_idxs
-            )
-        else:
-            kp_proposals = [r["boxes"] for r in result]
-        kp_features = self.keypoint_head(
-            self.keypoint_roi_pool(features, kp_proposals, image_shapes)
+        keypoint_logits, kp_proposals, pos_matched_idxs = self._branch_logits(
+            (self.keypoint_roi_pool, self.keypoint_head, self.keypoint_predictor),
+            features,
+            proposals,
+            image_shapes,
+            labels,
+            matched_idxs,
+            result,
         )
-        keypoint_logits = self.keypoint_predictor(kp_features)
         if self.training:
+            assert targets is not None and pos_matched_idxs is not None
             gt_keypoints = [t["keypoints"] for t in targets]
             loss = keypointrcnn_loss(keypoint_logits, kp_proposals, gt_keypoints, pos_matched_idxs)
             return {"loss_keypoint": loss}

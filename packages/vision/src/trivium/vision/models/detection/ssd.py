@@ -29,20 +29,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from trivium.vision.models.backbone_utils import _validate_trainable_layers
-from trivium.vision.models.detection.retinanet import (
-    _checked_targets,
-    _per_location,
-    _plain,
-    _resolve_weights,
+from trivium.vision.models.detection._utils import (
+    nms_detections,
+    prepared_batch,
+    resolve_weights,
 )
-from trivium.vision.models.detection.transform import GeneralizedRCNNTransform
+from trivium.vision.models.detection.retinanet import _per_location
+from trivium.vision.models.detection.transform import _imagenet_transform
 from trivium.vision.models.vgg import VGG, vgg16
 from trivium.vision.models.weights import Weights
 from trivium.vision.ops import (
     BoxCoder,
     DefaultBoxGenerator,
     SSDMatcher,
-    batched_nms,
     box_iou,
     clip_boxes_to_image,
 )
@@ -272,11 +271,7 @@ class SSD(nn.Module):
             head = SSDHead(out_channels, anchor_generator.num_anchors_per_location(), num_classes)
         self.head = head
         self.proposal_matcher = SSDMatcher(iou_thresh)
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(
+        self.transform = _imagenet_transform(
             min(size),
             max(size),
             image_mean,
@@ -421,13 +416,14 @@ class SSD(nn.Module):
                 image_boxes.append(box[idxs])
                 image_scores.append(score)
                 image_labels.append(torch.full_like(score, label, dtype=torch.int64))
-            all_boxes = torch.cat(image_boxes, dim=0)
-            all_scores = torch.cat(image_scores, dim=0)
-            all_labels = torch.cat(image_labels, dim=0)
-            keep = batched_nms(all_boxes, all_scores, all_labels, self.nms_thresh)
-            keep = keep[: self.detections_per_img]
             detections.append(
-                {"boxes": all_boxes[keep], "scores": all_scores[keep], "labels": all_labels[keep]}
+                nms_detections(
+                    image_boxes,
+                    image_scores,
+                    image_labels,
+                    self.nms_thresh,
+                    self.detections_per_img,
+                )
             )
         return detections
 
@@ -448,18 +444,7 @@ class SSD(nn.Module):
             >>> [sorted(d) for d in model([torch.rand(3, 32, 32)])]
             [['boxes', 'labels', 'scores']]
         """
-        if isinstance(images, Tensor) and images.dim() == 4:
-            images = list(images.unbind(0))
-        images = [_plain(img) for img in images]
-        if self.training:
-            targets = _checked_targets(targets, len(images), self._num_classes())
-        else:
-            targets = None
-        original_image_sizes = [(int(img.shape[-2]), int(img.shape[-1])) for img in images]
-        image_list, targets = self.transform(images, targets)
-        features = self.backbone(image_list.tensors)
-        if isinstance(features, Tensor):
-            features = OrderedDict([("0", features)])
+        image_list, targets, original_image_sizes, features = prepared_batch(self, images, targets)
         feature_list = list(features.values())
         head_outputs = self.head(feature_list)
         anchors = self.anchor_generator(image_list, feature_list)
@@ -627,7 +612,7 @@ def ssd300_vgg16(
         20
     """
     _ignore_size(kwargs)
-    state, num_classes, weights_backbone = _resolve_weights(
+    state, num_classes, weights_backbone = resolve_weights(
         "ssd300_vgg16", weights, num_classes, weights_backbone, kwargs, _classes_of
     )
     trainable = _validate_trainable_layers(

@@ -25,7 +25,7 @@ from typing import Any
 from torch import Tensor, nn
 
 from trivium.vision.models.backbone_utils import _validate_trainable_layers
-from trivium.vision.models.detection.retinanet import _resolve_weights
+from trivium.vision.models.detection._utils import resolve_weights
 from trivium.vision.models.detection.ssd import SSD, SSDScoringHead, _ignore_size, _out_channels
 from trivium.vision.models.mobilenetv3 import MobileNetV3, mobilenet_v3_large
 from trivium.vision.models.weights import Weights
@@ -318,7 +318,7 @@ def ssdlite320_mobilenet_v3_large(
         30
     """
     _ignore_size(kwargs)
-    state, num_classes, weights_backbone = _resolve_weights(
+    state, num_classes, weights_backbone = resolve_weights(
         "ssdlite320_mobilenet_v3_large",
         weights,
         num_classes,

@@ -289,3 +289,26 @@ class GeneralizedRCNNTransform(nn.Module):
             f"{indent}Resize(min_size={self.min_size}, max_size={self.max_size}, mode='bilinear')"
             "\n)"
         )
+
+
+def _imagenet_transform(
+    min_size: Any,
+    max_size: int,
+    image_mean: list[float] | None,
+    image_std: list[float] | None,
+    **kwargs: Any,
+) -> GeneralizedRCNNTransform:
+    """A detector's :class:`GeneralizedRCNNTransform`, normalising with ImageNet's mean and
+    standard deviation where ``image_mean`` / ``image_std`` are None.
+
+    Example:
+        >>> _imagenet_transform(64, 96, None, [1.0, 1.0, 1.0]).image_mean
+        [0.485, 0.456, 0.406]
+    """
+    return GeneralizedRCNNTransform(
+        min_size,
+        max_size,
+        [0.485, 0.456, 0.406] if image_mean is None else image_mean,
+        [0.229, 0.224, 0.225] if image_std is None else image_std,
+        **kwargs,
+    )

@@ -33,7 +33,7 @@ from trivium.vision.models.segmentation._utils import (
     _SimpleSegmentationModel,
     _with_builder_doc,
 )
-from trivium.vision.models.segmentation.fcn import FCNHead
+from trivium.vision.models.segmentation.fcn import FCNHead, _dilated_resnet
 from trivium.vision.models.weights import Weights
 
 __all__ = [
@@ -185,14 +185,7 @@ class ASPP(nn.Module):
 
 
 def _deeplabv3_resnet(args: _BuildArgs, backbone_builder: Callable[..., ResNet]) -> DeepLabV3:
-    body = backbone_builder(
-        weights=args.weights_backbone, replace_stride_with_dilation=[False, True, True]
-    )
-    return_layers = {"layer4": "out"}
-    if args.aux_loss:
-        return_layers["layer3"] = "aux"
-    backbone = IntermediateLayerGetter(body, return_layers=return_layers)
-    aux_classifier = FCNHead(1024, args.num_classes) if args.aux_loss else None
+    backbone, aux_classifier = _dilated_resnet(args, backbone_builder)
     model = DeepLabV3(backbone, DeepLabHead(2048, args.num_classes), aux_classifier)
     return _loaded(model, args.state)  # type: ignore[return-value]
 

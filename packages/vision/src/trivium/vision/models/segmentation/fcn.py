@@ -23,6 +23,7 @@ from trivium.vision.models.feature_extraction import IntermediateLayerGetter
 from trivium.vision.models.resnet import ResNet, resnet50, resnet101
 from trivium.vision.models.segmentation._utils import (
     _build_args,
+    _BuildArgs,
     _loaded,
     _SimpleSegmentationModel,
     _with_builder_doc,
@@ -85,6 +86,16 @@ def _fcn_resnet(
     args = _build_args(
         name, weights, num_classes, aux_loss, weights_backbone, kwargs, "classifier.4.weight"
     )
+    backbone, aux_classifier = _dilated_resnet(args, backbone_builder)
+    model = FCN(backbone, FCNHead(2048, args.num_classes), aux_classifier)
+    return _loaded(model, args.state)  # type: ignore[return-value]
+
+
+def _dilated_resnet(
+    args: _BuildArgs, backbone_builder: Callable[..., ResNet]
+) -> tuple[IntermediateLayerGetter, FCNHead | None]:
+    # FCN's and DeepLabV3's ResNet (last two stages dilated: output stride 8) returning
+    # layer4 as "out" and, with aux_loss, layer3 as "aux" with its FCNHead.
     body = backbone_builder(
         weights=args.weights_backbone, replace_stride_with_dilation=[False, True, True]
     )
@@ -92,9 +103,7 @@ def _fcn_resnet(
     if args.aux_loss:
         return_layers["layer3"] = "aux"
     backbone = IntermediateLayerGetter(body, return_layers=return_layers)
-    aux_classifier = FCNHead(1024, args.num_classes) if args.aux_loss else None
-    model = FCN(backbone, FCNHead(2048, args.num_classes), aux_classifier)
-    return _loaded(model, args.state)  # type: ignore[return-value]
+    return backbone, FCNHead(1024, args.num_classes) if args.aux_loss else None
 
 
 @_with_builder_doc()
