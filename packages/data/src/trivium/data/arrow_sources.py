@@ -59,6 +59,8 @@ from trivium.core.errors import (
 )
 from trivium.core.forking import ForkSafe, abandon
 from trivium.core.skipping import Origin
+from trivium.core.threads import get_num_threads
+from trivium.data._read_ahead import READ_AHEAD_BYTES, read_ahead, rebatch, row_group_bytes
 from trivium.data.batches import take_arrow
 from trivium.data.limits import check_ipc, check_parquet, resolve_max_uncompressed_bytes
 from trivium.data.pipes.base import IterPipe
@@ -335,8 +337,14 @@ class ArrowSource(ForkSafe, IterPipe):
             2
         """
         self._filesystem()
-        try:
+        with self._read_errors(fragment):
             return self._read(fragment)
+
+    @contextmanager
+    def _read_errors(self, fragment: Fragment) -> Iterator[None]:
+        """Errors reading ``fragment`` as ``DecodeError``s naming its file and index."""
+        try:
+            yield
         except (pa.ArrowException, OSError, ValueError) as e:
             if isinstance(e, TriviumError):
                 raise
@@ -614,16 +622,93 @@ class ParquetSource(ArrowSource):
 
     def _read(self, fragment: Fragment) -> pa.Table:
         self._check_pages(fragment.path)
+        return self._read_group(self._file(fragment.path), fragment)
+
+    def _read_group(self, reader: pq.ParquetFile, fragment: Fragment) -> pa.Table:
+        """The fragment's rows through ``reader``, a reader of its file."""
         if self.filter is not None:  # the dataset scanner pushes it down to row groups/pages
             return self._fragment(fragment).to_table(columns=self.columns, filter=self.filter)
-        return self._file(fragment.path).read_row_group(fragment.index, columns=self.columns)
+        return reader.read_row_group(fragment.index, columns=self.columns, use_threads=False)
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        if self.filter is not None or self.batch_size is None:
-            yield from super().__iter__()
-            return
-        # Streaming read of each file's run of row groups: pyarrow's own batch reader.
         mine = self._my_fragments()
+        if self._reads_ahead(mine):
+            yield from self._iter_ahead(mine)
+        elif self.filter is not None or self.batch_size is None:
+            yield from super().__iter__()
+        else:
+            yield from self._iter_streaming(mine)
+
+    def _reads_ahead(self, mine: list[Fragment]) -> bool:
+        """Whether a pass reads row groups ahead on the thread pool (:meth:`_iter_ahead`).
+
+        Not with one thread (as in a DataLoader worker process) or one row group, nor
+        where two of the first file's row groups would exceed the read-ahead budget.
+        """
+        if get_num_threads() < 2 or len(mine) < 2:
+            return False
+        path = mine[0].path
+        try:
+            self._check_pages(path)
+            meta = self._file(path).metadata
+        except (pa.ArrowException, OSError, ValueError):
+            return False  # the one-at-a-time pass reports it as it always has
+        groups = [f.index for f in mine if f.path == path]
+        largest = max(row_group_bytes(meta, g, self.columns) for g in groups)
+        return 2 * largest <= READ_AHEAD_BYTES
+
+    def _iter_ahead(self, mine: list[Fragment]) -> Iterator[pa.RecordBatch]:
+        """The pass with the next row groups (of this file or the next) read on the pool.
+
+        The batches are those of the one-at-a-time pass: row groups of a file are cut as
+        ``iter_batches`` cuts them (:func:`rebatch`), or each into its own batches with a
+        filter or without ``batch_size``; an error comes where it would come there.
+        """
+
+        def jobs() -> Iterator[tuple[Any, Fragment]]:
+            for path, run in itertools.groupby(mine, key=lambda f: f.path):
+                try:
+                    with _arrow_errors("not a readable Parquet file", path):
+                        self._check_pages(path)
+                        meta = self._file(path).metadata  # opens self._open_handle
+                        opened: Any = (self._open_handle, meta)
+                except TriviumError as e:
+                    opened = e  # raised when its first row group is due, not before
+                for fragment in run:
+                    yield opened, fragment
+
+        def read(job: tuple[Any, Fragment]) -> pa.Table:
+            opened, fragment = job
+            if isinstance(opened, BaseException):
+                raise opened
+            with self._read_errors(fragment):
+                # A reader per read: one reader's pre-buffered ranges are not for sharing.
+                handle, meta = opened
+                reader = pq.ParquetFile(
+                    handle, metadata=meta, page_checksum_verification=self.verify_checksums
+                )
+                return self._read_group(reader, fragment)
+
+        def cost(job: tuple[Any, Fragment]) -> int:
+            opened, fragment = job
+            if isinstance(opened, BaseException):
+                return 0
+            return row_group_bytes(opened[1], fragment.index, self.columns)
+
+        self._filesystem()
+        tables = read_ahead(read, jobs(), cost, READ_AHEAD_BYTES, get_num_threads())
+        for _, run in itertools.groupby(mine, key=lambda f: f.path):
+            # exactly this file's tables: its last batch is out before the next file's read
+            # is asked for (and raises, if it fails)
+            groups = itertools.islice(tables, len(list(run)))
+            if self.filter is None and self.batch_size is not None:
+                yield from rebatch(groups, self.batch_size)
+            else:
+                for table in groups:
+                    yield from table.to_batches(max_chunksize=self.batch_size)
+
+    def _iter_streaming(self, mine: list[Fragment]) -> Iterator[pa.RecordBatch]:
+        """Each file's run of row groups through pyarrow's own batch reader, one at a time."""
         for path, run in itertools.groupby(mine, key=lambda f: f.path):
             groups = [f.index for f in run]
             self._check_pages(path)
