@@ -560,6 +560,13 @@ class ParquetSource(ArrowSource):
     match). Page checksums, where the writer stored them, are verified unless
     ``verify_checksums=False``. See :class:`ArrowSource` for the other arguments.
 
+    A pass decodes the next row groups on the shared thread pool
+    (:mod:`trivium.core.threads`) while the caller uses the ones before, up to one per
+    pool thread and 256 MiB of decoded row groups ahead; the batches are those of
+    ``pyarrow.parquet.ParquetFile.iter_batches`` (with ``batch_size``, a batch may span
+    row groups of a file), in the same order. With one pool thread (a DataLoader worker
+    process) or larger row groups, it streams through ``iter_batches`` itself.
+
     Example:
         >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
         >>> root = tempfile.mkdtemp()
