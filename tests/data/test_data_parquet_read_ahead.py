@@ -194,3 +194,18 @@ def test_read_ahead_raises_in_place_and_never_waits_on_a_busy_pool(threads: None
 
     assert parallel_map(nested, [0, 100, 200]) == [[x + n for x in range(8)] for n in (0, 100, 200)]
     assert list(itertools.islice(read_ahead(str, range(100), lambda x: 1, 5, 3), 2)) == ["0", "1"]
+
+
+def test_page_check_is_done_again_for_a_rewritten_file(tmp_path: pathlib.Path) -> None:
+    from trivium.data import arrow_sources
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": list(range(10))}), path)
+    limit = ParquetSource(path)._limit()
+    assert len(list(ParquetSource(path))) == 1
+    # passed: a second source of this file in this process does not check it again
+    assert arrow_sources._file_key(str(path), limit) in arrow_sources._PAGES_PASSED
+    pq.write_table(pa.table({"x": list(range(20))}), path)  # new size, time and contents
+    assert arrow_sources._file_key(str(path), limit) not in arrow_sources._PAGES_PASSED
+    assert len(list(ParquetSource(path))) == 1
+    assert arrow_sources._file_key(str(path), limit) in arrow_sources._PAGES_PASSED

@@ -599,7 +599,6 @@ class ParquetSource(ArrowSource):
         )
         self.verify_checksums = verify_checksums
         self._open_file: tuple[str, pq.ParquetFile] | None = None
-        self._pages_checked: set[str] = set()
 
     def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
         with _arrow_errors("not a readable Parquet file", path), fs.open_input_file(path) as handle:
@@ -612,15 +611,20 @@ class ParquetSource(ArrowSource):
         """The page headers' sizes of a local file, once per file and process, before a read.
 
         Not for remote files: a request per page would cost more than the read (their
-        footer's sizes are checked when listed).
+        footer's sizes are checked when listed). A file that passed (the same path,
+        size, modification time and inode, under the same limit) is not checked again
+        by another source in this process.
         """
-        checked = self.__dict__.setdefault("_pages_checked", set())
-        if path in checked or not isinstance(self._filesystem(), pafs.LocalFileSystem):
+        if not isinstance(self._filesystem(), pafs.LocalFileSystem):
+            return
+        key = _file_key(path, self._limit())
+        if key is not None and key in _PAGES_PASSED:
             return
         reader = self._file(path)
         with _arrow_errors("cannot read the Parquet page headers", path):
             check_parquet(reader.metadata, path, self._limit(), self._open_handle)
-        checked.add(path)
+        if key is not None:
+            _PAGES_PASSED.add(key)
 
     def _fragment(self, fragment: Fragment) -> pds.Fragment:
         options = pds.ParquetFragmentScanOptions(page_checksum_verification=self.verify_checksums)
@@ -738,6 +742,19 @@ class ParquetSource(ArrowSource):
         self._check_pages(fragment.path)
         with _arrow_errors(f"cannot read Parquet row group {fragment.index}", fragment.path):
             return self._fragment(fragment).count_rows(filter=self.filter)
+
+
+# Local Parquet files whose page headers passed the size check: _file_key of each.
+_PAGES_PASSED: set[tuple[str, int, int, int, int | None]] = set()
+
+
+def _file_key(path: str, limit: int | None) -> tuple[str, int, int, int, int | None] | None:
+    """What identifies a local file's contents for the page check (``None``: cannot stat)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return path, info.st_size, info.st_mtime_ns, info.st_ino, limit
 
 
 def _open_input(fs: pafs.FileSystem, path: str) -> pa.NativeFile:
