@@ -84,6 +84,27 @@ def test_read_ahead_batches_equal_iter_batches(
     assert_same_batches(list(source), pyarrow_batches(files, batch_size, columns))
 
 
+@pytest.mark.parametrize("groups", [(5, 9, 3, 9), (5, 5, 8), (4, 4, 4, 4, 4)])
+def test_uneven_row_groups_read_ahead_as_iter_batches(
+    threads: None, tmp_path: pathlib.Path, groups: tuple[int, ...]
+) -> None:
+    """Row groups of several lengths are read one by one, of one length as streams."""
+    path = tmp_path / "t.parquet"
+    start = 0
+    schema = pa.schema([("id", pa.int64()), ("v", pa.list_(pa.float32()))])
+    with pq.ParquetWriter(path, schema) as writer:
+        for n in groups:
+            ids = np.arange(start, start + n)
+            values = [[float(i)] * int(i % 3) for i in ids]
+            writer.write_table(pa.table({"id": ids, "v": values}, schema=schema))
+            start += n
+    assert [f.num_rows for f in ParquetSource(path).fragments] == list(groups)
+    for batch_size in (3, 4, 16):
+        source = ParquetSource(path, batch_size=batch_size)
+        assert source._reads_ahead(source.fragments)
+        assert_same_batches(list(source), pyarrow_batches([path], batch_size, None))
+
+
 def test_read_ahead_shards_and_resume_as_the_one_thread_pass(
     threads: None, lists: pathlib.Path
 ) -> None:

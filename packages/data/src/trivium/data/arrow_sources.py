@@ -27,12 +27,13 @@ Example:
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import math
 import os
 import pickle
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -676,38 +677,18 @@ class ParquetSource(ArrowSource):
         filter or without ``batch_size``; an error comes where it would come there.
         """
 
-        def jobs() -> Iterator[tuple[Any, Fragment]]:
+        threads = get_num_threads()
+
+        def jobs() -> Iterator[_Job]:
             for path, run in itertools.groupby(mine, key=lambda f: f.path):
-                try:
-                    with _arrow_errors("not a readable Parquet file", path):
-                        self._check_pages(path)
-                        meta = self._file(path).metadata  # opens self._open_handle
-                        opened: Any = (self._open_handle, meta)
-                except TriviumError as e:
-                    opened = e  # raised when its first row group is due, not before
-                for fragment in run:
-                    yield opened, fragment
+                yield from self._jobs(path, list(run), threads)
 
-        def read(job: tuple[Any, Fragment]) -> pa.Table:
-            opened, fragment = job
-            if isinstance(opened, BaseException):
-                raise opened
-            with self._read_errors(fragment):
-                # A reader per read: one reader's pre-buffered ranges are not for sharing.
-                handle, meta = opened
-                reader = pq.ParquetFile(
-                    handle, metadata=meta, page_checksum_verification=self.verify_checksums
-                )
-                return self._read_group(reader, fragment)
-
-        def cost(job: tuple[Any, Fragment]) -> int:
-            opened, fragment = job
-            if isinstance(opened, BaseException):
-                return 0
-            return row_group_bytes(opened[1], fragment.index, self.columns)
+        def read(job: _Job) -> pa.Table:
+            with self._read_errors(job[0]):
+                return job[1]()
 
         self._filesystem()
-        tables = read_ahead(read, jobs(), cost, READ_AHEAD_BYTES, get_num_threads())
+        tables = read_ahead(read, jobs(), lambda job: job[2], READ_AHEAD_BYTES, threads)
         for _, run in itertools.groupby(mine, key=lambda f: f.path):
             # exactly this file's tables: its last batch is out before the next file's read
             # is asked for (and raises, if it fails)
@@ -717,6 +698,57 @@ class ParquetSource(ArrowSource):
             else:
                 for table in groups:
                     yield from table.to_batches(max_chunksize=self.batch_size)
+
+    def _jobs(self, path: str, run: list[Fragment], threads: int) -> Iterator[_Job]:
+        """``(fragment, read, bytes)`` for each of a file's row groups, ``read()`` its table.
+
+        Where every row group of ``run`` but the last has one length, row group ``k`` is
+        the next batch of stream ``k % threads``, a batch reader over every
+        ``threads``-th row group (a reader streaming several row groups reuses its
+        buffers, where one reader per row group grows them again: ~7% of a pass);
+        :func:`read_ahead` never runs two reads of one stream at once, as the row groups
+        in flight are fewer than ``threads`` apart. Otherwise, a reader per row group.
+        """
+        try:
+            with _arrow_errors("not a readable Parquet file", path):
+                self._check_pages(path)
+                meta = self._file(path).metadata  # opens self._open_handle
+        except TriviumError as e:
+            for fragment in run:  # raised when its first row group is due, not before
+                yield fragment, functools.partial(_raise, e), 0
+            return
+        # A reader per stream or read: one reader's pre-buffered ranges are not for sharing.
+        open_reader = functools.partial(
+            pq.ParquetFile,
+            self._open_handle,
+            metadata=meta,
+            page_checksum_verification=self.verify_checksums,
+        )
+        rows = [f.num_rows for f in run]
+        streams = []
+        if (
+            self.filter is None
+            and self.batch_size is not None
+            and all(r == rows[0] for r in rows[:-1])
+            and 0 < rows[-1] <= rows[0]
+        ):
+            streams = [
+                open_reader().iter_batches(
+                    batch_size=rows[0],
+                    row_groups=[f.index for f in run[t::threads]],
+                    columns=self.columns,
+                )
+                for t in range(min(threads, len(run)))
+            ]
+        for k, fragment in enumerate(run):
+            if streams:
+                read = functools.partial(_next_group, streams[k % len(streams)], fragment)
+            else:
+                read = functools.partial(self._read_new, open_reader, fragment)
+            yield fragment, read, row_group_bytes(meta, fragment.index, self.columns)
+
+    def _read_new(self, open_reader: Callable[[], pq.ParquetFile], fragment: Fragment) -> pa.Table:
+        return self._read_group(open_reader(), fragment)
 
     def _iter_streaming(self, mine: list[Fragment]) -> Iterator[pa.RecordBatch]:
         """Each file's run of row groups through pyarrow's own batch reader, one at a time."""
@@ -755,6 +787,27 @@ def _file_key(path: str, limit: int | None) -> tuple[str, int, int, int, int | N
     except OSError:
         return None
     return path, info.st_size, info.st_mtime_ns, info.st_ino, limit
+
+
+# A row group to read ahead: the fragment, the read giving its table, its decoded bytes.
+_Job = tuple[Fragment, Callable[[], pa.Table], int]
+
+
+def _raise(error: BaseException) -> pa.Table:
+    raise error
+
+
+def _next_group(stream: Iterator[pa.RecordBatch], fragment: Fragment) -> pa.Table:
+    """The next batch of a stream whose batches are whole row groups: ``fragment``'s rows."""
+    batch = next(stream, None)
+    if batch is None or batch.num_rows != fragment.num_rows:
+        got = 0 if batch is None else batch.num_rows
+        raise DecodeError(
+            f"Parquet row group {fragment.index} gave {got} rows, its footer declares "
+            f"{fragment.num_rows}",
+            path=fragment.path,
+        )
+    return pa.Table.from_batches([batch])
 
 
 def _open_input(fs: pafs.FileSystem, path: str) -> pa.NativeFile:
