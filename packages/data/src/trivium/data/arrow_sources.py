@@ -36,7 +36,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -625,6 +625,8 @@ class ParquetSource(ArrowSource):
         with _arrow_errors("cannot read the Parquet page headers", path):
             check_parquet(reader.metadata, path, self._limit(), self._open_handle)
         if key is not None:
+            if len(_PAGES_PASSED) >= _PAGES_PASSED_MAX:  # a bound on memory, not on checks
+                _PAGES_PASSED.clear()
             _PAGES_PASSED.add(key)
 
     def _fragment(self, fragment: Fragment) -> pds.Fragment:
@@ -778,6 +780,7 @@ class ParquetSource(ArrowSource):
 
 # Local Parquet files whose page headers passed the size check: _file_key of each.
 _PAGES_PASSED: set[tuple[str, int, int, int, int | None]] = set()
+_PAGES_PASSED_MAX = 1 << 16
 
 
 def _file_key(path: str, limit: int | None) -> tuple[str, int, int, int, int | None] | None:
@@ -793,7 +796,7 @@ def _file_key(path: str, limit: int | None) -> tuple[str, int, int, int, int | N
 _Job = tuple[Fragment, Callable[[], pa.Table], int]
 
 
-def _raise(error: BaseException) -> pa.Table:
+def _raise(error: BaseException) -> NoReturn:
     raise error
 
 
