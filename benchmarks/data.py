@@ -71,7 +71,9 @@ What it measures (every input is generated at start-up in a temp dir):
    .to_tensors()`` against ``pq.ParquetFile(path).iter_batches(batch_size=B)`` with
    the fastest zero-copy conversion a pyarrow user can write (``torch.from_numpy``
    of the buffers; one ``torch.split`` of the data buffer into per-row ``uint8``
-   views). Target ≥ 1.0x each; every tensor is checked equal:
+   views), and the list scan also against pyarrow's dataset scanner
+   (``pyarrow.dataset.dataset(path).to_batches(batch_size=B)``, which decodes row
+   groups on its thread pool). Target ≥ 1.0x each; every tensor is checked equal:
 
    - 200k rows of (int64 ``label``, ``feat`` as ``list<float32>`` of 128 per row:
      an embedding written without a fixed-size type), row groups of 8192, B = 8192:
@@ -112,6 +114,7 @@ from typing import Any
 import harness
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 import torch
 from PIL import Image
@@ -979,6 +982,17 @@ def pyarrow_list_batches(path: Path, batch_size: int) -> Iterable[dict[str, torc
         }
 
 
+def scanner_list_batches(path: Path, batch_size: int) -> Iterable[dict[str, torch.Tensor]]:
+    """The list scan through pyarrow's dataset scanner (row groups decoded on its threads)."""
+    dataset = pds.dataset(path, format="parquet")
+    for batch in dataset.to_batches(batch_size=batch_size, columns=["label", "feat"]):
+        feat = batch.column("feat").flatten().to_numpy()
+        yield {
+            "label": torch.from_numpy(batch.column("label").to_numpy()),
+            "feat": torch.from_numpy(feat).view(-1, FEAT),
+        }
+
+
 def pyarrow_image_batches(files: list[Path], batch_size: int) -> Iterable[dict[str, Any]]:
     """The pyarrow side of the JPEG scan: per-row uint8 views of the data buffer."""
     for path in files:
@@ -1034,24 +1048,36 @@ def bench_scan(
         return ParquetSource(shards, columns=["image", "label"], batch_size=256).to_tensors()
 
     same_list = same_batches(ours_list(), pyarrow_list_batches(path, 8192))
+    same_scanner = same_batches(ours_list(), scanner_list_batches(path, 8192))
     same_images = same_batches(ours_images(), pyarrow_image_batches(files, 256))
-    checks.append(f"scan: tensors equal to pyarrow's: list {same_list}, JPEG {same_images}")
+    checks.append(
+        f"scan: tensors equal to pyarrow's: list {same_list} (dataset scanner {same_scanner}), "
+        f"JPEG {same_images}"
+    )
     sides = [
         harness.Side("ours list", lambda: count_rows(ours_list())),
         harness.Side("pyarrow list", lambda: count_rows(pyarrow_list_batches(path, 8192))),
+        harness.Side("scanner list", lambda: count_rows(scanner_list_batches(path, 8192))),
         harness.Side("ours images", lambda: count_rows(ours_images())),
         harness.Side("pyarrow images", lambda: count_rows(pyarrow_image_batches(files, 256))),
     ]
     timings = harness.measure(sides, repeats, max(min_time, PARQUET_MIN_TIME))
-    for kind, rows in (("list", PARQUET_ROWS), ("images", NUM_IMAGES)):
+    for kind, rows, others in (
+        ("list", PARQUET_ROWS, ("pyarrow", "scanner")),
+        ("images", NUM_IMAGES, ("pyarrow",)),
+    ):
         speeds = [f"{side} {rows / timings[f'{side} {kind}'].median / 1e3:.0f} k rows/s"
-                  for side in ("ours", "pyarrow")]  # fmt: skip
+                  for side in ("ours", *others)]  # fmt: skip
         checks.append(f"scan {kind}: {', '.join(speeds)}")
     peer = "pyarrow ParquetFile.iter_batches"
+    list_row = (
+        f"Parquet scan, label + list<float32>[128] ({PARQUET_ROWS} rows, batch 8192), per pass"
+    )
     return [
+        harness.row_from(list_row, timings, "ours list", "pyarrow list", peer, 1.0),
         harness.row_from(
-            f"Parquet scan, label + list<float32>[128] ({PARQUET_ROWS} rows, batch 8192), per pass",
-            timings, "ours list", "pyarrow list", peer, 1.0,
+            list_row, timings, "ours list", "scanner list",
+            "pyarrow dataset scanner (pyarrow.dataset.dataset(path).to_batches)", 1.0,
         ),
         harness.row_from(
             f"Parquet scan with a JPEG column ({NUM_IMAGES} rows ~50 kB, batch 256), per pass",

@@ -27,15 +27,16 @@ Example:
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import math
 import os
 import pickle
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -59,6 +60,8 @@ from trivium.core.errors import (
 )
 from trivium.core.forking import ForkSafe, abandon
 from trivium.core.skipping import Origin
+from trivium.core.threads import get_num_threads
+from trivium.data._read_ahead import READ_AHEAD_BYTES, read_ahead, rebatch, row_group_bytes
 from trivium.data.batches import take_arrow
 from trivium.data.limits import check_ipc, check_parquet, resolve_max_uncompressed_bytes
 from trivium.data.pipes.base import IterPipe
@@ -335,8 +338,14 @@ class ArrowSource(ForkSafe, IterPipe):
             2
         """
         self._filesystem()
-        try:
+        with self._read_errors(fragment):
             return self._read(fragment)
+
+    @contextmanager
+    def _read_errors(self, fragment: Fragment) -> Iterator[None]:
+        """Errors reading ``fragment`` as ``DecodeError``s naming its file and index."""
+        try:
+            yield
         except (pa.ArrowException, OSError, ValueError) as e:
             if isinstance(e, TriviumError):
                 raise
@@ -552,6 +561,13 @@ class ParquetSource(ArrowSource):
     match). Page checksums, where the writer stored them, are verified unless
     ``verify_checksums=False``. See :class:`ArrowSource` for the other arguments.
 
+    A pass decodes the next row groups on the shared thread pool
+    (:mod:`trivium.core.threads`) while the caller uses the ones before, up to one per
+    pool thread and 256 MiB of decoded row groups ahead; the batches are those of
+    ``pyarrow.parquet.ParquetFile.iter_batches`` (with ``batch_size``, a batch may span
+    row groups of a file), in the same order. With one pool thread (a DataLoader worker
+    process) or larger row groups, it streams through ``iter_batches`` itself.
+
     Example:
         >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
         >>> root = tempfile.mkdtemp()
@@ -584,7 +600,6 @@ class ParquetSource(ArrowSource):
         )
         self.verify_checksums = verify_checksums
         self._open_file: tuple[str, pq.ParquetFile] | None = None
-        self._pages_checked: set[str] = set()
 
     def _inspect(self, fs: pafs.FileSystem, path: str) -> tuple[pa.Schema, list[int]]:
         with _arrow_errors("not a readable Parquet file", path), fs.open_input_file(path) as handle:
@@ -597,15 +612,22 @@ class ParquetSource(ArrowSource):
         """The page headers' sizes of a local file, once per file and process, before a read.
 
         Not for remote files: a request per page would cost more than the read (their
-        footer's sizes are checked when listed).
+        footer's sizes are checked when listed). A file that passed (the same path,
+        size, modification time and inode, under the same limit) is not checked again
+        by another source in this process.
         """
-        checked = self.__dict__.setdefault("_pages_checked", set())
-        if path in checked or not isinstance(self._filesystem(), pafs.LocalFileSystem):
+        if not isinstance(self._filesystem(), pafs.LocalFileSystem):
+            return
+        key = _file_key(path, self._limit())
+        if key is not None and key in _PAGES_PASSED:
             return
         reader = self._file(path)
         with _arrow_errors("cannot read the Parquet page headers", path):
             check_parquet(reader.metadata, path, self._limit(), self._open_handle)
-        checked.add(path)
+        if key is not None:
+            if len(_PAGES_PASSED) >= _PAGES_PASSED_MAX:  # a bound on memory, not on checks
+                _PAGES_PASSED.clear()
+            _PAGES_PASSED.add(key)
 
     def _fragment(self, fragment: Fragment) -> pds.Fragment:
         options = pds.ParquetFragmentScanOptions(page_checksum_verification=self.verify_checksums)
@@ -614,16 +636,124 @@ class ParquetSource(ArrowSource):
 
     def _read(self, fragment: Fragment) -> pa.Table:
         self._check_pages(fragment.path)
+        return self._read_group(self._file(fragment.path), fragment)
+
+    def _read_group(self, reader: pq.ParquetFile, fragment: Fragment) -> pa.Table:
+        """The fragment's rows through ``reader``, a reader of its file."""
         if self.filter is not None:  # the dataset scanner pushes it down to row groups/pages
             return self._fragment(fragment).to_table(columns=self.columns, filter=self.filter)
-        return self._file(fragment.path).read_row_group(fragment.index, columns=self.columns)
+        return reader.read_row_group(fragment.index, columns=self.columns, use_threads=False)
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        if self.filter is not None or self.batch_size is None:
-            yield from super().__iter__()
-            return
-        # Streaming read of each file's run of row groups: pyarrow's own batch reader.
         mine = self._my_fragments()
+        if self._reads_ahead(mine):
+            yield from self._iter_ahead(mine)
+        elif self.filter is not None or self.batch_size is None:
+            yield from super().__iter__()
+        else:
+            yield from self._iter_streaming(mine)
+
+    def _reads_ahead(self, mine: list[Fragment]) -> bool:
+        """Whether a pass reads row groups ahead on the thread pool (:meth:`_iter_ahead`).
+
+        Not with one thread (as in a DataLoader worker process) or one row group, nor
+        where two of the first file's row groups would exceed the read-ahead budget.
+        """
+        if get_num_threads() < 2 or len(mine) < 2:
+            return False
+        path = mine[0].path
+        try:
+            self._check_pages(path)
+            meta = self._file(path).metadata
+        except (pa.ArrowException, OSError, ValueError):
+            return False  # the one-at-a-time pass reports it as it always has
+        groups = [f.index for f in mine if f.path == path]
+        largest = max(row_group_bytes(meta, g, self.columns) for g in groups)
+        return 2 * largest <= READ_AHEAD_BYTES
+
+    def _iter_ahead(self, mine: list[Fragment]) -> Iterator[pa.RecordBatch]:
+        """The pass with the next row groups (of this file or the next) read on the pool.
+
+        The batches are those of the one-at-a-time pass: row groups of a file are cut as
+        ``iter_batches`` cuts them (:func:`rebatch`), or each into its own batches with a
+        filter or without ``batch_size``; an error comes where it would come there.
+        """
+
+        threads = get_num_threads()
+
+        def jobs() -> Iterator[_Job]:
+            for path, run in itertools.groupby(mine, key=lambda f: f.path):
+                yield from self._jobs(path, list(run), threads)
+
+        def read(job: _Job) -> pa.Table:
+            with self._read_errors(job[0]):
+                return job[1]()
+
+        self._filesystem()
+        tables = read_ahead(read, jobs(), lambda job: job[2], READ_AHEAD_BYTES, threads)
+        for _, run in itertools.groupby(mine, key=lambda f: f.path):
+            # exactly this file's tables: its last batch is out before the next file's read
+            # is asked for (and raises, if it fails)
+            groups = itertools.islice(tables, len(list(run)))
+            if self.filter is None and self.batch_size is not None:
+                yield from rebatch(groups, self.batch_size)
+            else:
+                for table in groups:
+                    yield from table.to_batches(max_chunksize=self.batch_size)
+
+    def _jobs(self, path: str, run: list[Fragment], threads: int) -> Iterator[_Job]:
+        """``(fragment, read, bytes)`` for each of a file's row groups, ``read()`` its table.
+
+        Where every row group of ``run`` but the last has one length, row group ``k`` is
+        the next batch of stream ``k % threads``, a batch reader over every
+        ``threads``-th row group (a reader streaming several row groups reuses its
+        buffers, where one reader per row group grows them again: ~7% of a pass);
+        :func:`read_ahead` never runs two reads of one stream at once, as the row groups
+        in flight are fewer than ``threads`` apart. Otherwise, a reader per row group.
+        """
+        try:
+            with _arrow_errors("not a readable Parquet file", path):
+                self._check_pages(path)
+                meta = self._file(path).metadata  # opens self._open_handle
+        except TriviumError as e:
+            for fragment in run:  # raised when its first row group is due, not before
+                yield fragment, functools.partial(_raise, e), 0
+            return
+        # A reader per stream or read: one reader's pre-buffered ranges are not for sharing.
+        open_reader = functools.partial(
+            pq.ParquetFile,
+            self._open_handle,
+            metadata=meta,
+            page_checksum_verification=self.verify_checksums,
+        )
+        rows = [f.num_rows for f in run]
+        streams = []
+        if (
+            self.filter is None
+            and self.batch_size is not None
+            and all(r == rows[0] for r in rows[:-1])
+            and 0 < rows[-1] <= rows[0]
+        ):
+            streams = [
+                open_reader().iter_batches(
+                    batch_size=rows[0],
+                    row_groups=[f.index for f in run[t::threads]],
+                    columns=self.columns,
+                )
+                for t in range(min(threads, len(run)))
+            ]
+        for k, fragment in enumerate(run):
+            if streams:
+                read = functools.partial(_next_group, streams[k % len(streams)], fragment)
+            else:
+                read = functools.partial(self._read_new, open_reader, fragment)
+            yield fragment, read, row_group_bytes(meta, fragment.index, self.columns)
+
+    def _read_new(self, open_reader: Callable[[], pq.ParquetFile], fragment: Fragment) -> pa.Table:
+        return self._read_group(open_reader(), fragment)
+
+    def _iter_streaming(self, mine: list[Fragment]) -> Iterator[pa.RecordBatch]:
+        """Each file's run of row groups through pyarrow's own batch reader, one at a time."""
         for path, run in itertools.groupby(mine, key=lambda f: f.path):
             groups = [f.index for f in run]
             self._check_pages(path)
@@ -646,6 +776,41 @@ class ParquetSource(ArrowSource):
         self._check_pages(fragment.path)
         with _arrow_errors(f"cannot read Parquet row group {fragment.index}", fragment.path):
             return self._fragment(fragment).count_rows(filter=self.filter)
+
+
+# Local Parquet files whose page headers passed the size check: _file_key of each.
+_PAGES_PASSED: set[tuple[str, int, int, int, int | None]] = set()
+_PAGES_PASSED_MAX = 1 << 16
+
+
+def _file_key(path: str, limit: int | None) -> tuple[str, int, int, int, int | None] | None:
+    """What identifies a local file's contents for the page check (``None``: cannot stat)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return path, info.st_size, info.st_mtime_ns, info.st_ino, limit
+
+
+# A row group to read ahead: the fragment, the read giving its table, its decoded bytes.
+_Job = tuple[Fragment, Callable[[], pa.Table], int]
+
+
+def _raise(error: BaseException) -> NoReturn:
+    raise error
+
+
+def _next_group(stream: Iterator[pa.RecordBatch], fragment: Fragment) -> pa.Table:
+    """The next batch of a stream whose batches are whole row groups: ``fragment``'s rows."""
+    batch = next(stream, None)
+    if batch is None or batch.num_rows != fragment.num_rows:
+        got = 0 if batch is None else batch.num_rows
+        raise DecodeError(
+            f"Parquet row group {fragment.index} gave {got} rows, its footer declares "
+            f"{fragment.num_rows}",
+            path=fragment.path,
+        )
+    return pa.Table.from_batches([batch])
 
 
 def _open_input(fs: pafs.FileSystem, path: str) -> pa.NativeFile:
