@@ -128,6 +128,7 @@ def _config(data: pathlib.Path, out: pathlib.Path, model: str):
         min_size=64,
         max_size=96,
         anchor_sizes=8,
+        detections_per_img=8,  # the mask and keypoint heads run on each detection
         epochs=1,
         batch_size=4,
         opt="adamw",
