@@ -2,8 +2,10 @@
 
 ``--data-path`` is a COCO-format folder: ``<split>/`` image folders and
 ``annotations/instances_<split>.json`` (for COCO 2017 add ``--train-split train2017
---val-split val2017``). Without ``--data-path`` the embedded detection corpus
-(shapes of several kinds, sizes, colours and rotations, 1-8 per image, on real
+--val-split val2017``; ``--model maskrcnn_resnet50_fpn`` also learns and scores the
+masks, ``--model keypointrcnn_resnet50_fpn`` the person keypoints of
+``annotations/person_keypoints_<split>.json``). Without ``--data-path`` the embedded
+detection corpus (shapes of several kinds, sizes, colours and rotations, 1-8 per image, on real
 photo backgrounds) is generated into ``--corpus-dir`` first. The run folder
 ``--output-dir`` gets ``checkpoint.pt`` (exact mid-epoch resume with
 ``--resume``), ``metrics.csv``, ``metrics.json``, ``metrics.png`` (loss and mAP

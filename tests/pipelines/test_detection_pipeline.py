@@ -133,7 +133,13 @@ def test_example_help_and_bad_data_path(tmp_path: pathlib.Path) -> None:
         [sys.executable, str(EXAMPLE), "--help"], check=True, capture_output=True, text=True
     ).stdout
     assert "--data-path" in out and "--resume" in out and "--amp" in out
-    for name in ("retinanet_resnet50_fpn_v2", "fcos_resnet50_fpn", "ssd300_vgg16"):
+    for name in (
+        "retinanet_resnet50_fpn_v2",
+        "fcos_resnet50_fpn",
+        "ssd300_vgg16",
+        "maskrcnn_resnet50_fpn_v2",
+        "keypointrcnn_resnet50_fpn",
+    ):
         assert name in out  # the builders --model takes
     with pytest.raises(FileNotFoundError, match=r"instances_train\.json"):
         train(config(tmp_path, tmp_path / "run"), show_progress=False)

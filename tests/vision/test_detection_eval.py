@@ -1,4 +1,5 @@
-"""CocoEvaluator against pycocotools' COCOeval run directly, on the detection corpus."""
+"""CocoEvaluator against pycocotools' COCOeval run directly: boxes on the detection corpus,
+masks and keypoints on a tiny COCO folder written by the tests."""
 
 from __future__ import annotations
 
@@ -12,9 +13,15 @@ import pytest
 import torch
 
 from trivium.vision.corpora import build_detection_corpus
-from trivium.vision.detection_eval import COCO_METRICS, CocoEvaluator, coco_backend
+from trivium.vision.detection_eval import (
+    COCO_METRICS,
+    KEYPOINT_METRICS,
+    CocoEvaluator,
+    coco_backend,
+)
 
 pytest.importorskip("pycocotools", reason="pycocotools is not installed")
+from pycocotools import mask as mask_util
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
@@ -180,6 +187,177 @@ def test_bad_predictions_are_named(ann_file: Path) -> None:
     with pytest.raises(ValueError, match="backend"):
         CocoEvaluator(ann_file, backend="detectron")
     with pytest.raises(ValueError, match="iou_type"):
-        CocoEvaluator(ann_file, iou_type="segm")
+        CocoEvaluator(ann_file, iou_type="mask")
     with pytest.raises(TypeError, match="coco_gt_or_annFile"):
         CocoEvaluator(42)
+
+
+# ---------------------------------------------------------------- masks and keypoints
+
+
+@pytest.fixture(scope="module")
+def tiny_coco(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tiny_coco import write_tiny_coco
+
+    return write_tiny_coco(tmp_path_factory.mktemp("tiny_coco"))
+
+
+def _gt_file(root: Path, iou_type: str) -> Path:
+    kind = "person_keypoints" if iou_type == "keypoints" else "instances"
+    return root / "annotations" / f"{kind}_train.json"
+
+
+def _jittered_masks(gt: COCO, rng: np.random.Generator) -> tuple[dict, list[dict]]:
+    """Probability masks of shifted ground truth and stray blobs, wrong labels at
+    times; also as COCO results, thresholded and encoded as torchvision's reference does."""
+    predictions, results = {}, []
+    for image_id, image in gt.imgs.items():
+        height, width = image["height"], image["width"]
+        rows = []
+        for ann in gt.imgToAnns[image_id]:
+            if ann["iscrowd"]:
+                continue
+            for _ in range(2):
+                dy, dx = rng.integers(-4, 5, 2)
+                shifted = np.roll(gt.annToMask(ann), (dy, dx), axis=(0, 1))
+                label = ann["category_id"] if rng.random() < 0.8 else 3 - ann["category_id"]
+                rows.append((shifted, rng.random(), label))
+        blob = np.zeros((height, width), np.uint8)
+        y, x = rng.integers(0, height // 2), rng.integers(0, width // 2)
+        blob[y : y + 20, x : x + 16] = 1
+        rows.append((blob, rng.random() * 0.5, int(rng.integers(1, 3))))
+        inside = rng.uniform(0.55, 1.0, (len(rows), 1, height, width))
+        outside = rng.uniform(0.0, 0.45, (len(rows), 1, height, width))
+        binary = np.stack([m for m, _, _ in rows])[:, None].astype(bool)
+        masks = torch.from_numpy(np.where(binary, inside, outside)).float()
+        predictions[image_id] = {
+            "masks": masks,
+            "scores": torch.tensor([s for _, s, _ in rows]).float(),
+            "labels": torch.tensor([c for _, _, c in rows]),
+        }
+        found = predictions[image_id]
+        for mask, score, label in zip(masks > 0.5, found["scores"], found["labels"], strict=True):
+            rle = mask_util.encode(
+                np.array(mask[0, :, :, None].numpy(), dtype=np.uint8, order="F")
+            )[0]
+            rle["counts"] = rle["counts"].decode("utf-8")
+            results.append(
+                {
+                    "image_id": image_id,
+                    "category_id": int(label),
+                    "segmentation": rle,
+                    "score": float(score),
+                }
+            )
+    return predictions, results
+
+
+def _jittered_keypoints(gt: COCO, rng: np.random.Generator) -> tuple[dict, list[dict]]:
+    """Ground-truth keypoints moved by noise of 1-6 pixels, and a stray person per image."""
+    predictions, results = {}, []
+    for image_id, image in gt.imgs.items():
+        people = []
+        for ann in gt.imgToAnns[image_id]:
+            truth = np.array(ann["keypoints"], np.float64).reshape(17, 3)
+            for sigma in (1.0, 3.0, 6.0):
+                points = truth.copy()
+                points[:, :2] += rng.normal(0, sigma, (17, 2))
+                points[:, 2] = 1
+                people.append((points, rng.random()))
+        stray = np.ones((17, 3))
+        stray[:, 0] = rng.uniform(0, image["width"], 17)
+        stray[:, 1] = rng.uniform(0, image["height"], 17)
+        people.append((stray, rng.random() * 0.5))
+        keypoints = torch.from_numpy(np.stack([p for p, _ in people])).float()
+        scores = torch.tensor([s for _, s in people]).float()
+        predictions[image_id] = {
+            "keypoints": keypoints,
+            "scores": scores,
+            "labels": torch.ones(len(people), dtype=torch.int64),
+        }
+        for points, score in zip(keypoints, scores, strict=True):
+            results.append(
+                {
+                    "image_id": image_id,
+                    "category_id": 1,
+                    "keypoints": points.flatten().tolist(),
+                    "score": float(score),
+                }
+            )
+    return predictions, results
+
+
+def _perfect_masks_or_keypoints(gt: COCO, iou_type: str) -> dict:
+    predictions = {}
+    for image_id in gt.imgs:
+        anns = [a for a in gt.imgToAnns[image_id] if not a["iscrowd"]]
+        if iou_type == "segm":
+            found = {"masks": torch.from_numpy(np.stack([gt.annToMask(a) for a in anns]))}
+        else:
+            points = [np.array(a["keypoints"], np.float32).reshape(17, 3) for a in anns]
+            found = {"keypoints": torch.from_numpy(np.stack(points))}
+        predictions[image_id] = {
+            **found,
+            "scores": torch.ones(len(anns)),
+            "labels": torch.tensor([a["category_id"] for a in anns]),
+        }
+    return predictions
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("iou_type", ["segm", "keypoints"])
+def test_masks_and_keypoints_match_cocoeval_run_directly(
+    tiny_coco: Path, iou_type: str, backend: str
+) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO(str(_gt_file(tiny_coco, iou_type)))
+    jitter = _jittered_masks if iou_type == "segm" else _jittered_keypoints
+    predictions, results = jitter(gt, np.random.default_rng(0))
+    with contextlib.redirect_stdout(io.StringIO()):
+        reference = COCOeval(gt, gt.loadRes(results), iou_type)
+        reference.evaluate()
+        reference.accumulate()
+        reference.summarize()
+    evaluator = CocoEvaluator(gt, iou_type, backend=_backend(backend))
+    items = list(predictions.items())
+    evaluator.update(dict(items[:2]))
+    evaluator.update(dict(items[2:]))
+    stats = evaluator.summarize()
+    names = KEYPOINT_METRICS if iou_type == "keypoints" else COCO_METRICS
+    assert list(stats) == list(names) == list(evaluator.metric_names)
+    assert 0.1 < stats["AP"] < 0.95  # a real evaluation, not a degenerate one
+    np.testing.assert_allclose(list(stats.values()), reference.stats, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("iou_type", ["segm", "keypoints"])
+def test_perfect_masks_and_keypoints_score_one(
+    tiny_coco: Path, iou_type: str, backend: str
+) -> None:
+    ann_file = _gt_file(tiny_coco, iou_type)
+    evaluator = CocoEvaluator(ann_file, iou_type, backend=_backend(backend))
+    with contextlib.redirect_stdout(io.StringIO()):
+        evaluator.update(_perfect_masks_or_keypoints(COCO(str(ann_file)), iou_type))
+    stats = evaluator.summarize()
+    for name in ("AP", "AP50", "AP75"):
+        assert stats[name] == pytest.approx(1.0), name
+
+
+def test_bad_masks_and_keypoints_are_named(tiny_coco: Path) -> None:
+    segm = CocoEvaluator(_gt_file(tiny_coco, "segm"), "segm")
+    one = {"scores": [0.5], "labels": [1]}
+    with pytest.raises(ValueError, match=r"lacks \['masks'\]"):
+        segm.update({1: {"boxes": [[0, 0, 4, 4]], **one}})
+    with pytest.raises(ValueError, match=r"\x27masks\x27\] are 28x28 but the image is 64x80"):
+        segm.update({1: {"masks": torch.ones(1, 1, 28, 28), **one}})
+    with pytest.raises(ValueError, match=r"\[N, 1, H, W\] or \[N, H, W\]"):
+        segm.update({1: {"masks": torch.ones(64, 80), **one}})
+    with pytest.raises(ValueError, match="2 masks, 1 scores"):
+        segm.update({1: {"masks": torch.ones(2, 64, 80), **one}})
+    with pytest.raises(TypeError, match="must be a tensor"):
+        segm.update({1: {"masks": [[0]], **one}})
+    keypoints = CocoEvaluator(_gt_file(tiny_coco, "keypoints"), "keypoints")
+    with pytest.raises(ValueError, match=r"\[N, 17, 3\].*got shape \(1, 14, 3\)"):
+        keypoints.update({1: {"keypoints": torch.ones(1, 14, 3), **one}})
+    with pytest.raises(ValueError, match="iou_type must be one of"):
+        CocoEvaluator(_gt_file(tiny_coco, "segm"), "boundary")

@@ -1,8 +1,10 @@
-"""COCO detection metrics: the 12 standard AP/AR figures of predicted boxes.
+"""COCO detection metrics: the standard AP/AR figures of predicted boxes, masks or keypoints.
 
 :class:`CocoEvaluator` gathers a model's predictions image by image (as torchvision's
-detection models return them: ``boxes`` XYXY, ``scores``, ``labels``) and runs the
-COCO evaluation over them. The evaluation is the reference ``COCOeval`` of
+detection models return them: ``boxes`` XYXY, ``scores``, ``labels``, and Mask R-CNN's
+``masks`` or Keypoint R-CNN's ``keypoints``) and runs the COCO evaluation over them:
+``iou_type="bbox"`` and ``"segm"`` give the 12 figures of :data:`COCO_METRICS`,
+``"keypoints"`` the 10 of :data:`KEYPOINT_METRICS`. The evaluation is the reference ``COCOeval`` of
 pycocotools, or the same computation in C++ from faster-coco-eval when that is
 installed (tested to give the same 12 figures). Both need
 the ``detection`` extra: ``pip install 'trivium-vision[detection]'``.
@@ -35,12 +37,18 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["COCO_METRICS", "CocoEvaluator", "coco_backend"]
+__all__ = ["COCO_METRICS", "IOU_TYPES", "KEYPOINT_METRICS", "CocoEvaluator", "coco_backend"]
 
-# The order of COCOeval.stats for bounding boxes.
+#: The order of COCOeval.stats for boxes and masks (``iou_type`` "bbox" and "segm").
 COCO_METRICS = (
     "AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl",
 )  # fmt: skip
+#: The order of COCOeval.stats for keypoints (OKS; no small objects, 20 detections per image).
+KEYPOINT_METRICS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
+#: What :class:`CocoEvaluator` evaluates: boxes, instance masks, person keypoints.
+IOU_TYPES = ("bbox", "segm", "keypoints")
+# What each iou_type reads from a prediction, beside scores and labels.
+_PREDICTED = {"bbox": "boxes", "segm": "masks", "keypoints": "keypoints"}
 _BACKENDS = ("auto", "pycocotools", "faster-coco-eval")
 
 
@@ -89,6 +97,17 @@ def _classes(backend: str) -> tuple[type, type]:
     return _import_faster() if backend == "faster-coco-eval" else _import_pycocotools()
 
 
+def _encode_rle(backend: str) -> Any:
+    """The backend's ``mask.encode`` (Fortran-ordered uint8 ``[H, W, N]`` to RLE dicts)."""
+    if backend == "faster-coco-eval":
+        from faster_coco_eval.core import mask
+    else:
+        from trivium.vision.datasets.coco import import_pycocotools
+
+        (mask,) = import_pycocotools("mask", needed_by="COCO mask evaluation")
+    return mask.encode
+
+
 @contextlib.contextmanager
 def _quiet(verbose: bool):
     """Silence pycocotools' prints unless ``verbose``."""
@@ -124,23 +143,57 @@ def _as_array(value: Any, name: str, image_id: int) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
+def _binary_masks(value: Any, image_id: int, size: tuple[int, int] | None) -> np.ndarray:
+    """``[N, 1, H, W]`` or ``[N, H, W]`` masks as uint8 ``[N, H, W]``: probabilities
+    (floats) above 0.5, other dtypes nonzero; ``size`` the image's ``(H, W)`` if known."""
+    if not isinstance(value, torch.Tensor | np.ndarray):
+        raise TypeError(
+            f"predictions[{image_id}]['masks'] must be a tensor, got {type(value).__name__}"
+        )
+    masks = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+    if masks.ndim == 4 and masks.shape[1] == 1:
+        masks = masks[:, 0]
+    if masks.ndim != 3:
+        raise ValueError(
+            f"predictions[{image_id}]['masks'] must be [N, 1, H, W] or [N, H, W], "
+            f"got shape {tuple(masks.shape)}"
+        )
+    if size is not None and tuple(masks.shape[1:]) != size:
+        raise ValueError(
+            f"predictions[{image_id}]['masks'] are {masks.shape[1]}x{masks.shape[2]} but the "
+            f"image is {size[0]}x{size[1]}: masks must be pasted into the image, as the "
+            f"models return them"
+        )
+    binary = masks > 0.5 if np.issubdtype(masks.dtype, np.floating) else masks != 0
+    return binary.astype(np.uint8)
+
+
 class CocoEvaluator:
-    """The COCO box AP/AR of predictions against a COCO ground truth.
+    """The COCO AP/AR of predicted boxes, masks or keypoints against a COCO ground truth.
 
     Args:
         coco_gt_or_annFile: the ground truth: a pycocotools (or faster-coco-eval)
-            ``COCO`` object, a COCO dict, or the path of an ``instances_*.json``.
-        iou_type: ``"bbox"`` (boxes are what the predictions hold).
+            ``COCO`` object, a COCO dict, or the path of an ``instances_*.json``
+            (``person_keypoints_*.json`` for keypoints).
+        iou_type: what is evaluated (:data:`IOU_TYPES`): ``"bbox"`` (the predictions'
+            ``boxes``), ``"segm"`` (their ``masks``, against the ground truth's
+            polygons or RLE) or ``"keypoints"`` (their ``keypoints``, by COCO's object
+            keypoint similarity with its per-keypoint sigmas).
         backend: ``"auto"`` (faster-coco-eval when installed, else pycocotools),
             ``"pycocotools"`` or ``"faster-coco-eval"``.
         verbose: print the evaluation's own log and table (quiet by default).
 
-    :meth:`update` takes ``{image_id: {"boxes": [N, 4] XYXY, "scores": [N],
-    "labels": [N]}}`` (tensors, arrays or lists; what a torchvision detection
-    model returns, keyed by the target's ``image_id``). :meth:`summarize` evaluates
-    the images given so far (all the ground truth's images when none was: no
-    predictions score 0) and returns :data:`COCO_METRICS` as a dict; the
-    evaluation object stays in ``coco_eval`` (per-class precision in its ``eval``).
+    :meth:`update` takes ``{image_id: prediction}``, a prediction being what a
+    torchvision detection model returns for the image (tensors, arrays or lists),
+    keyed by the target's ``image_id``: ``scores`` [N] and ``labels`` [N] with, by
+    ``iou_type``, ``boxes`` [N, 4] XYXY, ``masks`` [N, 1, H, W] (Mask R-CNN's
+    probabilities pasted into the image: above 0.5 is the object; bool or uint8
+    masks are taken as they are) or ``keypoints`` [N, 17, 3] (x, y, visibility).
+    Masks are encoded as RLE, as torchvision's reference evaluation does.
+    :meth:`summarize` evaluates the images given so far (all the ground truth's
+    images when none was: no predictions score 0) and returns :data:`COCO_METRICS`
+    (:data:`KEYPOINT_METRICS` for keypoints) as a dict; the evaluation object stays
+    in ``coco_eval`` (per-class precision in its ``eval``).
 
     Example:
         >>> import torch
@@ -151,6 +204,16 @@ class CocoEvaluator:
         ...                       "labels": torch.zeros(0, dtype=torch.int64)}})
         >>> evaluator.summarize()["AP50"]  # no ground truth boxes: COCO's -1
         -1.0
+        >>> square = [[4.0, 4.0, 20.0, 4.0, 20.0, 20.0, 4.0, 20.0]]
+        >>> gt["annotations"] = [{"id": 1, "image_id": 7, "category_id": 1, "iscrowd": 0,
+        ...                       "segmentation": square, "area": 256.0,
+        ...                       "bbox": [4.0, 4.0, 16.0, 16.0]}]
+        >>> masks = torch.zeros(1, 1, 32, 32)
+        >>> masks[..., 4:20, 4:20] = 0.9
+        >>> segm = CocoEvaluator(gt, "segm")
+        >>> segm.update({7: {"masks": masks, "scores": [0.8], "labels": [1]}})
+        >>> segm.summarize()["AP"]
+        1.0
     """
 
     def __init__(
@@ -161,8 +224,8 @@ class CocoEvaluator:
         backend: str = "auto",
         verbose: bool = False,
     ) -> None:
-        if iou_type != "bbox":
-            raise ValueError(f"iou_type must be 'bbox' (predictions are boxes), got {iou_type!r}")
+        if iou_type not in IOU_TYPES:
+            raise ValueError(f"iou_type must be one of {IOU_TYPES}, got {iou_type!r}")
         self.iou_type = iou_type
         self.backend = coco_backend(backend)
         self.verbose = verbose
@@ -176,9 +239,25 @@ class CocoEvaluator:
             self.coco_gt.dataset = dataset
             self.coco_gt.createIndex()
         self._image_ids = {image["id"] for image in dataset["images"]}
+        self._sizes = {
+            image["id"]: (int(image["height"]), int(image["width"]))
+            for image in dataset["images"]
+            if "height" in image and "width" in image
+        }
         self._category_ids = {category["id"] for category in dataset["categories"]}
         self.coco_eval: Any = None
         self.reset()
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The names :meth:`summarize` returns, in COCOeval's order.
+
+        Example:
+            >>> gt = {"images": [], "annotations": [], "categories": []}
+            >>> CocoEvaluator(gt, "keypoints").metric_names[:3]
+            ('AP', 'AP50', 'AP75')
+        """
+        return KEYPOINT_METRICS if self.iou_type == "keypoints" else COCO_METRICS
 
     def reset(self) -> None:
         """Forget the predictions given so far.
@@ -192,9 +271,11 @@ class CocoEvaluator:
     def update(self, predictions: Mapping[int, Mapping[str, Any]]) -> None:
         """Add the predictions of some images: ``{image_id: {"boxes", "scores", "labels"}}``.
 
-        Boxes are XYXY in the image's pixels. An image may be given once; an id
-        that is not a ground-truth image, a label that is not a category id, or
-        arrays of mismatched lengths raise ``ValueError``.
+        Boxes are XYXY in the image's pixels (``masks`` or ``keypoints`` in place of
+        ``boxes`` for ``iou_type`` "segm" or "keypoints"; see the class docstring). An
+        image may be given once; an id that is not a ground-truth image, a label that
+        is not a category id, arrays of mismatched lengths, masks of another size than
+        the image or keypoints not ``[N, 17, 3]`` raise ``ValueError``.
 
         Example:
             >>> evaluator = CocoEvaluator({"images": [{"id": 1}], "annotations": [],
@@ -210,15 +291,21 @@ class CocoEvaluator:
             self._results[image_id] = self._detections(image_id, prediction)
 
     def _detections(self, image_id: int, prediction: Mapping[str, Any]) -> list[dict]:
-        missing = {"boxes", "scores", "labels"} - set(prediction)
+        key = _PREDICTED[self.iou_type]
+        missing = {key, "scores", "labels"} - set(prediction)
         if missing:
             raise ValueError(f"predictions[{image_id}] lacks {sorted(missing)}")
-        boxes = _as_array(prediction["boxes"], "boxes", image_id).reshape(-1, 4)
         scores = _as_array(prediction["scores"], "scores", image_id).reshape(-1)
         labels = _as_array(prediction["labels"], "labels", image_id).reshape(-1)
-        if not len(boxes) == len(scores) == len(labels):
+        if self.iou_type == "bbox":
+            objects = self._boxes(image_id, prediction["boxes"])
+        elif self.iou_type == "segm":
+            objects = self._masks(image_id, prediction["masks"])
+        else:
+            objects = self._keypoints(image_id, prediction["keypoints"])
+        if not len(objects) == len(scores) == len(labels):
             raise ValueError(
-                f"predictions[{image_id}] has {len(boxes)} boxes, {len(scores)} scores "
+                f"predictions[{image_id}] has {len(objects)} {key}, {len(scores)} scores "
                 f"and {len(labels)} labels"
             )
         unknown = sorted({int(c) for c in labels} - self._category_ids)
@@ -228,14 +315,38 @@ class CocoEvaluator:
                 f"of the ground truth {sorted(self._category_ids)}"
             )
         return [
-            {
-                "image_id": image_id,
-                "category_id": int(label),
-                "bbox": [float(x0), float(y0), float(x1 - x0), float(y1 - y0)],
-                "score": float(score),
-            }
-            for (x0, y0, x1, y1), score, label in zip(boxes, scores, labels, strict=True)
+            {"image_id": image_id, "category_id": int(label), **found, "score": float(score)}
+            for found, score, label in zip(objects, scores, labels, strict=True)
         ]
+
+    @staticmethod
+    def _boxes(image_id: int, value: Any) -> list[dict]:
+        boxes = _as_array(value, "boxes", image_id).reshape(-1, 4)
+        return [
+            {"bbox": [float(x0), float(y0), float(x1 - x0), float(y1 - y0)]}
+            for x0, y0, x1, y1 in boxes
+        ]
+
+    def _masks(self, image_id: int, value: Any) -> list[dict]:
+        masks = _binary_masks(value, image_id, self._sizes.get(image_id))
+        if not len(masks):
+            return []
+        rles = _encode_rle(self.backend)(np.asfortranarray(masks.transpose(1, 2, 0)))
+        for rle in rles:  # str counts, as in a COCO results file
+            if isinstance(rle["counts"], bytes):
+                rle["counts"] = rle["counts"].decode("ascii")
+        return [{"segmentation": rle} for rle in rles]
+
+    @staticmethod
+    def _keypoints(image_id: int, value: Any) -> list[dict]:
+        keypoints = _as_array(value, "keypoints", image_id)
+        if keypoints.ndim != 3 or keypoints.shape[1:] != (17, 3):
+            raise ValueError(
+                f"predictions[{image_id}]['keypoints'] must be [N, 17, 3] (x, y, visibility "
+                f"of COCO's 17 person keypoints, whose OKS sigmas COCOeval holds), "
+                f"got shape {tuple(keypoints.shape)}"
+            )
+        return [{"keypoints": [float(v) for v in points.reshape(-1)]} for points in keypoints]
 
     def _predictions(self) -> Any:
         results = [r for image in self._results.values() for r in image]
@@ -252,7 +363,7 @@ class CocoEvaluator:
             return empty
 
     def summarize(self) -> dict[str, float]:
-        """Evaluate and return the 12 figures of :data:`COCO_METRICS` (floats; -1 where undefined).
+        """Evaluate and return :attr:`metric_names` with their figures (floats; -1 where undefined).
 
         Example:
             >>> evaluator = CocoEvaluator({"images": [{"id": 1}], "annotations": [],
@@ -261,6 +372,7 @@ class CocoEvaluator:
             ['AP', 'AP50', 'AP75']
         """
         coco_dt = self._predictions()
+        names = self.metric_names
         with _quiet(self.verbose):
             coco_eval = self._eval_cls(self.coco_gt, coco_dt, self.iou_type)
             image_ids = sorted(self._results) or sorted(self._image_ids)
@@ -269,4 +381,6 @@ class CocoEvaluator:
             coco_eval.accumulate()
             coco_eval.summarize()
         self.coco_eval = coco_eval
-        return {name: float(v) for name, v in zip(COCO_METRICS, coco_eval.stats[:12], strict=True)}
+        return {
+            name: float(v) for name, v in zip(names, coco_eval.stats[: len(names)], strict=True)
+        }

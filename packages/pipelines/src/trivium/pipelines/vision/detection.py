@@ -1,4 +1,4 @@
-"""Object detection: train a RetinaNet on a COCO-format folder and evaluate it with COCO mAP.
+"""Object detection: train a detector on a COCO-format folder and evaluate it with COCO mAP.
 
 :func:`train` follows torchvision's detection reference (SGD or AdamW, warm-up then
 a cosine or step schedule, AMP, DDP under ``torchrun``) with Trivium's data side:
@@ -7,7 +7,12 @@ transforms in ``trivium.data.DataLoader`` workers. Checkpoints hold the loader's
 position, so ``resume=True`` continues mid-epoch with no sample lost or repeated
 and the same augmentations as an uninterrupted run. :func:`evaluate` reports the
 12 COCO AP/AR figures of a split and :func:`from_checkpoint` gives a
-:class:`DetectionPipeline` that finds objects in images.
+:class:`DetectionPipeline` that finds objects in images. Mask R-CNN
+(``--model maskrcnn_resnet50_fpn``) learns the instance masks of the annotations and
+is scored on boxes and masks (``segm_AP`` ...); Keypoint R-CNN
+(``keypointrcnn_resnet50_fpn``) learns COCO's person keypoints
+(``annotations/person_keypoints_<split>.json``) and is scored on boxes and keypoints
+(``keypoints_AP`` ...), as torchvision's reference does.
 
 A run folder holds ``checkpoint.pt``, ``metrics.{csv,json}``, ``metrics.png``
 (loss and mAP curves), ``predictions.png`` (held-out images with the predicted
@@ -53,6 +58,7 @@ __all__ = [
     "evaluate",
     "from_checkpoint",
     "model_help",
+    "model_targets",
     "train",
 ]
 
@@ -62,8 +68,10 @@ class DetectionConfig:
     """Settings of a run, named after the flags of torchvision's detection reference.
 
     ``data_path`` is a COCO-format folder (``<split>/`` images and
-    ``annotations/instances_<split>.json``). ``model`` names a RetinaNet, FCOS, SSD, SSDlite
-    or Faster R-CNN builder of :mod:`trivium.vision.models` (:func:`model_help`). Images
+    ``annotations/instances_<split>.json``; ``person_keypoints_<split>.json`` for
+    Keypoint R-CNN). ``model`` names a RetinaNet, FCOS, SSD, SSDlite, Faster R-CNN,
+    Mask R-CNN or Keypoint R-CNN builder of :mod:`trivium.vision.models`
+    (:func:`model_help`). Images
     are resized so that their shorter side is ``min_size`` (the longer at most
     ``max_size``), as torchvision's RetinaNet does (SSD models resize to their size).
     ``anchor_sizes`` gives the smallest anchor of the finest pyramid level (each
@@ -136,8 +144,9 @@ class DetectionConfig:
 # ---------------------------------------------------------------------------- pieces
 
 
-def read_categories(data_path: str | Path, split: str) -> dict[int, str]:
-    """``{category id: name}`` from a split's COCO annotations.
+def read_categories(data_path: str | Path, split: str, targets: str = "boxes") -> dict[int, str]:
+    """``{category id: name}`` from a split's COCO annotations (``person_keypoints_<split>.json``
+    for ``targets="keypoints"``).
 
     Example:
         >>> import json, tempfile, pathlib
@@ -148,7 +157,7 @@ def read_categories(data_path: str | Path, split: str) -> dict[int, str]:
         >>> read_categories(root, "val")
         {1: 'circle'}
     """
-    path = annotation_file(data_path, split)
+    path = annotation_file(data_path, split, targets)
     with open(path, encoding="utf-8") as f:
         categories = json.load(f).get("categories") or []
     if not categories:
@@ -156,8 +165,48 @@ def read_categories(data_path: str | Path, split: str) -> dict[int, str]:
     return {int(c["id"]): str(c["name"]) for c in categories}
 
 
-DETECTION_MODELS = ("retinanet_", "fcos_", "ssd", "fasterrcnn_")
+def read_num_keypoints(data_path: str | Path, split: str) -> int:
+    """Keypoints per object in a split's ``person_keypoints`` annotations (COCO's: 17).
+
+    The longest ``keypoints`` name list of its categories.
+
+    Example:
+        >>> import json, tempfile, pathlib
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "annotations").mkdir()
+        >>> _ = (root / "annotations" / "person_keypoints_val.json").write_text(json.dumps(
+        ...     {"categories": [{"id": 1, "name": "person", "keypoints": ["nose", "eye"]}]}))
+        >>> read_num_keypoints(root, "val")
+        2
+    """
+    path = annotation_file(data_path, split, "keypoints")
+    with open(path, encoding="utf-8") as f:
+        categories = json.load(f).get("categories") or []
+    count = max((len(c.get("keypoints") or ()) for c in categories), default=0)
+    if not count:
+        raise ValueError(f"{path}: no category names its 'keypoints'")
+    return count
+
+
+DETECTION_MODELS = ("retinanet_", "fcos_", "ssd", "fasterrcnn_", "maskrcnn_", "keypointrcnn_")
 """The name prefixes of the detection builders ``--model`` takes (``ssd`` also SSDlite)."""
+
+_RCNN = ("fasterrcnn_", "maskrcnn_", "keypointrcnn_")
+
+
+def model_targets(model: str) -> str:
+    """What the builder ``model`` learns beside boxes: ``"masks"``
+    (Mask R-CNN), ``"keypoints"`` (Keypoint R-CNN) or ``"boxes"`` (the others).
+
+    Example:
+        >>> model_targets("maskrcnn_resnet50_fpn_v2"), model_targets("ssd300_vgg16")
+        ('masks', 'boxes')
+    """
+    if model.startswith("maskrcnn_"):
+        return "masks"
+    if model.startswith("keypointrcnn_"):
+        return "keypoints"
+    return "boxes"
 
 
 def model_help() -> str:
@@ -173,22 +222,25 @@ def model_help() -> str:
     return f"a trivium.vision.models detection builder: {', '.join(names)}"
 
 
-def build_model(config: DetectionConfig, num_classes: int) -> nn.Module:
+def build_model(
+    config: DetectionConfig, num_classes: int, num_keypoints: int | None = None
+) -> nn.Module:
     """The detection model of ``config`` (a :mod:`trivium.vision.models` builder by name).
 
-    Any RetinaNet, FCOS, SSD, SSDlite or Faster R-CNN builder. ``num_classes`` counts
-    the background, as in torchvision: COCO category ids 1..K need ``K + 1``. SSD
+    Any RetinaNet, FCOS, SSD, SSDlite, Faster R-CNN, Mask R-CNN or Keypoint R-CNN
+    builder. ``num_classes`` counts the background, as in torchvision: COCO category
+    ids 1..K need ``K + 1``; ``num_keypoints`` is Keypoint R-CNN's (17 if not given). SSD
     models resize to their fixed size (``min_size`` / ``max_size`` are not theirs);
     ``fpn_channels`` and ``box_loss`` are RetinaNet's (``anchor_sizes`` RetinaNet's and
-    Faster R-CNN's), and given for another model raise ``ValueError``.
+    the R-CNNs'), and given for another model raise ``ValueError``.
 
     Example:
         >>> c = DetectionConfig(model="retinanet_resnet18_fpn", min_size=64, max_size=64)
         >>> build_model(c, 3).head.classification_head.num_classes
         3
     """
-    if config.model.startswith("fasterrcnn_"):
-        return _build_faster_rcnn(config, num_classes)
+    if config.model.startswith(_RCNN):
+        return _build_rcnn(config, num_classes, num_keypoints)
     builder = common.model_builder(config.model, DETECTION_MODELS, "detection model")
     kwargs: dict[str, Any] = {
         "num_classes": num_classes,
@@ -226,8 +278,9 @@ def _refuse_retinanet_options(config: DetectionConfig, names: tuple[str, ...]) -
         )
 
 
-def _build_faster_rcnn(config: DetectionConfig, num_classes: int) -> nn.Module:
-    builder = common.model_builder(config.model, "fasterrcnn_", "detection model")
+def _build_rcnn(config: DetectionConfig, num_classes: int, num_keypoints: int | None) -> nn.Module:
+    """Faster, Mask or Keypoint R-CNN: their builders take the same options."""
+    builder = common.model_builder(config.model, _RCNN, "detection model")
     _refuse_retinanet_options(config, ("fpn_channels", "box_loss"))
     kwargs: dict[str, Any] = {
         "num_classes": num_classes,
@@ -239,6 +292,8 @@ def _build_faster_rcnn(config: DetectionConfig, num_classes: int) -> nn.Module:
         "trainable_backbone_layers": config.trainable_backbone_layers,
         "weights_backbone": config.weights_backbone,
     }
+    if model_targets(config.model) == "keypoints":
+        kwargs["num_keypoints"] = num_keypoints or 17
     model = builder(**kwargs)
     if config.anchor_sizes:  # the same anchors per location as the builder's, resized
         model.rpn.anchor_generator = _rpn_anchor_generator(
@@ -275,19 +330,35 @@ def anchor_generator(smallest: int) -> nn.Module:
     return AnchorGenerator(sizes, ((0.5, 1.0, 2.0),) * len(sizes))
 
 
+_MODEL_TARGETS = ("boxes", "labels", "masks", "keypoints")
+
+
 def _to_model(images: list[Tensor], targets: list[dict[str, Any]] | None, device: torch.device):
-    """uint8 images -> float in [0, 1] on ``device``; targets' boxes and labels as tensors."""
+    """uint8 images -> float in [0, 1] on ``device``; targets' boxes, labels (masks,
+    keypoints) as plain tensors there."""
     floats = [image.as_subclass(Tensor).to(device).float().div_(255) for image in images]
     if targets is None:
         return floats, None
     moved = [
-        {
-            "boxes": t["boxes"].as_subclass(Tensor).to(device),
-            "labels": t["labels"].to(device),
-        }
-        for t in targets
+        {k: t[k].as_subclass(Tensor).to(device) for k in _MODEL_TARGETS if k in t} for t in targets
     ]
     return floats, moved
+
+
+def _model_iou_types(model: nn.Module) -> tuple[str, ...]:
+    """The COCO evaluations of a model's outputs: boxes, and masks or keypoints."""
+    from trivium.vision.models import KeypointRCNN, MaskRCNN
+
+    if isinstance(model, MaskRCNN):
+        return ("bbox", "segm")
+    if isinstance(model, KeypointRCNN):
+        return ("bbox", "keypoints")
+    return ("bbox",)
+
+
+def _metric_name(iou_type: str, name: str) -> str:
+    """Box figures keep COCO's names (``AP``); the others are prefixed (``segm_AP``)."""
+    return name if iou_type == "bbox" else f"{iou_type}_{name}"
 
 
 class _Run(common.TrainingRun):
@@ -297,17 +368,25 @@ class _Run(common.TrainingRun):
     speed_digits = 1
 
     def read_labels(self) -> dict[int, str]:
-        return read_categories(self.config.data_path, self.config.train_split)
+        config = self.config
+        return read_categories(config.data_path, config.train_split, model_targets(config.model))
 
     def train_loader(self) -> Any:
         config = self.config
-        transforms = train_transforms(config.augmentation, config.min_size)
+        targets = model_targets(config.model)
+        transforms = train_transforms(config.augmentation, config.min_size, targets=targets)
         transforms.generator = torch.Generator().manual_seed(config.seed)
-        dataset = open_split(config.data_path, config.train_split, transforms, config.on_error)
+        dataset = open_split(
+            config.data_path, config.train_split, transforms, config.on_error, targets=targets
+        )
         return _loader(config, dataset, train=True)
 
     def new_model(self) -> nn.Module:
-        return build_model(self.config, max(self.labels) + 1)
+        config = self.config
+        num_keypoints = None
+        if model_targets(config.model) == "keypoints":
+            num_keypoints = read_num_keypoints(config.data_path, config.train_split)
+        return build_model(config, max(self.labels) + 1, num_keypoints)
 
     def loss(
         self, model: nn.Module, batch: tuple[list[Tensor], list[dict[str, Any]]]
@@ -317,7 +396,7 @@ class _Run(common.TrainingRun):
         return sum(value.float() for value in losses.values()), losses
 
     def new_val_loader(self) -> Any:
-        return _eval_loader(self.config, self.config.val_split)
+        return _eval_loader(self.config, self.config.val_split, model_targets(self.config.model))
 
     def validate(self) -> dict[str, float] | None:
         last = self.epoch + 1 == self.config.epochs
@@ -328,7 +407,10 @@ class _Run(common.TrainingRun):
     def results(self) -> dict[str, Any]:
         pipeline = DetectionPipeline(self.model, self.labels)
         write_prediction_grid(pipeline, self.config, self.dir / "predictions.png")
-        return {name: self.logger.last(f"val_{name}") for name in ("AP", "AP50", "AP75", "AR100")}
+        names = [_metric_name("bbox", name) for name in ("AP", "AP50", "AP75", "AR100")]
+        for iou_type in _model_iou_types(self.model)[1:]:
+            names += [_metric_name(iou_type, name) for name in ("AP", "AP50", "AP75")]
+        return {name: self.logger.last(f"val_{name}") for name in names}
 
 
 # ---------------------------------------------------------------------------- public API
@@ -356,8 +438,11 @@ def train(
     return common.fit(run, resume=resume, stop_after_steps=stop_after_steps)
 
 
-def _eval_loader(config: DetectionConfig, split: str) -> Any:
-    dataset = open_split(config.data_path, split, on_error=config.on_error)
+def _eval_loader(config: DetectionConfig, split: str, targets: str = "boxes") -> Any:
+    """The split's images in order; ``targets="keypoints"`` reads its keypoint annotations
+    (evaluation needs only ``image_id``: masks are not decoded)."""
+    targets = "keypoints" if targets == "keypoints" else "boxes"
+    dataset = open_split(config.data_path, split, on_error=config.on_error, targets=targets)
     return _loader(config, dataset, train=False)
 
 
@@ -380,19 +465,26 @@ def _evaluate_model(
 ) -> dict[str, float]:
     from trivium.vision.detection_eval import CocoEvaluator
 
-    evaluator = CocoEvaluator(annotation_file(config.data_path, config.val_split))
+    iou_types = _model_iou_types(model)
+    targets = "keypoints" if "keypoints" in iou_types else "boxes"
+    ann_file = annotation_file(config.data_path, config.val_split, targets)
+    evaluators = {iou_type: CocoEvaluator(ann_file, iou_type) for iou_type in iou_types}
     with common.eval_mode(model):
         for images, targets in loader:
             inputs, _ = _to_model(images, None, device)
             with autocast(device, config.amp):
                 outputs = model(inputs)
-            evaluator.update(
-                {
-                    int(t["image_id"]): {k: v.float().cpu() for k, v in out.items()}
-                    for t, out in zip(targets, outputs, strict=True)
-                }
-            )
-    return evaluator.summarize()
+            predictions = {
+                int(t["image_id"]): {k: v.float().cpu() for k, v in out.items()}
+                for t, out in zip(targets, outputs, strict=True)
+            }
+            for evaluator in evaluators.values():
+                evaluator.update(predictions)
+    return {
+        _metric_name(iou_type, name): value
+        for iou_type, evaluator in evaluators.items()
+        for name, value in evaluator.summarize().items()
+    }
 
 
 def evaluate(
@@ -405,7 +497,9 @@ def evaluate(
 ) -> dict[str, float]:
     """The 12 COCO figures (``AP``, ``AP50``, ``AP75``, ``APs`` ... ``ARl``) of ``data_path/split``.
 
-    ``pipeline`` is a :class:`DetectionPipeline` or a checkpoint path.
+    ``pipeline`` is a :class:`DetectionPipeline` or a checkpoint path. A Mask R-CNN
+    adds the 12 figures of its masks (``segm_AP`` ... ``segm_ARl``), a Keypoint
+    R-CNN the 10 of its keypoints (``keypoints_AP`` ... ``keypoints_ARl``).
 
     Example:
         >>> evaluate("no/such/checkpoint.pt", "data")
@@ -419,7 +513,9 @@ def evaluate(
         data_path=str(data_path), val_split=split, batch_size=batch_size, workers=workers
     )
     device = next(pipeline.model.parameters()).device
-    return _evaluate_model(pipeline.model, _eval_loader(config, split), config, device)
+    targets = "keypoints" if "keypoints" in _model_iou_types(pipeline.model) else "boxes"
+    loader = _eval_loader(config, split, targets)
+    return _evaluate_model(pipeline.model, loader, config, device)
 
 
 class DetectionPipeline(nn.Module):
@@ -478,7 +574,10 @@ def from_checkpoint(
     state = load_checkpoint(path)
     config = common.config_from_state(DetectionConfig, state)
     categories = {int(k): v for k, v in state["categories"].items()}
-    model = build_model(config, max(categories) + 1)
+    # Keypoint R-CNN's keypoint count is its predictor's output channels (torchvision's key).
+    predictor = state["model"].get("roi_heads.keypoint_predictor.kps_score_lowres.weight")
+    num_keypoints = None if predictor is None else int(predictor.shape[1])
+    model = build_model(config, max(categories) + 1, num_keypoints)
     model.load_state_dict(state["model"])
     return DetectionPipeline(model, categories).to(resolve_device(device)).eval()
 
@@ -491,7 +590,7 @@ def write_prediction_grid(
     score_thresh: float = 0.4,
     tile: int = 320,
 ) -> Path:
-    """A PNG grid of ``count`` held-out images with their predicted boxes and labels.
+    """A PNG grid of ``count`` held-out images with their predicted boxes and labels (and masks).
 
     Each image is scaled so that its longer side is ``tile`` pixels (small images
     get legible labels), drawn, and padded to a ``tile`` square.
@@ -501,15 +600,25 @@ def write_prediction_grid(
         <function write_prediction_grid at ...>
     """
     from trivium.vision.transforms import Resize
-    from trivium.vision.utils import draw_bounding_boxes, make_grid, save_image
+    from trivium.vision.utils import (
+        draw_bounding_boxes,
+        draw_segmentation_masks,
+        make_grid,
+        save_image,
+    )
 
-    dataset = open_split(config.data_path, config.val_split, on_error=config.on_error)
+    targets = "keypoints" if model_targets(config.model) == "keypoints" else "boxes"
+    dataset = open_split(
+        config.data_path, config.val_split, on_error=config.on_error, targets=targets
+    )
     images = [dataset[i][0].as_subclass(Tensor) for i in common.spread_indices(len(dataset), count)]
     results = pipeline.predict(images, score_thresh)
     drawn = []
     for image, result in zip(images, results, strict=True):
         height, width = image.shape[-2:]
         scale = tile / max(height, width)
+        if "masks" in result and len(result["masks"]):  # Mask R-CNN's, at the image's size
+            image = draw_segmentation_masks(image, result["masks"][:, 0] > 0.5, alpha=0.5)
         image = Resize((round(height * scale), round(width * scale)))(image)
         labels = [f"{n} {s:.2f}" for n, s in zip(result["names"], result["scores"], strict=True)]
         boxed = image  # nothing above score_thresh: draw_bounding_boxes would warn
