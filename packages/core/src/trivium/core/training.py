@@ -399,7 +399,7 @@ class Trainer:
         with self.autocast():
             out = loss_fn(self.forward, batch)
         loss, scalars = out if isinstance(out, tuple) else (out, {})
-        metrics = {"loss": float(loss.detach()), **{k: float(v) for k, v in scalars.items()}}
+        metrics = {"loss": float(loss.detach()), **{k: _scalar(v) for k, v in scalars.items()}}
         if not all(map(np.isfinite, metrics.values())):
             raise FloatingPointError(f"non-finite loss at step {self.step + 1}: {metrics}")
         self.scaler.scale(loss.float()).backward()
@@ -529,3 +529,8 @@ class Trainer:
         if self.out_dir is not None:
             self.logger = MetricLogger(self.out_dir)
         self.logger.truncate(self.step)
+
+
+def _scalar(value: Any) -> float:
+    """A logged value as a float (a tensor that requires grad is detached first)."""
+    return float(value.detach() if isinstance(value, torch.Tensor) else value)
