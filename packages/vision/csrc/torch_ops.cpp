@@ -178,34 +178,49 @@ int64_t pixel_limit(int64_t max_pixels) { return max_pixels < 0 ? kDefaultMaxPix
 // A new CPU tensor on plain malloc memory, as NumPy allocates: glibc hands a freed
 // block back to the next image of the same size, where at::empty's 64-byte-aligned
 // blocks do not fit the freed ones and take fresh, page-faulting memory per image.
-at::Tensor malloc_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
-    size_t bytes = c10::elementSize(dtype);
-    for (const int64_t n : sizes) bytes *= size_t(n);
+at::Tensor malloc_empty(at::IntArrayRef sizes, at::IntArrayRef strides, size_t numel,
+                        at::ScalarType dtype) {
+    const size_t bytes = numel * c10::elementSize(dtype);
     void* data = std::malloc(std::max<size_t>(bytes, 1));
     TORCH_CHECK(data != nullptr, "out of memory (", bytes, " bytes)");
-    return at::from_blob(data, sizes, [](void* p) { std::free(p); }, at::TensorOptions().dtype(dtype));
+    return at::from_blob(data, sizes, strides, [](void* p) { std::free(p); },
+                         at::TensorOptions().dtype(dtype));
 }
 
-// An [H, W, C] buffer seen as [C, H, W]: the layout every decode returns.
+// A 1-D one.
+at::Tensor malloc_empty(int64_t numel, at::ScalarType dtype) {
+    return malloc_empty({numel}, {1}, size_t(numel), dtype);
+}
+
+// An [H, W, C] buffer seen as [C, H, W]: the layout every decode returns. (Made with its
+// strides, not by permute: a dispatcher call less per image.)
 at::Tensor empty_chw(int64_t c, int64_t h, int64_t w, at::ScalarType dtype) {
-    return malloc_empty({h, w, c}, dtype).permute({2, 0, 1});
+    return malloc_empty({c, h, w}, {1, w * c, c}, size_t(c * h * w), dtype);
 }
 
 // An animation's [T, H, W, C] buffer seen as [T, C, H, W].
 at::Tensor empty_frames(int64_t t, int64_t c, int64_t h, int64_t w, at::ScalarType dtype) {
-    return malloc_empty({t, h, w, c}, dtype).permute({0, 3, 1, 2});
+    return malloc_empty({t, c, h, w}, {h * w * c, 1, w * c, c}, size_t(t * c * h * w), dtype);
 }
 
-// A [C, H, W] image ([T, C, H, W] frames) in its memory order, channels last.
-at::Tensor channels_last(const at::Tensor& image) {
-    return image.dim() == 4 ? image.permute({0, 2, 3, 1}) : image.permute({1, 2, 0});
+// Whether a [C, H, W] image ([T, C, H, W] frames) is stored channels last, densely:
+// as empty_chw (empty_frames) lays it out. Sizes of 1 take any stride.
+bool channels_last(const at::Tensor& image) {
+    const int64_t d = image.dim();
+    if (d != 3 && d != 4) return false;
+    const int64_t c = image.size(d - 3), h = image.size(d - 2), w = image.size(d - 1);
+    auto fits = [&](int64_t dim, int64_t stride) {
+        return image.size(dim) == 1 || image.stride(dim) == stride;
+    };
+    return fits(d - 3, 1) && fits(d - 2, w * c) && fits(d - 1, c) &&
+           (d == 3 || fits(0, h * w * c));
 }
 
 // The layout the op promises (its fake kernel's): contiguous [C, H, W]. Python's eager
 // decoders keep the decoder's [H, W, C] memory instead (resize is faster on it).
 at::Tensor output_layout(const at::Tensor& image) {
     if (!call_state.eager) return image.contiguous();
-    if (channels_last(image).is_contiguous()) return image;
+    if (channels_last(image)) return image;
     if (image.dim() == 4) {
         return empty_frames(image.size(0), image.size(1), image.size(2), image.size(3),
                             image.scalar_type())
@@ -221,7 +236,7 @@ at::Tensor output_for(const OutputShape& shape, const std::optional<at::Tensor>&
     std::vector<int64_t> sizes{shape.channels, shape.height, shape.width};
     if (shape.frames > 1) sizes.insert(sizes.begin(), shape.frames);
     if (out && out->device().is_cpu() && out->scalar_type() == dtype &&
-        out->sizes() == at::IntArrayRef(sizes) && channels_last(*out).is_contiguous()) {
+        out->sizes() == at::IntArrayRef(sizes) && channels_last(*out)) {
         return *out;
     }
     if (shape.frames > 1) {
@@ -692,7 +707,7 @@ at::Tensor hwc_samples(const at::Tensor& image, const char* func, std::vector<in
 }
 
 at::Tensor to_tensor(const std::vector<uint8_t>& bytes) {
-    at::Tensor t = malloc_empty({int64_t(bytes.size())}, at::kByte);
+    at::Tensor t = malloc_empty(int64_t(bytes.size()), at::kByte);
     std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
     return t;
 }
