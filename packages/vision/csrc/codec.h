@@ -14,15 +14,15 @@ enum class ReadMode : int { Unchanged = 0, Gray = 1, GrayAlpha = 2, RGB = 3, RGB
 
 // Corrupt: damaged data; Unsupported: valid data in a format or feature not decoded;
 // TooLarge: over the pixel limit; BadArgument: an argument the image refuses (a roi
-// outside it), which the bindings raise as a plain ValueError, not a decode error;
-// Empty: no bytes at all. trivium.vision.io.codec.native_error maps each kind to its
-// Python error, the one map both bindings' failures go through.
+// outside it), which the operators raise as a plain ValueError, not a decode error;
+// Empty: no bytes at all. The operators' `.status` overloads report the kind to Python,
+// where trivium.vision.io.codec.native_error maps it to its error (the one map).
 enum class ErrorKind : int {
     None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 3, BadArgument = 4, Empty = 5
 };
 
 // Every decoder has this shape (JpegDecoder, PngDecoder, WebpDecoder), so that one template in the
-// bindings (module.cpp, torch_ops.cpp) serves them all:
+// operator library (torch_ops.cpp, decode_with) serves them all:
 //
 //     Decoder(const uint8_t* data, size_t size, Diagnostics* diag);
 //     bool read_header(ImageHeader* header);
@@ -32,8 +32,8 @@ enum class ErrorKind : int {
 // `strict` means the same in every decoder: damage that loses pixels fails the
 // decode; without it the damage is recorded in Diagnostics (corrupt, truncated,
 // warnings) and the pixels decoded are kept. Each returns false after
-// Diagnostics::fail. Whether recorded damage then raises or warns is the bindings'
-// rule (torch_ops.cpp check_damage, trivium.vision.io.codec.check_damage).
+// Diagnostics::fail. Whether recorded damage then raises or warns is the operators'
+// rule (torch_ops.cpp check_damage).
 
 // What a header says, before any pixel is decoded.
 struct ImageHeader {

@@ -1,5 +1,6 @@
-// The one table of image formats, shared by both bindings (module.cpp: trivium.vision._C,
-// torch_ops.cpp: the operator library) and, through _C, by trivium.vision.io's registry.
+// The one table of image formats: the operator library (torch_ops.cpp) sniffs
+// decode_image with it, and trivium.vision.io's registry reads it through _C (module.cpp:
+// sniff, image_info, formats).
 // Torch- and Python-free. A row is a format: its name, how messages spell it, its test
 // on the first kSniffBytes bytes, and its header reader (nullptr for the formats that
 // trivium.vision.io decodes in Python, through Pillow). sniff() and the error wording

@@ -1,24 +1,15 @@
-// pybind11 bindings of the codecs: trivium.vision._C.
+// pybind11 bindings of trivium.vision._C: the native helpers that are not torch operators.
 //
-// What Python reads through _C rather than the torch operators (torch_ops.cpp): the
-// format table (formats.h: `sniff`, `image_info`, `formats`) and the scaled region
-// decode of JPEG the fused Decode* transforms use. Every function takes any contiguous byte buffer (bytes,
-// bytearray, memoryview, a NumPy array) and returns NumPy arrays or dicts. The GIL is
-// released around all codec work and only taken back to allocate the output array.
+// The codecs decode and encode only through the torch operators (torch_ops.cpp). _C
+// holds the format table (formats.h: `sniff`, `image_info`, `formats`), which Python
+// reads before and beside any decode (sniff_format, image_info, the registry) and which
+// answers with strings and dicts, not tensors; the library versions; and the NumPy
+// kernels of resampling, NMS and RoI. Functions take any contiguous byte buffer (bytes,
+// bytearray, memoryview, a NumPy array); the GIL is released around codec work.
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <functional>
-#include <memory>
-#include <mutex>
-#include <cstdlib>
 #include <optional>
-#include <thread>
-#include <utility>
+#include <string>
 #include <vector>
-
-#include <pthread.h>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -89,50 +80,6 @@ py::dict header_dict(const ImageHeader& h) {
     return d;
 }
 
-// The output array: a new one, the caller's `out` array, or the array returned by
-// calling `out(height, width, channels, bits_per_sample)` (an allocator, e.g. of
-// pinned memory). A caller's array must match the shape exactly.
-py::array output_array(const OutputShape& shape, const std::optional<py::object>& out) {
-    const std::vector<py::ssize_t> dims{shape.height, shape.width, shape.channels};
-    const py::dtype dtype = shape.bytes_per_sample == 2 ? py::dtype::of<uint16_t>()
-                                                        : py::dtype::of<uint8_t>();
-    if (shape.frames > 1) {  // an animation: (T, H, W, C), never into a caller's array
-        if (out && !out->is_none()) throw py::value_error("out takes a single image");
-        return py::array(dtype, std::vector<py::ssize_t>{shape.frames, dims[0], dims[1], dims[2]});
-    }
-    if (!out || out->is_none()) return py::array(dtype, dims);
-    py::object given = *out;
-    if (!py::isinstance<py::array>(given) && PyCallable_Check(given.ptr())) {
-        given = given(dims[0], dims[1], dims[2], 8 * shape.bytes_per_sample);
-    }
-    if (!py::isinstance<py::array>(given)) throw py::type_error("out must be a NumPy array");
-    py::array a = py::reinterpret_borrow<py::array>(given);
-    const bool ok = a.ndim() == 3 && a.shape(0) == dims[0] && a.shape(1) == dims[1] &&
-                    a.shape(2) == dims[2] && a.dtype().is(dtype) && a.writeable() &&
-                    (a.flags() & py::array::c_style);
-    if (!ok) {
-        throw py::value_error("out must be a writable C-contiguous " +
-                              std::string(py::str(dtype)) + " array of shape (" +
-                              std::to_string(dims[0]) + ", " + std::to_string(dims[1]) + ", " +
-                              std::to_string(dims[2]) + ")");
-    }
-    return a;
-}
-
-// (image, warnings, damage): damage is Diagnostics::damage(), 0 none, 1 recovered
-// damage, 2 a truncated file.
-py::tuple result(py::array image, const Diagnostics& diag) {
-    return py::make_tuple(image, diag.warnings, diag.damage());
-}
-
-ReadMode read_mode(int mode) {
-    if (mode < 0 || mode > 4) throw py::value_error("mode must be an ImageReadMode value");
-    return static_cast<ReadMode>(mode);
-}
-
-// The bindings of every codec (codec.h's Decoder shape), one template each.
-
-// `<format>_info(data)`: the header, read without decoding pixels.
 // The table's format of `data` (formats.h), or its failure raised.
 const Format& sniff_view(const ByteView& view) {
     Diagnostics diag;
@@ -168,287 +115,6 @@ py::list py_formats() {
         rows.append(py::make_tuple(f->name, f->title, f->native()));
     }
     return rows;
-}
-
-// A decode into a NumPy array: `prepare(decoder, &shape)` fixes the output with the
-// format's own options, the array is allocated (GIL held: `out` may be a Python
-// allocator), then `write(decoder, dst, shape)` decodes into it. Returns (array,
-// warnings, damage) as result() gives them.
-template <typename Decoder, typename Prepare, typename Write>
-py::tuple decode_array(const py::buffer& data, const std::optional<py::object>& out,
-                       Prepare prepare, Write write) {
-    ByteView view = view_bytes(data);
-    Diagnostics diag;
-    Decoder decoder(view.data(), view.size(), &diag);
-    OutputShape shape;
-    bool ok;
-    {
-        py::gil_scoped_release release;
-        ok = prepare(decoder, &shape);
-    }
-    if (!ok) raise(diag);
-    py::array image = output_array(shape, out);
-    uint8_t* dst = static_cast<uint8_t*>(image.mutable_data());
-    {
-        py::gil_scoped_release release;
-        ok = write(decoder, dst, shape);
-    }
-    if (!ok) raise(diag);
-    return result(image, diag);
-}
-
-
-// One JPEG decoded with the GIL released throughout (header, allocation, pixels): the
-// output is malloc'd by the decoding thread and handed to NumPy afterwards
-// (owned_array), so a thread never waits for the GIL in the middle of an image.
-struct OwnedDecode {
-    ByteView view;
-    Diagnostics diag;
-    OutputShape shape;
-    uint8_t* pixels = nullptr;
-    bool ok = false;
-
-    OwnedDecode() = default;
-    explicit OwnedDecode(ByteView v) : view(std::move(v)) {}
-    OwnedDecode(OwnedDecode&& o) noexcept
-        : view(std::move(o.view)), diag(std::move(o.diag)), shape(o.shape),
-          pixels(std::exchange(o.pixels, nullptr)), ok(o.ok) {}
-    ~OwnedDecode() { std::free(pixels); }
-};
-
-void decode_owned(OwnedDecode& item, ReadMode mode, int scale_num, const Roi* roi, bool strict,
-                  int64_t max_pixels) {
-    JpegDecoder decoder(item.view.data(), item.view.size(), &item.diag);
-    if (!decoder.prepare(mode, scale_num, roi, max_pixels, &item.shape)) return;
-    const ptrdiff_t stride =
-        ptrdiff_t(item.shape.width) * item.shape.channels * item.shape.bytes_per_sample;
-    item.pixels = static_cast<uint8_t*>(std::malloc(std::max<size_t>(stride * item.shape.height, 1)));
-    if (item.pixels == nullptr) {
-        item.diag.fail(ErrorKind::TooLarge, "out of memory for the decoded image");
-        return;
-    }
-    item.ok = decoder.decode(item.pixels, stride, strict);
-}
-
-// The decoded pixels as an (H, W, C) array that frees them (GIL held).
-py::array owned_array(OwnedDecode& item) {
-    const OutputShape& s = item.shape;
-    const py::dtype dtype = s.bytes_per_sample == 2 ? py::dtype::of<uint16_t>()
-                                                    : py::dtype::of<uint8_t>();
-    py::capsule owner(item.pixels, [](void* p) { std::free(p); });
-    item.pixels = nullptr;
-    const std::vector<py::ssize_t> dims{s.height, s.width, s.channels};
-    return py::array(dtype, dims, {}, owner.get_pointer(), owner);
-}
-
-std::optional<Roi> to_roi(const std::optional<std::tuple<int64_t, int64_t, int64_t, int64_t>>& roi) {
-    if (!roi) return std::nullopt;
-    return Roi{std::get<0>(*roi), std::get<1>(*roi), std::get<2>(*roi), std::get<3>(*roi)};
-}
-
-// JPEG at a DCT scale of scale_num/8, optionally of a region (the fused Decode* transforms).
-py::tuple py_decode_jpeg(const py::buffer& data, int mode, int scale_num,
-                         std::optional<std::tuple<int64_t, int64_t, int64_t, int64_t>> roi,
-                         bool strict, int64_t max_pixels, std::optional<py::object> out) {
-    if (scale_num < 1 || scale_num > 8) throw py::value_error("scale_num must be in 1..8");
-    const ReadMode read = read_mode(mode);
-    const std::optional<Roi> box = to_roi(roi);
-    const Roi* region = box ? &*box : nullptr;
-    if (!out || out->is_none()) {
-        OwnedDecode item(view_bytes(data));
-        {
-            py::gil_scoped_release release;
-            decode_owned(item, read, scale_num, region, strict, max_pixels);
-        }
-        if (!item.ok) raise(item.diag);
-        return result(owned_array(item), item.diag);
-    }
-    auto prepare = [&](JpegDecoder& decoder, OutputShape* shape) {
-        return decoder.prepare(read, scale_num, region, max_pixels, shape);
-    };
-    auto write = [&](JpegDecoder& decoder, uint8_t* dst, const OutputShape& shape) {
-        const ptrdiff_t stride = ptrdiff_t(shape.width) * shape.channels * shape.bytes_per_sample;
-        return decoder.decode(dst, stride, strict);
-    };
-    return decode_array<JpegDecoder>(data, out, prepare, write);
-}
-
-// WebP, a still image (H, W, C) or an animation's frames (T, H, W, C).
-py::tuple py_decode_webp(const py::buffer& data, int mode, bool strict, int64_t max_pixels) {
-    const ReadMode read = read_mode(mode);
-    auto prepare = [&](WebpDecoder& decoder, OutputShape* shape) {
-        return decoder.prepare(read, max_pixels, shape);
-    };
-    auto write = [&](WebpDecoder& decoder, uint8_t* dst, const OutputShape&) {
-        return decoder.decode(dst, strict);
-    };
-    return decode_array<WebpDecoder>(data, std::nullopt, prepare, write);
-}
-
-// A persistent pool of decode threads for lists. Each keeps its malloc arena, so the
-// pages of the images a call frees serve the next call's images; the main thread's
-// heap is trimmed back to the system when a list of images is freed, and new threads
-// start new arenas, both page-faulting every image afresh. Threads are created on
-// demand, never joined (the process ends them), and forgotten in a forked child.
-class DecodePool {
-public:
-    // Runs task(i) for every i < n on up to `threads` pool threads, each taking the
-    // next index; returns when all are done. The caller only waits (a single item
-    // runs on the caller).
-    void run(size_t n, size_t threads, const std::function<void(size_t)>& task) {
-        if (n == 1) return task(0);  // one item: a hand-over would cost more than it saves
-        auto batch = std::make_shared<Batch>(task, n, std::min(threads, n));
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            while (workers_ < batch->runners) {
-                std::thread([this] { work(); }).detach();
-                ++workers_;
-            }
-            for (size_t r = 0; r < batch->runners; ++r) queue_.push_back(batch);
-        }
-        wake_.notify_all();
-        std::unique_lock<std::mutex> lock(batch->mutex);
-        batch->done.wait(lock, [&] { return batch->finished == batch->runners; });
-    }
-
-private:
-    struct Batch {
-        Batch(const std::function<void(size_t)>& t, size_t count, size_t r)
-            : task(t), n(count), runners(r) {}
-        const std::function<void(size_t)>& task;
-        const size_t n, runners;
-        std::atomic<size_t> next{0};
-        std::mutex mutex;
-        std::condition_variable done;
-        size_t finished = 0;
-    };
-
-    void work() {
-        for (;;) {
-            std::shared_ptr<Batch> batch;
-            {
-                std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait(lock, [&] { return !queue_.empty(); });
-                batch = std::move(queue_.front());
-                queue_.pop_front();
-            }
-            for (size_t i; (i = batch->next.fetch_add(1)) < batch->n;) batch->task(i);
-            {
-                std::lock_guard<std::mutex> lock(batch->mutex);
-                ++batch->finished;
-            }
-            batch->done.notify_all();
-        }
-    }
-
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::deque<std::shared_ptr<Batch>> queue_;
-    size_t workers_ = 0;
-};
-
-DecodePool* decode_pool = nullptr;  // created, and after a fork recreated, with the GIL held
-
-DecodePool& get_decode_pool() {
-    static const bool registered = [] {
-        pthread_atfork(nullptr, nullptr, [] { decode_pool = nullptr; });  // leaked in the child
-        return true;
-    }();
-    (void)registered;
-    if (decode_pool == nullptr) decode_pool = new DecodePool();
-    return *decode_pool;
-}
-
-// A list of JPEGs decoded on `threads` threads of the DecodePool, the GIL released
-// for the whole list, each thread taking the next item. Returns (images,
-// problems): images[i] is the (H, W, C) array, or None where the decode failed;
-// problems lists (i, error kind, message, warnings, damage) for each item that
-// failed or lost pixels (codec.h's ErrorKind values, 0 with a partial image; damage
-// as result() gives it).
-py::tuple py_decode_jpeg_list(const py::list& items, int mode, int scale_num,
-                              std::optional<std::tuple<int64_t, int64_t, int64_t, int64_t>> roi,
-                              bool strict, int64_t max_pixels, int threads) {
-    if (scale_num < 1 || scale_num > 8) throw py::value_error("scale_num must be in 1..8");
-    const ReadMode read = read_mode(mode);
-    const std::optional<Roi> box = to_roi(roi);
-    const Roi* region = box ? &*box : nullptr;
-    std::vector<OwnedDecode> list;
-    list.reserve(items.size());
-    for (const py::handle item : items) list.emplace_back(view_bytes(item.cast<py::buffer>()));
-    if (list.empty()) return py::make_tuple(py::list(), py::list());
-    DecodePool& pool = get_decode_pool();
-    {
-        py::gil_scoped_release release;
-        auto decode = [&](size_t i) {
-            decode_owned(list[i], read, scale_num, region, strict, max_pixels);
-        };
-        pool.run(list.size(), size_t(std::max(threads, 1)), decode);
-    }
-    py::list images, problems;
-    for (size_t i = 0; i < list.size(); ++i) {
-        OwnedDecode& item = list[i];
-        images.append(item.ok ? py::object(owned_array(item)) : py::object(py::none()));
-        if (!item.ok || item.diag.corrupt) {
-            problems.append(py::make_tuple(i, int(item.diag.error), item.diag.message,
-                                           item.diag.warnings, item.diag.damage()));
-        }
-    }
-    return py::make_tuple(images, problems);
-}
-
-// The encoder's buffer as a 1-D uint8 array that frees it, or its error.
-py::array_t<uint8_t> encoded_array(bool ok, uint8_t* bytes, size_t size, const Diagnostics& diag) {
-    if (!ok) throw py::value_error(diag.message);
-    py::capsule owner(bytes, [](void* p) { std::free(p); });
-    return py::array_t<uint8_t>(static_cast<py::ssize_t>(size), bytes, owner);
-}
-
-// JPEG encode of an (H, W, C) C-contiguous uint8 (8-bit) or uint16 (12-bit) array
-// into a 1-D uint8 array over the encoder's own buffer: the eager path of
-// encode_jpeg, the op's bytes.
-py::array_t<uint8_t> py_encode_jpeg(const py::array& pixels, int quality, int subsampling,
-                                    bool progressive, bool optimize) {
-    const bool wide = py::isinstance<py::array_t<uint16_t>>(pixels);
-    if (pixels.ndim() != 3 || !(pixels.flags() & py::array::c_style) ||
-        !(wide || py::isinstance<py::array_t<uint8_t>>(pixels))) {
-        throw py::value_error("pixels must be a C-contiguous (H, W, C) uint8 or uint16 array");
-    }
-    const int h = int(pixels.shape(0)), w = int(pixels.shape(1)), c = int(pixels.shape(2));
-    JpegEncodeOptions options{quality, subsampling, progressive, optimize};
-    if (wide) options.precision = 12;
-    // Read before the GIL is released: itemsize() goes through the dtype object.
-    const ptrdiff_t row_stride = ptrdiff_t(w) * c * pixels.itemsize();
-    uint8_t* bytes = nullptr;
-    size_t size = 0;
-    Diagnostics diag;
-    bool ok;
-    {
-        py::gil_scoped_release release;
-        ok = encode_jpeg(pixels.data(), h, w, c, row_stride, options, &bytes, &size, &diag);
-    }
-    return encoded_array(ok, bytes, size, diag);
-}
-
-// JPEG encode of a C-contiguous (3, H, W) uint8 array (a [3, H, W] tensor's planes),
-// read in place: the eager path of encode_jpeg for a channel-first RGB image.
-py::array_t<uint8_t> py_encode_jpeg_planes(const py::array& planes, int quality,
-                                           int subsampling, bool progressive, bool optimize) {
-    if (planes.ndim() != 3 || planes.shape(0) != 3 || !(planes.flags() & py::array::c_style) ||
-        !py::isinstance<py::array_t<uint8_t>>(planes)) {
-        throw py::value_error("planes must be a C-contiguous (3, H, W) uint8 array");
-    }
-    const int h = int(planes.shape(1)), w = int(planes.shape(2));
-    const JpegEncodeOptions options{quality, subsampling, progressive, optimize};
-    uint8_t* bytes = nullptr;
-    size_t size = 0;
-    Diagnostics diag;
-    bool ok;
-    {
-        py::gil_scoped_release release;
-        ok = encode_jpeg_planes(static_cast<const uint8_t*>(planes.data()), h, w, options, &bytes,
-                                &size, &diag);
-    }
-    return encoded_array(ok, bytes, size, diag);
 }
 
 // Greedy NMS (nms.h): boxes float32/float64 [N, 4], order int64 [N] (a permutation,
@@ -617,28 +283,17 @@ void register_roi(py::module_& m) {
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
-    m.doc() = "Native JPEG (libjpeg-turbo), PNG (libspng) and WebP (libwebp) codecs of trivium.vision";
+    m.doc() = "The format table and native kernels of trivium.vision (codecs: its torch operators)";
     auto base = py::register_exception<DecodeFailure>(m, "DecodeFailure", PyExc_ValueError);
     py::register_exception<UnsupportedFailure>(m, "UnsupportedFailure", base.ptr());
     py::register_exception<TooLargeFailure>(m, "TooLargeFailure", base.ptr());
     py::register_exception<EmptyFailure>(m, "EmptyFailure", base.ptr());
 
-    // Each codec's header reader (trivium.vision.io's format registry reads these).
+    // The format table and each format's header reader (trivium.vision.io's registry).
     m.def("sniff", &py_sniff, py::arg("data"));
     m.def("image_info", &py_image_info, py::arg("data"));
     m.def("formats", &py_formats);
     m.attr("SNIFF_BYTES") = kSniffBytes;
-    m.def("decode_jpeg", &py_decode_jpeg, py::arg("data"), py::arg("mode"), py::arg("scale_num"),
-          py::arg("roi"), py::arg("strict"), py::arg("max_pixels"), py::arg("out") = py::none());
-    m.def("decode_webp", &py_decode_webp, py::arg("data"), py::arg("mode"), py::arg("strict"),
-          py::arg("max_pixels"));
-    m.def("decode_jpeg_list", &py_decode_jpeg_list, py::arg("items"), py::arg("mode"),
-          py::arg("scale_num"), py::arg("roi"), py::arg("strict"), py::arg("max_pixels"),
-          py::arg("threads"));
-    m.def("encode_jpeg", &py_encode_jpeg, py::arg("pixels"), py::arg("quality"),
-          py::arg("subsampling"), py::arg("progressive"), py::arg("optimize"));
-    m.def("encode_jpeg_planes", &py_encode_jpeg_planes, py::arg("planes"), py::arg("quality"),
-          py::arg("subsampling"), py::arg("progressive"), py::arg("optimize"));
     register_resample(m);
     m.def("nms", &py_nms, py::arg("boxes"), py::arg("order"), py::arg("iou_threshold"),
           py::arg("classes") = py::none(), py::arg("ascending") = false);

@@ -3,9 +3,12 @@
 // registered with TORCH_LIBRARY so that a scripted or exported model that decodes runs
 // without Python (load this library, then torch::jit::load the model).
 //
-// The kernels call the same torch-free codec core as trivium.vision._C (jpeg_codec.h,
-// png_codec.h, webp_codec.h). Bad input raises a c10::Error whose message names the
-// reason (and `path`, when given): c10::ValueError for damaged data and bad arguments,
+// The kernels call the torch-free codec core (jpeg_codec.h, png_codec.h, webp_codec.h);
+// they are the only binding of its decoders and encoders. The public Python functions
+// call the `.status` overloads below (one call per image, or per list), which report
+// failures and damage instead of raising. Elsewhere bad input raises a c10::Error whose
+// message names the reason (and `path`, when given): c10::ValueError for damaged data
+// and bad arguments,
 // c10::NotImplementedError for valid data in an unsupported format, c10::TypeError for
 // wrong input types. Damage raises with strict=true; by default (strict=None) damage the
 // decoder recovers from gives a warning and the image, and a decode that stops early (a
@@ -13,8 +16,12 @@
 // decoded part (check_damage).
 //
 // Shapes are data-dependent, so the fake kernels used for torch.compile and
-// torch.export (unbacked sizes) are Python ones, in trivium.vision.io.ops.
+// torch.export (unbacked sizes) are Python ones, in trivium.vision.io.ops; so is the
+// Python kernel of the plain overloads called from Python (compiled graphs), which calls
+// `.status` and raises Trivium errors.
 #include <algorithm>
+#include <exception>
+#include <tuple>
 #include <atomic>
 #include <initializer_list>
 #include <cmath>
@@ -29,6 +36,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "decode_pool.h"
 #include "formats.h"
 #include "jpeg_codec.h"
 #include "png_codec.h"
@@ -40,27 +48,58 @@ namespace {
 // Pillow's decompression-bomb limit: the default when max_pixels is -1.
 constexpr int64_t kDefaultMaxPixels = 178956970;
 
-// How a call from Python (trivium.vision.io.ops) wants damage and wide samples
-// handled on this thread; see trivium::_python_call. C++ callers never set it.
-struct PythonCall {
-    bool active = false;  // record damage instead of warning
+// How a call of a `.status` overload (the public Python functions, trivium.vision.io)
+// wants failures, damage and wide samples handled on this thread; set by StatusCall
+// for one call. The plain overloads (C++ programs, compiled graphs) never set it.
+struct CallState {
+    bool status = false;  // report failures and damage in the result instead of raising
     // Eager mode of the public decoders: dtype=None keeps uint16 samples instead of
-    // refusing them, and the result stays a [C, H, W] view of the [H, W, C] buffer.
+    // refusing them, the result stays a [C, H, W] view of the [H, W, C] buffer, and an
+    // animation gives its [T, C, H, W] frames.
     bool eager = false;
-    std::string damage;      // the recorded reason, "" when none
+    ErrorKind error = ErrorKind::None;
+    std::string message;  // the failure, or the damage warning; no path in front
 };
-thread_local PythonCall python_call;
+thread_local CallState call_state;
+
+// Thrown inside a status call after the failure is recorded in call_state: the
+// status kernel returns it as (kind, message).
+struct Refused {};
+
+// A decode of a format the operator does not decode (one of formats.h's rows decoded
+// in Python): a status call reports it with this kind and the format's name, so that
+// Python decodes it (codec.h's ErrorKind values end at 5).
+constexpr int kDecodedInPython = 6;
+
+// Sets call_state for one status call on this thread, and resets it after.
+struct StatusCall {
+    explicit StatusCall(bool eager) { call_state = CallState{true, eager}; }
+    ~StatusCall() { call_state = CallState{}; }
+    StatusCall(const StatusCall&) = delete;
+    StatusCall& operator=(const StatusCall&) = delete;
+};
 
 std::string prefix(const std::optional<c10::string_view>& path) {
     return path ? std::string(*path) + ": " : std::string();
 }
 
+// A data failure of `kind`: recorded in a status call, else raised with the input
+// named first (`where`): c10::NotImplementedError for Unsupported, else c10::ValueError.
+[[noreturn]] void refuse(ErrorKind kind, const std::string& where, const std::string& message) {
+    if (call_state.status) {
+        call_state.error = kind;
+        call_state.message = message;
+        throw Refused{};
+    }
+    TORCH_CHECK_NOT_IMPLEMENTED(kind != ErrorKind::Unsupported, where + message);
+    TORCH_CHECK_VALUE(false, where + message);
+}
+
 // A codec's failure: data errors name the input (`where`), argument errors (a roi
 // outside the image) name the function, as every other argument error here does.
 [[noreturn]] void fail(const Diagnostics& diag, const std::string& where, const char* func) {
-    if (diag.error == ErrorKind::Unsupported) TORCH_CHECK_NOT_IMPLEMENTED(false, where + diag.message);
     TORCH_CHECK_VALUE(diag.error != ErrorKind::BadArgument, func, ": ", diag.message);
-    TORCH_CHECK_VALUE(false, where + diag.message);
+    refuse(diag.error, where, diag.message);
 }
 
 // The reason damage gives: the first two distinct messages and how many more.
@@ -77,19 +116,18 @@ std::string damage_reason(const Diagnostics& diag) {
 
 // Damage: raises with strict=true, and by default (strict=None) where the decode
 // stopped early (a truncated file, a broken PNG stream: Pillow and torchvision refuse
-// those too); else warns. From
-// Python the warning's text is recorded (trivium.vision.io.codec.check_damage words
-// the same rule for the codecs called directly).
+// those too); else warns (TORCH_WARN), or in a status call reports the warning's text.
 void check_damage(const Diagnostics& diag, std::optional<bool> strict, const std::string& where) {
     if (!diag.corrupt) return;
     const std::string reason = damage_reason(diag);
-    TORCH_CHECK_VALUE(!strict.value_or(false), where + "corrupt image data (" + reason + ")");
-    TORCH_CHECK_VALUE(strict.has_value() || !diag.partial,
-                      where + "only part of the image decodes (" + reason +
-                          "); strict=False returns that part");
+    if (strict.value_or(false)) refuse(ErrorKind::Corrupt, where, "corrupt image data (" + reason + ")");
+    if (!strict.has_value() && diag.partial) {
+        refuse(ErrorKind::Corrupt, where,
+               "only part of the image decodes (" + reason + "); strict=False returns that part");
+    }
     const std::string message = reason + "; decoded what the data allows (strict=True raises)";
-    if (python_call.active) {
-        python_call.damage = message;
+    if (call_state.status) {
+        call_state.message = message;
     } else {
         TORCH_WARN(where + message);
     }
@@ -140,34 +178,49 @@ int64_t pixel_limit(int64_t max_pixels) { return max_pixels < 0 ? kDefaultMaxPix
 // A new CPU tensor on plain malloc memory, as NumPy allocates: glibc hands a freed
 // block back to the next image of the same size, where at::empty's 64-byte-aligned
 // blocks do not fit the freed ones and take fresh, page-faulting memory per image.
-at::Tensor malloc_empty(at::IntArrayRef sizes, at::ScalarType dtype) {
-    size_t bytes = c10::elementSize(dtype);
-    for (const int64_t n : sizes) bytes *= size_t(n);
+at::Tensor malloc_empty(at::IntArrayRef sizes, at::IntArrayRef strides, size_t numel,
+                        at::ScalarType dtype) {
+    const size_t bytes = numel * c10::elementSize(dtype);
     void* data = std::malloc(std::max<size_t>(bytes, 1));
     TORCH_CHECK(data != nullptr, "out of memory (", bytes, " bytes)");
-    return at::from_blob(data, sizes, [](void* p) { std::free(p); }, at::TensorOptions().dtype(dtype));
+    return at::from_blob(data, sizes, strides, [](void* p) { std::free(p); },
+                         at::TensorOptions().dtype(dtype));
 }
 
-// An [H, W, C] buffer seen as [C, H, W]: the layout every decode returns.
+// A 1-D one.
+at::Tensor malloc_empty(int64_t numel, at::ScalarType dtype) {
+    return malloc_empty({numel}, {1}, size_t(numel), dtype);
+}
+
+// An [H, W, C] buffer seen as [C, H, W]: the layout every decode returns. (Made with its
+// strides, not by permute: a dispatcher call less per image.)
 at::Tensor empty_chw(int64_t c, int64_t h, int64_t w, at::ScalarType dtype) {
-    return malloc_empty({h, w, c}, dtype).permute({2, 0, 1});
+    return malloc_empty({c, h, w}, {1, w * c, c}, size_t(c * h * w), dtype);
 }
 
 // An animation's [T, H, W, C] buffer seen as [T, C, H, W].
 at::Tensor empty_frames(int64_t t, int64_t c, int64_t h, int64_t w, at::ScalarType dtype) {
-    return malloc_empty({t, h, w, c}, dtype).permute({0, 3, 1, 2});
+    return malloc_empty({t, c, h, w}, {h * w * c, 1, w * c, c}, size_t(t * c * h * w), dtype);
 }
 
-// A [C, H, W] image ([T, C, H, W] frames) in its memory order, channels last.
-at::Tensor channels_last(const at::Tensor& image) {
-    return image.dim() == 4 ? image.permute({0, 2, 3, 1}) : image.permute({1, 2, 0});
+// Whether a [C, H, W] image ([T, C, H, W] frames) is stored channels last, densely:
+// as empty_chw (empty_frames) lays it out. Sizes of 1 take any stride.
+bool channels_last(const at::Tensor& image) {
+    const int64_t d = image.dim();
+    if (d != 3 && d != 4) return false;
+    const int64_t c = image.size(d - 3), h = image.size(d - 2), w = image.size(d - 1);
+    auto fits = [&](int64_t dim, int64_t stride) {
+        return image.size(dim) == 1 || image.stride(dim) == stride;
+    };
+    return fits(d - 3, 1) && fits(d - 2, w * c) && fits(d - 1, c) &&
+           (d == 3 || fits(0, h * w * c));
 }
 
 // The layout the op promises (its fake kernel's): contiguous [C, H, W]. Python's eager
 // decoders keep the decoder's [H, W, C] memory instead (resize is faster on it).
 at::Tensor output_layout(const at::Tensor& image) {
-    if (!python_call.eager) return image.contiguous();
-    if (channels_last(image).is_contiguous()) return image;
+    if (!call_state.eager) return image.contiguous();
+    if (channels_last(image)) return image;
     if (image.dim() == 4) {
         return empty_frames(image.size(0), image.size(1), image.size(2), image.size(3),
                             image.scalar_type())
@@ -183,7 +236,7 @@ at::Tensor output_for(const OutputShape& shape, const std::optional<at::Tensor>&
     std::vector<int64_t> sizes{shape.channels, shape.height, shape.width};
     if (shape.frames > 1) sizes.insert(sizes.begin(), shape.frames);
     if (out && out->device().is_cpu() && out->scalar_type() == dtype &&
-        out->sizes() == at::IntArrayRef(sizes) && channels_last(*out).is_contiguous()) {
+        out->sizes() == at::IntArrayRef(sizes) && channels_last(*out)) {
         return *out;
     }
     if (shape.frames > 1) {
@@ -196,7 +249,7 @@ at::Tensor output_for(const OutputShape& shape, const std::optional<at::Tensor>&
 // caller keeps wide samples.
 void check_output_dtype(const OutputShape& shape, const std::optional<at::ScalarType>& dtype,
                         const char* func) {
-    if (dtype || shape.bytes_per_sample == 1 || python_call.eager) return;
+    if (dtype || shape.bytes_per_sample == 1 || call_state.eager) return;
     // decode_jpeg has no dtype argument: decode_image (which sniffs the same JPEG) has.
     const std::string fix = std::string(func) == "decode_jpeg"
                                 ? "decode it with decode_image(data, dtype=torch.uint16)"
@@ -360,10 +413,12 @@ at::Tensor decode_png_impl(const at::Tensor& data, const ImageArgs& a, const std
 // The op's result is one [C, H, W] image (its fake kernel's shape); only Python's eager
 // decoders return an animation's frames, as [T, C, H, W].
 void check_still(const OutputShape& shape, const std::string& where) {
-    TORCH_CHECK_NOT_IMPLEMENTED(
-        shape.frames == 1 || python_call.eager, where, "animated WebP (", shape.frames,
-        " frames) is not supported by the operator, whose result is one [C, H, W] image: "
-        "decode animations eagerly in Python (decode_webp and decode_image give [T, C, H, W])");
+    if (shape.frames == 1 || call_state.eager) return;
+    refuse(ErrorKind::Unsupported, where,
+           "animated WebP (" + std::to_string(shape.frames) +
+               " frames) is not supported by the operator, whose result is one [C, H, W] image: "
+               "decode animations eagerly in Python (decode_webp and decode_image give "
+               "[T, C, H, W])");
 }
 
 at::Tensor decode_webp_impl(const at::Tensor& data, const ImageArgs& a, const std::string& where,
@@ -416,18 +471,23 @@ ImageDecode image_decode(const Format& format) {
 }
 
 // The format of `b` from its first bytes (the table's sniff); anything else raises, naming
-// what it is. Formats decoded in Python (through Pillow) raise NotImplementedError: the
-// op's Python kernel (trivium.vision.io.ops) decodes them; without Python (a deployed C++
-// program) that names the format.
+// what it is. Formats decoded in Python (through Pillow) raise NotImplementedError,
+// naming the format (a status call reports kDecodedInPython and the format's name
+// instead: the public decode_image decodes them through Pillow).
 ImageDecode sniff_decode(const Bytes& b, const std::string& where) {
     Diagnostics diag;
     const Format* format = sniff(b.data, b.size, &diag);
     if (format == nullptr) fail(diag, where, "decode_image");
     const ImageDecode decode = image_decode(*format);
-    TORCH_CHECK_NOT_IMPLEMENTED(decode != nullptr, where, format->title,
+    if (decode != nullptr) return decode;
+    if (call_state.status) {
+        call_state.error = static_cast<ErrorKind>(kDecodedInPython);
+        call_state.message = format->name;
+        throw Refused{};
+    }
+    TORCH_CHECK_NOT_IMPLEMENTED(false, where, format->title,
                                 " images are decoded in Python (through Pillow), not by this "
                                 "C++ operator (it decodes ", format_names("and", false), ")");
-    return decode;
 }
 
 // ---- The operators ----
@@ -495,6 +555,141 @@ at::Tensor decode_image_op(const at::Tensor& data, int64_t mode, bool apply_exif
     return decode(data, ImageArgs{mode, apply_exif_orientation, dtype, strict, max_pixels}, where);
 }
 
+// ---- The status overloads: what the public Python functions call ----
+//
+// `<op>.status(<the op's arguments but path>, *, Tensor? out=None, bool eager=True)
+// -> (Tensor image, int error, str message)` decodes as the op does, but reports a data
+// failure instead of raising it: `error` is its codec.h ErrorKind (kDecodedInPython for
+// decode_image of a format decoded in Python, `message` its name) and `message` its
+// text, or with `error` 0 the damage warning's text ("" for none). Messages carry no
+// path: Python names the file. `eager` gives the public decoders' eager results (see
+// CallState). Argument errors (TypeError, ValueError naming the function) still raise.
+// `<op>.status_list` takes a list and a thread count, decodes the items in parallel on
+// the DecodePool (the GIL is released while an op runs), and reports each item so.
+
+using Status = std::tuple<at::Tensor, int64_t, std::string>;
+using StatusList = std::tuple<std::vector<at::Tensor>, std::vector<int64_t>, std::vector<std::string>>;
+
+template <typename Decode>
+Status with_status(bool eager, Decode decode) {
+    StatusCall call(eager);
+    try {
+        at::Tensor image = decode();
+        return {std::move(image), 0, std::move(call_state.message)};
+    } catch (const Refused&) {
+        return {at::empty({0}, at::kByte), int64_t(call_state.error), std::move(call_state.message)};
+    }
+}
+
+// Every item of `data` decoded by `decode(item)` on up to `threads` pool threads. An
+// argument error raises, unless an item before it failed (Python raises for that one).
+template <typename Decode>
+StatusList status_list(at::TensorList data, int64_t threads, bool eager, Decode decode) {
+    const size_t n = data.size();
+    std::vector<at::Tensor> images(n);
+    std::vector<int64_t> errors(n, 0);
+    std::vector<std::string> messages(n);
+    std::vector<std::exception_ptr> raised(n);
+    auto task = [&](size_t i) {
+        try {
+            Status status = with_status(eager, [&] { return decode(data[i]); });
+            images[i] = std::move(std::get<0>(status));
+            errors[i] = std::get<1>(status);
+            messages[i] = std::move(std::get<2>(status));
+        } catch (...) {
+            raised[i] = std::current_exception();
+        }
+    };
+    if (n > 0) get_decode_pool().run(n, size_t(std::max<int64_t>(threads, 1)), task);
+    for (size_t i = 0; i < n; ++i) {
+        if (raised[i]) std::rethrow_exception(raised[i]);
+        if (errors[i] != 0) break;
+    }
+    for (at::Tensor& image : images) {
+        if (!image.defined()) image = at::empty({0}, at::kByte);
+    }
+    return {std::move(images), std::move(errors), std::move(messages)};
+}
+
+at::Tensor jpeg_status_decode(const at::Tensor& data, const JpegArgs& a,
+                              const std::optional<at::Tensor>& out) {
+    at::Tensor image = decode_jpeg_impl(data, a, std::nullopt, "", out, "decode_jpeg");
+    if (!out) return image;
+    at::Tensor target = *out;
+    return finish_out(image, target);
+}
+
+Status decode_jpeg_status(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                          std::optional<double> scale, at::OptionalIntArrayRef min_size,
+                          at::OptionalIntArrayRef roi, std::optional<bool> strict, int64_t max_pixels,
+                          const std::optional<at::Tensor>& out, bool eager) {
+    const JpegArgs a{mode, apply_exif_orientation, scale, min_size, roi, strict, max_pixels};
+    return with_status(eager, [&] { return jpeg_status_decode(data, a, out); });
+}
+
+StatusList decode_jpeg_status_list(at::TensorList data, int64_t mode, bool apply_exif_orientation,
+                                   std::optional<double> scale, at::OptionalIntArrayRef min_size,
+                                   at::OptionalIntArrayRef roi, std::optional<bool> strict,
+                                   int64_t max_pixels, int64_t threads, bool eager) {
+    // The list arguments are copied: OptionalIntArrayRef does not own its values.
+    std::optional<std::vector<int64_t>> size, box;
+    if (min_size) size = min_size->vec();
+    if (roi) box = roi->vec();
+    return status_list(data, threads, eager, [&](const at::Tensor& item) {
+        const JpegArgs a{mode, apply_exif_orientation, scale, at::OptionalIntArrayRef(size),
+                         at::OptionalIntArrayRef(box), strict, max_pixels};
+        return decode_jpeg_impl(item, a, std::nullopt, "", std::nullopt, "decode_jpeg");
+    });
+}
+
+using ImageImpl = at::Tensor (*)(const at::Tensor&, const ImageArgs&, const std::string&,
+                                 const std::optional<at::Tensor>&, const char*);
+
+template <ImageImpl impl>
+at::Tensor image_status_decode(const at::Tensor& data, const ImageArgs& a,
+                               const std::optional<at::Tensor>& out, const char* func) {
+    at::Tensor image = impl(data, a, "", out, func);
+    if (!out) return image;
+    at::Tensor target = *out;
+    return finish_out(image, target);
+}
+
+at::Tensor decode_image_any(const at::Tensor& data, const ImageArgs& a,
+                            const std::optional<at::Tensor>& out, const char* func) {
+    TORCH_CHECK_VALUE(!out, func, ": out= is not supported");
+    const ImageDecode decode = sniff_decode(encoded_bytes(data, func), "");
+    return decode(data, a, "");
+}
+
+template <at::Tensor (*decode)(const at::Tensor&, const ImageArgs&, const std::optional<at::Tensor>&,
+                               const char*)>
+struct ImageStatus {
+    static const char* func;
+
+    static Status one(const at::Tensor& data, int64_t mode, bool apply_exif_orientation,
+                      std::optional<at::ScalarType> dtype, std::optional<bool> strict,
+                      int64_t max_pixels, const std::optional<at::Tensor>& out, bool eager) {
+        const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+        return with_status(eager, [&] { return decode(data, a, out, func); });
+    }
+
+    static StatusList list(at::TensorList data, int64_t mode, bool apply_exif_orientation,
+                           std::optional<at::ScalarType> dtype, std::optional<bool> strict,
+                           int64_t max_pixels, int64_t threads, bool eager) {
+        const ImageArgs a{mode, apply_exif_orientation, dtype, strict, max_pixels};
+        return status_list(data, threads, eager, [&](const at::Tensor& item) {
+            return decode(item, a, std::nullopt, func);
+        });
+    }
+};
+
+using PngStatus = ImageStatus<image_status_decode<decode_png_impl>>;
+using WebpStatus = ImageStatus<image_status_decode<decode_webp_impl>>;
+using AnyStatus = ImageStatus<decode_image_any>;
+template <> const char* PngStatus::func = "decode_png";
+template <> const char* WebpStatus::func = "decode_webp";
+template <> const char* AnyStatus::func = "decode_image";
+
 // A [C, H, W] image as contiguous [H, W, C] samples, checked.
 at::Tensor hwc_samples(const at::Tensor& image, const char* func, std::vector<int64_t> channels,
                        bool allow_uint16) {
@@ -512,7 +707,7 @@ at::Tensor hwc_samples(const at::Tensor& image, const char* func, std::vector<in
 }
 
 at::Tensor to_tensor(const std::vector<uint8_t>& bytes) {
-    at::Tensor t = malloc_empty({int64_t(bytes.size())}, at::kByte);
+    at::Tensor t = malloc_empty(int64_t(bytes.size()), at::kByte);
     std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
     return t;
 }
@@ -526,18 +721,28 @@ int int_option(int64_t value, const char* func, const char* name) {
 
 at::Tensor encode_jpeg_op(const at::Tensor& image, int64_t quality, int64_t subsampling,
                           bool progressive, bool optimize) {
-    // uint8 samples give an 8-bit JPEG, uint16 a 12-bit one (the top 12 bits of each).
-    const at::Tensor hwc = hwc_samples(image, "encode_jpeg", {1, 3}, true);
-    const int h = int(hwc.size(0)), w = int(hwc.size(1)), c = int(hwc.size(2));
     JpegEncodeOptions options{int_option(quality, "encode_jpeg", "quality"),
                               int_option(subsampling, "encode_jpeg", "subsampling"), progressive,
                               optimize};
-    if (hwc.scalar_type() == at::kUInt16) options.precision = 12;
     uint8_t* bytes = nullptr;
     size_t size = 0;
     Diagnostics diag;
-    const bool ok = encode_jpeg(hwc.data_ptr(), h, w, c, ptrdiff_t(w) * c * hwc.element_size(),
+    bool ok;
+    if (image.scalar_type() == at::kByte && image.dim() == 3 && image.size(0) == 3 &&
+        image.size(1) > 0 && image.size(2) > 0 && image.device().is_cpu() && image.is_contiguous()) {
+        // An RGB image in [C, H, W] memory: its planes are read in place (no copy to
+        // [H, W, C] order).
+        const at::Tensor planes = image.detach();
+        ok = encode_jpeg_planes(planes.data_ptr<uint8_t>(), int(image.size(1)), int(image.size(2)),
                                 options, &bytes, &size, &diag);
+    } else {
+        // uint8 samples give an 8-bit JPEG, uint16 a 12-bit one (the top 12 bits of each).
+        const at::Tensor hwc = hwc_samples(image, "encode_jpeg", {1, 3}, true);
+        const int h = int(hwc.size(0)), w = int(hwc.size(1)), c = int(hwc.size(2));
+        if (hwc.scalar_type() == at::kUInt16) options.precision = 12;
+        ok = encode_jpeg(hwc.data_ptr(), h, w, c, ptrdiff_t(w) * c * hwc.element_size(), options,
+                         &bytes, &size, &diag);
+    }
     TORCH_CHECK_VALUE(ok, "encode_jpeg: ", diag.message);
     // The encoder's buffer itself, freed with the tensor (no copy).
     return at::from_blob(bytes, {int64_t(size)}, [](void* p) { std::free(p); },
@@ -572,15 +777,6 @@ at::Tensor encode_webp_op(const at::Tensor& image, double quality, bool lossless
     return to_tensor(bytes);
 }
 
-// Python's side of a call (trivium.vision.io.ops): state 1 records damage on this
-// thread instead of warning, 2 also selects eager mode (see PythonCall), 0 ends the
-// call. Returns the damage recorded since the last call ("" when none).
-std::string python_call_op(int64_t state) {
-    std::string damage = std::move(python_call.damage);
-    python_call = PythonCall{state != 0, state == 2, std::string()};
-    return damage;
-}
-
 }  // namespace
 }  // namespace trivium
 
@@ -610,7 +806,22 @@ TORCH_LIBRARY(trivium, m) {
     m.def("encode_png(Tensor image, int compression_level=6) -> Tensor");
     m.def("encode_webp(Tensor image, float quality=75, bool lossless=False, int method=4, "
           "bool exact=False) -> Tensor");
-    m.def("_python_call(int state) -> str", &trivium::python_call_op);
+    m.def("decode_jpeg.status(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+          "float? scale=None, int[]? min_size=None, int[]? roi=None, bool? strict=None, "
+          "int max_pixels=-1, *, Tensor? out=None, bool eager=True) -> (Tensor, int, str)");
+    m.def("decode_jpeg.status_list(Tensor[] data, int mode=0, bool apply_exif_orientation=False, "
+          "float? scale=None, int[]? min_size=None, int[]? roi=None, bool? strict=None, "
+          "int max_pixels=-1, *, int threads=1, bool eager=True) -> (Tensor[], int[], str[])");
+    for (const char* name : {"decode_png", "decode_webp", "decode_image"}) {
+        m.def((std::string(name) +
+              ".status(Tensor data, int mode=0, bool apply_exif_orientation=False, "
+              "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, *, Tensor? out=None, "
+              "bool eager=True) -> (Tensor, int, str)").c_str());
+        m.def((std::string(name) +
+              ".status_list(Tensor[] data, int mode=0, bool apply_exif_orientation=False, "
+              "ScalarType? dtype=None, bool? strict=None, int max_pixels=-1, *, int threads=1, "
+              "bool eager=True) -> (Tensor[], int[], str[])").c_str());
+    }
 }
 
 TORCH_LIBRARY_IMPL(trivium, CPU, m) {
@@ -621,6 +832,14 @@ TORCH_LIBRARY_IMPL(trivium, CPU, m) {
     m.impl("decode_webp", &trivium::decode_webp_op);
     m.impl("decode_webp.out", &trivium::decode_webp_out);
     m.impl("decode_image", &trivium::decode_image_op);
+    m.impl("decode_jpeg.status", &trivium::decode_jpeg_status);
+    m.impl("decode_jpeg.status_list", &trivium::decode_jpeg_status_list);
+    m.impl("decode_png.status", &trivium::PngStatus::one);
+    m.impl("decode_png.status_list", &trivium::PngStatus::list);
+    m.impl("decode_webp.status", &trivium::WebpStatus::one);
+    m.impl("decode_webp.status_list", &trivium::WebpStatus::list);
+    m.impl("decode_image.status", &trivium::AnyStatus::one);
+    m.impl("decode_image.status_list", &trivium::AnyStatus::list);
     m.impl("encode_jpeg", &trivium::encode_jpeg_op);
     m.impl("encode_png", &trivium::encode_png_op);
     m.impl("encode_webp", &trivium::encode_webp_op);

@@ -2,13 +2,14 @@
 normalisation, the format registry, batch decode and native errors.
 
 The formats are the rows of one C++ table (``csrc/formats.cpp``: name, title, test on
-the first bytes, header reader), which both native bindings use; each format's module
-(``jpeg.py``, ``png.py``, ``webp.py``; ``gif.py`` and ``pillow.py`` for the formats
-decoded through Pillow) registers one :class:`ImageFormat` record for its row with
-:func:`register_format`: its public decoder and custom op. :func:`sniff_format` and
-``image_info`` ask the table; :func:`native_error` is the one map from the codecs'
-failures to Python errors. The design notes ("Adding an image format") list the steps
-of adding one.
+the first bytes, header reader), which the operator library sniffs with and ``_C``
+exposes; each format's module (``jpeg.py``, ``png.py``, ``webp.py``; ``gif.py`` and
+``pillow.py`` for the formats decoded through Pillow) registers one :class:`ImageFormat`
+record for its row with :func:`register_format`: its public decoder and custom op.
+:func:`sniff_format` and ``image_info`` ask the table; :func:`native_error` is the one
+map from the codecs' failure kinds to Python errors (``ops.check_status`` applies it to
+the ops' reports). The design notes ("Adding an image format") list the steps of adding
+one.
 
 Example:
     >>> from trivium.vision.io import ImageReadMode, get_max_image_pixels
@@ -23,7 +24,6 @@ from __future__ import annotations
 import enum
 import os
 import threading
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,21 +32,18 @@ from typing import Any, TypeAlias
 import numpy as np
 import torch
 
-from trivium.core import ops_intercepted
 from trivium.core.errors import (
     DecodeError,
-    DecodeWarning,
     EmptyInputError,
     EncodeError,
     UnsupportedFormatError,
 )
 from trivium.core.sources import as_bytes_buffer, as_bytes_tensor
-from trivium.core.threads import parallel_map
 from trivium.vision import _C
 
 #: Encoded image data: a 1-D uint8 CPU tensor, bytes-like object or NumPy array.
 EncodedData: TypeAlias = torch.Tensor | bytes | bytearray | memoryview | np.ndarray
-#: What :func:`as_buffer` returns: bytes the native codecs read in place.
+#: What :func:`as_buffer` returns: bytes the format table reads in place.
 Buffer: TypeAlias = np.ndarray | bytes | bytearray | memoryview
 PathLike: TypeAlias = str | os.PathLike[str]
 
@@ -411,7 +408,7 @@ CORRUPT, UNSUPPORTED, TOO_LARGE, BAD_ARGUMENT, EMPTY = 1, 2, 3, 4, 5
 
 
 def native_error(kind: int, message: str, path: PathLike | None, func: str) -> Exception:
-    """The error for a codec failure of ``kind`` (codec.h's ``ErrorKind``), from either binding.
+    """The error for a codec failure of ``kind`` (codec.h's ``ErrorKind``): the op's or ``_C``'s.
 
     Bad arguments (a roi outside the image) name the function; the rest are
     ``trivium.core.errors`` classes naming ``path``.
@@ -467,10 +464,6 @@ def native_errors(path: PathLike | None, func: str = "decode_image") -> Iterator
         raise type(e)(e.reason, path=path) from None
 
 
-#: What the codecs report of damage (``Diagnostics::damage()`` in codec.h): damage the
-#: decoder recovered from, and damage that stopped the decode early (a truncated file).
-RECOVERED, PARTIAL = 1, 2
-
 _file = threading.local()
 
 
@@ -503,48 +496,6 @@ def warning_where(path: PathLike | None) -> str:
     return "" if path is None else f"{os.fspath(path)}: "
 
 
-def damage_reason(messages: list[str]) -> str:
-    """The decoder's first two distinct messages, and how many more (as torch_ops.cpp words it).
-
-    Example:
-        >>> damage_reason(["bad Huffman code", "bad Huffman code", "x", "y", "z"])
-        'bad Huffman code; x and 2 more'
-    """
-    distinct = list(dict.fromkeys(messages))
-    more = f" and {len(distinct) - 2} more" if len(distinct) > 2 else ""
-    return ("; ".join(distinct[:2]) or "corrupt data") + more
-
-
-def check_damage(
-    warnings_: list[str],
-    damage: int,
-    strict: bool | None,
-    path: PathLike | None,
-    stacklevel: int = 4,
-) -> None:
-    """Raise or warn about damage a codec reported (``damage``: 0, RECOVERED or PARTIAL).
-
-    The rule every decoder follows: ``strict=True`` raises ``DecodeError`` for any
-    damage; by default (``strict=None``) damage the decoder recovers from (a JPEG's
-    bad entropy codes: the pixels Pillow gives) gives one ``DecodeWarning`` naming
-    the file, and a decode that stops early (a truncated file, a broken PNG stream,
-    which Pillow and torchvision refuse too) raises; ``strict=False`` warns for both
-    and keeps what was decoded. ``stacklevel`` is the warning's, from this function.
-    """
-    if not damage:
-        return
-    reason = damage_reason(warnings_)
-    if strict:
-        raise DecodeError(f"corrupt image data ({reason})", path=path)
-    if strict is None and damage == PARTIAL:
-        raise DecodeError(
-            f"only part of the image decodes ({reason}); strict=False returns that part",
-            path=path,
-        )
-    message = f"{warning_where(path)}{reason}; decoded what the data allows (strict=True raises)"
-    warnings.warn(message, DecodeWarning, stacklevel=stacklevel)
-
-
 def batch_where(path: PathLike | None, index: int) -> PathLike:
     """What an error or warning about item ``index`` of a list names: ``path``, else its place.
 
@@ -555,22 +506,6 @@ def batch_where(path: PathLike | None, index: int) -> PathLike:
     return f"<batch item {index}>" if path is None else path
 
 
-def decode_batch(
-    decode_one: Callable[[EncodedData, PathLike | None], torch.Tensor],
-    inputs: list[EncodedData] | tuple[EncodedData, ...],
-    path: PathLike | None,
-    out: torch.Tensor | None,
-) -> list[torch.Tensor]:
-    """Decode a list in parallel on the core thread pool; errors name the item."""
-    if out is not None:
-        raise ValueError("out= takes a single input, not a list")
-    items = list(inputs)
-    return parallel_map(
-        lambda i: decode_one(items[i], batch_where(path, i)),
-        range(len(items)),
-    )
-
-
 def encode_with(
     native: Callable[..., torch.Tensor],
     image: torch.Tensor,
@@ -578,16 +513,18 @@ def encode_with(
     channels: tuple[int, ...],
     dtypes: tuple[torch.dtype, ...],
     *options: Any,
-    direct: Callable[..., np.ndarray] | None = None,
-    direct_planes: Callable[..., np.ndarray] | None = None,
 ) -> torch.Tensor:
-    """Check a [C, H, W] tensor and run an encoder op (``trivium::encode_*``) on it.
+    """Check a [C, H, W] tensor and run an encoder op (``trivium::encode_*``) on it, once.
 
-    ``direct(pixels, *options)``, where given, encodes the (H, W, C) array of
-    :func:`direct_pixels` without the op (same bytes, same errors);
-    ``direct_planes(planes, *options)`` encodes a [3, H, W]-contiguous uint8 image's
-    (3, H, W) array instead, with no copy to (H, W, C) order.
-    """
+    The op's failures (``ValueError``, its message naming the function) become
+    :class:`~trivium.core.errors.EncodeError`, here only.
+
+    Example:
+        >>> encode_with(torch.ops.trivium.encode_png.default, torch.zeros(5, 2, 2), "x", (1,), (torch.uint8,))
+        Traceback (most recent call last):
+        ...
+        TypeError: x: expected a torch.uint8 tensor, got torch.float32
+    """  # noqa: E501
     if not isinstance(image, torch.Tensor):
         raise TypeError(f"{func}: expected a [C, H, W] tensor, got {type(image)!r}")
     if image.dtype not in dtypes:
@@ -600,51 +537,18 @@ def encode_with(
         )
     if image.shape[1] == 0 or image.shape[2] == 0:
         raise EncodeError(f"{func}: cannot encode an empty image of shape {tuple(image.shape)}")
-    planes = (
-        direct_planes is not None
-        and image.dtype == torch.uint8
-        and image.shape[0] == 3
-        and image.is_contiguous()
-    )
-    pixels = None if direct is None else direct_pixels(image, keep_planes=planes)
     try:
-        if pixels is not None:
-            encode = direct_planes if planes else direct
-            return torch.from_numpy(encode(pixels, *options))  # type: ignore[misc]
         return native(image.detach().cpu(), *options)
-    except ValueError as e:  # the op's message names the function; the codec's does not
-        reason = str(e)
-        raise EncodeError(reason if pixels is None else f"{func}: {reason}") from None
+    except ValueError as e:  # the op's message names the function
+        raise EncodeError(str(e)) from None
 
 
-def direct_pixels(image: torch.Tensor, keep_planes: bool = False) -> np.ndarray | None:
-    """A [C, H, W] image's samples as a C-contiguous (H, W, C) array for the codec, or None.
-
-    Given in plain eager mode (not under ``torch.compile``, tracing or a dispatch mode)
-    for a CPU tensor; a channels-last image is read in place, others are copied (as
-    the op copies them). With ``keep_planes`` a [C, H, W]-contiguous image is given as
-    its (C, H, W) array, in place. None means the op must run.
+def path_arg(path: PathLike | None) -> str | None:
+    """A path as the ops take it (a str), or None.
 
     Example:
-        >>> image = torch.zeros(3, 2, 4, dtype=torch.uint8)
-        >>> direct_pixels(image).shape
-        (2, 4, 3)
-        >>> direct_pixels(image.to("meta")) is None
-        True
+        >>> from pathlib import Path
+        >>> path_arg(Path("a") / "b.jpg")
+        'a/b.jpg'
     """
-    if type(image) is not torch.Tensor or image.device.type != "cpu" or ops_intercepted():
-        return None
-    if keep_planes:
-        return image.detach().numpy()
-    # torch's permute copy is about twice as fast as NumPy's strided transpose copy.
-    return image.detach().permute(1, 2, 0).contiguous().numpy()
-
-
-def to_chw(hwc: np.ndarray) -> torch.Tensor:
-    """A [C, H, W] tensor viewing an (H, W, C) array: zero copy, channels-last strides.
-
-    Example:
-        >>> to_chw(np.zeros((2, 3, 4), np.uint8)).stride()
-        (1, 12, 4)
-    """
-    return torch.from_numpy(hwc.transpose(2, 0, 1))  # NumPy's transpose: cheaper than permute
+    return None if path is None else os.fspath(path)

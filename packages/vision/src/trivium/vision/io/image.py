@@ -32,6 +32,8 @@ from trivium.vision.io.codec import (
 )
 from trivium.vision.io.file import read_file
 
+_ops = ops.decode_ops("decode_image")
+
 
 def image_info(data: EncodedData | PathLike, *, path: PathLike | None = None) -> ImageInfo:
     """Read only the header: format, size, channels, bit depth and EXIF orientation.
@@ -86,10 +88,7 @@ def decode_image(
     mode = int(ImageReadMode(mode))
     exif = bool(apply_exif_orientation)
     args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
-    op = ops.decode_image_op
-    return ops.run_decoder(
-        op, input, args, path=path, device=device, func="decode_image", paths=True
-    )
+    return ops.run_decoder(_ops, input, args, path=path, device=device, paths=True)
 
 
 def read_image(

@@ -13,28 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from functools import partial
 
 import torch
 
-from trivium.core.threads import get_num_threads, parallel_map
-from trivium.vision import _C
+from trivium.core.threads import parallel_map
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
-    Buffer,
     EncodedData,
     ImageFormat,
     ImageReadMode,
     PathLike,
-    batch_where,
-    check_damage,
     encode_with,
-    failure_kind,
     max_pixels_arg,
-    native_error,
-    native_max_pixels,
     register_format,
-    to_chw,
 )
 from trivium.vision.io.file import write_file
 from trivium.vision.io.kernels import (  # noqa: F401  (the scale helpers: re-exported)
@@ -47,7 +38,7 @@ from trivium.vision.io.kernels import (  # noqa: F401  (the scale helpers: re-ex
 _SUBSAMPLINGS = {"4:4:4": 444, "4:2:2": 422, "4:2:0": 420, "4:4:0": 440}
 
 
-_decode_op = ops.decode_op("decode_jpeg")
+_ops = ops.decode_ops("decode_jpeg")
 
 
 def decode_jpeg(
@@ -121,90 +112,28 @@ def decode_jpeg(
     mode = int(ImageReadMode(mode)) if code is None else code  # a bad mode raises there
     if scale is not None and min_size is not None:
         raise ValueError("decode_jpeg: pass scale or min_size, not both")
-    exif = bool(apply_exif_orientation)
+    if scale is not None:
+        scale = scale_to_eighths(scale) / 8  # errors name the scales
     size = None if min_size is None else [int(v) for v in min_size]
     box = None if roi is None else list(check_roi(roi))  # type: ignore[arg-type]
-    eighths = 8 if scale is None else scale_to_eighths(scale)  # errors name the scales
-    limit = max_pixels_arg(max_pixels)
     strict = None if strict is None else bool(strict)
-    direct = None
-    if not exif and size is None:  # the codec takes these directly
-        region = None if box is None else tuple(box)
-        if out is None and not isinstance(input, (list, tuple)):
-            buffer = ops.direct_buffer(input, None, device)
-            if buffer is not None:  # plain eager CPU: one call into the codec
-                return _decode_one(buffer, mode, eighths, region, strict, limit, path)
-        direct = partial(_decode_list, mode, eighths, region, strict, limit)
-    options = (None if scale is None else float(scale), size, box, strict)
-    args = (mode, exif, *options, limit)
-    return ops.run_decoder(
-        _decode_op,
-        input,
-        args,
-        path=path,
-        device=device,
-        func="decode_jpeg",
-        out=out,
-        direct=direct,
+    args = (
+        mode,
+        bool(apply_exif_orientation),
+        scale,
+        size,
+        box,
+        strict,
+        max_pixels_arg(max_pixels),
     )
+    return ops.run_decoder(_ops, input, args, path=path, device=device, out=out)
 
 
 _MODES = {m: int(m) for m in ImageReadMode} | {int(m): int(m) for m in ImageReadMode}
 _MODE_TYPES = (ImageReadMode, int)
 
 
-def _decode_one(
-    buffer: Buffer,
-    mode: int,
-    eighths: int,
-    roi: tuple[int, int, int, int] | None,
-    strict: bool | None,
-    limit: int,
-    path: PathLike | None,
-) -> torch.Tensor:
-    """The op's eager result from the codec called directly on one :func:`ops.direct_buffer`.
-
-    A failure raises what the op raises, built from the codec's own failure; damage
-    raises or warns as the op does.
-    """
-    try:
-        array, warnings_, damage = _C.decode_jpeg(
-            buffer, mode, eighths, roi, strict is True, native_max_pixels(limit)
-        )
-    except ValueError as e:  # the codec's failure, as the op words it
-        raise native_error(failure_kind(e), str(e), path, "decode_jpeg") from None
-    if damage:
-        check_damage(warnings_, damage, strict, path, stacklevel=4)
-    return to_chw(array)
-
-
-def _decode_list(
-    mode: int,
-    eighths: int,
-    roi: tuple[int, int, int, int] | None,
-    strict: bool | None,
-    limit: int,
-    buffers: list[Buffer],
-    path: str | None,
-) -> list[torch.Tensor]:
-    """The op's eager results for a list, from the codec called directly (:data:`ops.DirectDecode`).
-
-    The list is decoded on :func:`~trivium.core.get_num_threads` threads without the
-    GIL. The first failing item in list order raises what the op raises for it; damage
-    in the items before it raises or warns as the op does.
-    """
-    images, problems = _C.decode_jpeg_list(
-        buffers, mode, eighths, roi, strict is True, native_max_pixels(limit), get_num_threads()
-    )
-    for index, kind, message, warnings_, damage in problems:
-        where = batch_where(path, index)
-        if kind:
-            raise native_error(kind, message, where, "decode_jpeg")
-        check_damage(warnings_, damage, strict, where, stacklevel=5)
-    return [to_chw(array) for array in images]
-
-
-register_format(ImageFormat("jpeg", decode_jpeg, _decode_op))
+register_format(ImageFormat("jpeg", decode_jpeg, _ops.default))
 
 
 def _subsampling_code(subsampling: int | str) -> int:
@@ -253,19 +182,7 @@ def encode_jpeg(
     code = _subsampling_code(subsampling)
     options = (int(quality), code, bool(progressive), bool(optimize))
     dtypes = (torch.uint8, torch.uint16)
-    # The codec directly, skipping the dispatcher, where quality fits its int (else the
-    # op words the error).
-    fits = -(2**31) <= options[0] < 2**31
-    return encode_with(
-        ops.encode_jpeg_op,
-        input,
-        "encode_jpeg",
-        (1, 3),
-        dtypes,
-        *options,
-        direct=_C.encode_jpeg if fits else None,
-        direct_planes=_C.encode_jpeg_planes if fits else None,
-    )
+    return encode_with(ops.encode_jpeg_op, input, "encode_jpeg", (1, 3), dtypes, *options)
 
 
 def write_jpeg(input: torch.Tensor, filename: PathLike, quality: int = 75) -> None:

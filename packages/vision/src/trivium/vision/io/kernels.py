@@ -1,9 +1,9 @@
-"""Argument helpers of the decoders, and the NumPy-level JPEG decode the fused transforms use.
+"""Argument helpers of the decoders, and the JPEG region decode the fused transforms use.
 
 Not public API. The public decoders check their arguments with these helpers, then
 call the C++ operators of :mod:`trivium.vision.io.ops` (eager and compiled alike);
-:func:`decode_buffer` decodes over ``trivium.vision._C`` into a NumPy array for the
-fused ``Decode*`` transforms.
+:func:`decode_buffer` is the scaled region decode of the fused ``Decode*``
+transforms, through the same op.
 
 Example:
     >>> scale_to_eighths(0.5), check_roi((0, 0, 8, 8))
@@ -13,21 +13,14 @@ Example:
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
+import torch
 
-from trivium.vision import _C
-from trivium.vision.io.codec import (
-    Buffer,
-    ImageReadMode,
-    PathLike,
-    check_damage,
-    native_errors,
-)
+from trivium.vision.io import ops
+from trivium.vision.io.codec import ImageReadMode, PathLike, path_arg
 
 #: The scales libjpeg-turbo decodes at natively (M/8 for M in 1..8).
 SUPPORTED_SCALES = tuple(Fraction(m, 8) for m in range(1, 9))
@@ -78,43 +71,35 @@ def check_roi(roi: Sequence[int] | None) -> tuple[int, int, int, int] | None:
 
 
 def decode_buffer(
-    buffer: Buffer,
+    data: Any,
     mode: ImageReadMode,
     eighths: int,
     roi: tuple[int, int, int, int] | None,
     strict: bool | None,
     max_pixels: int,
-    target: Any = None,
     path: PathLike | None = None,
-) -> np.ndarray:
-    """Native JPEG decode of a buffer from ``as_buffer``: an (H, W, C) array, or ``target`` filled.
+) -> torch.Tensor:
+    """JPEG decode of encoded ``data`` at the DCT scale ``eighths``/8, of ``roi`` (None: all).
 
-    Damage raises or warns by ``strict`` (``codec.check_damage``); errors name
-    ``path``; ``max_pixels`` is the native limit (0: none). The arguments are not
-    checked again.
+    One call of the op ``trivium::decode_jpeg`` (its ``.status`` overload) and
+    :func:`~trivium.vision.io.ops.check_status`: the [C, H, W] view of an [H, W, C]
+    buffer, as ``decode_jpeg`` gives it. ``max_pixels`` is the native limit (0: none);
+    errors name ``path``. The arguments are not checked again.
 
     Example:
-        >>> import torch
         >>> from trivium.vision.io import encode_jpeg
-        >>> from trivium.vision.io.codec import as_buffer
-        >>> data = as_buffer(encode_jpeg(torch.zeros(3, 16, 16, dtype=torch.uint8)), "example")
+        >>> data = encode_jpeg(torch.zeros(3, 16, 16, dtype=torch.uint8))
         >>> decode_buffer(data, ImageReadMode.RGB, 4, None, None, 0).shape
-        (8, 8, 3)
+        torch.Size([3, 8, 8])
     """
-    with native_errors(path):
-        array, messages, damage = _C.decode_jpeg(
-            buffer, int(mode), eighths, roi, strict is True, max_pixels, target
-        )
-    check_damage(messages, damage, strict, path, stacklevel=5)  # the caller of decode_jpeg
-    return array
+    tensor = ops.encoded_tensor(data, "decode_jpeg")
+    box = None if roi is None else list(roi)
+    args = (int(mode), False, eighths / 8, None, box, strict, max_pixels)
+    image, error, message = _STATUS(tensor, *args)
+    if error or message:  # the warning points at the caller of the transform
+        values = [tensor, *args, path_arg(path)]
+        image = ops.check_status(image, error, message, values, "decode_jpeg", stacklevel=4)
+    return image
 
 
-def path_arg(path: PathLike | None) -> str | None:
-    """A path as the ops take it (a str), or None.
-
-    Example:
-        >>> from pathlib import Path
-        >>> path_arg(Path("a") / "b.jpg")
-        'a/b.jpg'
-    """
-    return None if path is None else os.fspath(path)
+_STATUS = ops.decode_ops("decode_jpeg").status

@@ -1,8 +1,8 @@
-"""The codecs as C++ torch operators: one path for eager, scripted, compiled and exported code.
+"""The codecs as C++ torch operators: the one way from the public functions to the codecs.
 
-The operator library ``trivium/vision/lib/libtrivium_ops.so`` (built with
-``trivium.vision._C``, over the same codec core) registers these ops with
-``TORCH_LIBRARY``; importing this module loads it with ``torch.ops.load_library``::
+The operator library ``trivium/vision/lib/libtrivium_ops.so`` (the only binding of the
+codecs, built beside ``trivium.vision._C`` over the same format table) registers these ops
+with ``TORCH_LIBRARY``; importing this module loads it with ``torch.ops.load_library``::
 
     trivium::decode_jpeg(Tensor data, int mode=0, bool apply_exif_orientation=False,
         float? scale=None, int[]? min_size=None, int[]? roi=None, bool? strict=None,
@@ -26,14 +26,26 @@ when the op runs; Pillow's 178,956,970 where Python is absent), 0 for none. The 
 is a contiguous [C, H, W] CPU tensor of data-dependent height and width. Its dtype must
 be known before decoding: ``dtype``, or uint8 when ``dtype`` is None, so a 16-bit image
 with ``dtype=None`` raises ``TypeError`` (pass ``dtype=torch.uint16``), and an animated
-WebP of several frames raises ``UnsupportedFormatError``. In eager mode
-the public decoders keep uint16 samples and return a [C, H, W] view of the decoder's
-[H, W, C] buffer, and an animation's frames as [T, C, H, W] (see :func:`native_dtype`).
+WebP of several frames raises ``NotImplementedError``. The fake kernels (unbacked
+sizes, for ``torch.compile`` and ``torch.export``) are here.
 
-In a Python process the ops raise Trivium errors (``DecodeError``, ...) and issue
-``DecodeWarning``: a thin ``BackendSelect`` kernel translates what the C++ kernel
-raises. Without Python (a C++ program), they raise ``c10::Error`` with the same message.
-The fake kernels (unbacked sizes, for ``torch.compile`` and ``torch.export``) are here.
+Each decode op has two more overloads, which the public functions call, once per
+call: ``<op>.status(<the op's arguments but path>, *, Tensor? out=None, bool
+eager=True) -> (Tensor, int, str)`` reports a data failure (codec.h's ``ErrorKind``
+and its message) or the damage warning's text instead of raising or warning, and
+``<op>.status_list(Tensor[] data, ..., *, int threads=1, bool eager=True) ->
+(Tensor[], int[], str[])`` decodes a list on ``threads`` C++ threads. With ``eager``
+the results are those of the public decoders: ``dtype=None`` keeps uint16 samples, an
+image is a [C, H, W] view of the decoder's [H, W, C] buffer, an animation gives its
+[T, C, H, W] frames. :func:`check_status` is the one place that turns a report into a
+Trivium error (``DecodeError``, ...) or a ``DecodeWarning``.
+
+The public functions (``decode_jpeg``, ...) are the API. Called from Python, the
+plain overloads go through a Python ``BackendSelect`` kernel that calls ``.status`` and
+:func:`check_status`, so that compiled and exported code raises what eager code
+raises and reads the process-wide pixel limit. In a C++ program (no Python) they
+raise ``c10::Error`` (``ValueError``, ``NotImplementedError``) with the path and the
+message, and damage warnings are ``TORCH_WARN``.
 
 Example:
     >>> import torch
@@ -41,45 +53,38 @@ Example:
     >>> data = encode_png(torch.zeros(3, 4, 4, dtype=torch.uint8))
     >>> torch.ops.trivium.decode_image(data, 0, False).shape
     torch.Size([3, 4, 4])
-    >>> torch.ops.trivium.decode_image(data, max_pixels=8)
-    Traceback (most recent call last):
-    ...
-    trivium.core.errors.DecodeError: 4x4 image exceeds the limit of 8 pixels
+    >>> image, error, message = torch.ops.trivium.decode_image.status(data, max_pixels=8)
+    >>> error, message
+    (3, '4x4 image exceeds the limit of 8 pixels')
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
-from trivium.core import is_tracing, ops_intercepted
-from trivium.core.errors import EMPTY_INPUT, DecodeWarning
+from trivium.core import is_tracing
+from trivium.core.errors import DecodeWarning, UnsupportedFormatError
+from trivium.core.threads import get_num_threads
 from trivium.vision import _C
 from trivium.vision.io.codec import (
-    BAD_ARGUMENT,
-    CORRUPT,
-    EMPTY,
-    UNSUPPORTED,
-    EncodedData,
     ImageReadMode,
     PathLike,
     as_tensor,
     batch_where,
-    decode_batch,
+    format_of,
     native_error,
     native_max_pixels,
+    path_arg,
     warning_where,
 )
 from trivium.vision.io.file import read_file
-from trivium.vision.io.kernels import path_arg
 
 
 def library_path() -> Path:
@@ -135,57 +140,97 @@ _load()
 encode_jpeg_op = torch.ops.trivium.encode_jpeg.default
 encode_png_op = torch.ops.trivium.encode_png.default
 encode_webp_op = torch.ops.trivium.encode_webp.default
-_python_call = torch.ops.trivium._python_call.default
 
-# Python's side of the ops: trivium errors, DecodeWarning, and the process-wide limit.
+#: The error kind ``<op>.status`` reports for ``decode_image`` of a format decoded in
+#: Python (through Pillow), with the format's name as its message (``kDecodedInPython``
+#: in ``torch_ops.cpp``; codec.h's ``ErrorKind`` values end at 5).
+DECODED_IN_PYTHON = 6
 
-_eager = threading.local()
-_AFTER_BACKEND_SELECT = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.BackendSelect)
-
-
-@contextmanager
-def native_dtype() -> Iterator[None]:
-    """Eager mode on this thread: ``dtype=None`` keeps uint16 samples, and results are views.
-
-    Example:
-        >>> from trivium.vision.io import encode_png
-        >>> data = encode_png(torch.zeros(1, 2, 2, dtype=torch.uint16))
-        >>> with native_dtype():
-        ...     decode_image_op(data).dtype
-        torch.uint16
-    """
-    before = getattr(_eager, "active", False)
-    _eager.active = True
-    try:
-        yield
-    finally:
-        _eager.active = before
+# A tensor over read-only memory (bytes, a read-only array) warns once per process that
+# it is not writable. The ops only read the encoded bytes: say it once, here, silently.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    torch.frombuffer(b"\0", dtype=torch.uint8)
+    torch.from_numpy(np.frombuffer(b"\0", np.uint8))
 
 
-def translate_error(error: Exception, path: str | None, func: str | None = None) -> Exception:
-    """The error for what a C++ kernel raised (its message names ``path`` first).
-
-    The op's ``c10::Error`` carries its ``ErrorKind`` in its type and words
-    (``NotImplementedError``: unsupported; the function's name first: a bad argument,
-    a plain ``ValueError``; the empty-input message), and
-    :func:`~trivium.vision.io.codec.native_error` maps it.
+class DecodeOps(NamedTuple):
+    """The overloads of one decode op (``trivium::decode_<name>``), set up by :func:`decode_ops`.
 
     Example:
-        >>> translate_error(ValueError("a.png: empty input (0 bytes)"), "a.png")
-        EmptyInputError('a.png: empty input (0 bytes)')
-        >>> translate_error(ValueError("decode_jpeg: roi (...) is outside"), None, "decode_jpeg")
-        ValueError('decode_jpeg: roi (...) is outside')
+        >>> str(decode_ops("decode_image").status)
+        'trivium.decode_image.status'
     """
-    reason = str(error)
-    if func is not None and isinstance(error, ValueError) and reason.startswith(f"{func}: "):
-        return native_error(BAD_ARGUMENT, reason.removeprefix(f"{func}: "), path, func)
-    if path is not None:
-        reason = reason.removeprefix(f"{path}: ")
-    if isinstance(error, NotImplementedError):
-        kind = UNSUPPORTED
-    else:
-        kind = EMPTY if reason == EMPTY_INPUT else CORRUPT
-    return native_error(kind, reason, path, func or "decode_image")
+
+    name: str
+    default: Any
+    status: Any
+    status_list: Any
+
+
+_python_decoders: list[Callable[[torch.Tensor, list[Any], bool], torch.Tensor | None]] = []
+
+
+def register_python_decoder(
+    decoder: Callable[[torch.Tensor, list[Any], bool], torch.Tensor | None],
+) -> None:
+    """Add a decoder for the formats ``decode_image``'s C++ kernel leaves to Python.
+
+    ``decoder(data, values, eager)`` gets the encoded tensor, the op's arguments (data,
+    mode, apply_exif_orientation, dtype, strict, max_pixels as the native limit, path)
+    and whether the call is eager; it returns the image, or None for a format it does
+    not decode. ``trivium.vision.io.pillow`` registers one, on import.
+
+    Example:
+        >>> len(_python_decoders) >= 1
+        True
+    """
+    _python_decoders.append(decoder)
+
+
+def _decode_in_python(values: list[Any], eager: bool) -> torch.Tensor:
+    """``decode_image`` of a format decoded in Python; a format none decodes raises."""
+    for decoder in _python_decoders:
+        image = decoder(values[0], values, eager)
+        if image is not None:
+            return image
+    path = values[-1]
+    name = format_of(values[0].numpy(), path).name  # raises what is missing, if anything
+    raise UnsupportedFormatError(f"{name.upper()} images are not supported", path=path)
+
+
+def check_status(
+    image: torch.Tensor,
+    error: int,
+    message: str,
+    values: list[Any],
+    func: str,
+    eager: bool = True,
+    stacklevel: int = 2,
+) -> torch.Tensor:
+    """The image a ``.status`` report gives; its failure raised, its damage warned.
+
+    The one place where the codecs' reports become Python errors and warnings:
+    ``error`` (codec.h's ``ErrorKind``) goes through
+    :func:`~trivium.vision.io.codec.native_error`, naming the file; damage text gives
+    a ``DecodeWarning`` ``"{path}: {message}"`` (``stacklevel`` counted from the caller
+    of this function); :data:`DECODED_IN_PYTHON` decodes through the registered Python
+    decoders. ``values`` are the op's arguments with the path last.
+
+    Example:
+        >>> check_status(torch.empty(0), 1, "premature end of data", [None, "a.jpg"], "x")
+        Traceback (most recent call last):
+        ...
+        trivium.core.errors.DecodeError: a.jpg: premature end of data
+    """
+    if error == DECODED_IN_PYTHON:
+        return _decode_in_python(values, eager)
+    if error:
+        raise native_error(error, message, values[-1], func)
+    if message:
+        where = warning_where(values[-1])
+        warnings.warn(f"{where}{message}", DecodeWarning, stacklevel=stacklevel + 1)
+    return image
 
 
 def _binder(op: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], list[Any]]:
@@ -207,179 +252,85 @@ def _binder(op: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], list[Any]]:
     return bind
 
 
-def _translating(op: Any) -> Callable[..., Any]:
-    names = [a.name for a in op._schema.arguments]
-    limit_at, path_at = names.index("max_pixels"), names.index("path")
-    func = op._schema.name.split("::")[1]
+def _python_kernel(op: Any, status: Any, func: str) -> Callable[..., Any]:
+    """The plain overload ``op`` called from Python (compiled graphs, direct calls): its
+    ``.status`` overload and :func:`check_status`, the process-wide limit read now."""
     bind = _binder(op)
 
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
-        values = bind(args, kwargs)
-        values[limit_at] = native_max_pixels(values[limit_at])
-        path = values[path_at]
-        eager = getattr(_eager, "active", False)
-        refused = None
-        _python_call(2 if eager else 1)
-        try:
-            image = op.redispatch(keyset & _AFTER_BACKEND_SELECT, *values, **kwargs)
-        except (ValueError, NotImplementedError) as e:
-            # decode_image's C++ kernel refuses the formats decoded in Python.
-            if not (isinstance(e, NotImplementedError) and func == "decode_image"):
-                raise translate_error(e, path, func) from None
-            refused = e
-        finally:
-            damage = _python_call(0)
-        if refused is not None:
-            image = _decode_in_python(values, eager)
-            if image is None:
-                raise translate_error(refused, path, func) from None
-            return image
-        if damage:  # the text of the warning, the file's name aside
-            message = f"{warning_where(path)}{damage}"
-            warnings.warn(message, DecodeWarning, stacklevel=4 if eager else 2)
-        return image
+        out = kwargs.pop("out", None)
+        values = bind(args, kwargs)  # data, ..., max_pixels, path
+        values[-2] = native_max_pixels(values[-2])
+        image, error, message = status(*values[:-1], out=out, eager=False)
+        return check_status(image, error, message, values, func, eager=False)
 
     return kernel
 
 
-_python_decoders: list[Callable[[torch.Tensor, list[Any], bool], torch.Tensor | None]] = []
-
-
-def register_python_decoder(
-    decoder: Callable[[torch.Tensor, list[Any], bool], torch.Tensor | None],
-) -> None:
-    """Add a decoder for the formats ``decode_image``'s C++ kernel leaves to Python.
-
-    ``decoder(data, values, eager)`` gets the op's encoded tensor, its arguments (data,
-    mode, apply_exif_orientation, dtype, strict, max_pixels as the native limit, path)
-    and whether the call is eager; it returns the image, or None for a format it does
-    not decode. ``trivium.vision.io.pillow`` registers one, on import.
-
-    Example:
-        >>> len(_python_decoders) >= 1
-        True
-    """
-    _python_decoders.append(decoder)
-
-
-def _decode_in_python(values: list[Any], eager: bool) -> torch.Tensor | None:
-    """``decode_image`` of a format decoded in Python, or None where no decoder takes it."""
-    for decoder in _python_decoders:
-        image = decoder(values[0], values, eager)
-        if image is not None:
-            return image
-    return None
-
-
 _lib = torch.library.Library("trivium", "IMPL")
+_DECODE_OPS: dict[str, DecodeOps] = {}
 
 
-def decode_op(name: str) -> Any:
-    """The decode op ``trivium::<name>`` (its default overload), set up for Python.
+def decode_ops(name: str) -> DecodeOps:
+    """The overloads of the decode op ``trivium::<name>``, set up for Python (once).
 
-    Each overload (``out`` too) gets the Python kernel that raises Trivium errors,
-    issues ``DecodeWarning`` and reads the process-wide pixel limit; the op gets its
-    fake kernel (for ``torch.compile``). Its schema must start ``(Tensor data, int
-    mode, ...)`` and hold ``max_pixels`` and ``path`` (``dtype``, when it has one, sets
-    the output dtype). Each format's module calls it once for its op.
+    The plain overloads (``out`` too) get the Python kernel of compiled code and
+    direct calls; the op gets its fake kernel (for ``torch.compile``). Its schema must
+    start ``(Tensor data, int mode, ...)`` and end ``int max_pixels, str? path``
+    (``dtype``, when it has one, sets the output dtype). Each format's module calls it
+    once for its op.
 
     Example:
-        >>> decode_op("decode_image") is decode_image_op
+        >>> decode_ops("decode_image").default is decode_image_op
         True
     """
+    if name in _DECODE_OPS:
+        return _DECODE_OPS[name]
     packet = getattr(torch.ops.trivium, name)
-    if name in _SET_UP:
-        return packet.default
-    for overload in packet.overloads():
-        op = getattr(packet, overload)
-        _lib.impl(op._name.split("::")[1], _translating(op), "BackendSelect", with_keyset=True)
+    for overload in ("default", "out"):
+        if overload in packet.overloads():
+            op = getattr(packet, overload)
+            kernel = _python_kernel(op, packet.status, name)
+            _lib.impl(op._name.split("::")[1], kernel, "BackendSelect", with_keyset=True)
     torch.library.register_fake(f"trivium::{name}", _fake_decode(packet.default))
-    _SET_UP.add(name)
-    return packet.default
+    ops = DecodeOps(name, packet.default, packet.status, packet.status_list)
+    _DECODE_OPS[name] = ops
+    return ops
 
 
-_SET_UP: set[str] = set()
+def encoded_tensor(data: Any, func: str) -> torch.Tensor:
+    """Encoded bytes as the ops read them: a 1-D uint8 CPU tensor, over ``data`` where it can be.
 
-
-def decode_eager(
-    op: Any,
-    data: EncodedData,
-    args: tuple[Any, ...],
-    path: PathLike | None,
-    device: torch.device,
-    func: str,
-    out: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Eager mode: ``op(data, *args, path=path)`` on CPU (into ``out``), then moved to ``device``.
+    ``bytes``, ``bytearray``, 1-D uint8 arrays and contiguous 1-D uint8 CPU tensors
+    are read in place; everything else goes through
+    :func:`~trivium.vision.io.codec.as_tensor` (which refuses what is not bytes).
 
     Example:
-        >>> from trivium.vision.io import encode_png
-        >>> data = encode_png(torch.zeros(1, 2, 3, dtype=torch.uint8))
-        >>> decode_eager(decode_image_op, data, (3,), None, torch.device("cpu"), "x").shape
-        torch.Size([3, 2, 3])
+        >>> encoded_tensor(b"\\xff\\xd8", "decode_jpeg")
+        tensor([255, 216], dtype=torch.uint8)
     """
-    tensor = as_tensor(data, func)
-    with native_dtype():
-        if out is not None:
-            image = op.overloadpacket.out(tensor, *args, path=path_arg(path), out=out)
-        else:
-            image = op(tensor, *args, path=path_arg(path))
-    if device.type == "cpu":
-        return image
-    if device.type == "cuda":  # an asynchronous copy from pinned memory
-        return image.pin_memory().to(device, non_blocking=True)
-    return image.to(device)
-
-
-def direct_buffer(data: Any, out: torch.Tensor | None, device: str | torch.device) -> Any:
-    """``data``'s bytes for calling the codec directly, or None where the op must run.
-
-    The direct call skips the dispatcher: it is taken in plain eager mode (not under
-    ``torch.compile``, ``torch.export``, tracing or a dispatch mode), without ``out``,
-    to the CPU, for non-empty ``bytes``, ``bytearray``, 1-D uint8 arrays and
-    contiguous 1-D uint8 CPU tensors, which the codec reads in place (no copy).
-    Everything else (and every error) goes through the op.
-
-    Example:
-        >>> direct_buffer(b"\\xff\\xd8", None, "cpu")
-        b'\\xff\\xd8'
-        >>> direct_buffer(b"\\xff\\xd8", None, "cuda") is None
-        True
-    """
-    if out is not None or not (device == "cpu" or _is_cpu(device)):
-        return None
-    if type(data) is bytes or type(data) is bytearray:
-        buffer = data
-    elif type(data) is torch.Tensor:
-        if not _plain_tensor(data):
-            return None
-        buffer = data.numpy()
-    elif isinstance(data, np.ndarray):
-        if data.dtype != np.uint8 or data.ndim != 1 or not data.flags.c_contiguous:
-            return None
-        buffer = data
-    else:
-        return None
-    if not len(buffer) or ops_intercepted():
-        return None
-    return buffer
-
-
-_CPU = torch.device("cpu")
-
-
-def _is_cpu(device: Any) -> bool:
-    return isinstance(device, torch.device) and device.type == "cpu" and device.index is None
-
-
-def _plain_tensor(data: torch.Tensor) -> bool:
-    return (
-        data.dtype == torch.uint8
-        and data.dim() == 1
-        and data.device.type == "cpu"
-        and data.is_contiguous()
-        and not data.requires_grad
-    )
+    kind = type(data)
+    if kind is torch.Tensor:
+        if (
+            data.dtype == torch.uint8
+            and data.dim() == 1
+            and data.device.type == "cpu"
+            and not data.requires_grad
+            and data.is_contiguous()
+        ):
+            return data
+    elif kind is bytes or kind is bytearray:
+        if data:
+            return torch.frombuffer(data, dtype=torch.uint8)
+    elif (
+        kind is np.ndarray
+        and data.dtype == np.uint8
+        and data.ndim == 1
+        and data.flags.c_contiguous
+        and data.size
+    ):
+        return torch.from_numpy(data)
+    return as_tensor(data, func)
 
 
 def check_traceable(data: Any, func: str) -> None:
@@ -408,7 +359,7 @@ def decode_traced(
 ) -> torch.Tensor | list[torch.Tensor]:
     """Inside ``torch.compile``: ``op(data, *args, path)`` on one encoded tensor or each of a list.
 
-    Errors name ``path``, else an item's place in the list (as eager batches do);
+    Errors name ``path``, else an item's place in the list (as eager lists do);
     the results are then moved to ``device``.
 
     Example:
@@ -427,45 +378,71 @@ def decode_traced(
     return images if many else images[0]
 
 
-#: A format's direct list decode: ``direct(buffers, path)`` decodes the
-#: :func:`direct_buffer` of every item with the codec and gives the op's eager
-#: results, raising and warning as the op does (naming ``path``, else the item:
-#: :func:`batch_where`).
-DirectDecode = Callable[[list[Any], str | None], list[torch.Tensor]]
+def _to_device(image: torch.Tensor, device: Any) -> torch.Tensor:
+    if device == "cpu":
+        return image
+    device = torch.device(device)
+    if device.type == "cpu":
+        return image
+    if device.type == "cuda":  # an asynchronous copy from pinned memory
+        return image.pin_memory().to(device, non_blocking=True)
+    return image.to(device)
+
+
+def _decode_list(
+    ops: DecodeOps,
+    input: Sequence[Any],
+    args: tuple[Any, ...],
+    path: PathLike | None,
+    device: Any,
+    paths: bool,
+) -> list[torch.Tensor]:
+    """A list in one ``.status_list`` call; the first failing item in list order raises."""
+    names: list[Any] = []
+    tensors = []
+    for i, data in enumerate(input):
+        where = batch_where(path_arg(path), i)
+        if paths and isinstance(data, str | os.PathLike):
+            where, data = os.fspath(data), read_file(data)
+        names.append(where)
+        tensors.append(encoded_tensor(data, ops.name))
+    images, errors, messages = ops.status_list(tensors, *args, threads=get_num_threads())
+    if any(errors) or any(messages):
+        for i, (error, message) in enumerate(zip(errors, messages, strict=True)):
+            values = [tensors[i], *args, names[i]]
+            images[i] = check_status(images[i], error, message, values, ops.name, stacklevel=4)
+    return [_to_device(image, device) for image in images]
+
+
+_SEQUENCES = (list, tuple)
 
 
 def run_decoder(
-    op: Any,
+    ops: DecodeOps,
     input: Any,
     args: tuple[Any, ...],
     *,
     path: PathLike | None,
     device: str | torch.device,
-    func: str,
     out: torch.Tensor | None = None,
     paths: bool = False,
-    direct: DirectDecode | None = None,
 ) -> torch.Tensor | list[torch.Tensor]:
     """What every public decoder does with its op: one input or a list, eager or compiled.
 
-    Eager: :func:`decode_eager` on one input, or a list in parallel (errors name the
-    item); compiled: :func:`decode_traced`, where ``out`` raises. With ``paths``,
-    inputs may be file paths (read here; inside ``torch.compile`` they raise).
-    ``direct``, where given, decodes a list without the op when every item has a
-    :func:`direct_buffer`: see :data:`DirectDecode`. (A format's decoder takes its own
-    direct path for one input, before calling this.)
+    ``args`` are the op's arguments after ``data`` (``max_pixels`` last, -1 for the
+    process-wide limit). Eager: one ``.status`` call (``.status_list`` for a list,
+    on ``trivium.core.get_num_threads()`` threads; errors name the item), then
+    :func:`check_status`; compiled: :func:`decode_traced`, where ``out`` raises. With
+    ``paths``, inputs may be file paths (read here; inside ``torch.compile`` they raise).
 
     Example:
         >>> from trivium.vision.io import encode_png
         >>> data = encode_png(torch.zeros(1, 2, 3, dtype=torch.uint8))
-        >>> run_decoder(decode_image_op, [data], (3,), path=None, device="cpu", func="x")[0].shape
+        >>> ops = decode_ops("decode_image")
+        >>> run_decoder(ops, [data], (3, False, None, None, -1), path=None, device="cpu")[0].shape
         torch.Size([3, 2, 3])
     """
-    many = isinstance(input, (list, tuple))
-    if direct is not None and many and input:
-        buffers = [direct_buffer(data, out, device) for data in input]
-        if all(buffer is not None for buffer in buffers):
-            return direct(buffers, path_arg(path))
+    func = ops.name
     if is_tracing():
         if out is not None:
             raise ValueError(f"{func}: out= is not supported inside torch.compile")
@@ -474,17 +451,22 @@ def run_decoder(
                 f"{func}: inside torch.compile, pass the file's bytes (read_file(path)) "
                 "rather than its path"
             )
-        return decode_traced(op, input, args, path, device, func)
-    device = _CPU if device == "cpu" else torch.device(device)
-
-    def decode_one(data: Any, where: PathLike | None, out: torch.Tensor | None = None):
-        if paths and isinstance(data, str | os.PathLike):
-            where, data = data, read_file(data)
-        return decode_eager(op, data, args, where, device, func, out)
-
-    if many:
-        return decode_batch(decode_one, input, path, out)
-    return decode_one(input, path, out)
+        return decode_traced(ops.default, input, args, path, device, func)
+    args = (*args[:-1], native_max_pixels(args[-1]))
+    if isinstance(input, _SEQUENCES):
+        if out is not None:
+            raise ValueError("out= takes a single input, not a list")
+        return _decode_list(ops, input, args, path, device, paths)
+    if paths and isinstance(input, str | os.PathLike):
+        path, input = input, read_file(input)
+    data = encoded_tensor(input, func)
+    if out is None:  # keyword arguments cost the dispatcher's parser microseconds
+        image, error, message = ops.status(data, *args)
+    else:
+        image, error, message = ops.status(data, *args, out=out)
+    if error or message:
+        image = check_status(image, error, message, [data, *args, path_arg(path)], func, True, 3)
+    return image if device == "cpu" else _to_device(image, device)
 
 
 # Fake kernels: the output's size is data-dependent (unbacked), it is contiguous, and
@@ -515,7 +497,7 @@ def _fake_decode(op: Any) -> Callable[..., torch.Tensor]:
     return fake
 
 
-decode_image_op = decode_op("decode_image")
+decode_image_op = decode_ops("decode_image").default
 
 
 @torch.library.register_fake("trivium::encode_jpeg")

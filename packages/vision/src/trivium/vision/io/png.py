@@ -25,7 +25,7 @@ from trivium.vision.io.codec import (
 )
 from trivium.vision.io.file import write_file
 
-_decode_op = ops.decode_op("decode_png")
+_ops = ops.decode_ops("decode_png")
 
 
 def decode_png(
@@ -65,11 +65,10 @@ def decode_png(
     mode = int(ImageReadMode(mode))
     exif = bool(apply_exif_orientation)
     args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
-    op = _decode_op
-    return ops.run_decoder(op, input, args, path=path, device=device, func="decode_png", out=out)
+    return ops.run_decoder(_ops, input, args, path=path, device=device, out=out)
 
 
-register_format(ImageFormat("png", decode_png, _decode_op))
+register_format(ImageFormat("png", decode_png, _ops.default))
 
 
 def encode_png(input: torch.Tensor, compression_level: int = 6) -> torch.Tensor:

@@ -12,27 +12,20 @@ from __future__ import annotations
 
 import torch
 
-from trivium.vision import _C
 from trivium.vision.io import ops
 from trivium.vision.io.codec import (
-    Buffer,
     EncodedData,
     ImageFormat,
     ImageReadMode,
     PathLike,
-    check_damage,
     encode_with,
-    failure_kind,
     max_pixels_arg,
-    native_error,
-    native_max_pixels,
     register_format,
     strict_arg,
-    to_chw,
 )
 from trivium.vision.io.file import write_file
 
-_decode_op = ops.decode_op("decode_webp")
+_ops = ops.decode_ops("decode_webp")
 
 
 def decode_webp(
@@ -77,38 +70,11 @@ def decode_webp(
     """
     mode = int(ImageReadMode(mode))
     exif = bool(apply_exif_orientation)
-    strict, limit = strict_arg(strict), max_pixels_arg(max_pixels)
-    if not exif and dtype is None and out is None and not isinstance(input, (list, tuple)):
-        buffer = ops.direct_buffer(input, None, device)
-        if buffer is not None:  # plain eager CPU: one call into the codec
-            return _decode_one(buffer, mode, strict, limit, path)
-    args = (mode, exif, dtype, strict, limit)
-    op = _decode_op
-    return ops.run_decoder(op, input, args, path=path, device=device, func="decode_webp", out=out)
+    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
+    return ops.run_decoder(_ops, input, args, path=path, device=device, out=out)
 
 
-def _decode_one(
-    buffer: Buffer, mode: int, strict: bool | None, limit: int, path: PathLike | None
-) -> torch.Tensor:
-    """The op's eager result from the codec called directly on one :func:`ops.direct_buffer`.
-
-    It skips the dispatcher's fixed cost (tens of microseconds, which count on small
-    images). A failure raises what the op raises; damage raises or warns as the op does.
-    """
-    try:
-        array, warnings_, damage = _C.decode_webp(
-            buffer, mode, strict is True, native_max_pixels(limit)
-        )
-    except ValueError as e:  # the codec's failure, as the op words it
-        raise native_error(failure_kind(e), str(e), path, "decode_webp") from None
-    if damage:
-        check_damage(warnings_, damage, strict, path, stacklevel=4)
-    if array.ndim == 4:  # an animation's (T, H, W, C) frames
-        return torch.from_numpy(array.transpose(0, 3, 1, 2))
-    return to_chw(array)
-
-
-register_format(ImageFormat("webp", decode_webp, _decode_op))
+register_format(ImageFormat("webp", decode_webp, _ops.default))
 
 
 def encode_webp(

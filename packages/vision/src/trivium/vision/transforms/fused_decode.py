@@ -67,7 +67,7 @@ from trivium.core import Transform, empty_batch, stack_batch
 from trivium.core.threads import parallel_map
 from trivium.core.tracing import is_tracing
 from trivium.vision.io import ImageReadMode, decode_image, image_info
-from trivium.vision.io.codec import as_buffer, resolve_max_pixels, to_chw
+from trivium.vision.io.codec import as_buffer, resolve_max_pixels
 from trivium.vision.io.kernels import decode_buffer
 from trivium.vision.io.ops import check_traceable
 from trivium.vision.transforms import functional as F
@@ -293,7 +293,7 @@ class _FusedDecode(Transform):
         else:
             limit = resolve_max_pixels(...)
             region = decode_buffer(plan.data, self.mode, plan.eighths, plan.box, None, limit)
-            result = self._finish(to_chw(region), plan, out)
+            result = self._finish(region, plan, out)
         return result if out is None or result is out else out.copy_(result)
 
     # Subclasses fill these in.

@@ -1,12 +1,12 @@
-"""The direct codec calls of decode_jpeg (one image, lists) and encode_jpeg against the ops."""
+"""One op call per decode: one image, lists on the C++ threads, and encode_jpeg."""
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import random
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,17 +16,19 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from vision.native_fuzz import check_list, jpeg_batch, load_seeds
 
 from trivium.core import get_num_threads, set_num_threads
-from trivium.core.errors import DecodeError
-from trivium.vision.io import ImageReadMode, codec, decode_jpeg, encode_jpeg, ops
+from trivium.core.errors import DecodeError, EncodeError
+from trivium.vision.io import (
+    ImageReadMode,
+    codec,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    encode_jpeg,
+    encode_png,
+    encode_webp,
+)
 
 CORRUPT_JPEGS = sorted(CORRUPT_DIR.glob("*.jpg"))
-
-
-def _through_op(monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
-    """decode_jpeg with the direct call turned off: the dispatcher's op decodes."""
-    with monkeypatch.context() as m:
-        m.setattr(ops, "direct_buffer", lambda *a: None)
-        return decode_jpeg(*args, **kwargs)
 
 
 def _outcome(call):
@@ -49,64 +51,38 @@ def _same(a: object, b: object) -> None:
         assert a == b
 
 
-@pytest.mark.parametrize("path", valid_jpegs(), ids=lambda p: p.name)
-@pytest.mark.parametrize("mode", [ImageReadMode.UNCHANGED, ImageReadMode.GRAY, ImageReadMode.RGB])
-def test_direct_call_equals_the_op(monkeypatch, path: Path, mode: ImageReadMode) -> None:
-    data = path.read_bytes()
-    for source in (
-        data,
-        bytearray(data),
-        np.frombuffer(data, np.uint8),
-        torch.tensor(list(data), dtype=torch.uint8),
-    ):
-        direct = _outcome(lambda s=source: decode_jpeg(s, mode))
-        _same(direct[0], _outcome(lambda s=source: _through_op(monkeypatch, s, mode))[0])
-
-
-@pytest.mark.parametrize("path", CORRUPT_JPEGS, ids=lambda p: p.name)
-@pytest.mark.parametrize("strict", [True, False])
-def test_errors_and_warnings_name_the_file_as_the_op_does(monkeypatch, path, strict) -> None:
-    data = path.read_bytes()
-    where = f"images/{path.name}"
-    direct, direct_warnings = _outcome(lambda: decode_jpeg(data, strict=strict, path=where))
-    op, op_warnings = _outcome(lambda: _through_op(monkeypatch, data, strict=strict, path=where))
-    _same(direct, op)
-    assert direct_warnings == op_warnings
-    if isinstance(direct, tuple):
-        assert direct[1].startswith(where)
-
-
-def test_roi_scale_and_limit_as_the_op(monkeypatch) -> None:
+def test_one_decode_is_one_op_call() -> None:
+    # decode_jpeg of one input: the op's .status overload once, nothing else dispatched.
     data = (CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes()
-    calls = [
-        {"roi": (8, 4, 40, 50), "scale": 0.5},
-        {"roi": (100, 100, 200, 200)},  # outside the image: ValueError naming decode_jpeg
-        {"max_pixels": 100},
-        {"max_pixels": None},
-    ]
-    for kwargs in calls:
-        _same(
-            _outcome(lambda k=kwargs: decode_jpeg(data, **k))[0],
-            _outcome(lambda k=kwargs: _through_op(monkeypatch, data, **k))[0],
-        )
+    seen: list[str] = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Record():
+        image = decode_jpeg(data)
+        decode_jpeg([data, data], scale=0.5)
+    assert seen == ["trivium.decode_jpeg.status", "trivium.decode_jpeg.status_list"]
+    want = pillow_array(CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg")
+    assert np.abs(image.numpy().astype(int) - want).max() <= 1
 
 
-def test_direct_call_matches_pillow() -> None:
-    path = CORRUPT_DIR.parent / "jpeg" / "jd-rgb.jpg"
-    image = decode_jpeg(path.read_bytes())
-    assert np.array_equal(image.numpy(), pillow_array(path))
-
-
-def test_direct_buffer_reads_in_place() -> None:
-    data = (CORRUPT_DIR.parent / "jpeg" / "jd-rgb.jpg").read_bytes()
-    assert ops.direct_buffer(data, None, "cpu") is data
-    tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    assert np.shares_memory(ops.direct_buffer(tensor, None, torch.device("cpu")), tensor.numpy())
-    # Where the op must run: out, another device, other dtypes, empty data.
-    assert ops.direct_buffer(data, torch.empty(0, dtype=torch.uint8), "cpu") is None
-    assert ops.direct_buffer(data, None, "meta") is None
-    assert ops.direct_buffer(tensor.view(torch.int8), None, "cpu") is None
-    assert ops.direct_buffer(b"", None, "cpu") is None
+def test_status_reports_what_the_plain_op_raises() -> None:
+    truncated = torch.frombuffer(
+        bytearray((CORRUPT_DIR / "pil-truncated_jpeg.jpg").read_bytes()), dtype=torch.uint8
+    )
+    image, error, message = torch.ops.trivium.decode_jpeg.status(truncated)
+    assert (error, image.numel()) == (codec.CORRUPT, 0)
+    assert message.startswith("only part of the image decodes")
+    below = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.BackendSelect)
+    op = torch.ops.trivium.decode_jpeg.default
+    with pytest.raises(ValueError) as raised:  # as a C++ program sees it: no Trivium class
+        op.redispatch(torch._C._dispatch_keys(truncated) & below, truncated, path="t.jpg")
+    assert type(raised.value) is ValueError and str(raised.value).startswith(f"t.jpg: {message}")
+    with pytest.raises(DecodeError, match=f"^t.jpg: {message[:20]}"):  # called from Python
+        op(truncated, path="t.jpg")
 
 
 # ---- Lists: decoded natively on the thread pool, errors from the first failure
@@ -147,23 +123,29 @@ def test_list_on_threads_equals_one_by_one(two_threads, mode) -> None:
 
 
 @pytest.mark.parametrize("strict", [True, False])
-def test_list_errors_and_warnings_as_the_op(monkeypatch, two_threads, strict) -> None:
+def test_list_errors_and_warnings_name_the_item(two_threads, strict) -> None:
     good = (CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes()
     for path in CORRUPT_JPEGS:
         datas = [good, good, path.read_bytes(), good]
-        direct = _list_outcome(lambda d=datas: decode_jpeg(d, strict=strict))
-        op = _list_outcome(lambda d=datas: _through_op(monkeypatch, d, strict=strict))
-        if isinstance(op[0], list):
-            assert isinstance(direct[0], list)
-            for a, b in zip(direct[0], op[0], strict=True):
-                _same(a, b)
-        else:
-            _same(direct[0], op[0])
-            assert "<batch item 2>" in direct[0][1]
-        assert direct[1] == op[1]
+        check_list(datas, strict)
         named = _outcome(lambda d=datas: decode_jpeg(d, strict=strict, path="shard-7"))[0]
         if isinstance(named, tuple):
             assert named[1].startswith("shard-7: ")
+
+
+def test_lists_of_every_format(two_threads) -> None:
+    # decode_image of a list: every native format in one op call, Pillow's after it.
+    from PIL import Image
+
+    rgb = decode_jpeg((CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes())[:, :40, :48]
+    bmp = io.BytesIO()
+    Image.fromarray(rgb.permute(1, 2, 0).numpy()).save(bmp, format="BMP")
+    datas = [encode_png(rgb), encode_webp(rgb, lossless=True), bmp.getvalue(), encode_png(rgb)]
+    for image in decode_image(datas):
+        assert torch.equal(image, rgb)
+    assert [torch.equal(i, rgb) for i in decode_png([datas[0], datas[3]])] == [True, True]
+    with pytest.raises(DecodeError, match=r"^<batch item 1>: "):
+        decode_png([datas[0], datas[0][:20]])
 
 
 @pytest.mark.parametrize("strict", [True, False])
@@ -211,39 +193,19 @@ def _decoded_bytes(datas: list[bytes]) -> list[bytes]:
     return [image.numpy().tobytes() for image in decode_jpeg(datas)]
 
 
-# ---- Encode: the codec called directly gives the op's bytes and errors
+# ---- Encode: the planes of a [3, H, W]-contiguous image are read in place
 
 
-def _encode_through_op(monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
-    with monkeypatch.context() as m:
-        m.setattr(codec, "direct_pixels", lambda image, **_: None)
-        return encode_jpeg(*args, **kwargs)
-
-
-def test_direct_encode_equals_the_op(monkeypatch) -> None:
+def test_encode_reads_planes_as_the_interleaved_copy() -> None:
     rgb = decode_jpeg((CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes())
-    gray = rgb[:1].contiguous()  # [C, H, W]-contiguous: copied to (H, W, C) first
-    wide = (rgb.to(torch.int32) * 257).to(torch.uint16)
-    calls = [
-        ((rgb, 90), {}),
-        ((rgb, 75), {"subsampling": "4:4:4", "progressive": True}),
-        ((rgb, 50), {"subsampling": "4:2:2", "optimize": True}),
-        ((rgb[:, 3:40, 5:60], 95), {}),  # a strided crop
-        ((rgb.contiguous(), 90), {}),  # [3, H, W]-contiguous: its planes read in place
-        ((rgb.contiguous(), 85), {"subsampling": "4:4:4"}),
-        ((rgb.contiguous(), 70), {"subsampling": "4:2:2", "progressive": True}),
-        ((rgb.contiguous(), 80), {"subsampling": "4:4:0"}),  # rows interleaved for libjpeg
-        ((rgb.contiguous(), 0), {}),
-        ((gray, 80), {}),
-        ((wide, 90), {}),
-        ((rgb, 0), {}),  # quality outside 1..100: the codec's error, named as the op names it
-        ((rgb, 2**40), {}),  # beyond the codec's int: the op's error
-    ]
-    for args, kwargs in calls:
-        direct = _outcome(lambda a=args, k=kwargs: encode_jpeg(*a, **k))[0]
-        op = _outcome(lambda a=args, k=kwargs: _encode_through_op(monkeypatch, *a, **k))[0]
-        _same(direct, op)
-    assert codec.direct_pixels(rgb).base is not None  # a decoded image is read in place
+    for kwargs in ({}, {"subsampling": "4:4:4"}, {"subsampling": "4:2:2", "progressive": True}):
+        planes = encode_jpeg(rgb.contiguous(), 85, **kwargs)  # [3, H, W] memory
+        interleaved = encode_jpeg(rgb, 85, **kwargs)  # [H, W, 3] memory
+        assert torch.equal(planes, interleaved)
+    with pytest.raises(EncodeError, match=r"^encode_jpeg: "):
+        encode_jpeg(rgb.contiguous(), 0)
+    with pytest.raises(EncodeError, match=r"^encode_jpeg: quality is out of range"):
+        encode_jpeg(rgb, 2**40)
 
 
 @pytest.fixture
@@ -272,7 +234,8 @@ def test_dispatch_modes_and_jit_trace_see_the_ops(one_thread) -> None:
         _same(decode_jpeg(data), image)
         _same(decode_jpeg([data, data])[1], image)
         encoded = encode_jpeg(image, 90)
-    assert seen.count("trivium.decode_jpeg.default") == 3
+    assert seen.count("trivium.decode_jpeg.status") == 1
+    assert seen.count("trivium.decode_jpeg.status_list") == 1
     assert seen.count("trivium.encode_jpeg.default") == 1
     traced = torch.jit.trace(lambda x: encode_jpeg(x, 90), image.contiguous(), check_trace=False)
     assert "trivium::encode_jpeg" in str(traced.graph)
