@@ -223,3 +223,17 @@ def test_kernels_match_torchvision() -> None:
         F.normalize(x, [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]),
         tvf.normalize(x, [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]),
     )
+
+
+def test_palette_image_gives_its_indices_as_torchvision(tv) -> None:
+    """A palette mask (VOC's class numbers) converts to its indices, not its colours."""
+    from trivium.vision import tv_tensors
+
+    indices = np.random.default_rng(0).choice([0, 1, 15, 255], (5, 7)).astype(np.uint8)
+    mask = Image.fromarray(indices, "P")
+    mask.putpalette(list(np.random.default_rng(1).integers(0, 256, 768)))
+    expected = tv.transforms.v2.functional.pil_to_tensor(mask)
+    for out in (F.pil_to_tensor(mask), T.PILToTensor()(mask), T.ToImage()(mask)):
+        assert out.shape == (1, 5, 7)
+        assert torch.equal(out.as_subclass(torch.Tensor), expected)
+    assert torch.equal(tv_tensors.Mask(mask).as_subclass(torch.Tensor), tv.tv_tensors.Mask(mask))
