@@ -29,13 +29,13 @@ def wrap_into_tv_tensors(image, target):
 
 
 def get_transform(size):
-    # the reference preset's "tensor" backend: the image as a plain tensor
+    # the reference preset's "tv_tensor" backend: the image as a tv_tensors.Image
     return v2.Compose(
         [
             wrap_into_tv_tensors,
-            v2.PILToTensor(),
+            v2.ToImage(),
             v2.Resize((size, size)),
-            v2.ToDtype(dtype={torch.Tensor: torch.float32, "others": None}, scale=True),
+            v2.ToDtype(dtype={tv_tensors.Image: torch.float32, "others": None}, scale=True),
             v2.Normalize(mean=MEAN, std=STD),
             v2.ToPureTensor(),
         ]
