@@ -14,7 +14,18 @@ Example:
     >>> img = torch.zeros(3, 8, 8, dtype=torch.uint8)
     >>> T.Compose([T.RandomHorizontalFlip(), T.ToDtype(torch.float32, scale=True)])(img).dtype
     torch.float32
+
+A torchvision script's ``from torchvision.transforms import v2`` (and
+``torchvision.transforms.v2.functional``) reads the same names here: ``v2`` is this
+module itself, under the name torchvision gives it::
+
+    >>> from trivium.vision.transforms import v2
+    >>> from trivium.vision.transforms.v2 import functional as F
+    >>> v2 is T, F is T.functional
+    (True, True)
 """
+
+import sys
 
 from trivium.core import RandomApply, RandomChoice, RandomOrder, Transform
 from trivium.vision.transforms import functional
@@ -193,3 +204,9 @@ __all__ = [
     "query_size",
     "register_kernel",
 ]
+
+
+# The same module under torchvision's name for it (an alias, not a module of its own):
+# ``trivium.vision.transforms.v2`` and ``from trivium.vision.transforms import v2``.
+v2 = sys.modules[__name__]
+sys.modules[f"{__name__}.v2"] = v2
