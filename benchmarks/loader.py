@@ -381,13 +381,20 @@ def image_rows(results: dict[tuple[str, int], dict[str, Any]], workers: Sequence
 
 
 def flat_rows(results: dict[str, dict[str, Any]]) -> str:
-    lines = ["| loader (2 workers) | samples/s | RSS per epoch MiB (tree) |", "|---|---:|---|"]
+    lines = [
+        "| loader (2 workers) | samples/s | vs torch | CPU µs/sample | RSS per epoch MiB (tree) |",
+        "|---|---:|---:|---:|---|",
+    ]
+    base = results.get("torch", {})
     for side, r in results.items():
         if "error" in r:
-            lines.append(f"| {side} | {r['error']} | |")
+            lines.append(f"| {side} | {r['error']} | | | |")
             continue
         per_epoch = " / ".join(mib(k) for k in r["epoch_kib"])
-        lines.append(f"| {side} | {r['images'] / r['wall_s']:.0f} | {per_epoch} |")
+        rate = r["images"] / r["wall_s"]
+        versus = f"{rate * base['wall_s'] / base['images']:.2f}x" if "wall_s" in base else ""
+        cpu = 1e6 * r["cpu_s"] / r["images"]
+        lines.append(f"| {side} | {rate:.0f} | {versus} | {cpu:.1f} | {per_epoch} |")
     return "\n".join(lines)
 
 

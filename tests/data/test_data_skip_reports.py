@@ -250,3 +250,38 @@ def test_origin_attach_keeps_a_named_error_and_names_an_unnamed_one() -> None:
         warnings.simplefilter("error")
         oserror = Origin("c.jpg").attach(PermissionError(13, "Permission denied"))
     assert isinstance(oserror, TriviumError) and oserror.path == "c.jpg"
+
+
+class DecodedFiles(torch.utils.data.Dataset):
+    """Decodes each file's bytes leniently in ``__getitem__``: the decoder knows no file."""
+
+    def __init__(self, paths: list[pathlib.Path]) -> None:
+        self.paths = [str(p) for p in paths]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return decode_file(pathlib.Path(self.paths[index])).float().mean()
+
+    def item_path(self, index: int) -> str:
+        return self.paths[index]
+
+
+@pytest.mark.parametrize(
+    ("workers", "worker_type"), [(0, "process"), (2, "thread"), (2, "process")]
+)
+def test_the_loader_names_the_sample_a_decode_warning_was_issued_reading(
+    files: list[pathlib.Path], workers: int, worker_type: str
+) -> None:
+    readable = [p for i, p in enumerate(files) if i not in (5, 10)]
+    loader = DataLoader(
+        DecodedFiles(readable), batch_size=3, shuffle=True, num_workers=workers,
+        worker_type=worker_type,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert sum(len(batch) for batch in loader) == 10
+    report = loader.skip_report
+    assert sorted(report.recovered_files) == [str(files[3]), str(files[8])]
+    assert not report.skipped_files

@@ -199,7 +199,8 @@ def sample_scope(*keys: int) -> AbstractContextManager[None]:
     """
     if not keys:
         raise TypeError("sample_scope() takes a seed, or the keys to derive one from")
-    return _SampleScope(int(keys[0]) if len(keys) == 1 else tuple(map(int, keys)))
+    # The keys as given: derive_seed converts them on the first draw (one scope per sample).
+    return _SampleScope(int(keys[0]) if len(keys) == 1 else keys)
 
 
 def scope_generator() -> torch.Generator | None:

@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import itertools
@@ -188,29 +189,37 @@ class Graph:
             raise error
         raise named from error
 
-    def rows(self, ids: list[int], positions: list[int], seed: int, epoch: int) -> Iterator[Any]:
+    def rows(
+        self,
+        ids: list[int],
+        positions: list[int],
+        seed: int,
+        epoch: int,
+        warnings: _SampleWarnings,
+    ) -> Iterator[Any]:
         """The samples ``root[i]`` of a map-style source, one at a time, each saying where
         it comes from.
 
         Each is read in its own ``sample_scope``, seeded from ``(seed, epoch,
         position)``. A data error names the sample's file (``raise``) or drops the
         sample, named in the batch's report (``skip``); the ``DecodeWarning``\\ s
-        issued while a sample is read name it in the report. Pulled inside
-        :func:`trivium.data.origins.reading`, as the graph runs.
+        issued while a sample is read name it in the report, through ``warnings``
+        (the sink of the block the batch's run watches them in, :meth:`_Stream._run`).
+        Pulled inside :func:`trivium.data.origins.reading`, as the graph runs.
         """
         report = report_or(None)
         assert report is not None, "read inside trivium.data.origins.reading"
+        root = self.root
         for i, p in zip(ids, positions, strict=True):
-            where = _ItemWhere(self, i, report)
+            where = warnings.where = _ItemWhere(self, i, report)
             try:
-                with (
-                    sample_scope(seed, epoch, p),
-                    watch_decode_warnings(where.recovered),
-                ):
-                    row = self.root[i]
+                with sample_scope(seed, epoch, p):
+                    row = root[i]
             except Exception as error:
+                warnings.where = None
                 self.failed(error, where(None), report)
                 continue
+            warnings.where = None  # what the ops above do with the sample is theirs
             set_where(where)
             yield row
 
@@ -220,6 +229,35 @@ class Graph:
         batch = root.take(ids)
         set_where(lambda row: None if row is None else root.row_origin(rows[row]))
         yield batch
+
+
+class _SampleWarnings:
+    """The sink of one ``watch_decode_warnings`` block open over a whole batch's run, that
+    passes each ``DecodeWarning`` to the sample being read (none: between samples).
+
+    A block per sample costs as much as reading a small sample; this one is opened once
+    per batch and only pointed at each sample in turn (:meth:`Graph.rows`).
+
+    Example:
+        >>> seen = []
+        >>> class Where:
+        ...     recovered = seen.append
+        >>> sink = _SampleWarnings()
+        >>> sink("between samples")
+        >>> sink.where = Where()
+        >>> sink("damaged")
+        >>> seen
+        ['damaged']
+    """
+
+    __slots__ = ("where",)
+
+    def __init__(self) -> None:
+        self.where: _ItemWhere | None = None
+
+    def __call__(self, message: str) -> None:
+        if self.where is not None:
+            self.where.recovered(message)
 
 
 class _ItemWhere:
@@ -314,13 +352,25 @@ class _Stream(IterableDataset):
             self.slots.use_in_worker(worker)
         return info, worker, workers
 
-    def _run(self, top: Any, seed: int, epoch: int, first: int, report: SkipReport) -> Any:
-        """One run of the bound graph (its source already set), as the batch to yield."""
+    def _run(
+        self,
+        top: Any,
+        seed: int,
+        epoch: int,
+        first: int,
+        report: SkipReport,
+        warnings: _SampleWarnings | None = None,
+    ) -> Any:
+        """One run of the bound graph (its source already set), as the batch to yield.
+
+        ``warnings``: the sink the source's rows point at each sample they read.
+        """
         # What draws outside a sample's scope (collate_fn: MixUp, batched crops, ...)
         # draws from the batch's.
         batch_seed = derive_seed(seed, epoch, first, -1)
         out, wheres = [], []
-        with sample_scope(batch_seed), reading(report, batch_seed):
+        watch = contextlib.nullcontext() if warnings is None else watch_decode_warnings(warnings)
+        with sample_scope(batch_seed), reading(report, batch_seed), watch:
             for item in top:  # lazy: where is that of the item just made
                 out.append(item)
                 wheres.append(current_where())
@@ -379,19 +429,22 @@ class EpochStream(_Stream):
         info, worker, workers = self._worker()
         seed, epoch, shuffle, start = self.epoch_state.tolist()
         leaf, top = self.graph.bind()
+        warnings = _SampleWarnings()  # this worker's: one iteration runs in one thread
         k = worker  # the batch being made, which an error is sent as
         try:
             if self.graph.kind == "stream":
                 batches = self._stream_batches(leaf, start, worker, workers)
             else:
                 order = self._order(seed, epoch, bool(shuffle))
-                batches = self._planned_batches(leaf, order, seed, epoch, start, worker, workers)
+                batches = self._planned_batches(
+                    leaf, order, seed, epoch, start, worker, workers, warnings
+                )
             for k, first in batches:
                 if k is None:
                     yield None, first, None  # the end of a stream: its number of batches
                     return
                 report = SkipReport()  # travels back with the batch
-                batch = self._sent(info, self._run(top, seed, epoch, first, report))
+                batch = self._sent(info, self._run(top, seed, epoch, first, report, warnings))
                 yield k, report if report or report.skipped_samples else None, batch
                 k += workers
         except Exception as error:
@@ -416,6 +469,7 @@ class EpochStream(_Stream):
         start: int,
         worker: int,
         workers: int,
+        warnings: _SampleWarnings,
     ) -> Iterator[tuple[int, int]]:
         """This worker's batches of a map-style or Arrow source: each sets the leaf's items."""
         graph = self.graph
@@ -436,7 +490,7 @@ class EpochStream(_Stream):
             if graph.columnar:
                 leaf.items = graph.arrow_rows(ids)
             else:
-                leaf.items = graph.rows(ids.tolist(), positions.tolist(), seed, epoch)
+                leaf.items = graph.rows(ids.tolist(), positions.tolist(), seed, epoch, warnings)
             yield k, int(positions[0])
 
     def _stream_batches(
