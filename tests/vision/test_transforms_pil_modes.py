@@ -42,6 +42,8 @@ _CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("RandomVerticalFlip", "RandomVerticalFlip", {"p": 1.0}),
     ("RandomRotation", "RandomRotation", {"degrees": 90}),
     ("RandomAffine", "RandomAffine", {"degrees": 30, "translate": (0.1, 0.1)}),
+    ("RandomZoomOut", "RandomZoomOut", {"p": 1.0}),
+    ("RandomShortestSize", "RandomShortestSize", {"min_size": [30]}),
 ]
 
 
@@ -62,6 +64,17 @@ def test_geometry_keeps_labels(mode: str, ours_name: str, theirs_name: str, kwar
     torch.manual_seed(3)
     ours = getattr(T, ours_name)(**kwargs)(image)
     _same(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["FiveCrop", "TenCrop"])
+def test_multi_crops_keep_labels(name: str) -> None:
+    tv = require_torchvision()
+    image = _palette_mask()
+    theirs = getattr(tv.transforms.v2, name)(20)(image)
+    ours = getattr(T, name)(20)(image)
+    assert len(ours) == len(theirs)
+    for o, t in zip(ours, theirs, strict=True):
+        _same(o, t)
 
 
 def test_pil_to_tensor_bilevel_is_bool() -> None:

@@ -136,7 +136,10 @@ class ImageTransform(Transform):
             if kind == _IMAGE:
                 outputs.append(self._output(x, t, next(done)))
             elif kind == _LABELS:
-                out = self.transform_tv_tensor(PilLabels(t), params)
+                if self._labels_as_image:
+                    out = self.transform(t, params)
+                else:
+                    out = self.transform_tv_tensor(PilLabels(t), params)
                 outputs.append(_labels_to_pil(out, x))
             elif kind == _TYPED:
                 outputs.append(self.transform_tv_tensor(x, params))
@@ -170,6 +173,10 @@ class ImageTransform(Transform):
     # geometry transform raises TypeError for a type its functional has no kernel for:
     # boxes left where they were while the image moves would be silently wrong.
     _passthrough_tv_tensors: bool = False
+    # Whether a "P" or "1" PIL image goes through ``transform`` as its indices (a
+    # transform that only moves pixels and has no mask route, such as FiveCrop) rather
+    # than through ``transform_tv_tensor`` as labels.
+    _labels_as_image: bool = False
 
     def transform_tv_tensor(self, inpt: tv_tensors.TVTensor, params: dict[str, Any]) -> Any:
         """Transform ``inpt``, a tv_tensor that is not an image, with this call's ``params``.
