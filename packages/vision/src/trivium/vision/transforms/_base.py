@@ -52,9 +52,12 @@ from trivium.vision.transforms._image import (
     eager_cpu,
     is_image,
     is_pil,
+    label_tensor_to_pil,
     pil_colors_to_tensor,
+    pil_label_to_tensor,
     to_pil_image,
 )
+from trivium.vision.transforms.functional._pil_labels import PilLabels
 
 __all__ = ["Compose", "ImageTransform"]
 
@@ -110,12 +113,11 @@ class ImageTransform(Transform):
                     return transform(x, self._params_for_chunk(params, None, x.shape[:-3]))
                 return self._transform_images([x], params)[0]
         flat, rebuild = flatten_inputs(self, inputs)
-        kinds = _leaf_kinds(flat)
-        as_tensors = [
-            _as_image_tensor(x) if k == _IMAGE else x for x, k in zip(flat, kinds, strict=True)
-        ]
+        kinds = _leaf_kinds(flat, labels_as_masks=not self._passthrough_tv_tensors)
+        as_tensors = [_leaf_tensor(x, k) for x, k in zip(flat, kinds, strict=True)]
         images = [t for t, k in zip(as_tensors, kinds, strict=True) if k == _IMAGE]
-        if not images:
+        labels = [t for t, k in zip(as_tensors, kinds, strict=True) if k == _LABELS]
+        if not images and not labels:
             raise TypeError(
                 f"{type(self).__name__}: expected an image tensor [..., C, H, W], a "
                 f"tv_tensors.Image/Video or a PIL image among the inputs, got "
@@ -127,12 +129,18 @@ class ImageTransform(Transform):
                 f"but the sample holds {_typed_names(flat, kinds)}, which belong to one image; "
                 f"use per_sample=False for detection and segmentation samples"
             )
-        params = self.make_sample_params(images, flat)
-        done = iter(self._transform_images(images, params))
+        params = self.make_sample_params(images or labels, flat)
+        done = iter(self._transform_images(images, params) if images else ())
         outputs = []
         for x, t, kind in zip(flat, as_tensors, kinds, strict=True):
             if kind == _IMAGE:
                 outputs.append(self._output(x, t, next(done)))
+            elif kind == _LABELS:
+                if self._labels_as_image:
+                    out = self.transform(t, params)
+                else:
+                    out = self.transform_tv_tensor(PilLabels(t), params)
+                outputs.append(_labels_to_pil(out, x))
             elif kind == _TYPED:
                 outputs.append(self.transform_tv_tensor(x, params))
             else:
@@ -165,6 +173,10 @@ class ImageTransform(Transform):
     # geometry transform raises TypeError for a type its functional has no kernel for:
     # boxes left where they were while the image moves would be silently wrong.
     _passthrough_tv_tensors: bool = False
+    # Whether a "P" or "1" PIL image goes through ``transform`` as its indices (a
+    # transform that only moves pixels and has no mask route, such as FiveCrop) rather
+    # than through ``transform_tv_tensor`` as labels.
+    _labels_as_image: bool = False
 
     def transform_tv_tensor(self, inpt: tv_tensors.TVTensor, params: dict[str, Any]) -> Any:
         """Transform ``inpt``, a tv_tensor that is not an image, with this call's ``params``.
@@ -470,21 +482,28 @@ _TRANSFORM_IMAGES = ImageTransform._transform_images
 
 # How ImageTransform.forward treats each leaf of a sample.
 _IMAGE, _TYPED, _OTHER = "image", "typed", "other"
+# A palette ("P") or bilevel ("1") PIL image through a geometry transform: labels, moved
+# as a mask (PIL itself forces NEAREST for these modes), so the indices and palette stay.
+_LABELS = "labels"
+_LABEL_MODES = ("P", "1")
 
 
-def _leaf_kinds(flat: list[Any]) -> list[str]:
+def _leaf_kinds(flat: list[Any], labels_as_masks: bool = False) -> list[str]:
     """The kind of every leaf: an image, a tv_tensor with a kernel of its own, or other.
 
     ``tv_tensors.Image``/``Video`` and PIL images are images. A plain tensor with 3 or
     more dims is an image too, unless a ``tv_tensors.Image``/``Video`` is in the
     sample: then, as in torchvision v2, the typed ones are the images and plain
-    tensors pass through.
+    tensors pass through. With ``labels_as_masks`` (geometry transforms), a PIL image
+    of mode "P" or "1" is labels.
     """
     typed_image = any(is_image_type(x) for x in flat)
     kinds = []
     for x in flat:
         if isinstance(x, tv_tensors.TVTensor):
             kinds.append(_IMAGE if is_image_type(x) else _TYPED)
+        elif labels_as_masks and is_pil(x) and x.mode in _LABEL_MODES:
+            kinds.append(_LABELS)
         elif is_pil(x) or (not typed_image and is_image(x)):
             kinds.append(_IMAGE)
         else:
@@ -497,6 +516,20 @@ def _as_image_tensor(x: Any) -> torch.Tensor:
     if is_pil(x):
         return pil_colors_to_tensor(x)
     return x.as_subclass(torch.Tensor) if isinstance(x, tv_tensors.TVTensor) else x
+
+
+def _leaf_tensor(x: Any, kind: str) -> Any:
+    """What the kernels get for the leaf ``x`` of ``kind``."""
+    if kind == _IMAGE:
+        return _as_image_tensor(x)
+    return pil_label_to_tensor(x) if kind == _LABELS else x
+
+
+def _labels_to_pil(out: Any, like: Any) -> Any:
+    """The mask kernel's ``out`` (a tensor, or a tuple of them) as PIL images like ``like``."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(_labels_to_pil(o, like) for o in out)
+    return label_tensor_to_pil(out, like) if isinstance(out, torch.Tensor) else out
 
 
 def _rewrap(out: Any, like: tv_tensors.TVTensor) -> Any:

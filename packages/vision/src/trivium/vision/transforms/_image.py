@@ -31,7 +31,9 @@ __all__ = [
     "image_where",
     "is_image",
     "is_pil",
+    "label_tensor_to_pil",
     "pil_colors_to_tensor",
+    "pil_label_to_tensor",
     "pil_to_tensor",
     "to_pil_image",
     "unflatten_batch",
@@ -188,8 +190,8 @@ def pil_to_tensor(pic: Any) -> torch.Tensor:
     """A PIL image as a ``uint8`` (or, for 16-bit/float modes, wider) ``[C, H, W]`` tensor.
 
     A palette image gives its indices, one channel, as torchvision's ``pil_to_tensor``
-    (a VOC or Cityscapes mask holds class numbers there); bilevel images are converted
-    to L first.
+    (a VOC or Cityscapes mask holds class numbers there); a bilevel (mode ``"1"``)
+    image gives a ``bool`` tensor, as torchvision's does.
 
     Example:
         >>> from PIL import Image
@@ -197,17 +199,57 @@ def pil_to_tensor(pic: Any) -> torch.Tensor:
         torch.Size([3, 2, 4])
         >>> pil_to_tensor(Image.new("P", (4, 2), 7)).unique().tolist()
         [7]
+        >>> pil_to_tensor(Image.new("1", (4, 2), 1)).dtype
+        torch.bool
     """
     if not is_pil(pic):
         raise TypeError(f"pil_to_tensor: expected a PIL image, got {type(pic).__name__}")
-    if pic.mode == "1":
-        pic = pic.convert("L")
-    elif pic.mode in ("CMYK", "YCbCr", "LAB", "HSV"):
+    if pic.mode in ("CMYK", "YCbCr", "LAB", "HSV"):
         pic = pic.convert("RGB")
     array = np.asarray(pic)
     if array.ndim == 2:
         array = array[:, :, None]
     return torch.from_numpy(array.copy()).permute(2, 0, 1).contiguous()
+
+
+def pil_label_to_tensor(pic: Any) -> torch.Tensor:
+    """The labels of a palette (``"P"``) or bilevel (``"1"``) PIL image as a uint8 ``[1, H, W]``.
+
+    Such an image holds labels, not colours: geometry moves them as a mask's (nearest,
+    as PIL does for these modes) and :func:`label_tensor_to_pil` rebuilds the image.
+
+    Example:
+        >>> from PIL import Image
+        >>> pil_label_to_tensor(Image.new("1", (4, 2), 1)).unique().tolist()
+        [1]
+    """
+    return pil_to_tensor(pic).to(torch.uint8)
+
+
+def label_tensor_to_pil(labels: torch.Tensor, like: Any) -> Any:
+    """``[1, H, W]`` ``labels`` as a PIL image of ``like``'s mode (``"P"`` or ``"1"``) and palette.
+
+    Example:
+        >>> import torch
+        >>> from PIL import Image
+        >>> like = Image.new("P", (1, 1))
+        >>> like.putpalette([0, 0, 0, 9, 9, 9])
+        >>> out = label_tensor_to_pil(torch.ones(1, 2, 3, dtype=torch.uint8), like)
+        >>> out.mode, out.size, out.getpalette()[3:6]
+        ('P', (3, 2), [9, 9, 9])
+    """
+    from PIL import Image
+
+    array = np.ascontiguousarray(labels.detach().cpu().reshape(labels.shape[-2:]).numpy())
+    if like.mode == "1":
+        return Image.fromarray(array != 0)
+    pic = Image.frombytes("P", (array.shape[1], array.shape[0]), array.tobytes())
+    palette = like.palette
+    if palette is not None:
+        pic.putpalette(palette.palette, palette.mode)
+    if "transparency" in like.info:
+        pic.info["transparency"] = like.info["transparency"]
+    return pic
 
 
 def pil_colors_to_tensor(pic: Any) -> torch.Tensor:
@@ -224,6 +266,8 @@ def pil_colors_to_tensor(pic: Any) -> torch.Tensor:
     """
     if is_pil(pic) and pic.mode == "P":
         pic = pic.convert("RGBA" if "transparency" in pic.info else "RGB")
+    elif is_pil(pic) and pic.mode == "1":
+        pic = pic.convert("L")
     return pil_to_tensor(pic)
 
 

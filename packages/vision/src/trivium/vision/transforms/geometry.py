@@ -314,6 +314,8 @@ class FiveCrop(ImageTransform):
         (3, 2, 2)
     """
 
+    _labels_as_image = True  # crops move pixels only: a palette image's indices stay
+
     def __init__(self, size: int | Sequence[int]) -> None:
         super().__init__()
         self.size = parse_size(type(self).__name__, size)

@@ -13,6 +13,7 @@ Example:
 
 from trivium.vision.transforms._dispatch import register_kernel
 from trivium.vision.transforms._image import pil_to_tensor, to_pil_image
+from trivium.vision.transforms.functional import _pil_labels  # noqa: F401  (its kernels)
 from trivium.vision.transforms.functional.color import (
     adjust_brightness,
     adjust_brightness_image,
