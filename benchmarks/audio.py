@@ -32,18 +32,18 @@ Workloads (inputs built at start-up from the real speech in ``tests/assets/audio
    with a conversion the other leaves to the user. The note gives speed as files per
    second or seconds of audio per second.
 
-5. ``ffmpeg``: what ``load`` reads through FFmpeg (PyAV), files written at start-up
-   with PyAV from the same speech: AAC in M4A (10 s, 44.1 kHz stereo), Opus in WebM
-   (10 s, 48 kHz stereo), 100 short AAC M4A clips (1-4 s, 16 kHz mono, a call loads
-   them all), and 1 s from 50 s into a 60 s AAC M4A (``frame_offset`` /
-   ``num_frames``); beside them a 60 s 48 kHz stereo 16-bit FLAC, which ``load`` reads
-   with libsndfile, a long file in parts on the thread pool. Against torchcodec's ``AudioDecoder(path).get_all_samples()``
-   (``get_samples_played_in_range`` for the range), ``torchaudio.load`` (which goes
-   through torchcodec since 2.9) and PyAV itself (``np.concatenate`` of every frame's
-   ``to_ndarray()``: float32 ``[channels, time]``, as ``load`` returns). torchcodec
-   and torchaudio's I/O import only in the peers' virtualenv
-   (``../shared/peers/setup_peers_venv.sh``): when this workload is asked for and
-   torchcodec does not import here, the script runs itself again under that
+5. ``ffmpeg``: what ``load`` reads through FFmpeg (PyAV), files written at start-up with
+   PyAV from the same speech: AAC in M4A (10 s, 44.1 kHz stereo), Opus in WebM (10 s, 48
+   kHz stereo), 100 short AAC M4A clips (1-4 s, 16 kHz mono, a call loads them all), and
+   1 s from 50 s into a 60 s AAC M4A (``frame_offset`` / ``num_frames``); beside them a
+   60 s 48 kHz stereo 16-bit FLAC, which ``load`` reads with libsndfile, a long file in
+   parts on the thread pool. Against torchcodec's
+   ``AudioDecoder(path).get_all_samples()`` (``get_samples_played_in_range`` for the
+   range), ``torchaudio.load`` (which goes through torchcodec since 2.9) and PyAV itself
+   (``np.concatenate`` of every frame's ``to_ndarray()``: float32 ``[channels, time]``,
+   as ``load`` returns). torchcodec and torchaudio's I/O import only in the peers'
+   virtualenv (``../shared/peers/setup_peers_venv.sh``): when this workload is asked for
+   and torchcodec does not import here, the script runs itself again under that
    virtualenv's Python (``--peers-python``) with this environment's site-packages (where
    trivium is) added after its own, so that every side runs in one process.
 6. ``filters``: ``lfilter`` of a second-order Butterworth low-pass
