@@ -437,11 +437,19 @@ def parse_thread_counts_args(
     repeats: int,
     min_time: float = 0.2,
     default: str = "1,2",
+    peers_python: str | None = None,
 ) -> argparse.Namespace:
-    """:func:`benchmark_parser`'s options and ``--threads`` (comma-separated counts, a list)."""
+    """:func:`benchmark_parser`'s options and ``--threads`` (comma-separated counts, a list).
+
+    With ``peers_python``, also ``--peers-python`` (that path by default): the peers'
+    virtualenv, where torchvision's C++ ops load.
+    """
     parser = benchmark_parser(description, workloads, repeats, min_time)
     help = f"comma-separated torch thread counts (default {default})"
     parser.add_argument("--threads", default=default, help=help)
+    if peers_python is not None:
+        help = "the peers' virtualenv, where torchvision's C++ ops load ('': stay here)"
+        parser.add_argument("--peers-python", default=peers_python, help=help)
     args = parse_benchmark_args(parser, workloads, argv)
     try:
         args.threads = [int(n) for n in args.threads.split(",") if n.strip()]

@@ -11,6 +11,23 @@ Workloads, each at every thread count of ``--threads`` (default 1 and 2):
    ``regnet_y_400mf``, ``convnext_tiny``, ``vit_b_16``, ``swin_t``, ``maxvit_t``):
    the same forward as ``eval``.
 
+4. one eval forward per model of the other families, named after its builder, on
+   small inputs: detection (``fasterrcnn_resnet50_fpn``, ``retinanet_resnet50_fpn``,
+   ``fcos_resnet50_fpn``, ``ssdlite320_mobilenet_v3_large``, ``maskrcnn_resnet50_fpn``:
+   one random 3x256x256 image, resized to 256 by the model (SSDlite: to its 320), score
+   thresholds lowered so that random weights leave detections for the postprocessing),
+   segmentation (``fcn_resnet50``, ``deeplabv3_mobilenet_v3_large``,
+   ``lraspp_mobilenet_v3_large``: 1x3x160x160) and video (``r3d_18``, ``r2plus1d_18``:
+   1x3x8x96x96; ``s3d``: 1x3x16x224x224, the least its pooling takes). The video
+   models' channels-last is ``torch.channels_last_3d``.
+
+torchvision's detection models call its C++ ``nms`` and ``roi_align``, which load in
+the peers' virtualenv (``.venv-peers``, built by ``../shared/peers/setup_peers_venv.sh``):
+the script re-runs itself there when they do not load here and that virtualenv
+exists. Where they load nowhere, torchvision's ``nms`` runs trivium's kernel (as in
+``benchmarks/detection.py``) and the two R-CNN rows, which need its ``roi_align``,
+are left out.
+
 Both models hold the same weights (torchvision's loads ours). The layers are the
 same ops, so what can differ is the memory layout: ours is timed as the vision
 guide (docs/guide/vision.md) recommends running it, converted to channels-last (the model with
@@ -26,17 +43,29 @@ Peers and timing are ``benchmarks/harness.py``'s. Ratio = peer time / our time
 Run from the repository root::
 
     .venv/bin/python benchmarks/models.py [--repeats N] [--min-time S] [--json PATH]
-        [--only eval,train] [--threads 1,2]
+        [--only eval,train,...] [--threads 1,2] [--peers-python .venv-peers/bin/python]
 """
 
 from __future__ import annotations
 
+import os
+import site
+
+# Under the peers' virtualenv: trivium from the project's environment, on the path
+# before trivium imports.
+if os.environ.get("TRIVIUM_PROJECT_SITE"):
+    site.addsitedir(os.environ["TRIVIUM_PROJECT_SITE"])
+
 import argparse
 import copy
 import sys
+import sysconfig
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import detection
 import harness
 import torch
 from torch import nn
@@ -59,7 +88,47 @@ FORWARDS = {
     "swin_t": ("swin_t", "Swin-T"),
     "maxvit_t": ("maxvit_t", "MaxViT-T"),
 }
-WORKLOADS = ["eval", "train", *list(FORWARDS)[1:]]
+
+
+@dataclass(frozen=True)
+class Family:
+    """An eval workload of a detection, segmentation or video builder.
+
+    ``kind`` is the subpackage of ``models`` (and of torchvision's) holding the builder,
+    ``shape`` the input's (one image of ``shape`` for detection), ``kwargs`` what both
+    builders are given beside ``weights=None`` (and ``weights_backbone=None``).
+    """
+
+    kind: str
+    label: str
+    shape: tuple[int, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def needs_roi_align(self) -> bool:
+        """Whether torchvision's side calls its C++ ``roi_align`` (the R-CNNs)."""
+        return "box_score_thresh" in self.kwargs
+
+
+# Random weights score every class near its prior: thresholds below it leave detections.
+_RCNN = {"min_size": 256, "max_size": 256, "box_score_thresh": 0.005, "box_detections_per_img": 20}
+_ONE_STAGE = {"min_size": 256, "max_size": 256, "score_thresh": 0.005}
+FAMILIES = {
+    "fasterrcnn_resnet50_fpn": Family("detection", "Faster R-CNN R50-FPN", (3, 256, 256), _RCNN),
+    "retinanet_resnet50_fpn": Family("detection", "RetinaNet R50-FPN", (3, 256, 256), _ONE_STAGE),
+    "fcos_resnet50_fpn": Family("detection", "FCOS R50-FPN", (3, 256, 256), _ONE_STAGE),
+    "ssdlite320_mobilenet_v3_large": Family("detection", "SSDlite320 MobileNetV3", (3, 256, 256)),
+    "maskrcnn_resnet50_fpn": Family("detection", "Mask R-CNN R50-FPN", (3, 256, 256), _RCNN),
+    "fcn_resnet50": Family("segmentation", "FCN R50", (1, 3, 160, 160)),
+    "deeplabv3_mobilenet_v3_large": Family(
+        "segmentation", "DeepLabV3 MobileNetV3", (1, 3, 160, 160)
+    ),
+    "lraspp_mobilenet_v3_large": Family("segmentation", "LR-ASPP MobileNetV3", (1, 3, 160, 160)),
+    "r3d_18": Family("video", "R3D-18", (1, 3, 8, 96, 96)),
+    "r2plus1d_18": Family("video", "R(2+1)D-18", (1, 3, 8, 96, 96)),
+    "s3d": Family("video", "S3D", (1, 3, 16, 224, 224)),
+}
+WORKLOADS = ["eval", "train", *list(FORWARDS)[1:], *FAMILIES]
 
 
 def in_layout(model: nn.Module, fmt: torch.memory_format) -> nn.Module:
@@ -122,27 +191,128 @@ def sides_for(
     return label, calls
 
 
+def family_pair(name: str, family: Family, tv: Any) -> tuple[nn.Module, nn.Module]:
+    """Our builder `name` and torchvision's, in eval mode, holding the same weights."""
+    kwargs = dict(family.kwargs, weights=None)
+    if family.kind != "video":  # torchvision's default would download ImageNet weights
+        kwargs["weights_backbone"] = None
+    torch.manual_seed(0)
+    ours = getattr(getattr(models, family.kind), name)(**kwargs)
+    theirs = getattr(getattr(tv.models, family.kind), name)(**kwargs)
+    theirs.load_state_dict(ours.state_dict(), strict=True)
+    return ours.eval(), theirs.eval()
+
+
+def family_input(family: Family) -> Any:
+    """The workload's input: a list of one image for detection, else a batch."""
+    x = torch.rand(family.shape, generator=torch.Generator().manual_seed(0))
+    return [x] if family.kind == "detection" else x
+
+
+def family_layouts(family: Family) -> dict[str, torch.memory_format]:
+    """The two layouts timed: contiguous and channels-last (3-d for the video models)."""
+    last = torch.channels_last_3d if family.kind == "video" else CL
+    return {"channels-last": last, "contiguous": NCHW}
+
+
+def difference(family: Family, a: Any, b: Any) -> str:
+    """How far two outputs of `family`'s models are apart, in words."""
+    if family.kind == "detection":
+        return detection.compare(a, b)
+    if family.kind == "segmentation":
+        a, b = a["out"], b["out"]
+    return f"max |d| {float((a - b).abs().max()):.1e} (shape {tuple(a.shape)})"
+
+
+def family_rows(
+    name: str, tv: Any, args: argparse.Namespace, checks: list[str]
+) -> list[harness.Row]:
+    """Rows of the eval of builder `name` at every thread count."""
+    family = FAMILIES[name]
+    ours, theirs = family_pair(name, family, tv)
+    x = family_input(family)
+    calls = {}
+    for lib, model in (("ours", ours), ("torchvision", theirs)):
+        for tag, fmt in family_layouts(family).items():
+            inp = x if family.kind == "detection" else x.contiguous(memory_format=fmt)
+            calls[f"{lib} {tag}"] = infer(in_layout(model, fmt), inp)
+    shape = "x".join(map(str, family.shape))
+    label = (
+        f"{family.label} ({name}) eval, {'1 image ' if family.kind == 'detection' else ''}{shape}"
+    )
+    a, b = calls["ours channels-last"](), calls["torchvision contiguous"]()
+    checks.append(
+        f"{label}: ours channels-last vs torchvision contiguous: {difference(family, a, b)}"
+    )
+    return harness.layout_rows_by_threads(label, calls, args)
+
+
 def workload_rows(
     workload: str, tv: Any, args: argparse.Namespace, checks: list[str]
 ) -> list[harness.Row]:
     """Rows of one workload at every thread count."""
+    if workload in FAMILIES:
+        return family_rows(workload, tv, args, checks)
     label, calls = sides_for(workload, tv, checks)
     return harness.layout_rows_by_threads(label, calls, args)
 
 
+def torchvision_native(tv: Any) -> bool:
+    """Whether torchvision's C++ ``nms`` and ``roi_align`` run here."""
+    try:
+        tv.ops.nms(torch.zeros(1, 4), torch.zeros(1), 0.5)
+        tv.ops.roi_align(torch.zeros(1, 1, 2, 2), [torch.zeros(1, 4)], 1)
+    except Exception:  # its extension did not load: the ops are missing
+        return False
+    return True
+
+
+def rerun_for_native_peers(argv: Sequence[str] | None, peers_python: str) -> None:
+    """Run this script again under the peers' virtualenv, where torchvision's C++ ops load.
+
+    Does nothing when already re-run or when that Python is absent.
+    """
+    python = Path(peers_python)
+    if os.environ.get("TRIVIUM_PROJECT_SITE") or not peers_python or not python.exists():
+        return
+    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
+    args = list(sys.argv[1:] if argv is None else argv)
+    sys.stdout.flush()
+    os.execve(str(python), [str(python), str(Path(__file__).resolve()), *args], env)
+
+
+def detection_ops(tv: Any, only: Sequence[str], argv: Sequence[str] | None, peers: str) -> str:
+    """Make torchvision's detection ops available for the detection workloads in `only`.
+
+    Re-runs the script under `peers` when they do not load here; where they load
+    nowhere, torchvision's ``nms`` runs trivium's kernel and the R-CNN workloads are
+    taken out of `only` (in place). Returns the header's line on the ops.
+    """
+    wanted = [w for w in only if w in FAMILIES and FAMILIES[w].kind == "detection"]
+    if not wanted or torchvision_native(tv):
+        return "torchvision's C++ nms and roi_align"
+    rerun_for_native_peers(argv, peers)
+    detection.share_nms(tv)
+    for w in [w for w in wanted if FAMILIES[w].needs_roi_align]:
+        only.remove(w)
+    return f"{detection.NMS_NOTE}; no C++ roi_align: the R-CNN rows are left out"
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    return harness.parse_thread_counts_args(__doc__.splitlines()[0], WORKLOADS, argv, 5)
+    return harness.parse_thread_counts_args(
+        __doc__.splitlines()[0], WORKLOADS, argv, 5, peers_python=".venv-peers/bin/python"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the workloads and print the table (and JSON with --json)."""
     run = harness.Session(parse_args(argv))
     tv = harness.peers.import_torchvision()
-    run.header(
-        "trivium.vision.models benchmark",
-        harness.machine_info(run.args.threads, torchvision=harness.version(tv)),
-    )
+    info = harness.machine_info(run.args.threads, torchvision=harness.version(tv))
+    if tv is not None:
+        info["detection ops"] = detection_ops(tv, run.args.only, argv, run.args.peers_python)
+    run.header("trivium.vision.models benchmark", info)
     if tv is None:
         print("torchvision is not installed: nothing to compare against")
         return 0

@@ -66,3 +66,12 @@ def test_session_header_says_how_sides_are_timed(harness, capsys):
     assert "- repeats: 3 (median), each ≥ 0.2 s" in capsys.readouterr().out
     harness.Session(args, timing="3 (median), each 100 calls").header("t", {})
     assert "- repeats: 3 (median), each 100 calls" in capsys.readouterr().out
+
+
+def test_thread_counts_args_take_a_peers_python_where_asked(harness):
+    args = harness.parse_thread_counts_args("t", ["a", "b"], ["--threads", "1,2"], 3)
+    assert args.threads == [1, 2] and not hasattr(args, "peers_python")
+    args = harness.parse_thread_counts_args("t", ["a"], [], 3, peers_python="peers/python")
+    assert args.peers_python == "peers/python" and args.only == ["a"]
+    args = harness.parse_thread_counts_args("t", ["a"], ["--peers-python", ""], 3, peers_python="p")
+    assert args.peers_python == ""

@@ -223,3 +223,52 @@ def test_kernels_match_torchvision() -> None:
         F.normalize(x, [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]),
         tvf.normalize(x, [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]),
     )
+
+
+def test_palette_image_gives_its_indices_as_torchvision(tv) -> None:
+    """A palette mask (VOC's class numbers) converts to its indices, not its colours."""
+    from trivium.vision import tv_tensors
+
+    indices = np.random.default_rng(0).choice([0, 1, 15, 255], (5, 7)).astype(np.uint8)
+    mask = Image.fromarray(indices, "P")
+    mask.putpalette(list(np.random.default_rng(1).integers(0, 256, 768)))
+    expected = tv.transforms.v2.functional.pil_to_tensor(mask)
+    for out in (F.pil_to_tensor(mask), T.PILToTensor()(mask), T.ToImage()(mask)):
+        assert out.shape == (1, 5, 7)
+        assert torch.equal(out.as_subclass(torch.Tensor), expected)
+    assert torch.equal(tv_tensors.Mask(mask).as_subclass(torch.Tensor), tv.tv_tensors.Mask(mask))
+
+
+def test_to_image_gives_tv_tensors_image_as_torchvision(tv) -> None:
+    """ToImage wraps images as torchvision's does, so a dtype dict keyed on Image applies."""
+    from trivium.vision import tv_tensors
+
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (6, 5, 3), np.uint8))
+    mask = torch.zeros(6, 5, dtype=torch.int64)
+    for inpt in (image, np.asarray(image), F.pil_to_tensor(image)):
+        ours = T.ToImage()(inpt, tv_tensors.Mask(mask), 3)
+        theirs = tv.transforms.v2.ToImage()(inpt, tv.tv_tensors.Mask(mask), 3)
+        assert [type(x).__name__ for x in ours] == [type(x).__name__ for x in theirs]
+        assert torch.equal(ours[0].as_subclass(torch.Tensor), theirs[0].as_subclass(torch.Tensor))
+    assert type(F.to_image(image)) is tv_tensors.Image
+    assert type(T.PILToTensor()(image)) is torch.Tensor  # as torchvision's: a plain tensor
+    dtypes = {tv_tensors.Image: torch.float32, "others": None}
+    out, _ = T.ToDtype(dtypes, scale=True)(
+        *T.ToImage()(F.pil_to_tensor(image), tv_tensors.Mask(mask))
+    )
+    assert type(out) is tv_tensors.Image and out.dtype == torch.float32
+    # traced code gets a plain tensor: a graph carries no tensor subclass
+    exported = torch.export.export(T.ToImage(), (torch.zeros(3, 4, 4),)).module()
+    assert exported(torch.ones(3, 4, 4)).shape == (3, 4, 4)
+
+
+def test_to_image_then_float_normalize_keeps_the_image_type(tv) -> None:
+    """Compose's fused ToDtype + Normalize pass takes ToImage's Image and gives one back."""
+    from trivium.vision import tv_tensors
+
+    x = torch.from_numpy(np.random.default_rng(2).integers(0, 256, (3, 9, 7), np.uint8))
+    steps = lambda m: [m.ToImage(), m.ToDtype(torch.float32, scale=True), m.Normalize(MEAN, STD)]  # noqa: E731
+    ours = T.Compose(steps(T))(x)
+    theirs = tv.transforms.v2.Compose(steps(tv.transforms.v2))(x)
+    assert type(ours) is tv_tensors.Image and type(theirs).__name__ == "Image"
+    torch.testing.assert_close(ours.as_subclass(torch.Tensor), theirs.as_subclass(torch.Tensor))

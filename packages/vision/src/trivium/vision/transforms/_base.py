@@ -52,7 +52,7 @@ from trivium.vision.transforms._image import (
     eager_cpu,
     is_image,
     is_pil,
-    pil_to_tensor,
+    pil_colors_to_tensor,
     to_pil_image,
 )
 
@@ -495,7 +495,7 @@ def _leaf_kinds(flat: list[Any]) -> list[str]:
 def _as_image_tensor(x: Any) -> torch.Tensor:
     """The plain tensor the image kernels get for the image ``x``."""
     if is_pil(x):
-        return pil_to_tensor(x)
+        return pil_colors_to_tensor(x)
     return x.as_subclass(torch.Tensor) if isinstance(x, tv_tensors.TVTensor) else x
 
 

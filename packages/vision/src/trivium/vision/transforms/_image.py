@@ -31,6 +31,7 @@ __all__ = [
     "image_where",
     "is_image",
     "is_pil",
+    "pil_colors_to_tensor",
     "pil_to_tensor",
     "to_pil_image",
     "unflatten_batch",
@@ -186,19 +187,20 @@ def unflatten_batch(img: torch.Tensor, batch_shape: torch.Size) -> torch.Tensor:
 def pil_to_tensor(pic: Any) -> torch.Tensor:
     """A PIL image as a ``uint8`` (or, for 16-bit/float modes, wider) ``[C, H, W]`` tensor.
 
-    Palette and bilevel images are converted to RGB(A) / L first, so the tensor
-    holds the colours the image shows.
+    A palette image gives its indices, one channel, as torchvision's ``pil_to_tensor``
+    (a VOC or Cityscapes mask holds class numbers there); bilevel images are converted
+    to L first.
 
     Example:
         >>> from PIL import Image
         >>> pil_to_tensor(Image.new("RGB", (4, 2), (255, 0, 0))).shape
         torch.Size([3, 2, 4])
+        >>> pil_to_tensor(Image.new("P", (4, 2), 7)).unique().tolist()
+        [7]
     """
     if not is_pil(pic):
         raise TypeError(f"pil_to_tensor: expected a PIL image, got {type(pic).__name__}")
-    if pic.mode == "P":
-        pic = pic.convert("RGBA" if "transparency" in pic.info else "RGB")
-    elif pic.mode == "1":
+    if pic.mode == "1":
         pic = pic.convert("L")
     elif pic.mode in ("CMYK", "YCbCr", "LAB", "HSV"):
         pic = pic.convert("RGB")
@@ -206,6 +208,23 @@ def pil_to_tensor(pic: Any) -> torch.Tensor:
     if array.ndim == 2:
         array = array[:, :, None]
     return torch.from_numpy(array.copy()).permute(2, 0, 1).contiguous()
+
+
+def pil_colors_to_tensor(pic: Any) -> torch.Tensor:
+    """:func:`pil_to_tensor` of the colours a PIL image shows: a palette image as RGB(A).
+
+    For image kernels, which need colours where ``pil_to_tensor`` keeps a palette's indices.
+
+    Example:
+        >>> from PIL import Image
+        >>> image = Image.new("P", (4, 2), 1)
+        >>> image.putpalette([0, 0, 0, 10, 20, 30])
+        >>> pil_colors_to_tensor(image)[:, 0, 0].tolist()
+        [10, 20, 30]
+    """
+    if is_pil(pic) and pic.mode == "P":
+        pic = pic.convert("RGBA" if "transparency" in pic.info else "RGB")
+    return pil_to_tensor(pic)
 
 
 def to_pil_image(img: torch.Tensor, mode: str | None = None) -> Any:

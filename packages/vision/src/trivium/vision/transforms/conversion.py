@@ -30,7 +30,7 @@ from trivium.vision.transforms._base import (
     _as_image_tensor,
     _leaf_kinds,
 )
-from trivium.vision.transforms._image import check_image, is_pil
+from trivium.vision.transforms._image import check_image, is_pil, pil_to_tensor
 from trivium.vision.transforms._scriptable import NormalizeModule, ToDtypeModule
 from trivium.vision.transforms.functional.conversion import (
     _max_value,
@@ -58,33 +58,56 @@ __all__ = [
 
 
 class ToImage(Transform):
-    """Turn PIL images and NumPy arrays ``[H, W(, C)]`` into ``[C, H, W]`` tensors.
+    """Turn PIL images, NumPy arrays ``[H, W(, C)]`` and plain image tensors into
+    ``[C, H, W]`` ``tv_tensors.Image``, as torchvision's ``ToImage``.
 
-    Tensors pass through (a 2-D tensor gains a channel dimension only when it is the
-    sole input); anything else (labels, ...) is returned unchanged.
+    The plain tensors converted are those the transforms take as images (3 or more
+    dims, and no ``tv_tensors.Image``/``Video`` in the sample); tv_tensors, labels and
+    the rest are returned unchanged.
 
     Example:
         >>> import numpy as np
         >>> img, label = ToImage()(np.zeros((4, 5, 3), dtype=np.uint8), 3)
-        >>> tuple(img.shape), label
-        ((3, 4, 5), 3)
+        >>> type(img).__name__, tuple(img.shape), label
+        ('Image', (3, 4, 5), 3)
     """
 
     def forward(self, *inputs: Any) -> Any:
-        """Convert every PIL image / array among ``inputs`` (see the class docstring)."""
+        """Convert every image among ``inputs`` (see the class docstring)."""
         flat, rebuild = flatten_inputs(self, inputs)
-        return rebuild([self.transform(x, {}) for x in flat])
+        convert = self.active_transform()
+        return rebuild(
+            [
+                convert(x, {}) if kind == _IMAGE or isinstance(x, np.ndarray) else x
+                for x, kind in zip(flat, _leaf_kinds(flat), strict=True)
+            ]
+        )
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
-        """Convert one input (PIL image or array), or return it unchanged.
+        """Convert one input (PIL image, array or plain tensor), or return it unchanged.
 
         Example:
             >>> ToImage().transform("label", {})
             'label'
         """
-        if is_pil(inpt) or isinstance(inpt, np.ndarray):
+        if isinstance(inpt, tv_tensors.TVTensor):
+            return inpt
+        if is_pil(inpt) or isinstance(inpt, np.ndarray | torch.Tensor):
             return to_image(inpt)
         return inpt
+
+    def transform_traced(self, inpt: Any, params: dict[str, Any]) -> Any:
+        """:meth:`transform` giving a plain tensor for a tensor: a traced graph
+        (``torch.compile``, ``torch.export``) carries no tensor subclass.
+
+        Example:
+            >>> import torch
+            >>> type(ToImage().transform_traced(torch.zeros(3, 2, 2), {})).__name__
+            'Tensor'
+        """
+        if isinstance(inpt, torch.Tensor) and not isinstance(inpt, tv_tensors.TVTensor):
+            return inpt.unsqueeze(0) if inpt.ndim == 2 else inpt
+        return self.transform(inpt, params)
 
 
 class PILToTensor(ToImage):
@@ -104,7 +127,7 @@ class PILToTensor(ToImage):
             >>> type(PILToTensor().transform(np.zeros(2), {})).__name__
             'ndarray'
         """
-        return to_image(inpt) if is_pil(inpt) else inpt
+        return pil_to_tensor(inpt) if is_pil(inpt) else inpt
 
 
 class _TensorOut(ImageTransform):
@@ -321,19 +344,22 @@ def _check_dtypes(dtype: Any) -> torch.dtype | dict[type | str, torch.dtype | No
 
 
 def _to_float_normalized(to_dtype: ToDtype, normalize: Normalize, inpt: Any) -> Any:
-    """``normalize(to_dtype(inpt))``: a plain integer image tensor takes one fused pass."""
+    """``normalize(to_dtype(inpt))``: an integer image tensor (plain, or the
+    ``tv_tensors.Image`` that ``ToImage`` gives) takes one fused pass."""
+    image = inpt.as_subclass(torch.Tensor) if type(inpt) is tv_tensors.Image else inpt
     fused = (
-        type(inpt) is torch.Tensor
-        and inpt.ndim >= 3
-        and inpt.numel() > 0
-        and not (inpt.is_floating_point() or inpt.is_complex() or inpt.dtype == torch.bool)
-        and len(normalize.mean) in (1, inpt.shape[-3])
-        and len(normalize.std) in (1, inpt.shape[-3])
+        type(image) is torch.Tensor
+        and image.ndim >= 3
+        and image.numel() > 0
+        and not (image.is_floating_point() or image.is_complex() or image.dtype == torch.bool)
+        and len(normalize.mean) in (1, image.shape[-3])
+        and len(normalize.std) in (1, image.shape[-3])
     )
     if not fused:  # the two steps give the results and the errors
         return normalize(to_dtype(inpt))
-    scale, shift = normalize._scale_shift(inpt.dtype, to_dtype.dtype, inpt.device)
-    return _scale_normalize(inpt, scale, shift)
+    scale, shift = normalize._scale_shift(image.dtype, to_dtype.dtype, image.device)
+    out = _scale_normalize(image, scale, shift)
+    return out if image is inpt else out.as_subclass(tv_tensors.Image)
 
 
 class Lambda(Transform):

@@ -33,16 +33,23 @@ __all__ = [
 ]
 
 
-def to_image(inpt: Any) -> torch.Tensor:
-    """A PIL image, a NumPy array ``[H, W]``/``[H, W, C]`` or a tensor as a ``[C, H, W]`` tensor.
+def to_image(inpt: Any) -> tv_tensors.Image:
+    """A PIL image, a NumPy array ``[H, W]``/``[H, W, C]`` or a tensor as a ``[C, H, W]``
+    ``tv_tensors.Image``.
 
     Arrays keep their dtype and share memory where possible (as torchvision's ``to_image``).
 
     Example:
         >>> import numpy as np
-        >>> to_image(np.zeros((4, 5, 3), dtype=np.uint8)).shape
-        torch.Size([3, 4, 5])
+        >>> image = to_image(np.zeros((4, 5, 3), dtype=np.uint8))
+        >>> type(image).__name__, tuple(image.shape)
+        ('Image', (3, 4, 5))
     """
+    return tv_tensors.Image(_image_tensor(inpt))
+
+
+def _image_tensor(inpt: Any) -> torch.Tensor:
+    """The plain ``[C, H, W]`` tensor :func:`to_image` wraps."""
     if is_pil(inpt):
         return pil_to_tensor(inpt)
     if isinstance(inpt, np.ndarray):
