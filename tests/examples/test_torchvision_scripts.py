@@ -84,7 +84,9 @@ def names_used(source: str, roots: set[str]) -> set[tuple[str, ...]]:
     return {c for c in chains if not any(o != c and o[: len(c)] == c for o in chains)}
 
 
-@pytest.mark.parametrize("name", ["segmentation.py", "video_classification.py"])
+@pytest.mark.parametrize(
+    "name", ["segmentation.py", "video_classification.py", "classification.py"]
+)
 def test_every_name_a_script_uses_resolves_renamed(name: str) -> None:
     """The renamed imports run, and each torchvision name the script reads is there."""
     source = (SCRIPTS / name).read_text()
@@ -92,7 +94,7 @@ def test_every_name_a_script_uses_resolves_renamed(name: str) -> None:
     namespace: dict[str, Any] = {}
     exec("\n".join(["import trivium.vision as torchvision", *imports]), namespace)
     used = names_used(source, {"torchvision", "v2", "tv_tensors"})
-    assert ("torchvision", "models", "video", "r3d_18") in used or name == "segmentation.py"
+    assert ("torchvision", "models", "video", "r3d_18") in used or name != "video_classification.py"
     for chain in sorted(used):
         found = namespace[chain[0]]
         for part in chain[1:]:
@@ -269,3 +271,74 @@ def test_video_classification_script_runs_renamed(
     # fold 1's test videos: 12 and 10 frames, clips of 4 every 4 frames
     assert ours["clips"] == theirs["clips"] == 3 + 2
     assert ours["accuracy"] == theirs["accuracy"]
+
+
+# ------------------------------------------------------------------ classification
+
+
+def write_image_folder(root: Path) -> Path:
+    """``train/`` and ``val/`` ImageFolders of JPEGs of two classes (a class colour on noise),
+    a few sizes, 3 training and 2 val images a class."""
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 3), ("val", 2)):
+        for label, cls in enumerate(("cat", "dog")):
+            (root / split / cls).mkdir(parents=True)
+            for i in range(n):
+                pixels = rng.integers(0, 80, (56 + 8 * i, 72 - 4 * label, 3), np.uint8)
+                pixels[..., label] += 150
+                Image.fromarray(pixels).save(root / split / cls / f"{i}.jpg", quality=90)
+    return root
+
+
+def classifier_weights(path: Path) -> Path:
+    """ResNet-18 weights for 2 classes, its BatchNorm statistics taken on a few batches so
+    that the eval outputs depend on the image."""
+    from trivium.vision.models import resnet18
+
+    torch.manual_seed(1)
+    model = resnet18(num_classes=2)
+    with torch.no_grad():
+        for _ in range(3):
+            model(torch.randn(4, 3, 64, 64))
+    torch.save(model.state_dict(), path)
+    return path
+
+
+def test_classification_script_evaluates_renamed(tmp_path: Path) -> None:
+    """The reference's ``--test-only``: the eval preset, loss and top-1/top-5 of the same
+    weights are torchvision's."""
+    require_torchvision()
+    root = write_image_folder(tmp_path / "data")
+    weights = classifier_weights(tmp_path / "resnet18.pt")
+    argv = [str(root), str(weights), "--model", "resnet18", "--test-only"]
+    theirs = run_script("classification.py", argv, trivium=False)
+    ours = run_script("classification.py", argv, trivium=True)
+    assert ours["classes"] == theirs["classes"] == ["cat", "dog"]
+    assert ours["first_output"].shape == (2, 2)
+    torch.testing.assert_close(ours["first_output"], theirs["first_output"], rtol=1e-4, atol=1e-4)
+    assert ours["metrics"] == pytest.approx(theirs["metrics"], rel=1e-4)
+    assert ours["metrics"]["acc5"] == 100.0  # top-"5" of 2 classes
+
+
+@pytest.mark.slow
+def test_classification_script_trains_renamed(tmp_path: Path) -> None:
+    """Two steps of the full recipe (TrivialAugmentWide, RandomErasing, MixUp / CutMix,
+    label smoothing, the EMA), then the eval of the model and of its average.
+
+    The augmentations draw from each library's own random streams, so the two runs see
+    different crops and mixes: their losses are compared for being finite and of the
+    same kind (soft targets of the same shape), not for equality (the eval test is)."""
+    require_torchvision()
+    root = write_image_folder(tmp_path / "data")
+    weights = classifier_weights(tmp_path / "resnet18.pt")
+    argv = [str(root), str(weights), "--model", "resnet18", "--steps", "2"]
+    theirs = run_script("classification.py", argv, trivium=False)
+    ours = run_script("classification.py", argv, trivium=True)
+    for run in (ours, theirs):
+        assert len(run["losses"]) == 2 and all(math.isfinite(x) for x in run["losses"])
+        assert run["shapes"] == run["target_shapes"] == [(2, 2), (2, 2)]  # one-hot mixed
+        assert run["n_averaged"] == 2
+        for metrics in (run["metrics"], run["ema_metrics"]):
+            assert math.isfinite(metrics["loss"]) and 0 <= metrics["acc1"] <= 100
+    # a cross-entropy of 2 classes with smoothing 0.1 from near-uniform outputs
+    assert 0.3 < ours["losses"][0] < 3.0
