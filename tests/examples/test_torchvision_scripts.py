@@ -6,6 +6,10 @@ torchvision (``tests/peers.py``), and with its import lines renamed to
 ``trivium.vision`` (:func:`renamed`; nothing else in it changes). Both runs start
 from the same weights and seed, so the losses match where the ops do.
 
+torchvision's detection models call its C++ ``nms`` and ``roi_align``, which do not load
+here: its detection run takes the project's (``tests/vision/test_ops_boxes.py`` and
+``test_ops_roi.py`` check them equal to torchvision's).
+
 torchvision's ``UCF101`` decodes through TorchCodec, which is not installed here: its
 video run reads the clips through :class:`PyAVUCF101`, a reference written below on
 PyAV and torchvision's own fold selection.
@@ -18,6 +22,7 @@ import importlib
 import importlib.util
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,7 @@ import pytest
 import torch
 from peers import require_torchvision
 from PIL import Image
+from tiny_coco import write_tiny_coco
 
 SCRIPTS = Path(__file__).resolve().parent / "torchvision_scripts"
 # import line of a torchvision script -> its Trivium form
@@ -85,7 +91,7 @@ def names_used(source: str, roots: set[str]) -> set[tuple[str, ...]]:
 
 
 @pytest.mark.parametrize(
-    "name", ["segmentation.py", "video_classification.py", "classification.py"]
+    "name", ["segmentation.py", "video_classification.py", "classification.py", "detection.py"]
 )
 def test_every_name_a_script_uses_resolves_renamed(name: str) -> None:
     """The renamed imports run, and each torchvision name the script reads is there."""
@@ -342,3 +348,66 @@ def test_classification_script_trains_renamed(tmp_path: Path) -> None:
             assert math.isfinite(metrics["loss"]) and 0 <= metrics["acc1"] <= 100
     # a cross-entropy of 2 classes with smoothing 0.1 from near-uniform outputs
     assert 0.3 < ours["losses"][0] < 3.0
+
+
+# ------------------------------------------------------------------ detection
+
+
+@pytest.fixture
+def torchvision_detection(monkeypatch: pytest.MonkeyPatch):
+    """torchvision with the project's ``nms`` and ``roi_align`` (see the module docstring)."""
+    tv = require_torchvision()
+    from trivium.vision import ops
+
+    monkeypatch.setattr(sys.modules["torchvision.ops.boxes"], "nms", ops.nms)
+    monkeypatch.setattr(sys.modules["torchvision.ops.poolers"], "roi_align", ops.roi_align)
+    return tv
+
+
+def detector_weights(path: Path) -> Path:
+    from trivium.vision.models.detection import fasterrcnn_mobilenet_v3_large_320_fpn
+
+    torch.manual_seed(1)
+    model = fasterrcnn_mobilenet_v3_large_320_fpn(num_classes=3, weights_backbone=None)
+    torch.save(model.state_dict(), path)
+    return path
+
+
+@pytest.mark.slow
+def test_detection_script_evaluates_renamed(tmp_path: Path, torchvision_detection) -> None:
+    """``--test-only``: the same weights give torchvision's detections on the val images."""
+    root = write_tiny_coco(tmp_path / "coco")
+    argv = [
+        str(root),
+        str(detector_weights(tmp_path / "frcnn.pt")),
+        "--test-only",
+        "--min-size",
+        "64",
+    ]
+    theirs = run_script("detection.py", argv, trivium=False)["detections"]
+    ours = run_script("detection.py", argv, trivium=True)["detections"]
+    assert [i for i, _ in ours] == [i for i, _ in theirs] == [3, 4]
+    for (_, mine), (_, want) in zip(ours, theirs, strict=True):
+        assert sorted(mine) == ["boxes", "labels", "scores"] and len(want["boxes"]) > 0
+        torch.testing.assert_close(mine, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.slow
+def test_detection_script_trains_renamed(tmp_path: Path, torchvision_detection) -> None:
+    """Two steps with the "ssd" preset on boxes, labels and masks, then the detections.
+
+    The augmentations draw from each library's own random streams, so the runs see
+    different crops: both are checked to train (finite losses of the same heads, the
+    masks kept beside the boxes), not for equal losses (the eval test compares outputs)."""
+    root = write_tiny_coco(tmp_path / "coco")
+    argv = [str(root), str(detector_weights(tmp_path / "frcnn.pt")), "--steps", "2"]
+    theirs = run_script("detection.py", argv, trivium=False)
+    ours = run_script("detection.py", argv, trivium=True)
+    heads = ["loss_box_reg", "loss_classifier", "loss_objectness", "loss_rpn_box_reg"]
+    for run in (ours, theirs):
+        assert len(run["losses"]) == 2 and all(math.isfinite(x) for x in run["losses"])
+        assert run["loss_names"] == [heads, heads]
+        assert run["target_keys"][0] == ["boxes", "image_id", "labels", "masks"]
+        for _, detection in run["detections"]:
+            assert torch.isfinite(detection["boxes"]).all()
+            assert ((detection["labels"] >= 1) & (detection["labels"] <= 2)).all()
