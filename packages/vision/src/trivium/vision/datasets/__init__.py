@@ -19,6 +19,7 @@ Example:
     (6, 4)
 """
 
+from trivium.vision.datasets._dataset_wrapper import wrap_dataset_for_transforms_v2
 from trivium.vision.datasets.caltech import Caltech101
 from trivium.vision.datasets.celeba import CSV, CelebA
 from trivium.vision.datasets.cifar import CIFAR10, CIFAR100
@@ -154,4 +155,5 @@ __all__ = [
     "require_folder",
     "starts_with_decode",
     "verify_str_arg",
+    "wrap_dataset_for_transforms_v2",
 ]

@@ -45,6 +45,7 @@ from trivium.vision.models import (  # noqa: F401
     video,
     vision_transformer,
 )
+from trivium.vision.models._api import get_model, get_model_builder, list_models
 from trivium.vision.models.alexnet import AlexNet, alexnet
 from trivium.vision.models.backbone_utils import (
     BackboneWithFPN,
@@ -288,9 +289,12 @@ __all__ = [
     "fasterrcnn_resnet50_fpn",
     "fasterrcnn_resnet50_fpn_v2",
     "fcos_resnet50_fpn",
+    "get_model",
+    "get_model_builder",
     "googlenet",
     "inception_v3",
     "keypointrcnn_resnet50_fpn",
+    "list_models",
     "load_weights",
     "maskrcnn_resnet50_fpn",
     "maskrcnn_resnet50_fpn_v2",
