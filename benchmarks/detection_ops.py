@@ -48,9 +48,7 @@ if os.environ.get("TRIVIUM_PROJECT_SITE"):
 
 import argparse
 import sys
-import sysconfig
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import harness
@@ -273,20 +271,6 @@ def deform_conv_rows(tv: Any, args, checks: list[str]) -> list[harness.Row]:
     return rows
 
 
-def rerun_for_native_peers(argv: Sequence[str] | None, peers_python: str) -> None:
-    """Run this script again under the peers' virtualenv, where torchvision's C++ ops load.
-
-    Does nothing when already re-run or when that Python is absent.
-    """
-    python = Path(peers_python)
-    if os.environ.get("TRIVIUM_PROJECT_SITE") or not peers_python or not python.exists():
-        return
-    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
-    args = list(sys.argv[1:] if argv is None else argv)
-    sys.stdout.flush()
-    os.execve(str(python), [str(python), str(Path(__file__).resolve()), *args], env)
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = harness.benchmark_parser(__doc__.splitlines()[0], WORKLOADS, threads=1)
@@ -306,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tv = harness.peers.import_torchvision()
     native = tv is not None and torchvision_native(tv)
     if not native:
-        rerun_for_native_peers(argv, args.peers_python)
+        harness.rerun_in_peers(__file__, args.peers_python, argv)
     peer = (
         "torchvision C++ nms"
         if native

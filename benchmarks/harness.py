@@ -62,18 +62,28 @@ def rerun_under_peers(
 ) -> None:
     """Run ``script`` again under ``peers_python`` when one of ``modules`` is missing here.
 
-    That Python gets this environment's site-packages (where trivium is) through
-    ``TRIVIUM_PROJECT_SITE``, which the script adds to its path before importing
-    trivium. Does nothing when already re-run, when every module imports, or when that
-    Python is absent or of another Python version (trivium's compiled modules would not
-    load there).
+    See :func:`rerun_in_peers`. Does nothing when every module imports.
 
     Example:
         >>> rerun_under_peers("image_io.py", ["json"], ".venv-peers/bin/python", [])  # json imports
     """
-    if os.environ.get("TRIVIUM_PROJECT_SITE") or not peers_python:
-        return
     if all(importlib.util.find_spec(name) is not None for name in modules):
+        return
+    rerun_in_peers(script, peers_python, argv)
+
+
+def rerun_in_peers(script: str | Path, peers_python: str, argv: Sequence[str] | None) -> None:
+    """Run ``script`` again under ``peers_python`` (the peers' virtualenv), in this process.
+
+    That Python gets this environment's site-packages (where trivium is) through
+    ``TRIVIUM_PROJECT_SITE``, which the script adds to its path before importing
+    trivium. Does nothing when already re-run, or when that Python is absent or of
+    another Python version (trivium's compiled modules would not load there).
+
+    Example:
+        >>> rerun_in_peers("image_io.py", "", [])  # no peers' Python given: nothing to do
+    """
+    if os.environ.get("TRIVIUM_PROJECT_SITE") or not peers_python:
         return
     python = Path(peers_python)
     if not python.exists():
@@ -87,8 +97,9 @@ def rerun_under_peers(
         print(f"({python} is Python {theirs}, not {sys.version_info[:2]}: peers left out)")
         return
     env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
+    args = list(sys.argv[1:] if argv is None else argv)
     sys.stdout.flush()
-    os.execve(str(python), [str(python), str(Path(script).resolve()), *argv], env)
+    os.execve(str(python), [str(python), str(Path(script).resolve()), *args], env)
 
 
 # ---------------------------------------------------------------------- machine info

@@ -59,10 +59,8 @@ if os.environ.get("TRIVIUM_PROJECT_SITE"):
 import argparse
 import copy
 import sys
-import sysconfig
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import detection
@@ -267,20 +265,6 @@ def torchvision_native(tv: Any) -> bool:
     return True
 
 
-def rerun_for_native_peers(argv: Sequence[str] | None, peers_python: str) -> None:
-    """Run this script again under the peers' virtualenv, where torchvision's C++ ops load.
-
-    Does nothing when already re-run or when that Python is absent.
-    """
-    python = Path(peers_python)
-    if os.environ.get("TRIVIUM_PROJECT_SITE") or not peers_python or not python.exists():
-        return
-    env = dict(os.environ, TRIVIUM_PROJECT_SITE=sysconfig.get_paths()["purelib"])
-    args = list(sys.argv[1:] if argv is None else argv)
-    sys.stdout.flush()
-    os.execve(str(python), [str(python), str(Path(__file__).resolve()), *args], env)
-
-
 def detection_ops(tv: Any, only: Sequence[str], argv: Sequence[str] | None, peers: str) -> str:
     """Make torchvision's detection ops available for the detection workloads in `only`.
 
@@ -291,7 +275,7 @@ def detection_ops(tv: Any, only: Sequence[str], argv: Sequence[str] | None, peer
     wanted = [w for w in only if w in FAMILIES and FAMILIES[w].kind == "detection"]
     if not wanted or torchvision_native(tv):
         return "torchvision's C++ nms and roi_align"
-    rerun_for_native_peers(argv, peers)
+    harness.rerun_in_peers(__file__, peers, argv)
     detection.share_nms(tv)
     for w in [w for w in wanted if FAMILIES[w].needs_roi_align]:
         only.remove(w)
