@@ -292,3 +292,48 @@ def test_an_arrow_source_under_threads_gives_the_main_process_batches(
     threads = run(2, "thread")
     assert sorted(x for b in threads for x in b) == list(range(30))
     assert threads == run(0, "process")  # the main process reads the same plan
+
+
+class Logged(torch.utils.data.Dataset):
+    """Sample ``i``: ``[i, a random draw]``; logs which worker asked for each, in order."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.flip = RandomApply([lambda x: -x], p=0.5, generator=torch.Generator())
+        self.log: list[int] = []
+        self.lock = threading.Lock()
+        self.others = threading.Event()  # a worker other than 0 asked for a sample
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        info = get_worker_info()
+        with self.lock:
+            self.log.append(-1 if info is None else info.id)
+        if info is not None and info.id > 0:
+            self.others.set()
+        elif info is not None and self.log.count(0) == 1:
+            self.others.wait(0.5)  # give a worker started alongside the time to show up
+        return torch.stack([torch.tensor(float(i)), self.flip(torch.ones(()))])
+
+
+def test_threads_start_staggered_and_keep_the_batches_of_processes_and_the_main() -> None:
+    def run(num_workers: int, worker_type: str) -> tuple[list[torch.Tensor], list[int]]:
+        kwargs = {"persistent_workers": True} if worker_type == "process" and num_workers else {}
+        dataset = Logged(22)
+        loader = DataLoader(dataset, batch_size=3, shuffle=True, num_workers=num_workers,
+                            seed=7, worker_type=worker_type, **kwargs)  # fmt: skip
+        return list(loader), dataset.log
+
+    threads, log = run(4, "thread")
+    for reference, _ in (run(4, "process"), run(0, "process")):
+        assert len(threads) == len(reference) == 8
+        for a, b in zip(threads, reference, strict=True):
+            assert torch.equal(a, b)
+    assert {-1.0, 1.0} <= set(torch.cat(threads)[:, 1].tolist())  # the transform drew
+    first = [log.index(w) for w in range(4)]  # where each worker's first sample is
+    assert log[:3] == [0, 0, 0]  # worker 0's first batch is made alone
+    assert first == sorted(first)  # worker k starts once worker k-1 sent its first batch
+    for w in range(1, 4):  # ...and all of that batch was asked for before
+        assert log[: first[w]].count(w - 1) >= 3

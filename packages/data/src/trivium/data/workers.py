@@ -190,6 +190,7 @@ class _ThreadsIter:
         self.active: list[int] = []
         self.turn = 0
         self.stop = threading.Event()
+        self.first_done: list[threading.Event] = []  # set once each worker sent its first item
         self.waits = True  # whether shutting down joins the threads
 
     def __iter__(self) -> _ThreadsIter:
@@ -199,6 +200,7 @@ class _ThreadsIter:
         n = self.workers.num_workers
         self.queues = [queue.Queue(maxsize=self.workers.prefetch_factor) for _ in range(n)]
         self.active = list(range(n))
+        self.first_done = [threading.Event() for _ in range(n)]
         for w in range(n):
             stream = _thread_copy(self.workers.stream)
             thread = threading.Thread(
@@ -219,6 +221,8 @@ class _ThreadsIter:
         try:
             if spec.worker_init_fn is not None:
                 spec.worker_init_fn(worker)
+            if not self._wait_turn_to_start(worker):
+                return
             for item in stream:
                 if not self._put(worker, item):
                     return
@@ -226,13 +230,30 @@ class _ThreadsIter:
         except BaseException as error:  # handed to the main thread, raised there
             self._put(worker, _Failed(error))
         finally:
+            self.first_done[worker].set()  # never holds the next worker back
             _local.info = None
+
+    def _wait_turn_to_start(self, worker: int) -> bool:
+        """Wait until the previous worker has sent its first item; False once shutting down.
+
+        Started together, the threads would share the cores over all their first items
+        and each would finish late; staggered, the first batch (worker 0's) comes as soon
+        as one worker alone makes it, and the others follow before the consumer needs them.
+        """
+        if worker == 0:
+            return True
+        previous = self.first_done[worker - 1]
+        while not previous.wait(_POLL_S):
+            if self.stop.is_set():
+                return False
+        return True
 
     def _put(self, worker: int, item: Any) -> bool:
         """Queue ``item``, waiting for room; False once the iteration is being shut down."""
         while not self.stop.is_set():
             try:
                 self.queues[worker].put(item, timeout=_POLL_S)
+                self.first_done[worker].set()
                 return True
             except queue.Full:
                 continue
