@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "tests" / "vision"))
 from test_torch_ops_deploy import DecodePreprocess  # the deployed model
 
 from trivium.vision.io import decode_jpeg, encode_jpeg, read_file
-from trivium.vision.io.ops import library_path
+from trivium.vision.io.image.ops import library_path
 
 PHOTO = JPEG_DIR / "tv-grace_hopper_517x606.jpg"
 WORKLOAD = "500x500 JPEG decode + Resize(256) + CenterCrop(224) + Normalize, 1 thread"

@@ -43,7 +43,7 @@ from trivium.vision.io import (
     encode_webp,
     image_info,
 )
-from trivium.vision.io.ops import library_path
+from trivium.vision.io.image.ops import library_path
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "images"
 PIXEL_LIMIT = 4_000_000

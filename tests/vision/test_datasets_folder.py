@@ -29,7 +29,7 @@ from trivium.vision.datasets import (
     default_loader,
 )
 from trivium.vision.io import ImageReadMode, decode_image, image_info, read_file
-from trivium.vision.io.codec import IMAGE_EXTENSIONS, cannot_decode
+from trivium.vision.io.image.codec import IMAGE_EXTENSIONS, cannot_decode
 
 # (class folder/file name in the tree, asset): gray, palette, RGBA, 16-bit, progressive,
 # upper-case extension, a nested folder, and a file that is not an image.

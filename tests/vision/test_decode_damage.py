@@ -23,7 +23,7 @@ from PIL import Image
 from trivium.core.errors import DecodeError, DecodeWarning
 from trivium.vision import transforms as T
 from trivium.vision.io import ImageReadMode, decode_image, decode_jpeg, read_image
-from trivium.vision.io.codec import decoding_file
+from trivium.vision.io.image.codec import decoding_file
 
 PHOTO = JPEG_DIR / "tv-grace_hopper_517x606.jpg"  # baseline 4:2:0
 

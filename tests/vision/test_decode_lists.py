@@ -19,7 +19,6 @@ from trivium.core import get_num_threads, set_num_threads
 from trivium.core.errors import DecodeError, EncodeError
 from trivium.vision.io import (
     ImageReadMode,
-    codec,
     decode_image,
     decode_jpeg,
     decode_png,
@@ -27,6 +26,7 @@ from trivium.vision.io import (
     encode_png,
     encode_webp,
 )
+from trivium.vision.io.image import codec
 
 CORRUPT_JPEGS = sorted(CORRUPT_DIR.glob("*.jpg"))
 

@@ -45,7 +45,7 @@ from trivium.vision.io import (
     sniff_format,
     write_file,
 )
-from trivium.vision.io.codec import find_format, formats
+from trivium.vision.io.image.codec import find_format, formats
 
 PHOTO = JPEG_DIR / "tv-grace_hopper_517x606.jpg"
 

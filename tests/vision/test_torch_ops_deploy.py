@@ -22,7 +22,7 @@ from torch import nn
 
 from trivium.vision import transforms as T
 from trivium.vision.io import read_file
-from trivium.vision.io.ops import check_torch_version, library_path
+from trivium.vision.io.image.ops import check_torch_version, library_path
 
 REPO = Path(__file__).resolve().parents[2]
 PHOTO = JPEG_DIR / "tv-grace_hopper_517x606.jpg"

@@ -16,7 +16,7 @@ enum class ReadMode : int { Unchanged = 0, Gray = 1, GrayAlpha = 2, RGB = 3, RGB
 // TooLarge: over the pixel limit; BadArgument: an argument the image refuses (a roi
 // outside it), which the operators raise as a plain ValueError, not a decode error;
 // Empty: no bytes at all. The operators' `.status` overloads report the kind to Python,
-// where trivium.vision.io.codec.native_error maps it to its error (the one map).
+// where trivium.vision.io.image.codec.native_error maps it to its error (the one map).
 enum class ErrorKind : int {
     None = 0, Corrupt = 1, Unsupported = 2, TooLarge = 3, BadArgument = 4, Empty = 5
 };

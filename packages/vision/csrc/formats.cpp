@@ -88,7 +88,7 @@ constexpr Format kFormats[] = {
     {"jpeg", "JPEG", is_jpeg, header_of<JpegDecoder>},
     {"png", "PNG", is_png, header_of<PngDecoder>},
     {"webp", "WebP", is_webp, header_of<WebpDecoder>},
-    // Decoded in Python (trivium/vision/io/pillow.py, gif.py).
+    // Decoded in Python (trivium/vision/io/image/pillow.py, gif.py).
     {"bmp", "BMP", is_bmp, nullptr},
     {"tiff", "TIFF", is_tiff, nullptr},
     {"ppm", "PPM", is_ppm, nullptr},

@@ -16,7 +16,7 @@
 // decoded part (check_damage).
 //
 // Shapes are data-dependent, so the fake kernels used for torch.compile and
-// torch.export (unbacked sizes) are Python ones, in trivium.vision.io.ops; so is the
+// torch.export (unbacked sizes) are Python ones, in trivium.vision.io.image.ops; so is the
 // Python kernel of the plain overloads called from Python (compiled graphs), which calls
 // `.status` and raises Trivium errors.
 #include <algorithm>
@@ -782,7 +782,7 @@ at::Tensor encode_webp_op(const at::Tensor& image, double quality, bool lossless
 
 TORCH_LIBRARY(trivium, m) {
     // Where the fake (shape) kernels are: torch imports it when tracing needs them.
-    m.set_python_module("trivium.vision.io.ops");
+    m.set_python_module("trivium.vision.io.image.ops");
     m.def("decode_jpeg(Tensor data, int mode=0, bool apply_exif_orientation=False, "
           "float? scale=None, int[]? min_size=None, int[]? roi=None, bool? strict=None, "
           "int max_pixels=-1, str? path=None) -> Tensor");

@@ -55,7 +55,7 @@ from trivium.core.errors import DatasetError, PathNotFoundError, SkippedSamplesW
 from trivium.core.folders import NO_CLASS_FOLDERS, class_folders
 from trivium.core.skipping import SkipsUnreadable, with_path
 from trivium.vision.io import ImageReadMode, decode_image, image_info, read_file
-from trivium.vision.io.codec import IMAGE_EXTENSIONS, cannot_decode, decoding_file
+from trivium.vision.io.image.codec import IMAGE_EXTENSIONS, cannot_decode, decoding_file
 from trivium.vision.transforms.fused_decode import (
     DecodeCenterCrop,
     DecodeRandomResizedCrop,

@@ -45,7 +45,7 @@ from trivium.core.errors import (
 )
 from trivium.core.skipping import SkipsUnreadable, with_path
 from trivium.vision.io import ImageReadMode, decode_image, read_file
-from trivium.vision.io.codec import decoding_file
+from trivium.vision.io.image.codec import decoding_file
 
 __all__ = [
     "ImageFileDataset",

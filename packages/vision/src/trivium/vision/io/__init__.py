@@ -13,25 +13,25 @@ Example:
     torch.Size([3, 16, 16])
 """
 
-from trivium.vision.io import ops
-from trivium.vision.io.codec import (
+from trivium.vision.io.image import ops
+from trivium.vision.io.image.codec import (
     ImageInfo,
     ImageReadMode,
     get_max_image_pixels,
     set_max_image_pixels,
     sniff_format,
 )
-from trivium.vision.io.file import read_file, write_file
-from trivium.vision.io.gif import decode_gif
-from trivium.vision.io.image import decode_image, image_info, read_image
-from trivium.vision.io.jpeg import SUPPORTED_SCALES, decode_jpeg, encode_jpeg, write_jpeg
-from trivium.vision.io.orientation import apply_exif_orientation
-from trivium.vision.io.pillow import decode_avif, decode_heic
-from trivium.vision.io.png import decode_png, encode_png, write_png
+from trivium.vision.io.image.decode import decode_image, image_info, read_image
+from trivium.vision.io.image.file import read_file, write_file
+from trivium.vision.io.image.gif import decode_gif
+from trivium.vision.io.image.jpeg import SUPPORTED_SCALES, decode_jpeg, encode_jpeg, write_jpeg
+from trivium.vision.io.image.orientation import apply_exif_orientation
+from trivium.vision.io.image.pillow import decode_avif, decode_heic
+from trivium.vision.io.image.png import decode_png, encode_png, write_png
+from trivium.vision.io.image.webp import decode_webp, encode_webp, write_webp
 from trivium.vision.io.video.clips import RandomClipSampler, UniformClipSampler, VideoClips
 from trivium.vision.io.video.read_write import read_video, read_video_timestamps, write_video
 from trivium.vision.io.video.reader import VideoFrames, VideoReader
-from trivium.vision.io.webp import decode_webp, encode_webp, write_webp
 
 __all__ = [
     "SUPPORTED_SCALES",

@@ -67,9 +67,9 @@ from trivium.core import Transform, empty_batch, stack_batch
 from trivium.core.threads import parallel_map
 from trivium.core.tracing import is_tracing
 from trivium.vision.io import ImageReadMode, decode_image, image_info
-from trivium.vision.io.codec import as_buffer, resolve_max_pixels
-from trivium.vision.io.kernels import decode_buffer
-from trivium.vision.io.ops import check_traceable
+from trivium.vision.io.image.codec import as_buffer, resolve_max_pixels
+from trivium.vision.io.image.kernels import decode_buffer
+from trivium.vision.io.image.ops import check_traceable
 from trivium.vision.transforms import functional as F
 from trivium.vision.transforms.functional.geometry import _channels_last_batch, _resize_image
 from trivium.vision.transforms.geometry import (

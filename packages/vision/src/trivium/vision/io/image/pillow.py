@@ -40,8 +40,8 @@ import torch
 
 from trivium.core import is_tracing
 from trivium.core.errors import DecodeError, UnsupportedFormatError
-from trivium.vision.io import ops
-from trivium.vision.io.codec import (
+from trivium.vision.io.image import ops
+from trivium.vision.io.image.codec import (
     EncodedData,
     ImageFormat,
     ImageReadMode,
@@ -52,7 +52,7 @@ from trivium.vision.io.codec import (
     native_errors,
     register_format,
 )
-from trivium.vision.io.orientation import apply_exif_orientation
+from trivium.vision.io.image.orientation import apply_exif_orientation
 
 _EXIF_ORIENTATION = 0x0112
 
@@ -426,7 +426,7 @@ def decode_image_of(name: str) -> Callable[..., Any]:
         >>> decode_image_of("avif").__name__
         'decode_avif'
     """
-    from trivium.vision.io.image import decode_image
+    from trivium.vision.io.image.decode import decode_image
 
     def decode(
         input: EncodedData | list[EncodedData],
@@ -510,7 +510,7 @@ decode_heic.__doc__ = """Decode an HEIC image to a [C, H, W] tensor (as torchvis
     it); other data raises ``DecodeError``.
 
     Example:
-        >>> from trivium.vision.io.codec import cannot_decode
+        >>> from trivium.vision.io.image.codec import cannot_decode
         >>> cannot_decode("heic") in (None, "HEIC images need " + _HEIF_INSTALL)
         True
     """

@@ -73,7 +73,7 @@ from trivium.core import is_tracing
 from trivium.core.errors import DecodeWarning, UnsupportedFormatError
 from trivium.core.threads import get_num_threads
 from trivium.vision import _C
-from trivium.vision.io.codec import (
+from trivium.vision.io.image.codec import (
     ImageReadMode,
     PathLike,
     as_tensor,
@@ -84,7 +84,7 @@ from trivium.vision.io.codec import (
     path_arg,
     warning_where,
 )
-from trivium.vision.io.file import read_file
+from trivium.vision.io.image.file import read_file
 
 
 def library_path() -> Path:
@@ -179,7 +179,7 @@ def register_python_decoder(
     ``decoder(data, values, eager)`` gets the encoded tensor, the op's arguments (data,
     mode, apply_exif_orientation, dtype, strict, max_pixels as the native limit, path)
     and whether the call is eager; it returns the image, or None for a format it does
-    not decode. ``trivium.vision.io.pillow`` registers one, on import.
+    not decode. ``trivium.vision.io.image.pillow`` registers one, on import.
 
     Example:
         >>> len(_python_decoders) >= 1
@@ -212,7 +212,7 @@ def check_status(
 
     The one place where the codecs' reports become Python errors and warnings:
     ``error`` (codec.h's ``ErrorKind``) goes through
-    :func:`~trivium.vision.io.codec.native_error`, naming the file; damage text gives
+    :func:`~trivium.vision.io.image.codec.native_error`, naming the file; damage text gives
     a ``DecodeWarning`` ``"{path}: {message}"`` (``stacklevel`` counted from the caller
     of this function); :data:`DECODED_IN_PYTHON` decodes through the registered Python
     decoders. ``values`` are the op's arguments with the path last.
@@ -303,7 +303,7 @@ def encoded_tensor(data: Any, func: str) -> torch.Tensor:
 
     ``bytes``, ``bytearray``, 1-D uint8 arrays and contiguous 1-D uint8 CPU tensors
     are read in place; everything else goes through
-    :func:`~trivium.vision.io.codec.as_tensor` (which refuses what is not bytes).
+    :func:`~trivium.vision.io.image.codec.as_tensor` (which refuses what is not bytes).
 
     Example:
         >>> encoded_tensor(b"\\xff\\xd8", "decode_jpeg")

@@ -39,8 +39,8 @@ import numpy as np
 import torch
 
 from trivium.core.errors import DecodeError
-from trivium.vision.io.codec import EncodedData, ImageReadMode, PathLike
-from trivium.vision.io.pillow import (
+from trivium.vision.io.image.codec import EncodedData, ImageReadMode, PathLike
+from trivium.vision.io.image.pillow import (
     PillowFormat,
     check_pixels,
     decode_image_of,
@@ -267,7 +267,7 @@ class GifFormat(PillowFormat):
         """Decode ``data`` (bytes-like) as the op ``decode_image`` does (GIFs have no EXIF).
 
         Example:
-            >>> from trivium.vision.io.codec import format_of
+            >>> from trivium.vision.io.image.codec import format_of
             >>> data = (b"GIF89a\\x01\\x00\\x01\\x00\\x80\\x00\\x00"  # 1x1
             ...         b"\\x00\\x00\\x00\\xff\\xff\\xff"  # palette: black, white
             ...         b",\\x00\\x00\\x00\\x00\\x01\\x00\\x01\\x00\\x00"

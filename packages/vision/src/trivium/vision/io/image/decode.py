@@ -1,7 +1,7 @@
 """Format-agnostic image entry points: sniffing, header info, decode_image, read_image.
 
 They know no format by name: ``image_info`` asks the format registry
-(:mod:`trivium.vision.io.codec`) which format the bytes are and reads its header;
+(:mod:`trivium.vision.io.image.codec`) which format the bytes are and reads its header;
 ``decode_image`` runs ``trivium::decode_image``, which does the same in C++.
 
 Example:
@@ -18,8 +18,8 @@ import os
 
 import torch
 
-from trivium.vision.io import ops
-from trivium.vision.io.codec import (
+from trivium.vision.io.image import ops
+from trivium.vision.io.image.codec import (
     EncodedData,
     ImageInfo,
     ImageReadMode,
@@ -30,7 +30,7 @@ from trivium.vision.io.codec import (
     native_errors,
     strict_arg,
 )
-from trivium.vision.io.file import read_file
+from trivium.vision.io.image.file import read_file
 
 _ops = ops.decode_ops("decode_image")
 
@@ -71,7 +71,7 @@ def decode_image(
 
     JPEG, PNG and WebP natively (an animated WebP gives ``[T, C, H, W]``, see
     :func:`decode_webp`); GIF, BMP, TIFF, PPM/PGM, AVIF and HEIC through Pillow (see
-    :mod:`trivium.vision.io.pillow`; an animated GIF gives ``[N, C, H, W]``, as
+    :mod:`trivium.vision.io.image.pillow`; an animated GIF gives ``[N, C, H, W]``, as
     torchvision's). ``input`` may also be a path (as torchvision.io.decode_image) or
     a list of encoded images, decoded in parallel. 16-bit images give uint16 unless
     ``dtype`` says otherwise; ``strict`` follows :func:`decode_jpeg`'s rule for

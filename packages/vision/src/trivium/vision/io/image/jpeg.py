@@ -17,8 +17,8 @@ from fractions import Fraction
 import torch
 
 from trivium.core.threads import parallel_map
-from trivium.vision.io import ops
-from trivium.vision.io.codec import (
+from trivium.vision.io.image import ops
+from trivium.vision.io.image.codec import (
     EncodedData,
     ImageFormat,
     ImageReadMode,
@@ -27,8 +27,8 @@ from trivium.vision.io.codec import (
     max_pixels_arg,
     register_format,
 )
-from trivium.vision.io.file import write_file
-from trivium.vision.io.kernels import (  # noqa: F401  (the scale helpers: re-exported)
+from trivium.vision.io.image.file import write_file
+from trivium.vision.io.image.kernels import (  # noqa: F401  (the scale helpers: re-exported)
     SUPPORTED_SCALES,
     check_roi,
     eighths_for_min_size,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from trivium.vision.io import ops
-from trivium.vision.io.codec import (
+from trivium.vision.io.image import ops
+from trivium.vision.io.image.codec import (
     EncodedData,
     ImageFormat,
     ImageReadMode,
@@ -23,7 +23,7 @@ from trivium.vision.io.codec import (
     register_format,
     strict_arg,
 )
-from trivium.vision.io.file import write_file
+from trivium.vision.io.image.file import write_file
 
 _ops = ops.decode_ops("decode_png")
 

@@ -1,7 +1,7 @@
 """Argument helpers of the decoders, and the JPEG region decode the fused transforms use.
 
 Not public API. The public decoders check their arguments with these helpers, then
-call the C++ operators of :mod:`trivium.vision.io.ops` (eager and compiled alike);
+call the C++ operators of :mod:`trivium.vision.io.image.ops` (eager and compiled alike);
 :func:`decode_buffer` is the scaled region decode of the fused ``Decode*``
 transforms, through the same op.
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from trivium.vision.io import ops
-from trivium.vision.io.codec import ImageReadMode, PathLike, path_arg
+from trivium.vision.io.image import ops
+from trivium.vision.io.image.codec import ImageReadMode, PathLike, path_arg
 
 #: The scales libjpeg-turbo decodes at natively (M/8 for M in 1..8).
 SUPPORTED_SCALES = tuple(Fraction(m, 8) for m in range(1, 9))
@@ -82,7 +82,7 @@ def decode_buffer(
     """JPEG decode of encoded ``data`` at the DCT scale ``eighths``/8, of ``roi`` (None: all).
 
     One call of the op ``trivium::decode_jpeg`` (its ``.status`` overload) and
-    :func:`~trivium.vision.io.ops.check_status`: the [C, H, W] view of an [H, W, C]
+    :func:`~trivium.vision.io.image.ops.check_status`: the [C, H, W] view of an [H, W, C]
     buffer, as ``decode_jpeg`` gives it. ``max_pixels`` is the native limit (0: none);
     errors name ``path``. The arguments are not checked again.
 
