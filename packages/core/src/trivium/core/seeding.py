@@ -42,6 +42,7 @@ import torch
 from torch.utils.data import get_worker_info
 
 __all__ = [
+    "SampleScopes",
     "derive_seed",
     "keep_in_worker",
     "make_generator",
@@ -201,6 +202,43 @@ def sample_scope(*keys: int) -> AbstractContextManager[None]:
         raise TypeError("sample_scope() takes a seed, or the keys to derive one from")
     # The keys as given: derive_seed converts them on the first draw (one scope per sample).
     return _SampleScope(int(keys[0]) if len(keys) == 1 else keys)
+
+
+class SampleScopes:
+    """Sample scopes one after another in a loop, each begun by :meth:`start`.
+
+    Inside ``with SampleScopes() as scopes:``, ``scopes.start(*keys)`` makes what runs
+    next draw from the stream of ``sample_scope(*keys)``, until the next ``start``;
+    leaving the block restores the scope around it. The same streams as a ``with
+    sample_scope(*keys):`` block per sample, at a fraction of its cost, for loops
+    that run nothing but samples in their scopes (the DataLoader reading the samples
+    of a map-style dataset that no op follows).
+
+    Example:
+        >>> import torch
+        >>> with sample_scope(4):
+        ...     a = torch.rand(1, generator=scope_generator())
+        >>> with SampleScopes() as scopes:
+        ...     scopes.start(9)
+        ...     _ = torch.rand(1, generator=scope_generator())
+        ...     scopes.start(4)
+        ...     b = torch.rand(1, generator=scope_generator())
+        >>> bool(torch.equal(a, b)), scope_generator() is None
+        (True, True)
+    """
+
+    __slots__ = ("outer",)
+
+    def __enter__(self) -> SampleScopes:
+        self.outer = _scope.seed, _scope.generator
+        return self
+
+    def start(self, *keys: int) -> None:
+        """Begin the stream of ``sample_scope(*keys)`` (as :func:`sample_scope` takes keys)."""
+        _scope.seed, _scope.generator = (int(keys[0]) if len(keys) == 1 else keys), None
+
+    def __exit__(self, *exc: object) -> None:
+        _scope.seed, _scope.generator = self.outer
 
 
 def scope_generator() -> torch.Generator | None:
