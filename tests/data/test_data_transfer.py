@@ -19,9 +19,10 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import torch.multiprocessing  # registers torch's shared-memory pickling
+from torch.utils.data import default_collate
 
 from trivium.data import DataLoader, ParquetSource
-from trivium.data.transfer import INLINE_MAX_BYTES, inline_small_tensors
+from trivium.data.transfer import INLINE_MAX_BYTES, inline_small_tensors, worker_collate
 
 
 def cross(batch: object) -> object:
@@ -107,3 +108,74 @@ def test_namedtuples_and_dataclasses_are_walked_and_keep_their_type() -> None:
     assert type(marked[1]) is Item and not isinstance(marked[1].label, torch.Tensor)
     got = pickle.loads(pickle.dumps(marked))
     assert got[0].label.tolist() == [1] and got[0].name == "a" and got[1].label.tolist() == [2]
+
+
+def assert_same(got: object, want: object) -> None:
+    """Equal types, and tensors of equal dtype, shape and values, at any nesting."""
+    assert type(got) is type(want)
+    if isinstance(want, torch.Tensor):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got, want)
+    elif isinstance(want, dict):
+        assert list(got) == list(want)
+        for key in want:
+            assert_same(got[key], want[key])
+    elif isinstance(want, list | tuple):
+        assert len(got) == len(want)
+        for a, b in zip(got, want, strict=True):
+            assert_same(a, b)
+    else:
+        assert got == want
+
+
+def sample(i: int) -> dict[str, object]:
+    """A sample of every kind default_collate stacks: Python scalars, tensors, arrays."""
+    return {
+        "id": i, "score": i / 3, "name": f"sample-{i}", "flag": i % 2 == 0,
+        "small": torch.tensor([i, -i], dtype=torch.int16),
+        "large": torch.full((64, 64), float(i)),  # a batch of them is past INLINE_MAX_BYTES
+        "array": np.arange(3, dtype=np.uint8) + i,
+        "pair": Pair(torch.tensor(float(i)), np.float32(i / 2)),
+        "list": [i, torch.tensor([i])],
+    }  # fmt: skip
+
+
+SAMPLES = [sample(i) for i in range(8)]
+
+
+class BothCollates(torch.utils.data.Dataset):
+    """Item ``k``: ``(worker_collate, default_collate)`` of SAMPLES, made in a worker."""
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, k: int) -> tuple[object, object]:
+        return worker_collate(SAMPLES), default_collate(SAMPLES)
+
+
+def test_worker_collate_equals_default_collate_in_and_out_of_a_worker() -> None:
+    assert_same(worker_collate(SAMPLES), default_collate(SAMPLES))
+    loader = torch.utils.data.DataLoader(BothCollates(), batch_size=None, num_workers=1)
+    for got, want in loader:
+        assert_same(got, want)
+    with pytest.raises(RuntimeError, match="equal size"):  # torch's error for ragged samples
+        worker_collate([torch.zeros(2), torch.zeros(3)])
+
+
+class Rows(torch.utils.data.Dataset):
+    """pytorch#13246's samples: two int64s each; and one large tensor."""
+
+    def __len__(self) -> int:
+        return 40
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {"row": torch.tensor([i, i % 10]), "large": torch.full((128, 128), i)}
+
+
+def test_loader_workers_send_small_stacks_by_value_and_large_ones_in_shared_memory() -> None:
+    want = list(DataLoader(Rows(), 8, shuffle=True, seed=4))
+    got = list(DataLoader(Rows(), 8, shuffle=True, seed=4, num_workers=2))
+    assert len(got) == len(want) == 5
+    for a, b in zip(got, want, strict=True):
+        assert_same(a, b)
+        assert not a["row"].is_shared() and a["large"].is_shared()

@@ -35,7 +35,7 @@ import itertools
 import pickle
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,7 @@ from torch.utils.data import IterableDataset, default_collate, default_convert
 
 from trivium.core.batching import BatchSlots
 from trivium.core.errors import TriviumError, watch_decode_warnings
-from trivium.core.seeding import derive_seed, sample_scope
+from trivium.core.seeding import SampleScopes, derive_seed, sample_scope
 from trivium.core.skipping import (
     Origin,
     SkipReport,
@@ -64,7 +64,7 @@ from trivium.data.origins import (
 )
 from trivium.data.pipes import IterPipe
 from trivium.data.sharding import BatchesPlan, EpochPlan, StreamPlan, epoch_order
-from trivium.data.transfer import inline_small_tensors
+from trivium.data.transfer import inline_small_tensors, worker_collate
 from trivium.data.workers import current_worker, warn_if_unsharded
 
 __all__ = ["END", "BatchSource", "EpochStream", "Graph", "IterableStream", "WorkerError"]
@@ -87,7 +87,7 @@ class BatchSource(IterPipe):
 
     def __iter__(self) -> Iterator[Any]:
         items, self.items = self.items, iter(())
-        return items
+        return iter(items)
 
 
 class Graph:
@@ -223,6 +223,38 @@ class Graph:
             set_where(where)
             yield row
 
+    def read_rows(
+        self, ids: list[int], positions: list[int], seed: int, epoch: int,
+        warnings: _SampleWarnings, report: SkipReport,
+    ) -> tuple[list[Any], _BatchWheres]:  # fmt: skip
+        """:meth:`rows` all at once, for a graph without ops: the samples, and where each
+        comes from (an object per sample made only if asked).
+
+        The samples are read one after another, each in its own stream
+        (:class:`~trivium.core.seeding.SampleScopes`), nothing between them.
+        """
+        root, failed = self.root, self.failed
+        where = _ItemWhere(self, -1, report)  # pointed at each sample in turn
+        out: list[Any] = []
+        dropped: list[int] = []
+        warnings.where = where
+        with SampleScopes() as scopes:
+            for j, (i, p) in enumerate(zip(ids, positions, strict=True)):
+                where.index = i
+                scopes.start(seed, epoch, p)
+                try:
+                    out.append(root[i])
+                except Exception as error:
+                    warnings.where = None
+                    failed(error, self.origin(i), report)
+                    dropped.append(j)
+                    warnings.where = where
+        warnings.where = None
+        if dropped:
+            skip = set(dropped)
+            ids = [i for j, i in enumerate(ids) if j not in skip]
+        return out, _BatchWheres(self, ids, report)
+
     def arrow_rows(self, ids: np.ndarray) -> Iterator[Any]:
         """The rows ``ids`` of an Arrow source, as one ``RecordBatch`` saying where each is from."""
         root, rows = self.root, ids.tolist()
@@ -258,6 +290,48 @@ class _SampleWarnings:
     def __call__(self, message: str) -> None:
         if self.where is not None:
             self.where.recovered(message)
+
+
+class _MapRows:
+    """The samples of one batch of a map-style source, set on the graph's leaf.
+
+    Pulled through the graph's ops one at a time (:meth:`Graph.rows`); a graph without
+    ops reads them all at once (:meth:`Graph.read_rows`).
+    """
+
+    __slots__ = ("epoch", "graph", "ids", "positions", "seed", "warnings")
+
+    def __init__(
+        self, graph: Graph, ids: list[int], positions: list[int], seed: int, epoch: int,
+        warnings: _SampleWarnings,
+    ) -> None:  # fmt: skip
+        self.graph, self.ids, self.positions = graph, ids, positions
+        self.seed, self.epoch, self.warnings = seed, epoch, warnings
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.graph.rows(self.ids, self.positions, self.seed, self.epoch, self.warnings)
+
+    def read(self, report: SkipReport) -> tuple[list[Any], _BatchWheres]:
+        return self.graph.read_rows(
+            self.ids, self.positions, self.seed, self.epoch, self.warnings, report
+        )
+
+
+class _BatchWheres:
+    """Where each sample of a batch read by :meth:`Graph.read_rows` comes from, as the
+    :class:`_ItemWhere` of each (made when iterated: most batches never ask)."""
+
+    __slots__ = ("graph", "ids", "report")
+
+    def __init__(self, graph: Graph, ids: list[int], report: SkipReport) -> None:
+        self.graph, self.ids, self.report = graph, ids, report
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[_ItemWhere]:
+        graph, report = self.graph, self.report
+        return (_ItemWhere(graph, i, report) for i in self.ids)
 
 
 class _ItemWhere:
@@ -368,15 +442,21 @@ class _Stream(IterableDataset):
         # What draws outside a sample's scope (collate_fn: MixUp, batched crops, ...)
         # draws from the batch's.
         batch_seed = derive_seed(seed, epoch, first, -1)
-        out, wheres = [], []
+        out: list[Any] = []
+        wheres: list[Where | None] | _BatchWheres = []
+        rows = top.items if isinstance(top, BatchSource) else None
         watch = contextlib.nullcontext() if warnings is None else watch_decode_warnings(warnings)
         with sample_scope(batch_seed), reading(report, batch_seed), watch:
-            for item in top:  # lazy: where is that of the item just made
-                out.append(item)
-                wheres.append(current_where())
+            if isinstance(rows, _MapRows):  # no ops: the source's samples are the outputs
+                top.items = iter(())
+                out, wheres = rows.read(report)
+            else:
+                for item in top:  # lazy: where is that of the item just made
+                    out.append(item)
+                    wheres.append(current_where())
             return self._finish(out, wheres, report)
 
-    def _finish(self, out: list[Any], wheres: list[Where | None], report: SkipReport) -> Any:
+    def _finish(self, out: list[Any], wheres: Iterable[Where | None], report: SkipReport) -> Any:
         batching = self.batching
         if not out:
             return None
@@ -393,7 +473,9 @@ class _Stream(IterableDataset):
             out = [dict(o) if isinstance(o, TensorBatch) else o for o in out]
             batch = out[0] if len(out) == 1 else out
             return batching.collate_fn(batch) if batching.collate_fn else batch
-        collate = batching.collate_fn or default_collate
+        collate = batching.collate_fn
+        if collate is None:
+            collate = worker_collate if _in_process(current_worker()) else default_collate
         return _Collation(collate, self.graph, report).run(out, wheres)
 
     @staticmethod
@@ -490,7 +572,9 @@ class EpochStream(_Stream):
             if graph.columnar:
                 leaf.items = graph.arrow_rows(ids)
             else:
-                leaf.items = graph.rows(ids.tolist(), positions.tolist(), seed, epoch, warnings)
+                leaf.items = _MapRows(
+                    graph, ids.tolist(), positions.tolist(), seed, epoch, warnings
+                )
             yield k, int(positions[0])
 
     def _stream_batches(
@@ -582,7 +666,7 @@ class _Collation:
     def __init__(self, collate: Callable[[Any], Any], graph: Graph, report: SkipReport) -> None:
         self.collate, self.graph, self.report = collate, graph, report
 
-    def run(self, out: list[Any], wheres: list[Where | None]) -> Any:
+    def run(self, out: list[Any], wheres: Iterable[Where | None]) -> Any:
         unnamed: list[str] = []  # DecodeWarnings that name no file
         try:
             with watch_decode_warnings(lambda m: self._recovered(m, None, unnamed)):
@@ -611,7 +695,7 @@ class _Collation:
             return error
         return None
 
-    def _apart(self, out: list[Any], wheres: list[Where | None], error: Exception) -> Any:
+    def _apart(self, out: list[Any], wheres: Iterable[Where | None], error: Exception) -> Any:
         failures = [(self._alone(s, w), w) for s, w in zip(out, wheres, strict=True)]
         bad = [(e, w) for e, w in failures if e is not None]
         if not bad:  # only together do they fail: say which samples were collated

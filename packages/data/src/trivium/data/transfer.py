@@ -11,15 +11,21 @@ ordinary tensors. Tensors already in shared memory (a batch made with
 of the loader's ``trivium.core.BatchSlots`` is marked with
 ``trivium.core.batching.lend_batch``, so that its buffer is reused once the main
 process drops it.
+
+:func:`worker_collate` is ``default_collate`` for a worker process: a small stacked
+batch in plain memory (then pickled by value), a larger one in a buffer of the
+loader's ``BatchSlots``, where ``default_collate`` makes a fresh segment for each.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils.data._utils.collate import collate, collate_tensor_fn, default_collate_fn_map
 
-from trivium.core.batching import lend_batch
+from trivium.core.batching import empty_batch, lend_batch
 from trivium.core.trees import map_tensors
 
 # Below this many bytes a copy through the worker's pipe is cheaper than a segment.
@@ -77,3 +83,41 @@ def inline_small_tensors(batch: Any) -> Any:
 
 def _mark(t: torch.Tensor) -> Any:
     return _ByValue(t) if _inlinable(t) else lend_batch(t)
+
+
+def _stack(batch: list[torch.Tensor], **_: Any) -> torch.Tensor:
+    """``default_collate``'s stack of ``batch``, in memory that crosses to the main process
+    cheaply (its ``dtype`` that of the first tensor, as torch's in a worker)."""
+    elem = batch[0]
+    if elem.is_nested or elem.layout != torch.strided or type(elem) is not torch.Tensor:
+        return collate_tensor_fn(batch)  # torch's errors, and subclasses as torch makes them
+    shape = (len(batch), *elem.shape)
+    if elem.device.type == "cpu" and len(batch) * elem.nbytes > INLINE_MAX_BYTES:
+        out = empty_batch(shape, elem.dtype)
+    else:
+        out = torch.empty(shape, dtype=elem.dtype, device=elem.device)
+    return torch.stack(batch, 0, out=out)
+
+
+_WORKER_COLLATE_MAP: dict[type | tuple[type, ...], Callable[..., Any]] = {
+    **default_collate_fn_map,
+    torch.Tensor: _stack,
+}
+
+
+def worker_collate(batch: list[Any]) -> Any:
+    """``default_collate(batch)`` (equal values, types, shapes, dtypes), for a worker process.
+
+    Its tensors are stacked into plain memory when small (:func:`inline_small_tensors`
+    then sends them by value: no shared-memory segment, no descriptor passed) and into
+    a buffer of the loader's ``BatchSlots`` when large (:func:`trivium.core.empty_batch`).
+
+    Example:
+        >>> import torch
+        >>> from torch.utils.data import default_collate
+        >>> batch = [{"x": torch.tensor([i, 2 * i]), "y": i} for i in range(3)]
+        >>> got, want = worker_collate(batch), default_collate(batch)
+        >>> all(torch.equal(got[k], want[k]) for k in want)
+        True
+    """
+    return collate(batch, collate_fn_map=_WORKER_COLLATE_MAP)
