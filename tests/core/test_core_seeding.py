@@ -16,7 +16,13 @@ import pytest
 import torch
 
 from trivium.core import RandomApply, make_generator, seed_everything, worker_init_fn
-from trivium.core.seeding import derive_seed, sample_scope, scope_generator, transform_generator
+from trivium.core.seeding import (
+    SampleScopes,
+    derive_seed,
+    sample_scope,
+    scope_generator,
+    transform_generator,
+)
 
 
 def _draw() -> tuple[float, float, list[float]]:
@@ -189,3 +195,29 @@ def test_a_scope_keyed_by_several_keys_draws_from_their_derived_seed():
     assert not torch.equal(keyed, single)
     with pytest.raises(TypeError, match="takes a seed"):
         sample_scope()
+
+
+def test_sample_scopes_draw_as_a_scope_per_sample_and_restore_the_outer_one() -> None:
+    def draws() -> torch.Tensor:
+        return torch.rand(2, generator=scope_generator())
+
+    keys = [(3, 0, p) for p in range(5)] + [(9,)]
+    want = []
+    for k in keys:
+        with sample_scope(*k):
+            want.append(draws())
+    seen = []
+    with sample_scope(1):
+        outer = scope_generator()
+        with SampleScopes() as scopes:
+            got = []
+            for k in keys:
+                scopes.start(*k)
+                got.append(draws())
+            thread = threading.Thread(target=lambda: seen.append(scope_generator()))
+            thread.start()
+            thread.join()
+        assert scope_generator() is outer  # the scope around the block goes on
+    assert seen == [None]  # another thread is outside every scope
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert scope_generator() is None

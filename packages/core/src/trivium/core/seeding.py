@@ -227,15 +227,18 @@ class SampleScopes:
         (True, True)
     """
 
-    __slots__ = ("outer",)
+    __slots__ = ("outer", "state")
 
     def __enter__(self) -> SampleScopes:
         self.outer = _scope.seed, _scope.generator
+        self.state = _scope.__dict__  # this thread's: set directly, it costs less
         return self
 
     def start(self, *keys: int) -> None:
         """Begin the stream of ``sample_scope(*keys)`` (as :func:`sample_scope` takes keys)."""
-        _scope.seed, _scope.generator = (int(keys[0]) if len(keys) == 1 else keys), None
+        state = self.state
+        state["seed"] = keys if len(keys) != 1 else int(keys[0])
+        state["generator"] = None
 
     def __exit__(self, *exc: object) -> None:
         _scope.seed, _scope.generator = self.outer
