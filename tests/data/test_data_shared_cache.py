@@ -343,3 +343,29 @@ def test_loaders_given_one_name_share_a_directory_removed_by_the_last(
     assert sweep_stale() == [] and os.path.isdir(second.path)  # still held by second
     second.close()
     assert not os.path.exists(second.path)
+
+
+def wait_for(ready: object, done: object) -> None:
+    ready.set()
+    done.wait(60)
+
+
+def test_a_forked_child_alive_after_the_cache_closes_does_not_keep_its_directory(
+    shm: pathlib.Path,
+) -> None:
+    """A worker forked while the loader held its cache (inheriting the owner lock's
+    descriptor) and still exiting when the loader lets go: the directory goes anyway."""
+    import multiprocessing
+
+    cache = SharedReadCache()
+    context = multiprocessing.get_context("fork")
+    ready, done = context.Event(), context.Event()
+    child = context.Process(target=wait_for, args=(ready, done))
+    child.start()
+    try:
+        assert ready.wait(60)
+        cache.close()
+        assert list(shm.iterdir()) == []
+    finally:
+        done.set()
+        child.join()

@@ -983,8 +983,8 @@ def _reap(retired: list[Iterator[Any]], wait: bool) -> None:
 def _drop_cache(cache: SharedReadCache) -> None:
     """A loader's end: free its cache's fragments (kept between epochs) and let go of it.
 
-    The files go at once; the directory goes with its last holder (worker processes
-    still exiting hold it too).
+    The files go at once; the directory goes with its last holder (the loader of
+    another rank sharing it; worker processes do not hold it).
     """
     if not cache.shared:  # a shared one: the other ranks' loaders free theirs
         cache.clear()

@@ -188,15 +188,43 @@ if hasattr(os, "register_at_fork"):
     )
 
 
-def _hold(path: str) -> int:
-    """Take a shared lock on the directory's owner lock: it is in use while held."""
+# The owner-lock descriptors of this process's caches (each a list: emptied once let go).
+_holds: list[list[int]] = []
+
+
+def _drop_inherited_holds() -> None:
+    """In a forked child: close the owner locks' descriptors it inherited.
+
+    A ``flock`` belongs to the open file, which a fork shares: a worker process keeping
+    its copy would hold the directory until it exits, after the loader that made the
+    cache let go, and no one would be left to remove it. Closing a copy (never
+    ``LOCK_UN``) leaves the parent's lock as it is.
+    """
+    for owner in _holds:
+        while owner:
+            os.close(owner.pop())
+    _holds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_inherited_holds)
+
+
+def _hold(path: str) -> list[int]:
+    """Take a shared lock on the directory's owner lock: it is in use while held.
+
+    Returns the descriptor in a list that :func:`_let_go` empties.
+    """
     fd = os.open(os.path.join(path, _OWNER), os.O_CREAT | os.O_RDWR, 0o600)
     fcntl.flock(fd, fcntl.LOCK_SH)
-    return fd
+    owner = [fd]
+    _holds.append(owner)
+    return owner
 
 
 def _let_go(path: str, owner: list[int]) -> None:
     """Drop this process's hold on ``path``; remove the directory if no one holds it."""
+    _holds[:] = [held for held in _holds if held is not owner]
     while owner:
         os.close(owner.pop())
     try:
@@ -238,7 +266,7 @@ class SharedReadCache:
         else:
             self.path = os.path.join(root, f"{_PREFIX}{name}")
             os.makedirs(self.path, mode=0o700, exist_ok=True)
-        owner = [_hold(self.path)]
+        owner = _hold(self.path)
         self._finalizer = weakref.finalize(self, _let_go, self.path, owner)
 
     def __getstate__(self) -> dict[str, Any]:
