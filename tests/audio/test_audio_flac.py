@@ -140,6 +140,10 @@ def test_decoder_refuses_what_is_not_a_frame() -> None:
     out = torch.empty(1, 10)
     result = torch.ops.trivium_audio.flac_decode_frames(data, 0, 100, 16, 4096, 0, out)
     assert result.tolist()[0] == -1
+    with pytest.raises(RuntimeError, match="begin"):
+        torch.ops.trivium_audio.flac_decode_frames(data, -1, 100, 16, 4096, 0, out)
+    with pytest.raises(RuntimeError, match="begin"):
+        torch.ops.trivium_audio.flac_decode_frames(data, 0, 101, 16, 4096, 0, out)
 
 
 def test_silence_in_frames_of_a_few_bytes(tmp_path: Path) -> None:
@@ -149,3 +153,26 @@ def test_silence_in_frames_of_a_few_bytes(tmp_path: Path) -> None:
     got = _flac.decode(path, 5, 299_995, 2, False)
     assert got is not None
     np.testing.assert_array_equal(got.numpy(), np.zeros((299_995, 2), np.float32))
+
+
+def test_damaged_frames_are_reported_never_decoded_wrong(tmp_path: Path) -> None:
+    """Bytes flipped anywhere after the first frame header: the decode stops at the damaged
+    frame (its CRC), and every frame it did decode holds soundfile's samples."""
+    path = tmp_path / "short.flac"
+    reference = write(path, 2, "PCM_16", 40_000)
+    clean = np.frombuffer(path.read_bytes(), np.uint8)
+    first = _flac._stream_info(torch.from_numpy(clean.copy())).first_byte
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        data = clean.copy()
+        at = rng.integers(first + 1, len(data), size=rng.integers(1, 4))
+        data[at] ^= rng.integers(1, 256, size=len(at)).astype(np.uint8)
+        cut = rng.integers(len(data) // 2, len(data) + 1)
+        out = torch.full((2, 40_000), 9.0)
+        stop, start, end = torch.ops.trivium_audio.flac_decode_frames(
+            torch.from_numpy(data[:cut]), first, cut, 16, 4096, 0, out
+        ).tolist()
+        assert stop == -1 or (cut == len(data) and (data == clean).all())
+        assert start in (-1, 0) and end <= 40_000
+        if end > 0:
+            np.testing.assert_array_equal(out[:, :end].numpy(), reference[:, :end])

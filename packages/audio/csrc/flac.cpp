@@ -404,6 +404,8 @@ at::Tensor flac_decode_frames(const at::Tensor& data, int64_t begin, int64_t sto
                 "data must be a contiguous uint8 vector");
     TORCH_CHECK(out.dim() == 2 && out.scalar_type() == at::kFloat, "out must be 2-D float32");
     TORCH_CHECK(bits >= 4 && bits <= 24, "bits must be in [4, 24]");
+    TORCH_CHECK(0 <= begin && begin <= stop && stop <= data.numel(),
+                "need 0 <= begin <= stop <= the number of bytes");
     const uint8_t* base = data.data_ptr<uint8_t>();
     const uint8_t* end = base + data.numel();
     // out is [channels, time] with any strides (a [time, channels] output comes transposed).
