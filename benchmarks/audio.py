@@ -36,8 +36,8 @@ Workloads (inputs built at start-up from the real speech in ``tests/assets/audio
    PyAV from the same speech: AAC in M4A (10 s, 44.1 kHz stereo), Opus in WebM (10 s, 48
    kHz stereo), 100 short AAC M4A clips (1-4 s, 16 kHz mono, a call loads them all), and
    1 s from 50 s into a 60 s AAC M4A (``frame_offset`` / ``num_frames``); beside them a
-   60 s 48 kHz stereo 16-bit FLAC, which ``load`` reads with libsndfile, a long file in
-   parts on the thread pool. Against torchcodec's
+   60 s 48 kHz stereo 16-bit FLAC, whose frames ``load`` decodes natively, in parts on
+   the thread pool. Against torchcodec's
    ``AudioDecoder(path).get_all_samples()`` (``get_samples_played_in_range`` for the
    range), ``torchaudio.load`` (which goes through torchcodec since 2.9) and PyAV itself
    (``np.concatenate`` of every frame's ``to_ndarray()``: float32 ``[channels, time]``,
@@ -454,7 +454,7 @@ def write_ffmpeg_files(folder: Path) -> dict[str, list[Path]]:
     }
 
 
-# libsndfile decodes FLAC here (not FFmpeg): a long file in parts on the thread pool.
+# Not FFmpeg: a long FLAC's frames decode natively, in parts on the thread pool.
 LONG_FLAC = "a 60 s 48 kHz stereo FLAC (16-bit)"
 
 

@@ -13,6 +13,7 @@ import scipy.io.wavfile
 import soundfile as sf
 import torch
 
+from trivium.audio import _ops
 from trivium.audio import io as aio
 from trivium.audio.io import AudioMetaData, _sndfile, info, load, save, stream
 from trivium.core.errors import DecodeError, EncodeError, UnsupportedFormatError
@@ -142,6 +143,8 @@ def test_frame_range_and_layout() -> None:
 
 
 def test_long_flac_decodes_in_parts_like_one_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libsndfile's decoders in parts: where the native library is not built."""
+    monkeypatch.setattr(_ops, "NATIVE", False)
     opened = []
     real_open = _sndfile.open_file
     monkeypatch.setattr(_sndfile, "open_file", lambda *a: opened.append(a) or real_open(*a))

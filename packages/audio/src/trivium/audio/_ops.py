@@ -31,6 +31,11 @@ SCHEMAS = {
         "forced_align_paths(Tensor log_probs, Tensor targets, Tensor input_lengths, "
         "Tensor target_lengths, int blank) -> Tensor"
     ),
+    "flac_frame_at": "flac_frame_at(Tensor data, int start, int bits, int fixed_block) -> Tensor",
+    "flac_decode_frames": (
+        "flac_decode_frames(Tensor data, int begin, int stop, int bits, int fixed_block, "
+        "int first_sample, Tensor(a!) out) -> Tensor"
+    ),
 }
 
 

@@ -92,12 +92,14 @@ def load(
     torchaudio's: FFmpeg reads file objects and bytes in blocks of at least this many
     bytes.
 
-    A long FLAC from a path or bytes (at least 2 x 65536 frames) is decoded in parts on
-    the ``trivium.core`` thread pool (one thread inside a DataLoader worker); the
-    samples are the same as one sequential read. The waveform of a WAV file over 4 MiB
-    (up to 32 MiB) goes into memory that an earlier such waveform left once it and
-    every tensor made from it were gone, so loading file after file takes no page
-    faults; up to two such buffers stay allocated between loads.
+    A long FLAC from a path or bytes (at least 2 x 65536 frames) is decoded by the
+    native library, its frames in parts on the ``trivium.core`` thread pool (one thread
+    inside a DataLoader worker); the samples are the same as libsndfile's sequential
+    read, and a frame that fails its CRC sends the file to libsndfile. The waveform of
+    a WAV file over 4 MiB (up to 32 MiB) goes into memory that an earlier such
+    waveform left once it and every tensor made from it were gone, so loading file
+    after file takes no page faults; up to two such buffers stay allocated between
+    loads.
 
     Raises :class:`~trivium.core.errors.PathNotFoundError` (a ``FileNotFoundError``)
     for a missing path, :class:`~trivium.core.errors.EmptyInputError` for an empty file
