@@ -123,7 +123,8 @@ def test_the_data_wheel_takes_any_recent_torch() -> None:
 
 
 # What the vision wheel's native code may load from outside it: the manylinux policy's
-# C and C++ runtime, and the libraries of the torch it pins (the operator library).
+# C and C++ runtime, and the libraries of the torch it pins (the operator library; the
+# decoders' typed op calls also torch's Python bindings, never the operator library).
 _POLICY = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libpthread.so.0",
            "libdl.so.2", "librt.so.1", "ld-linux-x86-64.so.2"}  # fmt: skip
 _TORCH = {"libc10.so", "libtorch_cpu.so", "libtorch.so"}
@@ -136,13 +137,19 @@ def test_the_vision_wheel_needs_only_the_policy_and_its_torch(tmp_path: Path) ->
     with zipfile.ZipFile(_wheel("trivium-vision")) as z:
         native = [n for n in z.namelist() if n.endswith(".so")]
         z.extractall(tmp_path, native)
-    assert sorted(Path(n).name.split(".")[0] for n in native) == ["_C", "libtrivium_ops"]
+    names = sorted(Path(n).name.split(".")[0] for n in native)
+    assert names == ["_C", "_op_calls", "libtrivium_ops"]
+    allowed_for = {
+        "_C": _POLICY,
+        "_op_calls": _POLICY | _TORCH | {"libtorch_python.so"},
+        "libtrivium_ops": _POLICY | _TORCH,
+    }
     for name in native:
         with open(tmp_path / name, "rb") as f:
             section = ELFFile(f).get_section_by_name(".dynamic")
             assert isinstance(section, DynamicSection)
             needed = {t.needed for t in section.iter_tags() if t.entry.d_tag == "DT_NEEDED"}
-        allowed = _POLICY | (_TORCH if name.endswith("libtrivium_ops.so") else set())
+        allowed = allowed_for[Path(name).name.split(".")[0]]
         assert needed <= allowed, (name, needed - allowed)
     shown = subprocess.run(
         [str(Path(sys.executable).parent / "auditwheel"), "show", str(_wheel("trivium-vision"))],

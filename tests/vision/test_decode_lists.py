@@ -69,6 +69,26 @@ def test_one_decode_is_one_op_call() -> None:
     assert np.abs(image.numpy().astype(int) - want).max() <= 1
 
 
+def test_the_typed_call_is_the_status_overload() -> None:
+    # One image goes through _op_calls: the same overload as the boxed call, bytes in place.
+    from trivium.vision import _op_calls
+
+    data = (CORRUPT_DIR.parent / "jpeg" / "pil-hopper.jpg").read_bytes()
+    tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    boxed = torch.ops.trivium.decode_jpeg.status(tensor, 1, False, 0.5)
+    for given in (data, tensor):
+        typed = _op_calls.decode_jpeg(given, 1, False, 0.5, None, None, None, -1, None)
+        assert typed[1:] == boxed[1:] and typed[0].shape == (1, 64, 64)
+        assert torch.equal(typed[0], boxed[0])
+    png = encode_png(torch.arange(24, dtype=torch.uint8).reshape(2, 3, 4) * 10)
+    typed = _op_calls.decode_png(bytes(png.numpy()), 0, False, torch.float32, None, -1, None)
+    assert torch.equal(typed[0], torch.ops.trivium.decode_png.status(png, dtype=torch.float32)[0])
+    with pytest.raises(TypeError, match="1-D uint8 tensor or bytes"):
+        _op_calls.decode_jpeg(bytearray(data), 0, False, None, None, None, None, -1, None)
+    with pytest.raises(TypeError, match=r"torch\.dtype"):
+        _op_calls.decode_png(png, 0, False, "float32", None, -1, None)
+
+
 def test_status_reports_what_the_plain_op_raises() -> None:
     truncated = torch.frombuffer(
         bytearray((CORRUPT_DIR / "pil-truncated_jpeg.jpg").read_bytes()), dtype=torch.uint8

@@ -844,3 +844,17 @@ TORCH_LIBRARY_IMPL(trivium, CPU, m) {
     m.impl("encode_png", &trivium::encode_png_op);
     m.impl("encode_webp", &trivium::encode_webp_op);
 }
+
+// No output depends differentiably on an input (bytes in and pixels out, or pixels in
+// and bytes out): autograd lets the ops by, rather than its fallback boxing every call
+// to look for inputs that require grad.
+TORCH_LIBRARY_IMPL(trivium, Autograd, m) {
+    for (const char* name :
+         {"decode_jpeg", "decode_jpeg.out", "decode_jpeg.status", "decode_jpeg.status_list",
+          "decode_png", "decode_png.out", "decode_png.status", "decode_png.status_list",
+          "decode_webp", "decode_webp.out", "decode_webp.status", "decode_webp.status_list",
+          "decode_image", "decode_image.status", "decode_image.status_list", "encode_jpeg",
+          "encode_png", "encode_webp"}) {
+        m.impl(name, torch::CppFunction::makeFallthrough());
+    }
+}

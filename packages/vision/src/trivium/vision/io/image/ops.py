@@ -40,7 +40,9 @@ image is a [C, H, W] view of the decoder's [H, W, C] buffer, an animation gives 
 [T, C, H, W] frames. :func:`check_status` is the one place that turns a report into a
 Trivium error (``DecodeError``, ...) or a ``DecodeWarning``.
 
-The public functions (``decode_jpeg``, ...) are the API. Called from Python, the
+The public functions (``decode_jpeg``, ...) are the API. They call ``.status`` for
+one image through ``trivium.vision._op_calls`` (the dispatcher's typed path: the same
+op, without the boxed call's argument parsing; :attr:`DecodeOps.call`). Called from Python, the
 plain overloads go through a Python ``BackendSelect`` kernel that calls ``.status`` and
 :func:`check_status`, so that compiled and exported code raises what eager code
 raises and reads the process-wide pixel limit. In a C++ program (no Python) they
@@ -72,7 +74,7 @@ import torch
 from trivium.core import is_tracing
 from trivium.core.errors import DecodeWarning, UnsupportedFormatError
 from trivium.core.threads import get_num_threads
-from trivium.vision import _C
+from trivium.vision import _C, _op_calls
 from trivium.vision.io.image.codec import (
     ImageReadMode,
     PathLike,
@@ -166,6 +168,10 @@ class DecodeOps(NamedTuple):
     default: Any
     status: Any
     status_list: Any
+    #: ``.status`` with ``eager=True``, called through the dispatcher's typed path
+    #: (``trivium.vision._op_calls``): every positional argument but ``path``, then
+    #: ``out``; ``data`` may also be non-empty ``bytes``, read in place.
+    call: Any
 
 
 _python_decoders: list[Callable[[torch.Tensor, list[Any], bool], torch.Tensor | None]] = []
@@ -293,7 +299,9 @@ def decode_ops(name: str) -> DecodeOps:
             kernel = _python_kernel(op, packet.status, name)
             _lib.impl(op._name.split("::")[1], kernel, "BackendSelect", with_keyset=True)
     torch.library.register_fake(f"trivium::{name}", _fake_decode(packet.default))
-    ops = DecodeOps(name, packet.default, packet.status, packet.status_list)
+    ops = DecodeOps(
+        name, packet.default, packet.status, packet.status_list, getattr(_op_calls, name)
+    )
     _DECODE_OPS[name] = ops
     return ops
 
@@ -314,7 +322,7 @@ def encoded_tensor(data: Any, func: str) -> torch.Tensor:
         if (
             data.dtype == torch.uint8
             and data.dim() == 1
-            and data.device.type == "cpu"
+            and data.is_cpu
             and not data.requires_grad
             and data.is_contiguous()
         ):
@@ -430,10 +438,11 @@ def run_decoder(
     """What every public decoder does with its op: one input or a list, eager or compiled.
 
     ``args`` are the op's arguments after ``data`` (``max_pixels`` last, -1 for the
-    process-wide limit). Eager: one ``.status`` call (``.status_list`` for a list,
-    on ``trivium.core.get_num_threads()`` threads; errors name the item), then
-    :func:`check_status`; compiled: :func:`decode_traced`, where ``out`` raises. With
-    ``paths``, inputs may be file paths (read here; inside ``torch.compile`` they raise).
+    process-wide limit). Eager: one ``.status`` call (:attr:`DecodeOps.call`;
+    ``.status_list`` for a list, on ``trivium.core.get_num_threads()`` threads; errors
+    name the item), then :func:`check_status`; compiled: :func:`decode_traced`, where
+    ``out`` raises. With ``paths``, inputs may be file paths (read here; inside
+    ``torch.compile`` they raise).
 
     Example:
         >>> from trivium.vision.io import encode_png
@@ -459,13 +468,11 @@ def run_decoder(
         return _decode_list(ops, input, args, path, device, paths)
     if paths and isinstance(input, str | os.PathLike):
         path, input = input, read_file(input)
-    data = encoded_tensor(input, func)
-    if out is None:  # keyword arguments cost the dispatcher's parser microseconds
-        image, error, message = ops.status(data, *args)
-    else:
-        image, error, message = ops.status(data, *args, out=out)
+    data = input if type(input) is bytes and input else encoded_tensor(input, func)
+    image, error, message = ops.call(data, *args, out)
     if error or message:
-        image = check_status(image, error, message, [data, *args, path_arg(path)], func, True, 3)
+        values = [encoded_tensor(data, func), *args, path_arg(path)]
+        image = check_status(image, error, message, values, func, True, 3)
     return image if device == "cpu" else _to_device(image, device)
 
 
