@@ -154,14 +154,25 @@ def max_pixels_arg(max_pixels: int | type[...] | None) -> int:
     return 0 if max_pixels is None else max(int(max_pixels), 0)
 
 
-def strict_arg(strict: bool | None) -> bool | None:
-    """``strict`` of the public decoders as the ops take it: True, False or None (the default rule).
+def image_op_args(
+    mode: ImageReadMode | int,
+    apply_exif_orientation: bool,
+    dtype: torch.dtype | None,
+    strict: bool | None,
+    max_pixels: int | type[...] | None,
+) -> tuple[int, bool, torch.dtype | None, bool | None, int]:
+    """The arguments after ``data`` of the ops of decode_png, decode_webp and decode_image.
+
+    ``strict`` becomes True, False or None (the default rule on damaged data), and
+    ``max_pixels`` goes through :func:`max_pixels_arg`.
 
     Example:
-        >>> strict_arg(None), strict_arg(0), strict_arg(1)
-        (None, False, True)
+        >>> image_op_args(ImageReadMode.RGB, 1, None, 0, None)
+        (3, True, None, False, 0)
     """
-    return None if strict is None else bool(strict)
+    strict = None if strict is None else bool(strict)
+    mode = int(ImageReadMode(mode))
+    return mode, bool(apply_exif_orientation), dtype, strict, max_pixels_arg(max_pixels)
 
 
 def native_max_pixels(max_pixels: int) -> int:

@@ -26,9 +26,8 @@ from trivium.vision.io.image.codec import (
     PathLike,
     as_buffer,
     format_of,
-    max_pixels_arg,
+    image_op_args,
     native_errors,
-    strict_arg,
 )
 from trivium.vision.io.image.file import read_file
 
@@ -85,9 +84,7 @@ def decode_image(
         >>> decode_image(data, ImageReadMode.RGB).shape
         torch.Size([3, 3, 3])
     """
-    mode = int(ImageReadMode(mode))
-    exif = bool(apply_exif_orientation)
-    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
+    args = image_op_args(mode, apply_exif_orientation, dtype, strict, max_pixels)
     return ops.run_decoder(_ops, input, args, path=path, device=device, paths=True)
 
 

@@ -19,9 +19,8 @@ from trivium.vision.io.image.codec import (
     ImageReadMode,
     PathLike,
     encode_with,
-    max_pixels_arg,
+    image_op_args,
     register_format,
-    strict_arg,
 )
 from trivium.vision.io.image.file import write_file
 
@@ -62,9 +61,7 @@ def decode_png(
         >>> decode_png(encode_png(image), ImageReadMode.RGB, dtype=torch.float32).shape
         torch.Size([3, 2, 2])
     """
-    mode = int(ImageReadMode(mode))
-    exif = bool(apply_exif_orientation)
-    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
+    args = image_op_args(mode, apply_exif_orientation, dtype, strict, max_pixels)
     return ops.run_decoder(_ops, input, args, path=path, device=device, out=out)
 
 

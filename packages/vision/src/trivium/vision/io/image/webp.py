@@ -19,9 +19,8 @@ from trivium.vision.io.image.codec import (
     ImageReadMode,
     PathLike,
     encode_with,
-    max_pixels_arg,
+    image_op_args,
     register_format,
-    strict_arg,
 )
 from trivium.vision.io.image.file import write_file
 
@@ -68,9 +67,7 @@ def decode_webp(
         >>> decode_webp(encode_webp(image), ImageReadMode.GRAY).shape
         torch.Size([1, 2, 3])
     """
-    mode = int(ImageReadMode(mode))
-    exif = bool(apply_exif_orientation)
-    args = (mode, exif, dtype, strict_arg(strict), max_pixels_arg(max_pixels))
+    args = image_op_args(mode, apply_exif_orientation, dtype, strict, max_pixels)
     return ops.run_decoder(_ops, input, args, path=path, device=device, out=out)
 
 
