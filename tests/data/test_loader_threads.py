@@ -337,3 +337,33 @@ def test_threads_start_staggered_and_keep_the_batches_of_processes_and_the_main(
     assert first == sorted(first)  # worker k starts once worker k-1 sent its first batch
     for w in range(1, 4):  # ...and all of that batch was asked for before
         assert log[: first[w]].count(w - 1) >= 3
+
+
+class Counted(torch.utils.data.Dataset):
+    """Counts the samples asked for; the consumer waits on ``made`` to see them."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.made = n, threading.Semaphore(0)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        self.made.release()
+        return torch.tensor(i)
+
+
+@pytest.mark.parametrize("prefetch_factor", [1, 2, 3])
+def test_a_thread_makes_at_most_prefetch_factor_batches_ahead(prefetch_factor: int) -> None:
+    # As torch's worker processes: queued and in-the-making batches together.
+    dataset = Counted(40)
+    loader = DataLoader(dataset, batch_size=1, num_workers=1, worker_type="thread",
+                        prefetch_factor=prefetch_factor)  # fmt: skip
+    batches, made = iter(loader), 0
+    for taken in range(1, 6):
+        assert next(batches).item() == taken - 1
+        while made < taken + prefetch_factor:  # the worker makes the batches it has room for
+            assert dataset.made.acquire(timeout=30)
+            made += 1
+        assert not dataset.made.acquire(timeout=0.2)  # and no more
+    assert [b.item() for b in batches] == list(range(5, 40))

@@ -137,9 +137,10 @@ class ThreadWorkers:
 
     Iterable as torch's ``DataLoader`` over the same stream is: each iteration starts
     the threads (on its first item), each thread setting its :func:`get_worker_info`,
-    its torch threads and running ``worker_init_fn(id)``; each keeps up to
-    ``prefetch_factor`` items ahead. ``timeout`` (seconds, 0: none) bounds the wait
-    for an item, as in torch.
+    its torch threads and running ``worker_init_fn(id)``; each has up to
+    ``prefetch_factor`` items made or in the making ahead of the consumer, as torch's
+    worker processes have. ``timeout`` (seconds, 0: none) bounds the wait for an item,
+    as in torch.
 
     Example:
         >>> class Stream(torch.utils.data.IterableDataset):
@@ -186,6 +187,7 @@ class _ThreadsIter:
     def __init__(self, workers: ThreadWorkers) -> None:
         self.workers = workers
         self.queues: list[queue.Queue[Any]] = []
+        self.slots: list[threading.Semaphore] = []  # per worker: items it may still make
         self.threads: list[threading.Thread] = []
         self.active: list[int] = []
         self.turn = 0
@@ -198,7 +200,8 @@ class _ThreadsIter:
 
     def _start(self) -> None:
         n = self.workers.num_workers
-        self.queues = [queue.Queue(maxsize=self.workers.prefetch_factor) for _ in range(n)]
+        self.queues = [queue.Queue() for _ in range(n)]
+        self.slots = [threading.Semaphore(self.workers.prefetch_factor) for _ in range(n)]
         self.active = list(range(n))
         self.first_done = [threading.Event() for _ in range(n)]
         for w in range(n):
@@ -223,10 +226,12 @@ class _ThreadsIter:
                 spec.worker_init_fn(worker)
             if not self._wait_turn_to_start(worker):
                 return
-            for item in stream:
-                if not self._put(worker, item):
+            items = iter(stream)
+            while self._room(worker):
+                item = next(items, _END)
+                self._put(worker, item)
+                if item is _END:
                     return
-            self._put(worker, _END)
         except BaseException as error:  # handed to the main thread, raised there
             self._put(worker, _Failed(error))
         finally:
@@ -248,16 +253,16 @@ class _ThreadsIter:
                 return False
         return True
 
-    def _put(self, worker: int, item: Any) -> bool:
-        """Queue ``item``, waiting for room; False once the iteration is being shut down."""
+    def _room(self, worker: int) -> bool:
+        """Wait until ``worker`` may make another item; False once shutting down."""
         while not self.stop.is_set():
-            try:
-                self.queues[worker].put(item, timeout=_POLL_S)
-                self.first_done[worker].set()
+            if self.slots[worker].acquire(timeout=_POLL_S):
                 return True
-            except queue.Full:
-                continue
         return False
+
+    def _put(self, worker: int, item: Any) -> None:
+        self.queues[worker].put(item)  # never full: the item took its slot to be made
+        self.first_done[worker].set()
 
     def __next__(self) -> Any:
         if not self.threads:
@@ -280,10 +285,12 @@ class _ThreadsIter:
     def _get(self, worker: int) -> Any:
         timeout = self.workers.timeout
         try:
-            return self.queues[worker].get(timeout=timeout or None)
+            item = self.queues[worker].get(timeout=timeout or None)
         except queue.Empty:
             self._shutdown_workers(wait=False)  # the late thread may never return
             raise RuntimeError(f"DataLoader timed out after {timeout} seconds") from None
+        self.slots[worker].release()
+        return item
 
     def _shutdown_workers(self, wait: bool = True) -> None:
         """Stop the threads (each ends at its next item) and, with ``wait``, join them."""
