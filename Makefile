@@ -110,12 +110,18 @@ bench: setup
 clean:
 	rm -rf $(VENV) packages/*/build .pytest_cache .ruff_cache site
 
-# The native codecs and the operator library (libtrivium_ops.so) under AddressSanitizer on many
-# mutated files; restores the normal build.
+# The native codecs and the operator libraries (libtrivium_ops.so, trivium.audio._C) under
+# AddressSanitizer on many mutated files; restores the normal builds.
 ASAN_LIBS = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libstdc++.so)
+ASAN_BUILD = -C build-dir=build/asan \
+  -C cmake.define.CMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer -g" \
+  -C cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address
+ASAN_RUN = LD_PRELOAD="$(ASAN_LIBS)" ASAN_OPTIONS=detect_leaks=0 $(PY)
 fuzz-asan: setup
-	$(PIP) install --no-build-isolation -c constraints.txt -e packages/vision -C build-dir=build/asan \
-	  -C cmake.define.CMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer -g" \
-	  -C cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address
-	LD_PRELOAD="$(ASAN_LIBS)" ASAN_OPTIONS=detect_leaks=0 $(PY) tests/vision/native_fuzz.py; \
-	  status=$$?; $(PIP) install --no-build-isolation -c constraints.txt -e packages/vision; exit $$status
+	for p in vision audio; do \
+	  $(PIP) install --no-build-isolation -c constraints.txt -e packages/$$p $(ASAN_BUILD) || exit 1; \
+	done
+	$(ASAN_RUN) tests/vision/native_fuzz.py && $(ASAN_RUN) tests/audio/native_fuzz.py; \
+	  status=$$?; for p in vision audio; do \
+	    $(PIP) install --no-build-isolation -c constraints.txt -e packages/$$p || exit 1; \
+	  done; exit $$status

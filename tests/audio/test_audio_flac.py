@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import random
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import av
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+from audio.native_fuzz import Flac, Frame, check, encode_long, load_seeds, mutate, variable_blocks
 
 from trivium.audio import _ops
 from trivium.audio.io import _flac, load
@@ -18,6 +21,7 @@ from trivium.core import threads
 from trivium.core.errors import DecodeError
 
 pytestmark = pytest.mark.skipif(not _ops.NATIVE, reason="the native library is not built")
+FUZZ_CASES = 200
 
 # (channels, subtype, frames): odd lengths, so the last frame is short.
 FILES = [
@@ -109,14 +113,16 @@ def test_corrupt_and_truncated_long_flac(tmp_path: Path, num_threads: None) -> N
     bad = tmp_path / "bad.flac"
     bad.write_bytes(data)
     threads.set_num_threads(2)
-    assert _flac.decode(bad, 0, 400_003, 2, True) is None
+    with pytest.raises(_flac.DamagedFrames):
+        _flac.decode(bad, 0, 400_003, 2, True)
     with pytest.raises(DecodeError, match=r"bad\.flac: corrupt audio data"):
         load(bad)
     with pytest.raises(sf.LibsndfileError):  # what libsndfile itself says of it
         sf.read(io.BytesIO(bytes(data)), dtype="float32")
     cut = tmp_path / "cut.flac"
     cut.write_bytes(path.read_bytes()[: len(data) * 3 // 4])
-    assert _flac.decode(cut, 0, 400_003, 2, True) is None
+    with pytest.raises(_flac.DamagedFrames):
+        _flac.decode(cut, 0, 400_003, 2, True)
     with pytest.raises(DecodeError, match=r"cut\.flac: (truncated|corrupt audio data)"):
         load(cut)
     threads.set_num_threads(1)
@@ -176,3 +182,101 @@ def test_damaged_frames_are_reported_never_decoded_wrong(tmp_path: Path) -> None
         assert start in (-1, 0) and end <= 40_000
         if end > 0:
             np.testing.assert_array_equal(out[:, :end].numpy(), reference[:, :end])
+
+
+def test_mutated_files_decode_as_soundfile_or_are_refused(tmp_path: Path) -> None:
+    """The fuzz of tests/audio/native_fuzz.py, short: frame and subframe header fields at
+    extremes with their CRCs made right, frames spliced from other files, dropped or
+    repeated, STREAMINFO changed, bytes damaged. The operators, ``_flac.decode`` and
+    ``load`` give soundfile's samples, decline, or raise a DecodeError naming the file."""
+    seeds, rng = load_seeds(), random.Random(0)
+    outcomes = [check(mutate(seeds, rng), rng, tmp_path / "fuzz.flac") for _ in range(FUZZ_CASES)]
+    assert sum(samples > 0 for samples, _, _ in outcomes) > FUZZ_CASES // 2
+    assert sum(native for _, native, _ in outcomes) > FUZZ_CASES // 10
+    assert {outcome for _, _, outcome in outcomes} == {"ok", "error"}
+
+
+def _bits(*fields: tuple[int, int]) -> str:
+    return "".join(format(value & ((1 << width) - 1), f"0{width}b") for value, width in fields)
+
+
+def _frame_with(frame: Frame, assignment: int, subframes: str, padding: str = "") -> Frame:
+    """``frame``'s header with ``assignment`` and a body of ``subframes`` (a bit string),
+    padded to a byte with ``padding`` (zeros by default)."""
+    bits = subframes + (padding or "0" * (-len(subframes) % 8))
+    body = int(bits, 2).to_bytes(len(bits) // 8, "big")
+    return replace(frame, assignment=assignment, body=body)
+
+
+def _with_frame(flac: Flac, k: int, frame: Frame) -> bytes:
+    return Flac(flac.head, (*flac.frames[:k], frame, *flac.frames[k + 1 :])).encode()
+
+
+def _refused_from(tmp_path: Path, data: bytes, frame: int) -> None:
+    """libFLAC and the native decoder both refuse ``data`` at its frame ``frame``."""
+    path = tmp_path / "refused.flac"
+    path.write_bytes(data)
+    with pytest.raises(sf.LibsndfileError):
+        sf.read(path, dtype="float32")
+    tensor = torch.from_numpy(np.frombuffer(data, np.uint8).copy())
+    stream = _flac._stream_info(tensor)
+    out = torch.zeros(stream.channels, stream.total)
+    stop, _, end = torch.ops.trivium_audio.flac_decode_frames(
+        tensor, stream.first_byte, len(data), stream.bits, stream.fixed_block, 0, out
+    ).tolist()
+    assert (stop, end) == (-1, frame * stream.fixed_block)
+    with pytest.raises(_flac.DamagedFrames):
+        _flac.decode(path, 0, stream.total, stream.channels, True)
+    with pytest.raises(DecodeError, match=r"refused\.flac: "):
+        load(path)
+
+
+def test_samples_outside_the_bit_depth_are_refused(tmp_path: Path) -> None:
+    """A frame whose samples leave the stream's bit depth (a fixed predictor running past
+    it; left and side each in range, the right channel they give not) passes its CRCs,
+    and libFLAC refuses it: so does the native decoder, so load reads no other samples."""
+    mono = Flac.parse(encode_long(1, "PCM_16", 140_000, 0.0))
+    n = mono.frames[5].blocksize
+    # Fixed order 1, warm-up 32767, escaped residuals of 8 raw bits, each 100.
+    fixed = _bits((0, 1), (9, 6), (0, 1), (32767, 16), (0, 2), (0, 4), (15, 4), (8, 5))
+    fixed += _bits((100, 8)) * (n - 1)
+    _refused_from(tmp_path, _with_frame(mono, 5, _frame_with(mono.frames[5], 0, fixed)), 5)
+    stereo = Flac.parse(encode_long(2, "PCM_16", 140_000, 0.0))
+    left, side = _bits((0, 8), (32767, 16)), _bits((0, 8), (-32768, 17))
+    damaged = _with_frame(stereo, 7, _frame_with(stereo.frames[7], 8, left + side))
+    _refused_from(tmp_path, damaged, 7)
+    fine = _with_frame(stereo, 7, _frame_with(stereo.frames[7], 8, left + _bits((0, 8), (1, 17))))
+    got = _flac.decode(fine, 0, 140_000, 2, True)
+    assert got is not None  # right = 32766
+    np.testing.assert_array_equal(got.numpy(), sf.read(io.BytesIO(fine), dtype="float32")[0].T)
+
+
+def test_padding_that_is_not_zero_is_refused(tmp_path: Path) -> None:
+    """The bits after the last subframe up to the byte are zeros; a frame with ones there
+    passes its CRCs, and libFLAC refuses it: so does the native decoder."""
+    stereo = Flac.parse(encode_long(2, "PCM_16", 140_000, 0.0))
+    left, side = _bits((0, 8), (1000, 16)), _bits((0, 8), (-3, 17))  # 49 bits: 7 padding
+    zeros = _with_frame(stereo, 3, _frame_with(stereo.frames[3], 8, left + side))
+    got = _flac.decode(zeros, 0, 140_000, 2, True)
+    want = sf.read(io.BytesIO(zeros), dtype="float32")[0].T
+    at = 3 * stereo.frames[3].blocksize + 5
+    assert got is not None and (want[:, at] == [1000 / 32768, 1003 / 32768]).all()
+    np.testing.assert_array_equal(got.numpy(), want)
+    ones = _with_frame(stereo, 3, _frame_with(stereo.frames[3], 8, left + side, "0000001"))
+    _refused_from(tmp_path, ones, 3)
+
+
+def test_damaged_frames_are_read_sequentially(tmp_path: Path, num_threads: None) -> None:
+    """A frame numbered out of sequence (its CRCs right): the native decoder declines, and
+    load reads the file as soundfile does, in one sequential read (libsndfile's seeks
+    into such a stream land elsewhere)."""
+    flac = variable_blocks(Flac.parse(encode_long(1, "PCM_16", 140_001, 0.0)))
+    frames = list(flac.frames)
+    frames[56] = replace(frames[56], number=2**36 - 1)
+    path = tmp_path / "renumbered.flac"
+    path.write_bytes(Flac(flac.head, tuple(frames)).encode())
+    want = sf.read(path, dtype="float32", always_2d=True)[0].T
+    threads.set_num_threads(2)
+    with pytest.raises(_flac.DamagedFrames):
+        _flac.decode(path, 0, 140_001, 1, True)
+    np.testing.assert_array_equal(load(path)[0].numpy(), want)

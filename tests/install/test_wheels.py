@@ -178,7 +178,7 @@ def test_the_audio_wheel_needs_only_the_policy_and_its_torch(tmp_path: Path) -> 
 def test_core_and_audio_alone(work: Path) -> None:
     venv = Venv(work / "audio")
     venv.install("trivium-audio")
-    wav = work / "tone.wav"
+    wav, flac = work / "tone.wav", work / "noise.flac"
     out = venv.run(
         f"""
         import numpy as np, soundfile, torch
@@ -192,11 +192,19 @@ def test_core_and_audio_alone(work: Path) -> None:
         from trivium.audio import _ops
         from trivium.audio.functional import lfilter
         impulse = lfilter(torch.tensor([1.0, 0, 0]), torch.tensor([1.0, -0.5]), torch.ones(2))
+        # A long FLAC: the wheel's native frame decoder, against libsndfile's read.
+        noise = np.random.default_rng(0).uniform(-0.5, 0.5, (200_000, 2))
+        soundfile.write({str(flac)!r}, noise, rate, subtype="PCM_16")
+        from trivium.audio.io import _flac
+        native = _flac.decode({str(flac)!r}, 0, 200_000, 2, True)
+        expected = soundfile.read({str(flac)!r}, dtype="float32")[0].T
         print(json.dumps({{
             "file": audio.__file__, "rate": got_rate, "shape": list(waveform.shape),
             "native": _ops.NATIVE, "impulse": impulse.tolist(),
             "close": bool(np.allclose(waveform[0].numpy(), tone, atol=1e-4)),
             "spec": list(spec.shape),
+            "flac": native is not None and bool((native.numpy() == expected).all())
+            and bool((audio.load({str(flac)!r})[0].numpy() == expected).all()),
             "vision": importable("trivium.vision"), "data": importable("trivium.data"),
         }}))
         """,
@@ -206,6 +214,7 @@ def test_core_and_audio_alone(work: Path) -> None:
     assert (out["rate"], out["shape"], out["close"]) == (16000, [1, 16000], True)
     assert out["spec"] == [1, 201, 81]
     assert out["native"] and out["impulse"] == [1.0, 1.0, 0.75]
+    assert out["flac"]
     assert (out["vision"], out["data"]) == (False, False)
 
 

@@ -2,7 +2,8 @@
 // range of a file, decoded as the FLAC format specifies (RFC 9639) and written as
 // sample / 2^(bits - 1), which is what libsndfile's float read gives. Every frame's
 // header CRC-8 and CRC-16 are checked; anything unexpected (a bad CRC, a frame that
-// does not follow the one before, a reserved code, 32-bit samples) is reported, not
+// does not follow the one before, a reserved code, 32-bit samples, a sample outside the
+// stream's bit depth or padding that is not zero, which libFLAC refuses too) is reported, not
 // decoded around, and the Python side then reads the file through libsndfile.
 #include <algorithm>
 #include <array>
@@ -146,7 +147,8 @@ class BitReader {
         cache_ = cache;
         bits_ = bits;
     }
-    void align() { read0(bits_ & 7); }
+    // To the next byte; whether the bits skipped were zeros (as a frame's padding must be).
+    bool align() { return read0(bits_ & 7) == 0; }
     // Position in bytes (byte-aligned reads only).
     const uint8_t* position() const { return p_ - bits_ / 8; }
     // Whether more bits were taken than [p, end) holds.
@@ -315,6 +317,15 @@ void restore_lpc32(int32_t* x, int n, const int32_t* coefs, int order, int shift
     }
 }
 
+// Whether every x[i] fits in `bits`-bit two's complement. libFLAC refuses a frame whose
+// samples do not (its OUT_OF_BOUNDS error); in range, every sum after it is exact.
+bool fits(const int32_t* x, int n, int bits) {
+    const uint32_t half = 1u << (bits - 1);
+    uint32_t spill = 0;
+    for (int i = 0; i < n; ++i) spill |= (static_cast<uint32_t>(x[i]) + half) >> bits;
+    return spill == 0;
+}
+
 int ilog2(int v) { return 31 - __builtin_clz(static_cast<unsigned>(v)); }
 
 bool read_subframe(BitReader& br, int blocksize, int bits, int32_t* x) {
@@ -353,6 +364,7 @@ bool read_subframe(BitReader& br, int blocksize, int bits, int32_t* x) {
     } else {
         return false;
     }
+    if (!fits(x, blocksize, bits)) return false;
     if (wasted)
         for (int i = 0; i < blocksize; ++i) x[i] = static_cast<int32_t>(static_cast<uint32_t>(x[i]) << wasted);
     return !br.overrun();
@@ -433,13 +445,19 @@ at::Tensor flac_decode_frames(const at::Tensor& data, int64_t begin, int64_t sto
             ok = read_subframe(br, h.blocksize, h.bits + side, buf.data() + c * h.blocksize);
         }
         if (!ok) break;
-        br.align();
+        const bool padded = br.align();
         const uint8_t* frame_end = br.position() + 2;
-        if (br.overrun() || frame_end > end || crc16(p, frame_end - p) != 0) {
+        if (!padded || br.overrun() || frame_end > end || crc16(p, frame_end - p) != 0) {
             ok = false;
             break;
         }
-        if (h.assignment >= 8) decorrelate(h.assignment, buf.data(), buf.data() + h.blocksize, h.blocksize);
+        if (h.assignment >= 8) {
+            decorrelate(h.assignment, buf.data(), buf.data() + h.blocksize, h.blocksize);
+            if (!fits(buf.data(), 2 * h.blocksize, h.bits)) {
+                ok = false;
+                break;
+            }
+        }
         const int64_t lo = std::max<int64_t>(h.first_sample, first_sample);
         const int64_t hi = std::min<int64_t>(h.first_sample + h.blocksize, first_sample + length);
         for (int64_t c = 0; c < channels && lo < hi; ++c) {

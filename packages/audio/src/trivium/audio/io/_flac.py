@@ -5,8 +5,10 @@ headers (found by their sync code and CRC-8) and each part decodes its frames in
 samples of the output. :func:`decode` gives the normalised float32 waveform that
 libsndfile's float read gives (``sample / 2 ** (bits - 1)``), or ``None`` where this
 path does not apply (no native library, a source other than a path or bytes, 8/16/24
-bits only) or the stream is not what it expects (a bad CRC, a frame out of sequence,
-a short file): ``load`` then reads it through libsndfile, whose errors name the file.
+bits only), and raises :class:`DamagedFrames` where the stream is not what it expects (a
+bad CRC, a frame out of sequence, a sample outside the bit depth, a short file): ``load``
+then reads it through libsndfile, whose errors name the file, sequentially (libsndfile's
+seeks into damaged frames may give other samples than its sequential read).
 
 Example:
     >>> import io, torch
@@ -31,7 +33,7 @@ from trivium.audio import _ops
 from trivium.audio.io._sources import AudioSource
 from trivium.core.threads import get_num_threads, parallel_map
 
-__all__ = ["decode"]
+__all__ = ["DamagedFrames", "decode"]
 
 _BITS = (8, 16, 24)  # libsndfile's FLAC subtypes, whose float read this matches
 # A part decodes at least this many frames (below, its search for a frame header and
@@ -39,6 +41,15 @@ _BITS = (8, 16, 24)  # libsndfile's FLAC subtypes, whose float read this matches
 # so one slowed by other work on the machine delays the whole by less than one part.
 _PART_MIN_FRAMES = 1 << 16
 _PARTS_PER_THREAD = 4
+
+
+class DamagedFrames(Exception):
+    """The frames are not what STREAMINFO and the frame headers before them promise.
+
+    Example:
+        >>> issubclass(DamagedFrames, Exception)
+        True
+    """
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,8 @@ def decode(
 ) -> Tensor | None:
     """Frames ``frame_offset:frame_offset + frames`` of the FLAC ``uri`` as float32, or None.
 
-    ``channels`` is libsndfile's channel count; ``None`` asks the caller to use libsndfile.
+    ``channels`` is libsndfile's channel count; ``None`` asks the caller to use libsndfile,
+    and so does :class:`DamagedFrames`, for a sequential read.
     """
     if not _ops.NATIVE or frames <= 0:
         return None
@@ -70,7 +82,7 @@ def decode(
     parts = max(1, min(most, frames // _PART_MIN_FRAMES))
     starts = _part_starts(data, stream, [frame_offset + frames * k // parts for k in range(parts)])
     if starts is None:
-        return None
+        raise DamagedFrames("no frame header where STREAMINFO's sample count puts one")
     out = torch.empty((channels, frames) if channels_first else (frames, channels))
     view = out if channels_first else out.T
     stops = [*starts[1:], data.numel()]
@@ -81,7 +93,9 @@ def decode(
         ).tolist()
 
     results = parallel_map(decode_part, range(len(starts)))
-    return out if _tiled(results, stops, frame_offset, frame_offset + frames) else None
+    if not _tiled(results, stops, frame_offset, frame_offset + frames):
+        raise DamagedFrames("a frame fails its CRC, its sequence or its bit depth, or is missing")
+    return out
 
 
 def _tiled(results: list[list[int]], stops: list[int], first: int, end: int) -> bool:

@@ -227,10 +227,8 @@ def decode(
         frames = available if num_frames == -1 else min(num_frames, available)
         sample_rate = f.samplerate
         if _long_flac(uri, f, frames, normalize):
-            waveform = _flac.decode(uri, frame_offset, frames, f.channels, channels_first)
-            if waveform is None and get_num_threads() > 1:
-                span = (frame_offset, frames, channels_first, format)
-                waveform = _read_in_parts(uri, f, name, *span)
+            span = (frame_offset, frames, channels_first, format)
+            waveform = _decode_long_flac(uri, f, name, *span)
             if waveform is not None:
                 return waveform, sample_rate
         if frames and frame_offset:
@@ -251,6 +249,27 @@ def _long_flac(uri: AudioSource, f: sf.SoundFile, frames: int, normalize: bool) 
         and _PART_MIN_FRAMES * 2 <= frames <= _PARTS_MAX_FRAMES
         and reopenable(uri)
     )
+
+
+def _decode_long_flac(
+    uri: AudioSource,
+    f: sf.SoundFile,
+    name: str,
+    frame_offset: int,
+    frames: int,
+    channels_first: bool,
+    format: str | None,
+) -> Tensor | None:
+    """A long FLAC by the native decoder, else by libsndfile in parts; None: read it
+    sequentially (one thread, or frames the native decoder found damaged: libsndfile's
+    seeks into them may land on other samples than its sequential read gives)."""
+    try:
+        waveform = _flac.decode(uri, frame_offset, frames, f.channels, channels_first)
+    except _flac.DamagedFrames:
+        return None
+    if waveform is None and get_num_threads() > 1:
+        waveform = _read_in_parts(uri, f, name, frame_offset, frames, channels_first, format)
+    return waveform
 
 
 def _read_in_parts(
