@@ -3,9 +3,9 @@
 :func:`decode` and :func:`probe` are ``load`` and ``info`` for whatever the WAV fast
 path and the FFmpeg containers leave here; :func:`open_file` and :func:`read_frames`
 also serve ``stream``. Integer PCM is read as stored and scaled with NumPy
-(``_SCALED_INT``), a long FLAC decodes in parts on the thread pool (its frames by the
-native library, ``_flac``, else libsndfile's decoders at seek points), and a WAV-like
-file whose data chunk is cut short is refused (libsndfile only logs it).
+(``_SCALED_INT``), a long FLAC's frames decode on the thread pool (by the native
+library, ``_flac``), and a WAV-like file whose data chunk is cut short is refused
+(libsndfile only logs it).
 
 Example:
     >>> import io, torch
@@ -32,7 +32,6 @@ from trivium.audio.io._sources import AudioSource, position, read_at, reopenable
 from trivium.audio.io.metadata import ENCODINGS, AudioMetaData
 from trivium.core.errors import DecodeError, EmptyInputError, UnsupportedFormatError
 from trivium.core.sources import as_readable, check_path
-from trivium.core.threads import get_num_threads, parallel_map
 
 __all__ = ["decode", "open_file", "probe", "read_frames"]
 
@@ -58,12 +57,10 @@ _SCALED_INT: dict[str, tuple[str, float]] = {
     "PCM_32": ("int32", 2.0**-31),
 }
 _BLOCK_FRAMES = 1 << 20  # long reads go in blocks of this many frames
-# A FLAC of at least two parts of this many frames decodes in parts on the thread pool
-# (a part's own decoder and seek cost about what decoding this many frames does).
-_PART_MIN_FRAMES = 1 << 16
+# A FLAC this long goes to the native decoder (shorter ones: its setup costs more than
+# it saves).
+_LONG_FLAC_FRAMES = 1 << 17
 _PARTS_MAX_FRAMES = 1 << 26
-_PARTS_PER_THREAD = 4
-_PART_BLOCK_FRAMES = 1 << 14  # channels-first parts decode through a block this long
 # libsndfile's log line for a WAV/RF64 data chunk longer than the file.
 _SHORT_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
 _C_TYPES = {"float32": "float", "float64": "double", "int16": "short", "int32": "int"}
@@ -227,8 +224,7 @@ def decode(
         frames = available if num_frames == -1 else min(num_frames, available)
         sample_rate = f.samplerate
         if _long_flac(uri, f, frames, normalize):
-            span = (frame_offset, frames, channels_first, format)
-            waveform = _decode_long_flac(uri, f, name, *span)
+            waveform = _decode_long_flac(uri, f, frame_offset, frames, channels_first)
             if waveform is not None:
                 return waveform, sample_rate
         if frames and frame_offset:
@@ -238,7 +234,7 @@ def decode(
 
 
 def _long_flac(uri: AudioSource, f: sf.SoundFile, frames: int, normalize: bool) -> bool:
-    """Whether a load is a long FLAC from a reopenable source (decoded in parts).
+    """Whether a load is a long FLAC from a path or bytes (for the native decoder).
 
     Capped at ``_PARTS_MAX_FRAMES``: the output is allocated up front from the header's
     frame count, which longer (or lying) headers must not decide.
@@ -246,64 +242,20 @@ def _long_flac(uri: AudioSource, f: sf.SoundFile, frames: int, normalize: bool) 
     return (
         f.format == "FLAC"
         and normalize
-        and _PART_MIN_FRAMES * 2 <= frames <= _PARTS_MAX_FRAMES
+        and _LONG_FLAC_FRAMES <= frames <= _PARTS_MAX_FRAMES
         and reopenable(uri)
     )
 
 
 def _decode_long_flac(
-    uri: AudioSource,
-    f: sf.SoundFile,
-    name: str,
-    frame_offset: int,
-    frames: int,
-    channels_first: bool,
-    format: str | None,
+    uri: AudioSource, f: sf.SoundFile, frame_offset: int, frames: int, channels_first: bool
 ) -> Tensor | None:
-    """A long FLAC by the native decoder, else by libsndfile in parts; None: read it
-    sequentially (one thread, or frames the native decoder found damaged: libsndfile's
-    seeks into them may land on other samples than its sequential read gives)."""
+    """A long FLAC by the native decoder, its frames on the thread pool; None: read it
+    sequentially (where the native decoder does not apply or found damaged frames)."""
     try:
-        waveform = _flac.decode(uri, frame_offset, frames, f.channels, channels_first)
+        return _flac.decode(uri, frame_offset, frames, f.channels, channels_first)
     except _flac.DamagedFrames:
         return None
-    if waveform is None and get_num_threads() > 1:
-        waveform = _read_in_parts(uri, f, name, frame_offset, frames, channels_first, format)
-    return waveform
-
-
-def _read_in_parts(
-    uri: AudioSource,
-    f: sf.SoundFile,
-    name: str,
-    frame_offset: int,
-    frames: int,
-    channels_first: bool,
-    format: str | None,
-) -> Tensor:
-    """Normalised float32 waveform of a long FLAC, decoded in parts on the thread pool.
-
-    FLAC seeks to the exact sample, so each part opens its own decoder at its start
-    and writes straight into its slice of the output: the same samples as one
-    sequential read. There are several parts per thread, taken in turn by whichever
-    thread is free, so a thread slowed by other work on the machine delays the whole
-    by less than one part.
-    """
-    parts = min(get_num_threads() * _PARTS_PER_THREAD, frames // _PART_MIN_FRAMES)
-    out = np.empty((f.channels, frames) if channels_first else (frames, f.channels), np.float32)
-    bounds = [frames * k // parts for k in range(parts + 1)]
-
-    def read_part(k: int) -> None:
-        g = f if k == 0 else open_file(uri, format)[0]
-        try:
-            _seek(g, name, frame_offset + bounds[k])
-            _read_part(g, name, out, bounds[k], bounds[k + 1], channels_first)
-        finally:
-            if k:
-                g.close()
-
-    parallel_map(read_part, range(parts))
-    return torch.from_numpy(out)
 
 
 def _seek(f: sf.SoundFile, name: str, frame: int) -> None:
@@ -312,35 +264,6 @@ def _seek(f: sf.SoundFile, name: str, frame: int) -> None:
         f.seek(frame)
     except (sf.SoundFileError, RuntimeError) as e:
         raise DecodeError(f"corrupt audio data: {e}", path=name) from None
-
-
-def _read_part(
-    f: sf.SoundFile, name: str, out: np.ndarray, start: int, stop: int, channels_first: bool
-) -> None:
-    """Decode frames ``start:stop`` of ``out`` (float32, its layout) from where ``f`` is.
-
-    ``[time, channels]`` rows are decoded in place; channels-first goes through a block
-    that stays in cache and is transposed into ``out`` (no part-sized temporary).
-    """
-    if not channels_first:
-        _read_into(f, name, out[start:stop])
-        return
-    block = np.empty((min(_PART_BLOCK_FRAMES, stop - start), f.channels), np.float32)
-    for at in range(start, stop, len(block)):
-        rows = block[: min(len(block), stop - at)]
-        _read_into(f, name, rows)
-        np.copyto(out[:, at : at + len(rows)], rows.T)
-
-
-def _read_into(f: sf.SoundFile, name: str, rows: np.ndarray) -> None:
-    """Fill C-contiguous float32 ``[time, channels]`` ``rows`` with the next frames of ``f``."""
-    try:
-        got = sf._snd.sf_readf_float(f._file, sf._ffi.cast("float *", rows.ctypes.data), len(rows))
-        sf._error_check(f._errorcode)
-    except (sf.SoundFileError, RuntimeError) as e:
-        raise DecodeError(f"corrupt audio data: {e}", path=name) from None
-    if got < len(rows):
-        raise DecodeError(f"truncated: {len(rows) - got} frames of a part missing", path=name)
 
 
 def probe(uri: AudioSource, format: str | None) -> AudioMetaData:
