@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import random
+import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -85,6 +86,20 @@ def test_the_typed_call_is_the_status_overload() -> None:
     assert torch.equal(typed[0], torch.ops.trivium.decode_png.status(png, dtype=torch.float32)[0])
     with pytest.raises(TypeError, match="1-D uint8 tensor or bytes"):
         _op_calls.decode_jpeg(bytearray(data), 0, False, None, None, None, None, -1, None)
+    kept: list[torch.Tensor] = []  # a dispatch mode may keep the bytes' tensor: it holds them
+
+    class Keep(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kept.append(args[0])
+            return func(*args, **(kwargs or {}))
+
+    before = sys.getrefcount(data)
+    with Keep():
+        decode_jpeg(data)
+    assert sys.getrefcount(data) == before + 1
+    assert bytes(kept[0].numpy()) == data
+    kept.clear()
+    assert sys.getrefcount(data) == before
     with pytest.raises(TypeError, match=r"torch\.dtype"):
         _op_calls.decode_png(png, 0, False, "float32", None, -1, None)
 

@@ -31,12 +31,19 @@ c10::TypedOperatorHandle<Signature> status_op(const char* name) {
 }
 
 // The encoded bytes: a tensor as it is (the kernel checks it), or a bytes object read in
-// place; it cannot change, and the caller holds it for the call.
+// place (it cannot change). The tensor holds a reference to the bytes, as
+// torch.frombuffer's does: a dispatch mode may keep the op's arguments.
 at::Tensor encoded(const py::handle& data) {
     PyObject* object = data.ptr();
     if (THPVariable_Check(object)) return THPVariable_Unpack(object);
     if (PyBytes_Check(object)) {
-        return at::from_blob(PyBytes_AS_STRING(object), {PyBytes_GET_SIZE(object)}, at::kByte);
+        Py_INCREF(object);
+        auto release = [object](void*) {
+            py::gil_scoped_acquire gil;
+            Py_DECREF(object);
+        };
+        return at::from_blob(PyBytes_AS_STRING(object), {PyBytes_GET_SIZE(object)}, release,
+                             at::kByte);
     }
     throw py::type_error("the encoded data must be a 1-D uint8 tensor or bytes");
 }
