@@ -17,6 +17,12 @@ What it measures (every input is generated at start-up in a temp dir):
      per image, the same crop draws), batches normalised in torch; run by the
      Python given with ``--spdl-python`` (a virtualenv with ``spdl-io``), left out
      otherwise;
+   - ``dali``: DALI's CPU pipeline (``device_id=None``, ``num_threads`` = the worker
+     count): ``fn.readers.file`` (its shuffle buffer), ``fn.decoders.image_random_crop``
+     (torchvision's scale and ratio ranges), ``fn.resize``, ``fn.crop_mirror_normalize``
+     with a coin-flip mirror, batches handed to torch by ``DALIGenericIterator``; run by
+     the Python given with ``--dali-python`` (a virtualenv with ``nvidia-dali-cuda120``),
+     left out otherwise;
    - ``trivium-process`` / ``trivium-thread``: ``trivium.data.DataLoader`` over
      ``trivium.vision.datasets.ImageFolder`` (encoded bytes) with the classification
      pipeline's ``TrainBatch(224)`` as ``collate_fn`` (fused decode-and-crop, flip,
@@ -41,7 +47,7 @@ What it measures (every input is generated at start-up in a temp dir):
 Run from the repository root::
 
     .venv/bin/python benchmarks/loader.py [--images 2000] [--epochs 1] [--workers 1,2,4]
-        [--spdl-python PATH] [--only images,flat]
+        [--spdl-python PATH] [--dali-python PATH] [--only images,flat]
 """
 
 from __future__ import annotations
@@ -69,7 +75,7 @@ from PIL import Image
 PHOTOS = harness.ROOT / "tests" / "assets" / "images" / "jpeg"
 CROP, BATCH, CLASSES = 224, 64, 8
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-SIDES = ("torch", "spdl", "trivium-process", "trivium-thread")
+SIDES = ("torch", "spdl", "dali", "trivium-process", "trivium-thread")
 FLAT_SIDES = ("torch", "trivium-process", "trivium-thread")
 WORKLOADS = ("images", "flat")
 SAMPLE_S = 0.02
@@ -190,11 +196,48 @@ def spdl_loader(root: str, workers: int) -> Iterable[Any]:
     return Epochs()
 
 
+def dali_loader(root: str, workers: int) -> Iterable[Any]:
+    """DALI's CPU pipeline over ``root``'s ImageFolder tree; (images, labels) torch batches."""
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+    @pipeline_def(batch_size=BATCH, num_threads=workers, device_id=None, seed=0)
+    def pipeline() -> Any:
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="reader")
+        images = fn.decoders.image_random_crop(
+            jpegs, device="cpu", output_type=types.RGB, random_area=[0.08, 1.0],
+            random_aspect_ratio=[3 / 4, 4 / 3], num_attempts=10,
+        )  # fmt: skip
+        images = fn.resize(images, resize_x=CROP, resize_y=CROP, antialias=True)
+        images = fn.crop_mirror_normalize(
+            images, dtype=types.FLOAT, output_layout="CHW", mean=[255 * m for m in MEAN],
+            std=[255 * s for s in STD], mirror=fn.random.coin_flip(),
+        )  # fmt: skip
+        return images, labels
+
+    class Epochs:
+        def __init__(self) -> None:
+            self.batches: Any = None
+
+        def __iter__(self) -> Any:
+            if self.batches is None:  # built, its threads started, at the first iter()
+                self.batches = DALIGenericIterator(
+                    pipeline(), ["images", "labels"], reader_name="reader",
+                    last_batch_policy=LastBatchPolicy.PARTIAL, auto_reset=True,
+                )  # fmt: skip
+            for (out,) in self.batches:
+                yield out["images"], out["labels"].view(-1)
+
+    return Epochs()
+
+
 def make_loader(side: str, root: str, workers: int) -> Iterable[Any]:
     if side == "torch":
         return torch_loader(root, workers)
     if side == "spdl":
         return spdl_loader(root, workers)
+    if side == "dali":
+        return dali_loader(root, workers)
     return trivium_loader(root, workers, side.removeprefix("trivium-"))
 
 
@@ -409,6 +452,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--objects", type=int, default=200_000, help="flat: the list's length")
     parser.add_argument("--flat-epochs", type=int, default=3)
     parser.add_argument("--spdl-python", default="", help="a Python with spdl-io installed")
+    parser.add_argument("--dali-python", default="", help="a Python with nvidia-dali installed")
     parser.add_argument("--only", default=",".join(WORKLOADS))
     parser.add_argument("--sides", default=",".join(SIDES))
     # what a child process is told
@@ -427,10 +471,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def spdl_version(python: str) -> str | None:
+def peer_version(python: str, package: str) -> str | None:
+    """The version of ``package`` installed for ``python`` (None: no Python or no package)."""
     if not python:
         return None
-    code = "import importlib.metadata as m; print(m.version('spdl-io'))"
+    code = f"import importlib.metadata as m; print(m.version({package!r}))"
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
     return out.stdout.strip() if out.returncode == 0 else None
 
@@ -442,12 +487,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     started, cpu_start = time.perf_counter(), harness.cpu_busy_seconds()
     tv = harness.peers.import_torchvision()
-    spdl = spdl_version(args.spdl_python)
+    spdl = peer_version(args.spdl_python, "spdl-io")
+    dali = peer_version(args.dali_python, "nvidia-dali-cuda120")
     info = harness.machine_info(
         torch.get_num_threads(),
         cpus=str(len(os.sched_getaffinity(0))),
         torchvision=harness.version(tv),
         spdl=f"spdl-io {spdl}" if spdl else "not given (--spdl-python)",
+        dali=f"nvidia-dali-cuda120 {dali}" if dali else "not given (--dali-python)",
     )
     harness.print_header("The input pipeline: loaders, threads and processes", info,
                          "one run per side and worker count, each in a fresh process")  # fmt: skip
@@ -456,10 +503,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             root = Path(tmp) / "train"
             make_image_folder(root, args.images)
             results: dict[tuple[str, int], dict[str, Any]] = {}
+            peers = {"spdl": (args.spdl_python, spdl), "dali": (args.dali_python, dali)}
             for w in args.workers:
                 for side in args.sides:
-                    python = args.spdl_python if side == "spdl" else sys.executable
-                    if side == "spdl" and not spdl:
+                    python, version = peers.get(side, (sys.executable, "ours"))
+                    if not version:
                         continue
                     command = child_command(python, side, args, workers=w, root=root,
                                             epochs=args.epochs)  # fmt: skip
