@@ -245,6 +245,8 @@ class ImageFiles:
 
 def ffcv_loader(root: str, workers: int) -> Iterable[Any]:
     """FFCV's ``Loader`` over ``root`` written once (JPEG, quality 90) to ``root``.beton."""
+    # Numba's thread pool is sized at import, by default to the CPU count
+    os.environ["NUMBA_NUM_THREADS"] = str(max(workers, os.cpu_count() or 1))
     from ffcv.fields import IntField, RGBImageField
     from ffcv.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder
     from ffcv.loader import Loader, OrderOption
