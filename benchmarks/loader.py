@@ -17,6 +17,17 @@ What it measures (every input is generated at start-up in a temp dir):
      per image, the same crop draws), batches normalised in torch; run by the
      Python given with ``--spdl-python`` (a virtualenv with ``spdl-io``), left out
      otherwise;
+   - ``dali``: DALI's CPU pipeline (``device_id=None``, ``num_threads`` = the worker
+     count): ``fn.readers.file`` (its shuffle buffer), ``fn.decoders.image_random_crop``
+     (torchvision's scale and ratio ranges), ``fn.resize``, ``fn.crop_mirror_normalize``
+     with a coin-flip mirror, batches handed to torch by ``DALIGenericIterator``; run by
+     the Python given with ``--dali-python`` (a virtualenv with ``nvidia-dali-cuda120``),
+     left out otherwise;
+   - ``ffcv``: FFCV's ``Loader`` (``num_workers`` threads, ``order=RANDOM``) over a
+     ``.beton`` file the first run writes (JPEG, quality 90; not timed), with its
+     ``RandomResizedCropRGBImageDecoder``, ``RandomHorizontalFlip``, ``NormalizeImage``
+     and ``ToTorchImage(channels_last=False)``; its pipeline compiles (Numba) at the
+     first ``iter()``; run by the Python given with ``--ffcv-python``, left out otherwise;
    - ``trivium-process`` / ``trivium-thread``: ``trivium.data.DataLoader`` over
      ``trivium.vision.datasets.ImageFolder`` (encoded bytes) with the classification
      pipeline's ``TrainBatch(224)`` as ``collate_fn`` (fused decode-and-crop, flip,
@@ -41,7 +52,7 @@ What it measures (every input is generated at start-up in a temp dir):
 Run from the repository root::
 
     .venv/bin/python benchmarks/loader.py [--images 2000] [--epochs 1] [--workers 1,2,4]
-        [--spdl-python PATH] [--only images,flat]
+        [--spdl-python PATH] [--dali-python PATH] [--ffcv-python PATH] [--only images,flat]
 """
 
 from __future__ import annotations
@@ -57,7 +68,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +80,7 @@ from PIL import Image
 PHOTOS = harness.ROOT / "tests" / "assets" / "images" / "jpeg"
 CROP, BATCH, CLASSES = 224, 64, 8
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-SIDES = ("torch", "spdl", "trivium-process", "trivium-thread")
+SIDES = ("torch", "spdl", "dali", "ffcv", "trivium-process", "trivium-thread")
 FLAT_SIDES = ("torch", "trivium-process", "trivium-thread")
 WORKLOADS = ("images", "flat")
 SAMPLE_S = 0.02
@@ -190,11 +201,109 @@ def spdl_loader(root: str, workers: int) -> Iterable[Any]:
     return Epochs()
 
 
+def dali_loader(root: str, workers: int) -> Iterable[Any]:
+    """DALI's CPU pipeline over ``root``'s ImageFolder tree; (images, labels) torch batches."""
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+    @pipeline_def(batch_size=BATCH, num_threads=workers, device_id=None, seed=0)
+    def pipeline() -> Any:
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="reader")
+        images = fn.decoders.image_random_crop(
+            jpegs, device="cpu", output_type=types.RGB, random_area=[0.08, 1.0],
+            random_aspect_ratio=[3 / 4, 4 / 3], num_attempts=10,
+        )  # fmt: skip
+        images = fn.resize(images, resize_x=CROP, resize_y=CROP, antialias=True)
+        images = fn.crop_mirror_normalize(
+            images, dtype=types.FLOAT, output_layout="CHW", mean=[255 * m for m in MEAN],
+            std=[255 * s for s in STD], mirror=fn.random.coin_flip(),
+        )  # fmt: skip
+        return images, labels
+
+    def make() -> Iterable[Any]:
+        return DALIGenericIterator(
+            pipeline(), ["images", "labels"], reader_name="reader",
+            last_batch_policy=LastBatchPolicy.PARTIAL, auto_reset=True,
+        )  # fmt: skip
+
+    return MadeAtFirstIter(make, lambda out: (out[0]["images"], out[0]["labels"].view(-1)))
+
+
+class ImageFiles:
+    """``root``'s ImageFolder tree as (RGB image, label) samples, for FFCV's writer."""
+
+    def __init__(self, root: str) -> None:
+        self.files = sorted(Path(root).glob("class*/*.jpg"))
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, i: int) -> tuple[Image.Image, int]:
+        with Image.open(self.files[i]) as image:
+            return image.convert("RGB"), int(self.files[i].parent.name.removeprefix("class"))
+
+
+def ffcv_loader(root: str, workers: int) -> Iterable[Any]:
+    """FFCV's ``Loader`` over ``root`` written once (JPEG, quality 90) to ``root``.beton."""
+    # Numba's thread pool is sized at import, by default to the CPU count
+    os.environ["NUMBA_NUM_THREADS"] = str(max(workers, os.cpu_count() or 1))
+    from ffcv.fields import IntField, RGBImageField
+    from ffcv.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder
+    from ffcv.loader import Loader, OrderOption
+    from ffcv.transforms import (
+        NormalizeImage,
+        RandomHorizontalFlip,
+        Squeeze,
+        ToTensor,
+        ToTorchImage,
+    )
+    from ffcv.writer import DatasetWriter
+
+    beton = str(Path(root).with_suffix(".beton"))
+    if not Path(beton).exists():  # by the first run, before its timed part
+        fields = {"image": RGBImageField(write_mode="jpg", jpeg_quality=90), "label": IntField()}
+        writer = DatasetWriter(beton, fields, num_workers=len(os.sched_getaffinity(0)))
+        writer.from_indexed_dataset(ImageFiles(root))
+    crop = RandomResizedCropRGBImageDecoder((CROP, CROP), scale=(0.08, 1), ratio=(3 / 4, 4 / 3))
+    normalize = NormalizeImage(np.array(MEAN) * 255, np.array(STD) * 255, np.float32)
+    pipelines = {
+        "image": [crop, RandomHorizontalFlip(), normalize, ToTensor(),
+                  ToTorchImage(channels_last=False)],
+        "label": [IntDecoder(), ToTensor(), Squeeze()],
+    }  # fmt: skip
+
+    def make() -> Iterable[Any]:
+        return Loader(beton, BATCH, num_workers=workers, order=OrderOption.RANDOM,
+                      drop_last=False, seed=0, pipelines=pipelines)  # fmt: skip
+
+    return MadeAtFirstIter(make, lambda batch: batch)
+
+
+class MadeAtFirstIter:
+    """A loader made (its threads started, its code compiled) at the first ``iter()``, timed.
+
+    Each batch it yields goes through ``convert`` into (images, labels).
+    """
+
+    def __init__(self, make: Callable[[], Iterable[Any]], convert: Callable[[Any], Any]) -> None:
+        self.make, self.convert = make, convert
+        self.loader: Iterable[Any] | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.loader is None:
+            self.loader = self.make()
+        return map(self.convert, self.loader)
+
+
 def make_loader(side: str, root: str, workers: int) -> Iterable[Any]:
     if side == "torch":
         return torch_loader(root, workers)
     if side == "spdl":
         return spdl_loader(root, workers)
+    if side == "dali":
+        return dali_loader(root, workers)
+    if side == "ffcv":
+        return ffcv_loader(root, workers)
     return trivium_loader(root, workers, side.removeprefix("trivium-"))
 
 
@@ -409,6 +518,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--objects", type=int, default=200_000, help="flat: the list's length")
     parser.add_argument("--flat-epochs", type=int, default=3)
     parser.add_argument("--spdl-python", default="", help="a Python with spdl-io installed")
+    parser.add_argument("--dali-python", default="", help="a Python with nvidia-dali installed")
+    parser.add_argument("--ffcv-python", default="", help="a Python with ffcv installed")
     parser.add_argument("--only", default=",".join(WORKLOADS))
     parser.add_argument("--sides", default=",".join(SIDES))
     # what a child process is told
@@ -427,10 +538,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def spdl_version(python: str) -> str | None:
+def peer_version(python: str, package: str) -> str | None:
+    """The version of ``package`` installed for ``python`` (None: no Python or no package)."""
     if not python:
         return None
-    code = "import importlib.metadata as m; print(m.version('spdl-io'))"
+    code = f"import importlib.metadata as m; print(m.version({package!r}))"
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
     return out.stdout.strip() if out.returncode == 0 else None
 
@@ -442,12 +554,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     started, cpu_start = time.perf_counter(), harness.cpu_busy_seconds()
     tv = harness.peers.import_torchvision()
-    spdl = spdl_version(args.spdl_python)
+    spdl = peer_version(args.spdl_python, "spdl-io")
+    dali = peer_version(args.dali_python, "nvidia-dali-cuda120")
+    ffcv = peer_version(args.ffcv_python, "ffcv")
     info = harness.machine_info(
         torch.get_num_threads(),
         cpus=str(len(os.sched_getaffinity(0))),
         torchvision=harness.version(tv),
         spdl=f"spdl-io {spdl}" if spdl else "not given (--spdl-python)",
+        dali=f"nvidia-dali-cuda120 {dali}" if dali else "not given (--dali-python)",
+        ffcv=f"ffcv {ffcv}" if ffcv else "not given (--ffcv-python)",
     )
     harness.print_header("The input pipeline: loaders, threads and processes", info,
                          "one run per side and worker count, each in a fresh process")  # fmt: skip
@@ -456,10 +572,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             root = Path(tmp) / "train"
             make_image_folder(root, args.images)
             results: dict[tuple[str, int], dict[str, Any]] = {}
+            peers = {"spdl": (args.spdl_python, spdl), "dali": (args.dali_python, dali),
+                     "ffcv": (args.ffcv_python, ffcv)}  # fmt: skip
             for w in args.workers:
                 for side in args.sides:
-                    python = args.spdl_python if side == "spdl" else sys.executable
-                    if side == "spdl" and not spdl:
+                    python, version = peers.get(side, (sys.executable, "ours"))
+                    if not version:
                         continue
                     command = child_command(python, side, args, workers=w, root=root,
                                             epochs=args.epochs)  # fmt: skip
