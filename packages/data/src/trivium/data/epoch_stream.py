@@ -236,10 +236,10 @@ class Graph:
         root, failed = self.root, self.failed
         where = _ItemWhere(self, -1, report)  # pointed at each sample in turn
         out: list[Any] = []
-        dropped: list[int] = []
+        kept: list[int] = []  # the ids of the samples in ``out``
         warnings.where = where
         with SampleScopes() as scopes:
-            for j, (i, p) in enumerate(zip(ids, positions, strict=True)):
+            for i, p in zip(ids, positions, strict=True):
                 where.index = i
                 scopes.start(seed, epoch, p)
                 try:
@@ -247,13 +247,11 @@ class Graph:
                 except Exception as error:
                     warnings.where = None
                     failed(error, self.origin(i), report)
-                    dropped.append(j)
                     warnings.where = where
+                    continue
+                kept.append(i)
         warnings.where = None
-        if dropped:
-            skip = set(dropped)
-            ids = [i for j, i in enumerate(ids) if j not in skip]
-        return out, _BatchWheres(self, ids, report)
+        return out, _BatchWheres(self, kept, report)
 
     def arrow_rows(self, ids: np.ndarray) -> Iterator[Any]:
         """The rows ``ids`` of an Arrow source, as one ``RecordBatch`` saying where each is from."""
