@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,19 @@ def file_server(tmp_path: Path) -> Iterator[FileServer]:
 # Worker start methods that import torch anew in every worker (spawn, forkserver) cost
 # seconds per test: the quick tier (`make test`) runs fork and threads, the slow tier
 # (`make test-slow`, also in CI) the other start methods too.
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_compile_caches() -> None:
+    """Each test file starts from empty torch.compile caches.
+
+    Which files share a pytest worker changes from run to run; code every transform
+    shares (``ImageTransform.forward``) would otherwise reach Dynamo's recompile limit
+    or not depending on what ran before it.
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        dynamo.reset()
+
+
 _SLOW_START_METHODS = {"spawn", "forkserver"}
 
 
